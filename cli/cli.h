@@ -1,0 +1,37 @@
+/* cli.h - what the command implementations share. */
+#ifndef AKK_CLI_H
+#define AKK_CLI_H
+
+#include "err.h"
+
+/* Exit codes (akkctl(1)). */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;	/* the synopsis and options, for --help */
+	const char *summary;	/* one line for the command list */
+};
+
+extern const struct cli_command cli_commands[];
+
+/* Print "akkctl: <formatted err>" on stderr; returns code. */
+int cli_report(const struct akk_err *e, int code);
+/* Print "akkctl: <msg>" on stderr; returns code. */
+int cli_errorf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "usage: ..." of a command on stderr and return EXIT_USAGE. */
+int cli_usage_error(const char *command);
+/* Print the command's usage on stdout and return EXIT_OK. */
+int cli_help(const char *command);
+/* Parse a whole positive int option value or fail with usage. */
+int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
+
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,120 @@
+/* cmd_check.c - akkctl check: validate a config and print its plan. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "model.h"
+#include "optim.h"
+#include "spec.h"
+
+static void print_count(char *buf, int size, double v)
+{
+	if (v >= 1e9)
+		snprintf(buf, size, "%.2fG", v / 1e9);
+	else if (v >= 1e6)
+		snprintf(buf, size, "%.2fM", v / 1e6);
+	else if (v >= 1e4)
+		snprintf(buf, size, "%.1fK", v / 1e3);
+	else
+		snprintf(buf, size, "%.0f", v);
+}
+
+static void print_plan(const struct akk_spec *s, const struct akk_model *m)
+{
+	int wheels = s->sched.mode == AKK_MODE_WHEELS;
+	int K = wheels ? s->sched.conc_train : 1, V = s->sched.conc_val;
+	int bs = s->sched.batch_size, stash = wheels && s->sched.stashing && K > 1;
+	char shape[64], flops[32];
+	double mem_total = 0, stash_total = 0;
+
+	akk_shape_format(s->input, shape, sizeof(shape));
+	printf("%s: %d gates, input %s, loss %s, mode %s\n", s->name, m->ngates,
+	       shape, akk_loss_name(s->loss), akk_mode_name(s->sched.mode));
+	printf("\n%-5s %-6s %-12s %-16s %12s %14s\n", "gate", "layer", "kind",
+	       "output", "params", "FLOPs/sample");
+	for (int g = 0; g < m->ngates; g++) {
+		const struct akk_gate_plan *gp = &m->gates[g];
+		for (int i = 0; i < gp->nlayers; i++) {
+			const struct akk_layer *l = &gp->layers[i];
+			akk_shape_format(l->out, shape, sizeof(shape));
+			printf("%-5d %-6d %-12s %-16s %12zu %14.0f\n", g + 1, i + 1,
+			       l->ops->name, shape, l->nparams, l->flops);
+		}
+	}
+	print_count(flops, sizeof(flops), m->flops);
+	printf("%-5s %-6s %-12s %-16s %12zu %14.0f\n", "total", "", "", "",
+	       m->nparams, m->flops);
+	printf("\n%-5s %-10s %10s %14s %14s %14s\n", "gate", "optimizer", "params",
+	       "FLOPs/sample", "activations", "weight stash");
+	for (int g = 0; g < m->ngates; g++) {
+		const struct akk_gate_plan *gp = &m->gates[g];
+		/* K training tapes (activations + aux + input gradient) and V
+		 * evaluation tapes; the stash is one weight copy per tape. */
+		double tape = (double)(gp->act + gp->aux) * bs * 4;
+		double mem = tape * (K + V) + (double)akk_shape_size(gp->in) * bs * 4 * K;
+		double st = stash ? (double)gp->nparams * 4 * K : 0;
+		print_count(flops, sizeof(flops), gp->flops);
+		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,
+		       akk_optim_name(gp->optim->kind), gp->nparams, flops,
+		       mem / 1024, st / 1024);
+		mem_total += mem;
+		stash_total += st;
+	}
+	printf("\nbatch %d, %d training and %d validation batches in flight%s: "
+	       "%.1f KB of activations, %.1f KB of stashed weights\n",
+	       bs, K, V, stash ? " (weight stashing)" : "", mem_total / 1024,
+	       stash_total / 1024);
+}
+
+int cmd_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "set", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char **sets = calloc(argc, sizeof(*sets));
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_err e = { 0 };
+	int nsets = 0, c, rc;
+
+	if (!sets)
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			sets[nsets++] = optarg;
+			break;
+		case 'h':
+			free(sets);
+			return cli_help("check");
+		default:
+			free(sets);
+			return cli_usage_error("check");
+		}
+	}
+	if (optind != argc - 1) {
+		free(sets);
+		if (optind == argc)
+			cli_errorf(EXIT_USAGE, "check needs a CONFIG");
+		else
+			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
+		return cli_usage_error("check");
+	}
+	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
+		free(sets);
+		return cli_report(&e, EXIT_USAGE);
+	}
+	free(sets);
+	if (akk_model_plan(&m, &s, &e)) {
+		rc = cli_report(&e, EXIT_USAGE);
+	} else {
+		print_plan(&s, &m);
+		rc = EXIT_OK;
+	}
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	return rc;
+}

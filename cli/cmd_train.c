@@ -1,0 +1,261 @@
+/* cmd_train.c - akkctl train: parse, check, load data, run the actors.
+ *
+ * SIGINT and SIGTERM are blocked in every thread and taken by one thread in
+ * sigwait: the first asks the sentinel to stop cleanly (drain, final
+ * checkpoint, flushed metrics, exit 130); the second ends the process at once,
+ * which can never leave a partial checkpoint since checkpoints are renamed
+ * into place whole. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "idx.h"
+#include "model.h"
+#include "run.h"
+#include "spec.h"
+
+struct train_ui {
+	int quiet, tty;
+	double last_draw;
+	int drawn;		/* a progress line is on screen */
+};
+
+static void progress(void *ctx, const struct akk_progress *p)
+{
+	struct train_ui *ui = ctx;
+	double now = akk_now(), eta;
+
+	if (ui->quiet || !ui->tty || (now - ui->last_draw < 0.1 && p->batch < p->batches))
+		return;
+	ui->last_draw = now;
+	eta = p->batch ? p->elapsed * (p->batches - p->batch) / p->batch : 0;
+	fprintf(stderr, "\r\033[Kepoch %d/%d [%-24.*s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs",
+		p->epoch, p->epochs, (int)(24 * p->batch / p->batches),
+		"########################", p->batch, p->batches, p->loss,
+		p->samples_per_s, eta);
+	ui->drawn = 1;
+}
+
+static int epoch_end(void *ctx, struct akk_run *r,
+		     const struct akk_epoch_report *rep, struct akk_err *e)
+{
+	struct train_ui *ui = ctx;
+
+	(void)r;
+	(void)e;
+	if (ui->quiet)
+		return 0;
+	if (ui->drawn)
+		fputs("\r\033[K", stderr);
+	ui->drawn = 0;
+	if (!strcmp(rep->phase, "final")) {
+		fprintf(stderr, "final: validation loss %.4f acc %.2f%% (weights after %ld steps)\n",
+			rep->val_loss, 100 * rep->val_acc, rep->vmax);
+		return 0;
+	}
+	fprintf(stderr, "epoch %d/%d: train loss %.4f acc %.2f%%", rep->epoch,
+		rep->epochs, rep->train_loss, 100 * rep->train_acc);
+	if (rep->val_samples)
+		fprintf(stderr, "  validation loss %.4f acc %.2f%%", rep->val_loss,
+			100 * rep->val_acc);
+	fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
+		rep->samples_per_s, rep->lr);
+	return 0;
+}
+
+struct sigctx {
+	struct akk_run *run;
+	sigset_t set;
+};
+
+static void *signal_main(void *arg)
+{
+	struct sigctx *sc = arg;
+	int sig, n = 0;
+
+	for (;;) {
+		if (sigwait(&sc->set, &sig))
+			continue;
+		if (sig == SIGUSR1)	/* the run is over */
+			return NULL;
+		if (n++) {
+			static const char msg[] = "\nakkctl: second interrupt, stopping now\n";
+			if (write(2, msg, sizeof(msg) - 1) < 0)
+				_exit(EXIT_INTERRUPTED);
+			_exit(EXIT_INTERRUPTED);
+		}
+		akk_run_interrupt(sc->run);
+	}
+}
+
+static int mkdirs(const char *path, struct akk_err *e)
+{
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, 0777) && errno != EEXIST)
+				return akk_err_set(e, "cannot create directory '%s': %s",
+						   buf, strerror(errno));
+			*p = c;
+			if (!c)
+				return 0;
+		}
+	}
+}
+
+int cmd_train(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "resume", required_argument, NULL, 'r' },
+		{ "set", required_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char **sets = calloc(argc + 2, sizeof(*sets));
+	char mode_set[64], epochs_set[64], metrics[1200];
+	const char *out = NULL, *resume = NULL;
+	struct train_ui ui = { 0 };
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_dataset train = { 0 }, val = { 0 };
+	struct akk_run run;
+	struct akk_err e = { 0 };
+	struct sigctx sc;
+	pthread_t sigthread;
+	int nsets = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
+
+	if (!sets)
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	while ((c = getopt_long(argc, argv, "+m:e:o:r:s:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			snprintf(mode_set, sizeof(mode_set), "schedule.mode=%s", optarg);
+			sets[nsets++] = mode_set;
+			break;
+		case 'e':
+			snprintf(epochs_set, sizeof(epochs_set), "schedule.epochs=%s", optarg);
+			sets[nsets++] = epochs_set;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			resume = optarg;
+			break;
+		case 's':
+			sets[nsets++] = optarg;
+			break;
+		case 'q':
+			ui.quiet = 1;
+			break;
+		case 'h':
+			free(sets);
+			return cli_help("train");
+		default:
+			free(sets);
+			return cli_usage_error("train");
+		}
+	}
+	if (optind != argc - 1) {
+		free(sets);
+		if (optind == argc)
+			cli_errorf(EXIT_USAGE, "train needs a CONFIG");
+		else
+			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
+		return cli_usage_error("train");
+	}
+	if (resume) {
+		free(sets);
+		return cli_errorf(EXIT_RUNTIME, "--resume: checkpoints are not built yet");
+	}
+	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
+		free(sets);
+		return cli_report(&e, EXIT_USAGE);
+	}
+	free(sets);
+	if (out) {
+		free(s.out.dir);
+		s.out.dir = strdup(out);
+	}
+	if (akk_model_plan(&m, &s, &e) ||
+	    akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e))
+		goto report;
+	have_val = s.data.val_images != NULL;
+	if (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))
+		goto report;
+	rc = EXIT_RUNTIME;
+	if (mkdirs(s.out.dir, &e))
+		goto report;
+	snprintf(metrics, sizeof(metrics), "%s/%s", s.out.dir, s.out.metrics);
+	{
+		struct akk_run_config cfg = {
+			.mode = s.sched.mode, .epochs = s.sched.epochs,
+			.blas_threads = s.sched.threads, .metrics_path = metrics,
+			.obs = { &ui, progress, epoch_end },
+		};
+		ui.tty = isatty(2);
+		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e)) {
+			rc = EXIT_USAGE;
+			goto report;
+		}
+		run_ready = 1;
+	}
+	if (!ui.quiet) {
+		char shape[64];
+		akk_shape_format(s.input, shape, sizeof(shape));
+		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d BLAS thread%s\n",
+			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
+			train.n, have_val ? val.n : 0, run.blas_threads,
+			run.blas_threads == 1 ? "" : "s");
+	}
+	sc.run = &run;
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGINT);
+	sigaddset(&sc.set, SIGTERM);
+	sigaddset(&sc.set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+	if (pthread_create(&sigthread, NULL, signal_main, &sc)) {
+		akk_err_set(&e, "cannot start the signal thread");
+		goto report;
+	}
+	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
+	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
+	pthread_kill(sigthread, SIGUSR1);
+	pthread_join(sigthread, NULL);
+	if (rc == EXIT_RUNTIME)
+		goto report;
+	if (rc == EXIT_INTERRUPTED && !ui.quiet) {
+		if (ui.drawn)
+			fputs("\n", stderr);
+		fprintf(stderr, "akkctl: interrupted after %d epochs; stopped cleanly\n",
+			run.epochs_done);
+	}
+	goto out;
+report:
+	if (ui.drawn)
+		fputs("\n", stderr);
+	cli_report(&e, rc);
+out:
+	if (run_ready)
+		akk_run_release(&run);
+	akk_dataset_release(&train);
+	akk_dataset_release(&val);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	return rc;
+}

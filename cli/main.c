@@ -1,0 +1,155 @@
+/* main.c - akkctl's entry point: the command table and dispatch. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const struct cli_command cli_commands[] = {
+	{ "train", cmd_train,
+	  "usage: akkctl train CONFIG [--mode flip-flop|wheels] [--epochs N] [--out DIR]\n"
+	  "                    [--resume CHECKPOINT] [--set KEY=VALUE]... [--quiet]\n"
+	  "\n"
+	  "  -m, --mode MODE        schedule.mode: flip-flop or wheels\n"
+	  "  -e, --epochs N         schedule.epochs\n"
+	  "  -o, --out DIR          output directory (overrides output.dir)\n"
+	  "  -r, --resume FILE      resume from a checkpoint (or a run directory)\n"
+	  "  -s, --set KEY=VALUE    override any config key, e.g. schedule.batch_size=128\n"
+	  "  -q, --quiet            print nothing but errors\n",
+	  "train a network described by a YAML config" },
+	{ "eval", cmd_eval,
+	  "usage: akkctl eval CHECKPOINT [--data DIR | --images F --labels F] [--batch N]\n"
+	  "                   [--confusion] [--predictions FILE.csv]\n",
+	  "evaluate a checkpoint on a dataset" },
+	{ "bench", cmd_bench,
+	  "usage: akkctl bench [--mode flip-flop|wheels|both] [--config CONFIG] [--epochs N]\n"
+	  "                    [--concurrency N] [--csv FILE] [--trace FILE.json]\n",
+	  "measure the throughput of the schedules" },
+	{ "check", cmd_check,
+	  "usage: akkctl check CONFIG [--set KEY=VALUE]...\n"
+	  "\n"
+	  "Validate CONFIG and print each gate's layers with output shape, parameters\n"
+	  "and forward FLOPs per sample, then the memory each gate plans. Trains nothing.\n"
+	  "\n"
+	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
+	  "validate a config and print its gate/layer/shape table" },
+	{ "inspect", cmd_inspect,
+	  "usage: akkctl inspect CHECKPOINT\n",
+	  "show what a checkpoint holds" },
+	{ "help", cmd_help,
+	  "usage: akkctl help [COMMAND]\n",
+	  "show help for a command" },
+	{ NULL, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: akkctl [--version] [--help] COMMAND [ARGS]\n\ncommands:\n");
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		fprintf(f, "  %-9s %s\n", c->name, c->summary);
+	fprintf(f, "\n'akkctl help COMMAND' or 'akkctl COMMAND --help' for a command's options;\n"
+		   "akkctl(1) and akkctl(5) for the details.\n");
+}
+
+static const struct cli_command *find(const char *name)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+int cli_report(const struct akk_err *e, int code)
+{
+	char buf[1200];
+
+	akk_err_format(e, buf, sizeof(buf));
+	fprintf(stderr, "akkctl: %s\n", buf);
+	return code;
+}
+
+int cli_errorf(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("akkctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+int cli_usage_error(const char *command)
+{
+	const struct cli_command *c = find(command);
+
+	fputs(c->usage, stderr);
+	return EXIT_USAGE;
+}
+
+int cli_help(const char *command)
+{
+	fputs(find(command)->usage, stdout);
+	return EXIT_OK;
+}
+
+int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < min || v > max)
+		return cli_errorf(EXIT_USAGE, "option '%s' needs a whole number from %d to %d, got '%s'",
+				  opt, min, max, arg);
+	*out = (int)v;
+	return 0;
+}
+
+int cmd_help(int argc, char **argv)
+{
+	const struct cli_command *c;
+
+	if (argc < 2) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cli_help("help");
+	if (!(c = find(argv[1])))
+		return cli_errorf(EXIT_USAGE, "'%s' is not an akkctl command; see 'akkctl --help'", argv[1]);
+	fputs(c->usage, stdout);
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_command *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("akkctl %s\n", AKK_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (argv[1][0] == '-') {
+		cli_errorf(EXIT_USAGE, "unknown option '%s'", argv[1]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!(c = find(argv[1]))) {
+		cli_errorf(EXIT_USAGE, "'%s' is not an akkctl command; see 'akkctl --help'", argv[1]);
+		return EXIT_USAGE;
+	}
+	return c->run(argc - 1, argv + 1);
+}

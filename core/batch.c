@@ -1,0 +1,78 @@
+/* batch.c - filling batches: shuffling and pixel conversion. */
+#include "batch.h"
+
+#include <string.h>
+
+#include "rng.h"
+#include "tensor.h"
+
+int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
+{
+	memset(b, 0, sizeof(*b));
+	b->x = akk_alloc(in * max_batch);
+	b->labels = (uint8_t *)akk_alloc((max_batch + 3) / 4);
+	b->dlogits = akk_alloc((size_t)classes * max_batch);
+	if (!b->x || !b->labels || !b->dlogits) {
+		akk_batch_release(b);
+		return -1;
+	}
+	return 0;
+}
+
+void akk_batch_release(struct akk_batch *b)
+{
+	akk_free(b->x);
+	akk_free(b->labels);
+	akk_free(b->dlogits);
+	memset(b, 0, sizeof(*b));
+}
+
+void akk_pixel_table(float table[256], const struct akk_data_spec *d)
+{
+	for (int v = 0; v < 256; v++) {
+		float x = (float)v / d->scale;
+		table[v] = d->normalize ? (x - d->mean) / d->std : x;
+	}
+}
+
+long akk_batches_per_epoch(size_t n, int bs)
+{
+	return (long)((n + bs - 1) / bs);
+}
+
+void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
+{
+	struct akk_rng r;
+
+	akk_rng_seed(&r, seed, AKK_STREAM_SHUFFLE + (uint64_t)epoch);
+	for (size_t i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	for (size_t i = n - 1; i > 0; i--) {
+		uint32_t j = akk_rng_below(&r, (uint32_t)(i + 1));
+		uint32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}
+
+void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
+		    const uint32_t *perm, long index, int bs,
+		    const float table[256])
+{
+	size_t item = d->images.item;
+	size_t start = (size_t)index * bs;
+	int B = start + bs <= d->n ? bs : (int)(d->n - start);
+
+	for (int j = 0; j < B; j++) {
+		size_t s = perm ? perm[start + j] : start + j;
+		const uint8_t *px = d->images.data + s * item;
+		float *x = b->x + (size_t)j * item;
+
+		for (size_t k = 0; k < item; k++)
+			x[k] = table[px[k]];
+		b->labels[j] = d->labels.data[s];
+	}
+	b->B = B;
+	b->index = index;
+	b->last = start + B >= d->n;
+}

@@ -1,0 +1,97 @@
+/* gate_actor.c - the thread of one gate.
+ *
+ * Flip-flop: the gate is in its forward state (accepting Forward and
+ * Validate) or its backward state (accepting Backward only); any other
+ * message is a protocol error, never silently dropped. Wheels: one state,
+ * every kind accepted, the gate's tape FIFO pairing each Backward with its
+ * Forward. Backward sends the input gradient upstream first and then takes
+ * the optimizer step, so the upstream gate works while this one updates. */
+#include <limits.h>
+
+#include "run.h"
+
+static int fail(struct akk_run *r, struct akk_err *e)
+{
+	akk_run_fail(r, e);
+	return -1;
+}
+
+static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
+		  int *backward_state)
+{
+	struct akk_run *r = a->run;
+	struct akk_gate *g = &a->gate;
+	int flipflop = r->cfg.mode == AKK_MODE_FLIPFLOP;
+	int up = a->self - 1;
+	int down = a->self == r->model->ngates ? 0 : a->self + 1;
+	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
+	struct akk_err e = { 0 };
+	struct akk_msg o = *m;
+	static const char *const names[] = { "forward", "backward", "validate",
+					     "sync", "interrupt", "stop" };
+
+	if (flipflop && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
+	    m->kind != AKK_MSG_SYNC) {
+		akk_err_set(&e, "gate %d: %s message in its %s state", a->self,
+			    names[m->kind], *backward_state ? "backward" : "forward");
+		return fail(r, &e);
+	}
+	switch (m->kind) {
+	case AKK_MSG_FORWARD:
+		o.data = akk_gate_forward(g, m->data, m->B, m->id, &e);
+		if (!o.data)
+			return fail(r, &e);
+		o.n = m->B * out;
+		a->forwards++;
+		*backward_state = 1;
+		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_BACKWARD:
+		o.data = akk_gate_backward(g, m->data, m->B, m->id, up > 0, &e);
+		if (up > 0 && !o.data)
+			return fail(r, &e);
+		if (!o.data && e.msg[0])
+			return fail(r, &e);
+		o.n = up > 0 ? m->B * in : 0;
+		a->backwards++;
+		if (akk_send(&r->tr, up, &o))
+			return -1;
+		if (akk_gate_step(g, &e))
+			return fail(r, &e);
+		*backward_state = 0;
+		return 0;
+	case AKK_MSG_VALIDATE:
+		o.data = akk_gate_eval(g, m->slot, m->data, m->B);
+		o.n = m->B * out;
+		if (g->step < o.vmin)
+			o.vmin = g->step;
+		if (g->step > o.vmax)
+			o.vmax = g->step;
+		a->validations++;
+		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_SYNC:
+		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_STOP:
+		return 1;
+	default:
+		akk_err_set(&e, "gate %d: unexpected message kind %d", a->self, m->kind);
+		return fail(r, &e);
+	}
+}
+
+void *akk_gate_actor_main(void *arg)
+{
+	struct akk_gate_actor *a = arg;
+	struct akk_msg m;
+	int backward_state = 0;
+
+	akk_float_mode();
+	while (!akk_recv(&a->run->tr, a->self, &m)) {
+		double t0 = akk_now();
+		int rc = handle(a, &m, &backward_state);
+
+		a->busy += akk_now() - t0;
+		if (rc)
+			break;
+	}
+	return NULL;
+}

@@ -1,0 +1,37 @@
+/* loss.h - losses over a batch of logits and integer class labels.
+ *
+ * Every loss returns the MEAN over the B samples of the batch and writes the
+ * gradient of that mean into dlogits, so a partial last batch is weighted by
+ * its own size; callers that average over an epoch weight each batch by B.
+ * Regression-style losses (mse, mae, huber) and sigmoid cross-entropy compare
+ * against the one-hot encoding of the label. */
+#ifndef AKK_LOSS_H
+#define AKK_LOSS_H
+
+#include <stdint.h>
+
+enum akk_loss_kind {
+	AKK_LOSS_SOFTMAX_CE,	/* log-sum-exp stable */
+	AKK_LOSS_SIGMOID_CE,	/* per output, mean over outputs and samples */
+	AKK_LOSS_MSE,		/* mean over outputs and samples of (y - t)^2 */
+	AKK_LOSS_MAE,		/* mean of |y - t| (subgradient 0 at 0) */
+	AKK_LOSS_HUBER,		/* mean of huber_delta(y - t) */
+};
+
+/* Name as written in the config ("softmax_cross_entropy", ...); NULL if none. */
+const char *akk_loss_name(enum akk_loss_kind k);
+/* Kind from its config name; -1 when unknown. */
+int akk_loss_find(const char *name);
+extern const char *const akk_loss_names[];	/* NULL-terminated */
+
+/* Mean loss of logits (B x D) against labels (B, each < D); writes
+ * dlogits (B x D) unless it is NULL. delta is Huber's delta. If correct is
+ * not NULL, adds the number of samples whose argmax equals the label. */
+double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
+		const float *logits, const uint8_t *labels, int B, int D,
+		long *correct);
+
+/* Softmax probabilities of one row (for eval's predictions). */
+void akk_softmax_row(float *p, const float *logits, int D);
+
+#endif

@@ -1,0 +1,44 @@
+/* model.h - the planned network: every layer's shape, size and cost.
+ *
+ * akk_model_plan runs shape inference through every layer of every gate,
+ * once, before any thread starts; it is the only place a shape can be wrong,
+ * and it reports the mismatch at the layer's line in the config, naming both
+ * layers. The plan is read-only afterwards and shared by all actors. */
+#ifndef AKK_MODEL_H
+#define AKK_MODEL_H
+
+#include "err.h"
+#include "layer.h"
+#include "spec.h"
+
+struct akk_gate_plan {
+	int index;			/* 0-based */
+	struct akk_layer *layers;	/* nlayers, owned by the model */
+	int nlayers;
+	struct akk_shape in, out;
+	size_t nparams, nstate;		/* floats in the parameter / state blocks */
+	size_t act;			/* floats per sample: every layer's output */
+	size_t aux;			/* floats per sample kept for backward */
+	size_t work;			/* floats per sample of scratch (max) */
+	double flops;			/* forward FLOPs per sample */
+	const struct akk_optim_spec *optim;	/* the gate's effective optimizer */
+};
+
+struct akk_model {
+	const struct akk_spec *spec;	/* not owned */
+	struct akk_gate_plan *gates;	/* ngates, owned */
+	int ngates;
+	int classes;			/* outputs of the last gate */
+	size_t nparams;
+	double flops;			/* forward FLOPs per sample */
+};
+
+int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
+		   struct akk_err *e);
+void akk_model_release(struct akk_model *m);
+
+/* Bytes a gate needs for `ntapes` in-flight training batches of `batch`
+ * samples (activations + aux), and for weight stashing. */
+size_t akk_gate_tape_bytes(const struct akk_gate_plan *g, int batch);
+
+#endif

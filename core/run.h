@@ -1,0 +1,114 @@
+/* run.h - a training run: the actor system of one sentinel, one actor per
+ * gate and two data providers, on pthreads.
+ *
+ * akk_run_init plans all memory (gates, tapes, batch pools, mailboxes) and
+ * sets the BLAS thread count; akk_run_train starts the threads, lets the
+ * sentinel drive the epochs and joins everything. The first actor to fail
+ * records its error and closes every mailbox, so all threads leave at once
+ * and akk_run_train returns that error. akk_run_interrupt asks the sentinel
+ * to stop at a clean point (in-flight batches drained). */
+#ifndef AKK_RUN_H
+#define AKK_RUN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "gate.h"
+#include "model.h"
+#include "provider.h"
+#include "transport.h"
+
+struct akk_progress {
+	int epoch, epochs;	/* 1-based */
+	long batch, batches;	/* batches done in this epoch, of */
+	double loss;		/* running mean training loss this epoch */
+	double samples_per_s;
+	double elapsed;		/* seconds in this epoch */
+};
+
+struct akk_epoch_report {
+	int epoch, epochs;	/* 1-based */
+	const char *phase;	/* "epoch" or "final" (wheels' drained pass) */
+	long samples;
+	double train_loss, train_acc;
+	long val_samples;	/* 0: no validation */
+	double val_loss, val_acc;
+	long vmin, vmax;	/* weight versions validation saw */
+	double seconds, samples_per_s;
+	double lr;
+};
+
+struct akk_run;
+
+/* Called on the sentinel thread. epoch_end runs after the schedule has
+ * drained (every gate idle, no batch in flight), so it may read the gates;
+ * returning -1 with e filled stops the run with that error. */
+struct akk_observer {
+	void *ctx;
+	void (*progress)(void *ctx, const struct akk_progress *p);
+	int (*epoch_end)(void *ctx, struct akk_run *r,
+			 const struct akk_epoch_report *rep, struct akk_err *e);
+};
+
+struct akk_run_config {
+	enum akk_mode mode;
+	int epochs;
+	int start_epoch;	/* 0-based epoch to start at (resume) */
+	int blas_threads;	/* 0: automatic */
+	const char *metrics_path;	/* NULL: no CSV */
+	struct akk_observer obs;
+};
+
+struct akk_gate_actor {
+	struct akk_gate gate;
+	struct akk_run *run;
+	int self;		/* actor number: gate index + 1 */
+	pthread_t thread;
+	int started;
+	/* Statistics, written by the actor thread, read after join. */
+	double busy;		/* seconds spent computing */
+	long forwards, backwards, validations;
+};
+
+struct akk_run {
+	const struct akk_model *model;	/* not owned */
+	const struct akk_spec *spec;
+	const struct akk_dataset *train, *val;	/* val may be NULL */
+	struct akk_run_config cfg;
+	int K, V;		/* training / validation batches in flight */
+	long per_epoch, val_batches;
+	struct akk_gate_actor *gates;	/* ngates */
+	struct akk_provider tprov, vprov;
+	struct akk_transport tr;
+	FILE *metrics;
+	pthread_mutex_t mu;	/* guards err and failed */
+	struct akk_err err;
+	int failed;
+	atomic_int interrupted;	/* the run stopped on akk_run_interrupt */
+	long samples_seen;	/* training samples of the whole run */
+	int epochs_done;
+	int blas_threads;	/* what was set */
+};
+
+int akk_run_init(struct akk_run *r, const struct akk_model *m,
+		 const struct akk_dataset *train, const struct akk_dataset *val,
+		 const struct akk_run_config *cfg, struct akk_err *e);
+/* Train; 0 when every epoch ran or the run was interrupted cleanly (see
+ * r->interrupted), -1 with e filled on failure. */
+int akk_run_train(struct akk_run *r, struct akk_err *e);
+/* Thread-safe, not async-signal-safe: call it from a signal-waiting thread. */
+void akk_run_interrupt(struct akk_run *r);
+void akk_run_release(struct akk_run *r);
+
+/* Record the first failure and close every mailbox. */
+void akk_run_fail(struct akk_run *r, const struct akk_err *e);
+
+
+
+/* Internal to the runtime: the actors' loops and a monotonic clock. */
+void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
+int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
+double akk_now(void);
+
+#endif

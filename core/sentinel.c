@@ -1,0 +1,324 @@
+/* sentinel.c - the sentinel actor: data in, loss out, epochs and credits.
+ *
+ * The sentinel feeds the first gate, receives the last gate's output,
+ * computes the loss and sends its gradient back. It keeps `K` training and
+ * `V` validation batches in flight as credits: a training credit returns when
+ * the batch's backward has come back through the first gate, a validation
+ * credit when the batch's output arrives. An epoch issues exactly one pass
+ * over the training set, then stops issuing and drains; a SYNC message sent
+ * through every gate then proves every gate idle before the epoch is closed.
+ *
+ * Flip-flop is the case K = 1 with the seed's explicit states: Startpoint
+ * (issue the next batch; accepts Backward), Endpoint (accepts Forward: loss,
+ * then Backward to the last gate), and Validation after the epoch's last
+ * backward (accepts Validate). Wheels has no states: validation runs during
+ * the epoch, and after the last epoch a drained "final" pass measures the
+ * weights that training ended with. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loss.h"
+#include "metrics.h"
+#include "run.h"
+
+enum { STARTPOINT, ENDPOINT, VALIDATION };
+
+double akk_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct phase {
+	long ntrain, nval;		/* batches to run */
+	long issued, done, vissued, vdone;
+	int inflight, vinflight;
+	double loss_sum, vloss_sum;
+	long correct, vcorrect, samples, vsamples;
+	long vmin, vmax;
+	int stopping, state;
+};
+
+static int protocol(struct akk_run *r, struct akk_err *e, const char *what)
+{
+	akk_err_set(e, "sentinel: %s", what);
+	akk_run_fail(r, e);
+	return -1;
+}
+
+static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
+		       struct akk_batch **slots, long *next_id,
+		       struct akk_err *e)
+{
+	struct akk_batch *b = akk_provider_next(&r->tprov);
+	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
+
+	if (!b)
+		return -1;
+	if (b->epoch != epoch || b->index != ph->issued)
+		return protocol(r, e, "training data out of order");
+	slots[*next_id % r->K] = b;
+	m.B = b->B;
+	m.id = (*next_id)++;
+	m.data = b->x;
+	m.n = b->B * akk_shape_size(r->spec->input);
+	ph->issued++;
+	ph->inflight++;
+	ph->state = ENDPOINT;
+	return akk_send(&r->tr, 1, &m);
+}
+
+static int issue_val(struct akk_run *r, struct phase *ph,
+		     struct akk_batch **vslots, struct akk_err *e)
+{
+	struct akk_batch *b = akk_provider_next(&r->vprov);
+	struct akk_msg m = { .kind = AKK_MSG_VALIDATE, .vmin = LONG_MAX, .vmax = -1 };
+	int slot = -1;
+
+	if (!b)
+		return -1;
+	for (int i = 0; i < r->V; i++)
+		if (!vslots[i]) {
+			slot = i;
+			break;
+		}
+	if (slot < 0 || b->index != ph->vissued)
+		return protocol(r, e, "validation data out of order");
+	vslots[slot] = b;
+	m.B = b->B;
+	m.slot = slot;
+	m.data = b->x;
+	m.n = b->B * akk_shape_size(r->spec->input);
+	ph->vissued++;
+	ph->vinflight++;
+	return akk_send(&r->tr, 1, &m);
+}
+
+/* Accepts in flip-flop, by state. */
+static int flipflop_accepts(int state, int kind)
+{
+	switch (state) {
+	case STARTPOINT: return kind == AKK_MSG_BACKWARD;
+	case ENDPOINT: return kind == AKK_MSG_FORWARD;
+	default: return kind == AKK_MSG_VALIDATE;
+	}
+}
+
+/* Run one phase: ntrain training batches of `epoch` and a validation pass.
+ * Returns 0 when done (or interrupted and drained), -1 on failure. */
+static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
+		     struct akk_batch **slots, struct akk_batch **vslots,
+		     long *next_id, double t0, struct akk_err *e)
+{
+	const struct akk_spec *s = r->spec;
+	int flipflop = r->cfg.mode == AKK_MODE_FLIPFLOP;
+	int G = r->model->ngates, classes = r->model->classes;
+	struct akk_msg m;
+
+	ph->vmin = LONG_MAX;
+	ph->vmax = -1;
+	ph->state = STARTPOINT;
+	for (;;) {
+		if (!ph->stopping) {
+			while (ph->inflight < r->K && ph->issued < ph->ntrain)
+				if (issue_train(r, ph, epoch, slots, next_id, e))
+					return -1;
+			/* flip-flop validates after the epoch's last backward */
+			if (!flipflop || ph->done == ph->ntrain) {
+				if (ph->vissued < ph->nval)
+					ph->state = VALIDATION;
+				while (ph->vinflight < r->V && ph->vissued < ph->nval)
+					if (issue_val(r, ph, vslots, e))
+						return -1;
+			}
+		}
+		if (!ph->inflight && !ph->vinflight &&
+		    (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval)))
+			return 0;
+		if (akk_recv(&r->tr, 0, &m))
+			return -1;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			ph->stopping = 1;
+			continue;
+		}
+		if (flipflop && !flipflop_accepts(ph->state, m.kind))
+			return protocol(r, e, "message out of turn in flip-flop");
+		switch (m.kind) {
+		case AKK_MSG_FORWARD: {
+			struct akk_batch *b = slots[m.id % r->K];
+			struct akk_msg back = m;
+			double loss = akk_loss(s->loss, s->huber_delta, b->dlogits,
+					       m.data, b->labels, b->B, classes,
+					       &ph->correct);
+			if (!isfinite(loss)) {
+				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld)",
+					    epoch + 1, b->index + 1, m.id + 1);
+				akk_run_fail(r, e);
+				return -1;
+			}
+			ph->loss_sum += loss * b->B;
+			ph->samples += b->B;
+			back.kind = AKK_MSG_BACKWARD;
+			back.data = b->dlogits;
+			back.n = (long)b->B * classes;
+			ph->state = STARTPOINT;
+			if (akk_send(&r->tr, G, &back))
+				return -1;
+			break;
+		}
+		case AKK_MSG_BACKWARD: {
+			struct akk_batch *b = slots[m.id % r->K];
+			akk_provider_recycle(&r->tprov, b);
+			ph->done++;
+			ph->inflight--;
+			if (r->cfg.obs.progress) {
+				double dt = akk_now() - t0;
+				struct akk_progress p = {
+					epoch + 1, r->cfg.epochs, ph->done, ph->ntrain,
+					ph->samples ? ph->loss_sum / ph->samples : 0,
+					dt > 0 ? ph->samples / dt : 0, dt,
+				};
+				r->cfg.obs.progress(r->cfg.obs.ctx, &p);
+			}
+			break;
+		}
+		case AKK_MSG_VALIDATE: {
+			struct akk_batch *b = vslots[m.slot];
+			ph->vloss_sum += akk_loss(s->loss, s->huber_delta, NULL, m.data,
+						  b->labels, b->B, classes,
+						  &ph->vcorrect) * b->B;
+			ph->vsamples += b->B;
+			if (m.vmin < ph->vmin)
+				ph->vmin = m.vmin;
+			if (m.vmax > ph->vmax)
+				ph->vmax = m.vmax;
+			vslots[m.slot] = NULL;
+			akk_provider_recycle(&r->vprov, b);
+			ph->vdone++;
+			ph->vinflight--;
+			break;
+		}
+		default:
+			return protocol(r, e, "unexpected message");
+		}
+	}
+}
+
+/* Send SYNC through every gate and wait for it: afterwards every gate is
+ * idle and everything it wrote is visible here. */
+static int drain(struct akk_run *r, struct akk_err *e)
+{
+	struct akk_msg m = { .kind = AKK_MSG_SYNC };
+
+	if (akk_send(&r->tr, 1, &m))
+		return -1;
+	for (;;) {
+		if (akk_recv(&r->tr, 0, &m))
+			return -1;
+		if (m.kind == AKK_MSG_SYNC)
+			return 0;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			atomic_store(&r->interrupted, 1);
+			continue;
+		}
+		return protocol(r, e, "message after the drain");
+	}
+}
+
+static int report(struct akk_run *r, const struct phase *ph, int epoch,
+		  const char *phase, double seconds, struct akk_err *e)
+{
+	struct akk_epoch_report rep = {
+		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
+		.samples = ph->samples,
+		.train_loss = ph->samples ? ph->loss_sum / ph->samples : 0,
+		.train_acc = ph->samples ? (double)ph->correct / ph->samples : 0,
+		.val_samples = ph->vsamples,
+		.val_loss = ph->vsamples ? ph->vloss_sum / ph->vsamples : 0,
+		.val_acc = ph->vsamples ? (double)ph->vcorrect / ph->vsamples : 0,
+		.vmin = ph->vmax >= 0 ? ph->vmin : 0, .vmax = ph->vmax >= 0 ? ph->vmax : 0,
+		.seconds = seconds,
+		.samples_per_s = seconds > 0 ? ph->samples / seconds : 0,
+		.lr = r->gates[0].gate.last_lr,
+	};
+
+	if (r->metrics && ph->samples) {
+		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
+			rep.train_loss, rep.train_acc, rep.lr, seconds,
+			0, 0 };
+		if (akk_metrics_write(r->metrics, &row, e))
+			return -1;
+	}
+	if (r->metrics && ph->vsamples) {
+		struct akk_metrics_row row = { epoch + 1,
+			ph->samples ? "validation" : phase, ph->vsamples,
+			rep.val_loss, rep.val_acc, rep.lr, seconds,
+			rep.vmin, rep.vmax };
+		if (akk_metrics_write(r->metrics, &row, e))
+			return -1;
+	}
+	if (r->cfg.obs.epoch_end && r->cfg.obs.epoch_end(r->cfg.obs.ctx, r, &rep, e))
+		return -1;
+	return 0;
+}
+
+int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
+{
+	struct akk_batch **slots = calloc(r->K, sizeof(*slots));
+	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
+	long next_id = 0;
+	int rc = -1, epoch;
+	struct phase ph;
+
+	if (!slots || !vslots) {
+		akk_err_set(e, "out of memory");
+		akk_run_fail(r, e);
+		goto out;
+	}
+	for (epoch = r->cfg.start_epoch; epoch < r->cfg.epochs; epoch++) {
+		double t0 = akk_now();
+
+		memset(&ph, 0, sizeof(ph));
+		ph.ntrain = r->per_epoch;
+		ph.nval = r->val_batches;
+		if (run_phase(r, &ph, epoch, slots, vslots, &next_id, t0, e) ||
+		    drain(r, e))
+			goto out;
+		r->samples_seen += ph.samples;
+		if (ph.stopping) {
+			atomic_store(&r->interrupted, 1);
+			break;
+		}
+		r->epochs_done = epoch + 1;
+		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
+			goto fail;
+		if (atomic_load(&r->interrupted))
+			break;
+	}
+	if (!atomic_load(&r->interrupted) && r->cfg.mode == AKK_MODE_WHEELS &&
+	    r->val_batches) {
+		double t0 = akk_now();
+
+		memset(&ph, 0, sizeof(ph));
+		ph.nval = r->val_batches;
+		if (run_phase(r, &ph, r->cfg.epochs - 1, slots, vslots, &next_id, t0, e) ||
+		    drain(r, e))
+			goto out;
+		if (!ph.stopping && report(r, &ph, r->cfg.epochs - 1, "final",
+					   akk_now() - t0, e))
+			goto fail;
+	}
+	rc = 0;
+	goto out;
+fail:
+	akk_run_fail(r, e);
+out:
+	free(slots);
+	free(vslots);
+	return rc;
+}

@@ -1,0 +1,47 @@
+/* tensor.h - float buffers, the BLAS wrapper and per-thread float mode.
+ *
+ * Buffers are plain float arrays, 64-byte aligned and zeroed, released with
+ * akk_free. Shapes live beside them (struct akk_shape); a buffer never owns
+ * its shape. All matrices are row-major. */
+#ifndef AKK_TENSOR_H
+#define AKK_TENSOR_H
+
+#include <stddef.h>
+
+/* Shape of one sample: rank 1 is [features], rank 3 is [C, H, W]. */
+struct akk_shape {
+	int rank;
+	int d[3];
+};
+
+static inline long akk_shape_size(struct akk_shape s)
+{
+	long n = 1;
+	for (int i = 0; i < s.rank; i++)
+		n *= s.d[i];
+	return n;
+}
+
+/* Format "[784]" or "[1, 28, 28]" into buf. */
+void akk_shape_format(struct akk_shape s, char *buf, int size);
+
+/* n floats, 64-byte aligned, zeroed; NULL when out of memory. */
+float *akk_alloc(size_t n);
+void akk_free(void *p);
+
+/* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
+ * op(A) is M x K, op(B) is K x N, C is M x N. */
+void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+	       const float *A, int lda, const float *B, int ldb, float beta,
+	       float *C, int ldc);
+
+/* Set flush-to-zero and denormals-are-zero on the calling thread. Every
+ * compute thread calls it first. */
+void akk_float_mode(void);
+/* Number of threads OpenBLAS may use for one call (global to the process). */
+void akk_blas_threads(int n);
+int akk_blas_threads_get(void);
+/* Number of online cores. */
+int akk_cores(void);
+
+#endif

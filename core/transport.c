@@ -1,0 +1,42 @@
+/* transport.c - the in-process transport: a mailbox per actor. */
+#include "transport.h"
+
+#include <stdlib.h>
+
+int akk_transport_init(struct akk_transport *t, int nactors, int cap)
+{
+	t->boxes = calloc(nactors, sizeof(*t->boxes));
+	t->nactors = nactors;
+	if (!t->boxes)
+		return -1;
+	for (int i = 0; i < nactors; i++)
+		if (akk_mailbox_init(&t->boxes[i], sizeof(struct akk_msg), cap)) {
+			akk_transport_release(t);
+			return -1;
+		}
+	return 0;
+}
+
+void akk_transport_release(struct akk_transport *t)
+{
+	for (int i = 0; t->boxes && i < t->nactors; i++)
+		akk_mailbox_release(&t->boxes[i]);
+	free(t->boxes);
+	t->boxes = NULL;
+}
+
+int akk_send(struct akk_transport *t, int to, const struct akk_msg *m)
+{
+	return akk_mailbox_send(&t->boxes[to], m);
+}
+
+int akk_recv(struct akk_transport *t, int self, struct akk_msg *m)
+{
+	return akk_mailbox_recv(&t->boxes[self], m);
+}
+
+void akk_transport_close(struct akk_transport *t)
+{
+	for (int i = 0; i < t->nactors; i++)
+		akk_mailbox_close(&t->boxes[i]);
+}

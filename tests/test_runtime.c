@@ -1,0 +1,359 @@
+/* test_runtime.c - the actor schedules against the sequential reference.
+ *
+ * Synthetic data only (learnable class patterns in 8x8 images), so the tests
+ * need no download. Nothing here depends on timing: interrupts are raised
+ * from the sentinel's own progress callback. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "model.h"
+#include "provider.h"
+#include "reference.h"
+#include "run.h"
+#include "spec.h"
+
+#define SIDE 8
+#define CLASSES 4
+
+/* n images of SIDE x SIDE; class c lights up pixels j with j % CLASSES == c;
+ * the first two pixels of image i hold i, for sample counting. */
+static void make_data(struct akk_dataset *d, size_t n, uint32_t seed)
+{
+	size_t item = SIDE * SIDE;
+	uint32_t s = seed;
+
+	memset(d, 0, sizeof(*d));
+	d->images.data = malloc(n * item);
+	d->labels.data = malloc(n);
+	d->images.rank = 3;
+	d->images.dims[0] = n;
+	d->images.dims[1] = d->images.dims[2] = SIDE;
+	d->images.count = n;
+	d->images.item = item;
+	d->labels.rank = 1;
+	d->labels.dims[0] = n;
+	d->labels.count = n;
+	d->labels.item = 1;
+	d->n = n;
+	d->h = d->w = SIDE;
+	d->classes = CLASSES;
+	for (size_t i = 0; i < n; i++) {
+		int c = (int)(i % CLASSES);
+		d->labels.data[i] = c;
+		for (size_t j = 0; j < item; j++) {
+			s = s * 1664525u + 1013904223u;
+			d->images.data[i * item + j] =
+				(uint8_t)(20 + (s >> 26) + ((int)(j % CLASSES) == c ? 120 : 0));
+		}
+		d->images.data[i * item] = i & 255;
+		d->images.data[i * item + 1] = (i >> 8) & 255;
+	}
+}
+
+static const char *net_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [64]\n"
+	"  gates:\n"
+	"    - layers: [{dense: 24}, relu, {dropout: 0.1}]\n"
+	"    - layers: [{dense: 16}, batchnorm, tanh]\n"
+	"    - layers: [{dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, concurrency: {train: %d, validation: 2}, weight_stashing: %s}\n";
+
+struct fixture {
+	struct akk_spec spec;
+	struct akk_model model;
+	struct akk_dataset train, val;
+};
+
+static void setup_net(struct fixture *f, const char *mode, int epochs, int K,
+		      int stash, const char *extra)
+{
+	char text[2048];
+	struct akk_err e = { 0 };
+	int n = snprintf(text, sizeof(text), net_yaml, mode, epochs, K,
+			 stash ? "true" : "false");
+
+	if (extra)
+		snprintf(text + n, sizeof(text) - n, "%s", extra);
+	memset(f, 0, sizeof(*f));
+	if (akk_spec_parse(&f->spec, text, strlen(text), "test.yaml", ".", NULL, 0, &e))
+		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	if (akk_model_plan(&f->model, &f->spec, &e))
+		fail_msg("plan: %s", e.msg);
+	make_data(&f->train, 1000, 7);	/* 63 batches, the last of 8 */
+	make_data(&f->val, 200, 9);
+}
+
+static void teardown_net(struct fixture *f)
+{
+	akk_model_release(&f->model);
+	akk_spec_release(&f->spec);
+	akk_dataset_release(&f->train);
+	akk_dataset_release(&f->val);
+}
+
+static int run_actors(struct fixture *f, struct akk_run *r, struct akk_observer obs,
+		      struct akk_err *e)
+{
+	struct akk_run_config cfg = {
+		.mode = f->spec.sched.mode, .epochs = f->spec.sched.epochs,
+		.blas_threads = 1, .obs = obs,
+	};
+
+	if (akk_run_init(r, &f->model, &f->train, &f->val, &cfg, e))
+		return -1;
+	return akk_run_train(r, e);
+}
+
+static void assert_same_params(const struct akk_gate *a, const struct akk_gate *b)
+{
+	size_t n = a->plan->nparams, ns = a->plan->nstate;
+
+	assert_int_equal(a->step, b->step);
+	assert_memory_equal(a->params, b->params, n * sizeof(float));
+	if (ns)
+		assert_memory_equal(a->state, b->state, ns * sizeof(float));
+}
+
+/* Flip-flop is bit-for-bit the sequential reference: 5 epochs, 315 steps. */
+static void flipflop_equals_reference(void **unused)
+{
+	struct fixture f;
+	struct akk_reference ref;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	setup_net(&f, "flip-flop", 5, 1, 0, NULL);
+	akk_blas_threads(1);
+	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
+	for (long i = 0; i < 5 * 63; i++)
+		assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
+	assert_int_equal(run_actors(&f, &r, (struct akk_observer){ 0 }, &e), 0);
+	for (int g = 0; g < f.model.ngates; g++) {
+		assert_int_equal(r.gates[g].gate.step, 315);
+		assert_same_params(&r.gates[g].gate, &ref.gates[g]);
+	}
+	akk_run_release(&r);
+	akk_reference_release(&ref);
+	teardown_net(&f);
+}
+
+/* Wheels with one training batch in flight equals flip-flop, even with
+ * validation running concurrently. */
+static void wheels_one_equals_flipflop(void **unused)
+{
+	struct fixture a, b;
+	struct akk_run ra, rb;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	setup_net(&a, "flip-flop", 3, 1, 0, NULL);
+	setup_net(&b, "wheels", 3, 1, 1, NULL);
+	assert_int_equal(run_actors(&a, &ra, (struct akk_observer){ 0 }, &e), 0);
+	assert_int_equal(run_actors(&b, &rb, (struct akk_observer){ 0 }, &e), 0);
+	for (int g = 0; g < a.model.ngates; g++)
+		assert_same_params(&ra.gates[g].gate, &rb.gates[g].gate);
+	akk_run_release(&ra);
+	akk_run_release(&rb);
+	teardown_net(&a);
+	teardown_net(&b);
+}
+
+struct reports {
+	int n;
+	long samples[16], val_samples[16];
+	double loss[16], val_acc[16];
+	long vmin[16], vmax[16];
+	int finals;
+	double final_acc;
+};
+
+static int collect(void *ctx, struct akk_run *r, const struct akk_epoch_report *rep,
+		   struct akk_err *e)
+{
+	struct reports *c = ctx;
+
+	(void)r;
+	(void)e;
+	if (!strcmp(rep->phase, "final")) {
+		c->finals++;
+		c->final_acc = rep->val_acc;
+		return 0;
+	}
+	c->samples[c->n] = rep->samples;
+	c->val_samples[c->n] = rep->val_samples;
+	c->loss[c->n] = rep->train_loss;
+	c->val_acc[c->n] = rep->val_acc;
+	c->vmin[c->n] = rep->vmin;
+	c->vmax[c->n] = rep->vmax;
+	c->n++;
+	return 0;
+}
+
+static void wheels_learns(int stash)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	struct reports c = { 0 };
+
+	setup_net(&f, "wheels", 4, 4, stash, NULL);
+	assert_int_equal(run_actors(&f, &r, (struct akk_observer){ &c, NULL, collect }, &e), 0);
+	assert_int_equal(c.n, 4);
+	for (int i = 0; i < c.n; i++) {
+		/* exactly one pass per epoch: no batch lost or duplicated */
+		assert_int_equal(c.samples[i], 1000);
+		assert_int_equal(c.val_samples[i], 200);
+		/* validation saw weights from within its epoch */
+		assert_true(c.vmin[i] >= i * 63 && c.vmax[i] <= (i + 1) * 63);
+	}
+	for (int g = 0; g < f.model.ngates; g++) {
+		assert_int_equal(r.gates[g].forwards, 4 * 63);
+		assert_int_equal(r.gates[g].backwards, 4 * 63);
+		assert_int_equal(r.gates[g].gate.step, 4 * 63);
+		assert_int_equal(akk_gate_stash_bytes(&r.gates[g].gate) > 0, stash);
+	}
+	assert_true(c.loss[3] < 0.5 * c.loss[0]);
+	assert_int_equal(c.finals, 1);
+	assert_true(c.final_acc > 0.9);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
+static void wheels_learns_stashing(void **unused)
+{
+	(void)unused;
+	wheels_learns(1);
+}
+
+static void wheels_learns_without_stashing(void **unused)
+{
+	(void)unused;
+	wheels_learns(0);
+}
+
+/* Every sample exactly once per epoch, in a different order each epoch. */
+static void provider_covers_every_sample(void **unused)
+{
+	struct fixture f;
+	struct akk_provider p;
+	struct akk_err e = { 0 };
+	int *seen = calloc(1000, sizeof(int));
+	long first[2];
+
+	(void)unused;
+	setup_net(&f, "wheels", 2, 4, 1, "");
+	f.spec.data.scale = 1;	/* floats equal the pixels */
+	assert_int_equal(akk_provider_init(&p, &f.train, &f.spec.data, 1, 42, 16,
+					   64, 4, 3, 0, 0, &e), 0);
+	assert_int_equal(akk_provider_start(&p, &e), 0);
+	for (int epoch = 0; epoch < 2; epoch++) {
+		memset(seen, 0, 1000 * sizeof(int));
+		for (long i = 0; i < 63; i++) {
+			struct akk_batch *b = akk_provider_next(&p);
+			assert_non_null(b);
+			assert_int_equal(b->epoch, epoch);
+			assert_int_equal(b->index, i);
+			assert_int_equal(b->B, i == 62 ? 8 : 16);
+			for (int j = 0; j < b->B; j++) {
+				int id = (int)b->x[j * 64] + 256 * (int)b->x[j * 64 + 1];
+				assert_true(id >= 0 && id < 1000);
+				seen[id]++;
+				if (i == 0 && j == 0)
+					first[epoch] = id;
+			}
+			akk_provider_recycle(&p, b);
+		}
+		for (int i = 0; i < 1000; i++)
+			assert_int_equal(seen[i], 1);
+	}
+	assert_int_not_equal(first[0], first[1]);
+	akk_provider_release(&p);
+	free(seen);
+	teardown_net(&f);
+}
+
+static int threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A non-finite gradient stops every actor with an error naming it. */
+static void nan_stops_the_run(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	int before = threads_now();
+
+	(void)unused;
+	setup_net(&f, "wheels", 3, 4, 1, NULL);
+	f.spec.optim.lr = 1e30f;
+	assert_int_equal(run_actors(&f, &r, (struct akk_observer){ 0 }, &e), -1);
+	assert_non_null(strstr(e.msg, "non-finite"));
+	assert_int_equal(threads_now(), before);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
+static void interrupt_at(void *ctx, const struct akk_progress *p)
+{
+	struct akk_run *r = ctx;
+
+	if (p->epoch == 2 && p->batch == 10)
+		akk_run_interrupt(r);
+}
+
+/* An interrupt drains the in-flight batches and ends the run cleanly. */
+static void interrupt_stops_cleanly(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	int before = threads_now();
+
+	(void)unused;
+	setup_net(&f, "wheels", 5, 4, 1, NULL);
+	struct akk_run_config cfg = { .mode = AKK_MODE_WHEELS, .epochs = 5,
+				      .blas_threads = 1 };
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+	r.cfg.obs = (struct akk_observer){ &r, interrupt_at, NULL };
+	assert_int_equal(akk_run_train(&r, &e), 0);
+	assert_int_equal(atomic_load(&r.interrupted), 1);
+	assert_int_equal(r.epochs_done, 1);
+	/* every gate stepped exactly as often as batches came back */
+	for (int g = 0; g < f.model.ngates; g++)
+		assert_int_equal(r.gates[g].gate.step, r.gates[g].backwards);
+	assert_int_equal(threads_now(), before);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(flipflop_equals_reference),
+		cmocka_unit_test(wheels_one_equals_flipflop),
+		cmocka_unit_test(wheels_learns_stashing),
+		cmocka_unit_test(wheels_learns_without_stashing),
+		cmocka_unit_test(provider_covers_every_sample),
+		cmocka_unit_test(nan_stops_the_run),
+		cmocka_unit_test(interrupt_stops_cleanly),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

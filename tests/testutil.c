@@ -1,0 +1,138 @@
+/* testutil.c - process running, temp dirs and numeric comparisons for tests. */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tu_akkctl(void)
+{
+	const char *p = getenv("AKKCTL");
+	return p && *p ? p : "./akkctl";
+}
+
+static void drain(int fd, char *buf, size_t size, size_t *len)
+{
+	char tmp[4096];
+	ssize_t n = read(fd, tmp, sizeof(tmp));
+
+	if (n <= 0)
+		return;
+	if (buf && *len + 1 < size) {
+		size_t room = size - 1 - *len;
+		size_t k = (size_t)n < room ? (size_t)n : room;
+		memcpy(buf + *len, tmp, k);
+		*len += k;
+		buf[*len] = '\0';
+	}
+}
+
+int tu_run(const char *const *argv, char *out, size_t outsz, char *err,
+	   size_t errsz)
+{
+	int po[2], pe[2], status;
+	size_t lo = 0, le = 0;
+	pid_t pid;
+
+	if (out && outsz)
+		out[0] = '\0';
+	if (err && errsz)
+		err[0] = '\0';
+	if (pipe(po) || pipe(pe))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int dn = open("/dev/null", O_RDONLY);
+		dup2(dn, 0);
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+	int open_fds = 2;
+	while (open_fds > 0) {
+		if (poll(fds, 2, -1) < 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (fds[i].fd < 0 || !fds[i].revents)
+				continue;
+			char probe;
+			if (fds[i].revents & POLLIN) {
+				if (i == 0)
+					drain(fds[i].fd, out, outsz, &lo);
+				else
+					drain(fds[i].fd, err, errsz, &le);
+			}
+			if ((fds[i].revents & (POLLHUP | POLLERR)) &&
+			    !(fds[i].revents & POLLIN)) {
+				close(fds[i].fd);
+				fds[i].fd = -1;
+				open_fds--;
+			}
+			(void)probe;
+		}
+	}
+	waitpid(pid, &status, 0);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+const char *tu_tmpdir(void)
+{
+	static char path[512];
+	const char *base = getenv("TMPDIR");
+
+	snprintf(path, sizeof(path), "%s/akktest.XXXXXX", base && *base ? base : "/tmp");
+	return mkdtemp(path);
+}
+
+int tu_write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f)
+		return -1;
+	if (len && fwrite(data, 1, len, f) != len) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) ? -1 : 0;
+}
+
+double tu_max_rel_err(const float *a, const float *b, size_t n, double floor)
+{
+	double worst = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+		double m = fmax(fmax(fabs(a[i]), fabs(b[i])), floor);
+		if (d / m > worst || isnan(d))
+			worst = isnan(d) ? INFINITY : d / m;
+	}
+	return worst;
+}
+
+void tu_fill(float *x, size_t n, float lo, float hi, uint32_t seed)
+{
+	uint32_t s = seed * 2654435761u + 12345u;
+
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1664525u + 1013904223u;
+		x[i] = lo + (hi - lo) * ((s >> 8) * (1.0f / 16777216.0f));
+	}
+}

@@ -1,0 +1,29 @@
+/* testutil.h - helpers shared by the cmocka test programs. */
+#ifndef AKK_TESTUTIL_H
+#define AKK_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* The akkctl binary under test ($AKKCTL, else ./akkctl). */
+const char *tu_akkctl(void);
+/* Run argv (argv[0] is looked up in PATH unless it has a '/'), stdin from
+ * /dev/null; capture stdout and stderr (NUL-terminated, truncated to the
+ * buffer; either may be NULL). Returns the exit status, 128+signal when
+ * killed, -1 when it could not run. */
+int tu_run(const char *const *argv, char *out, size_t outsz, char *err,
+	   size_t errsz);
+/* A fresh directory under $TMPDIR (or /tmp); the path is static storage
+ * valid until the next call. */
+const char *tu_tmpdir(void);
+/* Write len bytes to path; 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* Largest |a-b| / max(|a|, |b|, floor) over n elements. */
+double tu_max_rel_err(const float *a, const float *b, size_t n, double floor);
+/* Fill with uniform values in [lo, hi) from a fixed LCG seeded by seed. */
+void tu_fill(float *x, size_t n, float lo, float hi, uint32_t seed);
+
+#endif
