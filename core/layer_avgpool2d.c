@@ -1,0 +1,127 @@
+/* layer_avgpool2d.c - 2-D average pooling.
+ *
+ * Input [C, H, W], window k x k, stride s (0 means s = k, the default),
+ * padding p <= k / 2 (as torch requires); output [C, Ho, Wo] with
+ * Ho = (H + 2p - k) / s + 1 (floor, torch's ceil_mode=False). Like torch's
+ * default count_include_pad=True, padding counts as zeros: every output is
+ * the window's sum of real elements divided by k*k, even at the border.
+ * No parameters, no aux, no scratch. */
+#include "layer.h"
+
+#include <string.h>
+
+static int avgpool_plan(struct akk_layer *l, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int k = sp->kernel, s = sp->stride ? sp->stride : sp->kernel;
+	int p = sp->padding;
+	char buf[64];
+
+	akk_shape_format(l->in, buf, sizeof(buf));
+	if (l->in.rank != 3)
+		return akk_err_set(e, "expects an image input [channels, height, "
+				   "width], got %s", buf);
+	if (k <= 0)
+		return akk_err_set(e, "expects kernel > 0, got %d", k);
+	if (s < 0)
+		return akk_err_set(e, "expects stride > 0, got %d", s);
+	if (p < 0 || p > k / 2)
+		return akk_err_set(e, "expects padding between 0 and kernel/2 = %d, "
+				   "got %d", k / 2, p);
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	if (k > H + 2 * p || k > W + 2 * p)
+		return akk_err_set(e, "kernel %d is larger than the padded input "
+				   "%dx%d (input %s, padding %d)", k, H + 2 * p,
+				   W + 2 * p, buf, p);
+
+	int Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
+	l->out = (struct akk_shape){ 3, { C, Ho, Wo } };
+	l->nparams = l->nstate = 0;
+	l->aux = 0;
+	l->work = 0;
+	l->flops = (double)C * Ho * Wo * k * k;
+	l->nviews = 0;
+	return 0;
+}
+
+static void avgpool_init(const struct akk_layer *l, float *p, float *s,
+			 struct akk_rng *rng)
+{
+	(void)l, (void)p, (void)s, (void)rng;
+}
+
+static void avgpool_forward(const struct akk_layer *l, float *y, float *aux,
+			    float *s, float *work, const float *x,
+			    const float *p, int B, int train,
+			    struct akk_rng *rng)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	int Ho = l->out.d[1], Wo = l->out.d[2];
+	int k = sp->kernel, st = sp->stride ? sp->stride : k, pad = sp->padding;
+	float scale = 1.0f / (float)(k * k);
+
+	(void)aux, (void)s, (void)work, (void)p, (void)train, (void)rng;
+	for (long bc = 0; bc < (long)B * C; bc++) {
+		const float *xc = x + bc * H * W;
+		for (int oh = 0; oh < Ho; oh++) {
+			int h0 = oh * st - pad, h1 = h0 + k;
+			h0 = h0 < 0 ? 0 : h0;
+			h1 = h1 > H ? H : h1;
+			for (int ow = 0; ow < Wo; ow++) {
+				int w0 = ow * st - pad, w1 = w0 + k;
+				w0 = w0 < 0 ? 0 : w0;
+				w1 = w1 > W ? W : w1;
+				float t = 0;
+				for (int ih = h0; ih < h1; ih++)
+					for (int iw = w0; iw < w1; iw++)
+						t += xc[ih * W + iw];
+				*y++ = t * scale;
+			}
+		}
+	}
+}
+
+/* dx = 0, then each output spreads dy / k^2 over the real elements of its
+ * window. */
+static void avgpool_backward(const struct akk_layer *l, float *dx, float *dp,
+			     float *work, const float *dy, const float *x,
+			     const float *y, const float *aux, const float *p,
+			     int B)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	int Ho = l->out.d[1], Wo = l->out.d[2];
+	int k = sp->kernel, st = sp->stride ? sp->stride : k, pad = sp->padding;
+	float scale = 1.0f / (float)(k * k);
+
+	(void)dp, (void)work, (void)x, (void)y, (void)aux, (void)p;
+	if (!dx)
+		return;
+	memset(dx, 0, (size_t)B * C * H * W * sizeof(*dx));
+	for (long bc = 0; bc < (long)B * C; bc++) {
+		float *dc = dx + bc * H * W;
+		for (int oh = 0; oh < Ho; oh++) {
+			int h0 = oh * st - pad, h1 = h0 + k;
+			h0 = h0 < 0 ? 0 : h0;
+			h1 = h1 > H ? H : h1;
+			for (int ow = 0; ow < Wo; ow++) {
+				int w0 = ow * st - pad, w1 = w0 + k;
+				w0 = w0 < 0 ? 0 : w0;
+				w1 = w1 > W ? W : w1;
+				float g = *dy++ * scale;
+				for (int ih = h0; ih < h1; ih++)
+					for (int iw = w0; iw < w1; iw++)
+						dc[ih * W + iw] += g;
+			}
+		}
+	}
+}
+
+const struct akk_layer_ops akk_layer_avgpool2d = {
+	.name = "avgpool2d",
+	.plan = avgpool_plan,
+	.init = avgpool_init,
+	.forward = avgpool_forward,
+	.backward = avgpool_backward,
+};

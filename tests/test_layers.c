@@ -1,0 +1,913 @@
+/* test_layers.c - every layer kind against finite differences, plus forward
+ * references (naive convolution, hand-computed batchnorm), dropout
+ * statistics, initialiser statistics and plan errors.
+ *
+ * The gradient check uses the scalar objective L = sum(y r) with a fixed
+ * random r, so dL/dy = r is what backward receives; each input and
+ * parameter element is nudged by +-eps and (L+ - L-) / (2 eps) is compared
+ * with the analytic gradient. L is summed in double from float y.
+ *
+ * Tolerance rationale. Forward rounding perturbs L by roughly
+ * sqrt(n) |y r| 2^-24, at most ~1e-5 for the sizes here; divided by
+ * 2 eps = 2e-2 that is ~5e-4 absolute. Central differences have a
+ * truncation error of eps^2 f''' / 6, zero for the piecewise-linear layers
+ * (dense, conv, pools, flatten, dropout, relu) as long as no kink is
+ * crossed, and ~2e-5 for the smooth ones (sigmoid, tanh, softplus,
+ * batchnorm) at eps = 1e-2. So we ask for
+ *   max |num - ana| / max(|num|, |ana|, 1) <= 2e-3     (GRAD_TOL)
+ * (relative for large gradients, absolute below 1): several times the
+ * noise (the worst observed is 3e-4, batchnorm's dx), while a wrong term (a
+ * missed bias, a transposed index, a dropped 1/N) is off by O(1). Inputs of
+ * the kinked layers keep their kinks out of reach of +-eps: relu inputs are
+ * at least 0.1 from 0, max-pool inputs are distinct values 0.05 apart. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer.h"
+#include "rng.h"
+#include "tensor.h"
+
+#define GRAD_EPS 1e-2f
+#define GRAD_TOL 2e-3
+
+static struct akk_layer_spec spec_of(const struct akk_layer_ops *ops)
+{
+	return (struct akk_layer_spec){
+		.ops = ops, .units = 5, .filters = 3, .kernel = 3, .stride = 1,
+		.padding = 0, .bias = 1, .rate = 0.5f, .alpha = 0.01f,
+		.momentum = 0.1f, .eps = 1e-5f, .init = AKK_INIT_DEFAULT,
+	};
+}
+
+static struct akk_shape shape1(int d)
+{
+	return (struct akk_shape){ 1, { d, 0, 0 } };
+}
+
+static struct akk_shape shape3(int c, int h, int w)
+{
+	return (struct akk_shape){ 3, { c, h, w } };
+}
+
+static void plan_ok(struct akk_layer *l, const struct akk_layer_spec *sp,
+		    struct akk_shape in)
+{
+	struct akk_err e = { 0 };
+
+	memset(l, 0, sizeof(*l));
+	l->ops = sp->ops;
+	l->spec = sp;
+	l->in = in;
+	if (sp->ops->plan(l, &e))
+		fail_msg("%s plan failed: %s", sp->ops->name, e.msg);
+}
+
+/* The plan error message, or NULL when the plan succeeded. */
+static const char *plan_err(const struct akk_layer_spec *sp,
+			    struct akk_shape in)
+{
+	static struct akk_err e;
+	struct akk_layer l = { .ops = sp->ops, .spec = sp, .in = in };
+
+	memset(&e, 0, sizeof(e));
+	return sp->ops->plan(&l, &e) ? e.msg : NULL;
+}
+
+static float *alloc_nan(size_t n)
+{
+	float *p = akk_alloc(n);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = NAN;
+	return p;
+}
+
+/* How the gradient check fills x. */
+enum xmode {
+	X_PLAIN,	/* U(-1, 1) */
+	X_AWAY0,	/* |x| in [0.1, 1.1): no relu kink within eps */
+	X_DISTINCT,	/* a shuffle of values 0.05 apart: no max-pool ties */
+};
+
+static void fill_x(float *x, size_t n, enum xmode mode, uint32_t seed)
+{
+	tu_fill(x, n, -1, 1, seed);
+	if (mode == X_AWAY0) {
+		for (size_t i = 0; i < n; i++)
+			x[i] = x[i] < 0 ? x[i] - 0.1f : x[i] + 0.1f;
+	} else if (mode == X_DISTINCT) {
+		uint32_t s = seed * 747796405u + 1;
+		for (size_t i = 0; i < n; i++)
+			x[i] = 0.05f * (float)i - 0.025f * (float)n;
+		for (size_t i = n - 1; i > 0; i--) {
+			s = s * 1664525u + 1013904223u;
+			size_t j = (s >> 8) % (i + 1);
+			float t = x[i];
+			x[i] = x[j];
+			x[j] = t;
+		}
+	}
+}
+
+/* A planned layer with all its buffers. */
+struct rig {
+	struct akk_layer l;
+	int B;
+	size_t nin, nout;
+	float *p, *s, *x, *y, *aux, *work, *r, *dx, *dp;
+	struct akk_rng rng;
+};
+
+static void rig_open(struct rig *g, const struct akk_layer_spec *sp,
+		     struct akk_shape in, int B, enum xmode mode)
+{
+	plan_ok(&g->l, sp, in);
+	g->B = B;
+	g->nin = (size_t)akk_shape_size(g->l.in);
+	g->nout = (size_t)akk_shape_size(g->l.out);
+	g->p = alloc_nan(g->l.nparams);
+	g->s = alloc_nan(g->l.nstate);
+	g->dp = alloc_nan(g->l.nparams);
+	g->x = alloc_nan(B * g->nin);
+	g->dx = alloc_nan(B * g->nin);
+	g->y = alloc_nan(B * g->nout);
+	g->r = alloc_nan(B * g->nout);
+	g->aux = alloc_nan(B * g->l.aux);
+	g->work = alloc_nan(B * g->l.work);
+	akk_rng_seed(&g->rng, 7, AKK_STREAM_INIT);
+	sp->ops->init(&g->l, g->p, g->s, &g->rng);
+	/* Random parameters rather than the init: batchnorm's gamma = 1,
+	 * beta = 0 would hide a swapped gamma/beta gradient. */
+	tu_fill(g->p, g->l.nparams, -1, 1, 11);
+	fill_x(g->x, B * g->nin, mode, 23);
+	tu_fill(g->r, B * g->nout, -1, 1, 37);
+}
+
+static void rig_close(struct rig *g)
+{
+	akk_free(g->p);
+	akk_free(g->s);
+	akk_free(g->dp);
+	akk_free(g->x);
+	akk_free(g->dx);
+	akk_free(g->y);
+	akk_free(g->r);
+	akk_free(g->aux);
+	akk_free(g->work);
+}
+
+/* Training forward with a fixed dropout stream; returns L = sum(y r). */
+static double rig_loss(struct rig *g)
+{
+	double L = 0;
+
+	akk_rng_seed(&g->rng, 99, AKK_STREAM_DROPOUT);
+	g->l.ops->forward(&g->l, g->y, g->aux, g->s, g->work, g->x, g->p,
+			  g->B, 1, &g->rng);
+	for (size_t i = 0; i < g->B * g->nout; i++)
+		L += (double)g->y[i] * g->r[i];
+	return L;
+}
+
+/* Central differences of L over v[0..n). */
+static void numeric_grad(struct rig *g, float *num, float *v, size_t n,
+			 float eps)
+{
+	for (size_t i = 0; i < n; i++) {
+		float keep = v[i];
+		v[i] = keep + eps;
+		double lp = rig_loss(g);
+		v[i] = keep - eps;
+		double lm = rig_loss(g);
+		v[i] = keep;
+		num[i] = (float)((lp - lm) / (2.0 * eps));
+	}
+}
+
+static void check_close(const char *what, const char *name, const float *num,
+			const float *ana, size_t n, double tol)
+{
+	double err = tu_max_rel_err(num, ana, n, 1.0);
+
+	if (!(err <= tol)) {
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "  %s[%zu] numeric %g analytic %g\n",
+				what, i, num[i], ana[i]);
+		fail_msg("%s: %s gradient off by %g (tolerance %g)", name, what,
+			 err, tol);
+	}
+}
+
+/* The full check: numeric vs analytic gradients of x and p; backward
+ * writes dx (it starts as NaN) and accumulates dp (a second call doubles
+ * it; a call with dx NULL still accumulates). */
+static void grad_check(const struct akk_layer_spec *sp, struct akk_shape in,
+		       int B, enum xmode mode)
+{
+	struct rig g;
+	size_t np, nx;
+
+	rig_open(&g, sp, in, B, mode);
+	np = g.l.nparams;
+	nx = B * g.nin;
+	float *num = alloc_nan(nx > np ? nx : np);
+	float *dx1 = alloc_nan(nx), *dp1 = alloc_nan(np);
+
+	memset(g.dp, 0, np * sizeof(float));
+	rig_loss(&g);
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux,
+			  g.p, B);
+	memcpy(dx1, g.dx, nx * sizeof(float));
+	memcpy(dp1, g.dp, np * sizeof(float));
+
+	numeric_grad(&g, num, g.x, nx, GRAD_EPS);
+	check_close("dx", sp->ops->name, num, dx1, nx, GRAD_TOL);
+	numeric_grad(&g, num, g.p, np, GRAD_EPS);
+	check_close("dp", sp->ops->name, num, dp1, np, GRAD_TOL);
+
+	/* Accumulate, write: run again on the same batch. */
+	rig_loss(&g);
+	for (size_t i = 0; i < nx; i++)
+		g.dx[i] = NAN;
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux,
+			  g.p, B);
+	assert_true(tu_max_rel_err(g.dx, dx1, nx, 1e-6) <= 1e-6);
+	for (size_t i = 0; i < np; i++)
+		num[i] = 2 * dp1[i];
+	assert_true(tu_max_rel_err(g.dp, num, np, 1.0) <= 1e-5);
+	g.l.ops->backward(&g.l, NULL, g.dp, g.work, g.r, g.x, g.y, g.aux,
+			  g.p, B);
+	for (size_t i = 0; i < np; i++)
+		num[i] = 3 * dp1[i];
+	assert_true(tu_max_rel_err(g.dp, num, np, 1.0) <= 1e-5);
+
+	akk_free(num);
+	akk_free(dx1);
+	akk_free(dp1);
+	rig_close(&g);
+}
+
+/* ---- gradient checks ---- */
+
+static void t_grad_dense(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_dense);
+
+	(void)state;
+	grad_check(&sp, shape1(7), 3, X_PLAIN);
+	grad_check(&sp, shape1(1), 1, X_PLAIN);
+	sp.units = 1;
+	grad_check(&sp, shape1(9), 4, X_PLAIN);
+	sp.bias = 0;
+	sp.units = 6;
+	grad_check(&sp, shape1(7), 3, X_PLAIN);
+}
+
+static void t_grad_conv2d(void **state)
+{
+	static const struct {
+		int C, H, W, F, k, s, p, bias;
+	} cases[] = {
+		{ 2, 5, 7, 3, 3, 1, 0, 1 },	/* plain, H != W */
+		{ 3, 6, 5, 2, 3, 2, 1, 1 },	/* stride 2, pad 1 */
+		{ 2, 7, 6, 4, 3, 2, 1, 0 },	/* same, no bias */
+		{ 1, 5, 8, 2, 2, 3, 1, 1 },	/* stride > kernel: skipped rows */
+		{ 2, 4, 3, 3, 5, 1, 2, 1 },	/* kernel > input, padded */
+		{ 3, 4, 5, 2, 1, 1, 0, 1 },	/* pointwise fast path */
+		{ 2, 5, 5, 3, 1, 2, 0, 1 },	/* 1x1 with stride: unrolled */
+		{ 1, 3, 3, 1, 3, 1, 0, 0 },	/* one output pixel */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct akk_layer_spec sp = spec_of(&akk_layer_conv2d);
+		sp.filters = cases[i].F;
+		sp.kernel = cases[i].k;
+		sp.stride = cases[i].s;
+		sp.padding = cases[i].p;
+		sp.bias = cases[i].bias;
+		grad_check(&sp, shape3(cases[i].C, cases[i].H, cases[i].W), 3,
+			   X_PLAIN);
+	}
+}
+
+static const struct {
+	int C, H, W, k, s, p;
+} pool_cases[] = {
+	{ 2, 4, 6, 2, 2, 0 },	/* the usual 2x2/2 */
+	{ 3, 5, 7, 2, 2, 0 },	/* odd size: last row/column dropped */
+	{ 2, 6, 5, 3, 2, 1 },	/* overlapping, padded */
+	{ 1, 5, 4, 2, 1, 1 },	/* stride 1, pad 1 */
+	{ 2, 7, 7, 2, 3, 0 },	/* stride > kernel */
+	{ 2, 4, 4, 3, 0, 0 },	/* stride 0 means stride = kernel */
+};
+
+static void pool_grad(const struct akk_layer_ops *ops, enum xmode mode)
+{
+	for (size_t i = 0; i < sizeof(pool_cases) / sizeof(pool_cases[0]); i++) {
+		struct akk_layer_spec sp = spec_of(ops);
+		sp.kernel = pool_cases[i].k;
+		sp.stride = pool_cases[i].s;
+		sp.padding = pool_cases[i].p;
+		grad_check(&sp, shape3(pool_cases[i].C, pool_cases[i].H,
+				       pool_cases[i].W), 3, mode);
+	}
+}
+
+static void t_grad_maxpool2d(void **state)
+{
+	(void)state;
+	pool_grad(&akk_layer_maxpool2d, X_DISTINCT);
+}
+
+static void t_grad_avgpool2d(void **state)
+{
+	(void)state;
+	pool_grad(&akk_layer_avgpool2d, X_PLAIN);
+}
+
+static void t_grad_flatten(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_flatten);
+
+	(void)state;
+	grad_check(&sp, shape3(2, 3, 4), 3, X_PLAIN);
+	grad_check(&sp, shape1(5), 2, X_PLAIN);
+}
+
+static void t_grad_dropout(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_dropout);
+
+	(void)state;
+	grad_check(&sp, shape1(40), 3, X_PLAIN);
+	sp.rate = 0;
+	grad_check(&sp, shape3(2, 3, 3), 2, X_PLAIN);
+}
+
+static void t_grad_batchnorm(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_batchnorm);
+
+	(void)state;
+	grad_check(&sp, shape1(7), 3, X_PLAIN);
+	grad_check(&sp, shape3(3, 2, 5), 3, X_PLAIN);
+	grad_check(&sp, shape3(2, 4, 3), 1, X_PLAIN);	/* one sample */
+	grad_check(&sp, shape1(4), 8, X_PLAIN);
+}
+
+static void t_grad_activations(void **state)
+{
+	const struct akk_layer_ops *smooth[] = {
+		&akk_layer_sigmoid, &akk_layer_tanh, &akk_layer_softplus,
+	};
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		struct akk_layer_spec sp = spec_of(smooth[i]);
+		grad_check(&sp, shape1(7), 3, X_PLAIN);
+		grad_check(&sp, shape3(2, 3, 2), 2, X_PLAIN);
+	}
+	struct akk_layer_spec sp = spec_of(&akk_layer_relu);
+	grad_check(&sp, shape1(7), 3, X_AWAY0);
+	grad_check(&sp, shape3(2, 3, 2), 2, X_AWAY0);
+	sp = spec_of(&akk_layer_leaky_relu);
+	grad_check(&sp, shape1(7), 3, X_AWAY0);
+	sp.alpha = 0.3f;
+	grad_check(&sp, shape3(2, 3, 2), 2, X_AWAY0);
+	sp.alpha = -0.5f;	/* negative slope: backward must use x, not y */
+	grad_check(&sp, shape1(9), 3, X_AWAY0);
+}
+
+/* ---- forward references ---- */
+
+/* Direct convolution, the definition. */
+static void conv_naive(float *y, const float *x, const float *w,
+		       const float *b, int C, int H, int W, int F, int k,
+		       int s, int p, int Ho, int Wo)
+{
+	for (int f = 0; f < F; f++)
+		for (int oh = 0; oh < Ho; oh++)
+			for (int ow = 0; ow < Wo; ow++) {
+				double t = b ? b[f] : 0;
+				for (int c = 0; c < C; c++)
+					for (int i = 0; i < k; i++)
+						for (int j = 0; j < k; j++) {
+							int ih = oh * s - p + i;
+							int iw = ow * s - p + j;
+							if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+								continue;
+							t += (double)w[((f * C + c) * k + i) * k + j] *
+								x[(c * H + ih) * W + iw];
+						}
+				y[(f * Ho + oh) * Wo + ow] = (float)t;
+			}
+}
+
+static void t_conv2d_vs_naive(void **state)
+{
+	static const struct {
+		int C, H, W, F, k, s, p, bias;
+	} cases[] = {
+		{ 3, 12, 9, 4, 3, 1, 1, 1 },
+		{ 2, 11, 13, 5, 5, 2, 2, 1 },
+		{ 4, 8, 8, 6, 1, 1, 0, 0 },
+		{ 1, 28, 28, 6, 5, 1, 0, 1 },
+		{ 2, 9, 7, 3, 4, 3, 1, 0 },
+	};
+
+	(void)state;
+	for (size_t n = 0; n < sizeof(cases) / sizeof(cases[0]); n++) {
+		struct akk_layer_spec sp = spec_of(&akk_layer_conv2d);
+		struct rig g;
+		sp.filters = cases[n].F;
+		sp.kernel = cases[n].k;
+		sp.stride = cases[n].s;
+		sp.padding = cases[n].p;
+		sp.bias = cases[n].bias;
+		rig_open(&g, &sp, shape3(cases[n].C, cases[n].H, cases[n].W), 2,
+			 X_PLAIN);
+		int Ho = g.l.out.d[1], Wo = g.l.out.d[2];
+		assert_int_equal(Ho, (cases[n].H + 2 * sp.padding - sp.kernel) /
+				 sp.stride + 1);
+		assert_int_equal(Wo, (cases[n].W + 2 * sp.padding - sp.kernel) /
+				 sp.stride + 1);
+		float *ref = alloc_nan(g.nout);
+		size_t nw = (size_t)sp.filters * cases[n].C * sp.kernel * sp.kernel;
+		g.l.ops->forward(&g.l, g.y, g.aux, g.s, g.work, g.x, g.p, 2, 0,
+				 NULL);
+		for (int b = 0; b < 2; b++) {
+			conv_naive(ref, g.x + b * g.nin, g.p,
+				   sp.bias ? g.p + nw : NULL, cases[n].C,
+				   cases[n].H, cases[n].W, sp.filters, sp.kernel,
+				   sp.stride, sp.padding, Ho, Wo);
+			assert_true(tu_max_rel_err(g.y + b * g.nout, ref, g.nout,
+						   1.0) < 1e-5);
+		}
+		akk_free(ref);
+		rig_close(&g);
+	}
+}
+
+static void t_pool_forward(void **state)
+{
+	/* 1 x 4 x 4 input 0..15; k 3, stride 2, pad 1 gives 2 x 2. */
+	struct akk_layer_spec sp = spec_of(&akk_layer_maxpool2d);
+	struct akk_layer l;
+	float x[16], y[4], aux[4];
+
+	(void)state;
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)i;
+	sp.kernel = 3;
+	sp.stride = 2;
+	sp.padding = 1;
+	plan_ok(&l, &sp, shape3(1, 4, 4));
+	assert_int_equal(l.out.d[1], 2);
+	assert_int_equal(l.out.d[2], 2);
+	l.ops->forward(&l, y, aux, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_true(y[0] == 5 && y[1] == 7 && y[2] == 13 && y[3] == 15);
+	assert_true(aux[0] == 5 && aux[3] == 15);
+	/* Evaluation may pass no aux. */
+	memset(y, 0, sizeof(y));
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, 1, 0, NULL);
+	assert_true(y[0] == 5 && y[3] == 15);
+	/* All-negative input: padding (-inf) never wins. */
+	for (int i = 0; i < 16; i++)
+		x[i] = -100.0f - i;
+	l.ops->forward(&l, y, aux, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_true(y[0] == -100 && y[1] == -101 && y[2] == -104 && y[3] == -105);
+
+	/* Ties go to the first element of the window; NaN propagates. */
+	for (int i = 0; i < 16; i++)
+		x[i] = 1;
+	x[10] = NAN;
+	l.ops->forward(&l, y, aux, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_true(aux[0] == 0 && aux[1] == 1 && aux[2] == 4);
+	assert_true(isnan(y[3]) && aux[3] == 10);
+
+	/* Avg pool counts padding as zeros (count_include_pad = True). */
+	sp = spec_of(&akk_layer_avgpool2d);
+	sp.kernel = 3;
+	sp.stride = 2;
+	sp.padding = 1;
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)i;
+	plan_ok(&l, &sp, shape3(1, 4, 4));
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_float_equal(y[0], (0 + 1 + 4 + 5) / 9.0f, 1e-6);
+	assert_float_equal(y[1], (1 + 2 + 3 + 5 + 6 + 7) / 9.0f, 1e-6);
+	assert_float_equal(y[3], (5 + 6 + 7 + 9 + 10 + 11 + 13 + 14 + 15) / 9.0f,
+			   1e-6);
+}
+
+static void t_activation_values(void **state)
+{
+	float x[6] = { -100, -2, -0.0f, 0.5f, 3, 100 }, y[6];
+	struct akk_layer_spec sp;
+	struct akk_layer l;
+
+	(void)state;
+	sp = spec_of(&akk_layer_softplus);
+	plan_ok(&l, &sp, shape1(6));
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_float_equal(y[0], 0, 1e-30);
+	assert_float_equal(y[1], log1p(exp(-2.0)), 1e-6);
+	assert_float_equal(y[2], log(2.0), 1e-6);
+	assert_float_equal(y[5], 100, 1e-5);
+	sp = spec_of(&akk_layer_sigmoid);
+	plan_ok(&l, &sp, shape1(6));
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_float_equal(y[0], 0, 1e-30);
+	assert_float_equal(y[3], 1 / (1 + exp(-0.5)), 1e-6);
+	assert_float_equal(y[5], 1, 0);
+	sp = spec_of(&akk_layer_leaky_relu);
+	sp.alpha = 0.1f;
+	plan_ok(&l, &sp, shape1(6));
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_float_equal(y[1], -0.2f, 1e-7);
+	assert_float_equal(y[4], 3, 0);
+	sp = spec_of(&akk_layer_relu);
+	plan_ok(&l, &sp, shape1(6));
+	x[0] = NAN;
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, 1, 1, NULL);
+	assert_true(isnan(y[0]));
+	assert_true(y[1] == 0 && y[4] == 3);
+}
+
+/* ---- batchnorm ---- */
+
+static void t_batchnorm_hand(void **state)
+{
+	/* Two features over a batch of four:
+	 *   f0 = 1 2 3 4: mean 2.5, biased var 1.25, unbiased 5/3
+	 *   f1 = 2 2 2 6: mean 3,   biased var 3,    unbiased 4 */
+	float x[8] = { 1, 2, 2, 2, 3, 2, 4, 6 }, y[8], ye[8];
+	float p[4] = { 2, 0.5f, 1, -1 };	/* gamma, beta */
+	float s[4], aux[4 * (2 + 2)], work[4 * 4];
+	struct akk_layer_spec sp = spec_of(&akk_layer_batchnorm);
+	struct akk_layer l;
+	double mean[2] = { 2.5, 3 }, var[2] = { 1.25, 3 }, unb[2] = { 5.0 / 3, 4 };
+
+	(void)state;
+	plan_ok(&l, &sp, shape1(2));
+	assert_int_equal(l.nparams, 4);
+	assert_int_equal(l.nstate, 4);
+	l.ops->init(&l, p, s, NULL);
+	assert_true(p[0] == 1 && p[1] == 1 && p[2] == 0 && p[3] == 0);
+	assert_true(s[0] == 0 && s[1] == 0 && s[2] == 1 && s[3] == 1);
+	p[0] = 2, p[1] = 0.5f, p[2] = 1, p[3] = -1;
+
+	l.ops->forward(&l, y, aux, s, work, x, p, 4, 1, NULL);
+	for (int b = 0; b < 4; b++)
+		for (int c = 0; c < 2; c++) {
+			double h = (x[b * 2 + c] - mean[c]) / sqrt(var[c] + 1e-5);
+			assert_float_equal(y[b * 2 + c], p[c] * h + p[2 + c], 1e-5);
+		}
+	for (int c = 0; c < 2; c++) {
+		assert_float_equal(s[c], 0.1 * mean[c], 1e-6);
+		assert_float_equal(s[2 + c], 0.9 + 0.1 * unb[c], 1e-6);
+	}
+	/* A second training step moves the running stats again. */
+	l.ops->forward(&l, y, aux, s, work, x, p, 4, 1, NULL);
+	for (int c = 0; c < 2; c++) {
+		assert_float_equal(s[c], 0.19 * mean[c], 1e-6);
+		assert_float_equal(s[2 + c], 0.81 + 0.19 * unb[c], 1e-6);
+	}
+	/* Eval uses the running stats and leaves them and aux alone. */
+	float s0[4], aux0[16];
+	memcpy(s0, s, sizeof(s));
+	memcpy(aux0, aux, sizeof(aux));
+	l.ops->forward(&l, ye, NULL, s, work, x, p, 4, 0, NULL);
+	assert_memory_equal(s, s0, sizeof(s));
+	assert_memory_equal(aux, aux0, sizeof(aux));
+	for (int b = 0; b < 4; b++)
+		for (int c = 0; c < 2; c++) {
+			double h = (x[b * 2 + c] - s[c]) / sqrt(s[2 + c] + 1e-5);
+			assert_float_equal(ye[b * 2 + c], p[c] * h + p[2 + c], 1e-5);
+		}
+}
+
+static void t_batchnorm_channels(void **state)
+{
+	/* [2, 1, 3] input, batch 2: channel 0 sees 0 1 2 6 7 8, channel 1
+	 * sees 10 10 10 10 10 10 (variance 0). */
+	float x[12] = { 0, 1, 2, 10, 10, 10, 6, 7, 8, 10, 10, 10 }, y[12];
+	float p[4] = { 1, 1, 0, 0 }, s[4] = { 0, 0, 1, 1 };
+	float aux[2 * (6 + 2)], work[2 * 4];
+	struct akk_layer_spec sp = spec_of(&akk_layer_batchnorm);
+	struct akk_layer l;
+
+	(void)state;
+	sp.momentum = 0.5f;
+	plan_ok(&l, &sp, shape3(2, 1, 3));
+	assert_int_equal(l.views[2].state, 1);
+	assert_int_equal(l.views[3].off, 2);
+	l.ops->forward(&l, y, aux, s, work, x, p, 2, 1, NULL);
+	/* channel 0: mean 4, biased var (16 + 9 + 4 + 4 + 9 + 16) / 6 */
+	double v0 = (16 + 9 + 4 + 4 + 9 + 16) / 6.0;
+	assert_float_equal(s[0], 2, 1e-6);
+	assert_float_equal(s[1], 5, 1e-6);
+	assert_float_equal(s[2], 0.5 + 0.5 * v0 * 6 / 5, 1e-5);
+	assert_float_equal(s[3], 0.5, 1e-6);
+	assert_float_equal(y[0], -4 / sqrt(v0 + 1e-5), 1e-5);
+	assert_float_equal(y[8], 4 / sqrt(v0 + 1e-5), 1e-5);
+	for (int i = 3; i < 6; i++)
+		assert_float_equal(y[i], 0, 0);
+}
+
+/* ---- dropout ---- */
+
+static void t_dropout(void **state)
+{
+	enum { N = 200000 };
+	struct akk_layer_spec sp = spec_of(&akk_layer_dropout);
+	struct akk_layer l;
+	struct akk_rng r1, r2;
+	float *x = alloc_nan(N), *y = alloc_nan(N), *m1 = alloc_nan(N);
+	float *m2 = alloc_nan(N), *dx = alloc_nan(N);
+
+	(void)state;
+	sp.rate = 0.3f;
+	plan_ok(&l, &sp, shape1(1000));
+	tu_fill(x, N, 0.5f, 2, 3);
+	/* Eval: identity, rng untouched. */
+	akk_rng_seed(&r1, 1, AKK_STREAM_DROPOUT);
+	r2 = r1;
+	l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, N / 1000, 0, &r1);
+	assert_memory_equal(y, x, N * sizeof(float));
+	assert_memory_equal(&r1, &r2, sizeof(r1));
+	/* Train: about 30% zeros, the rest x / 0.7 exactly. */
+	l.ops->forward(&l, y, m1, NULL, NULL, x, NULL, N / 1000, 1, &r1);
+	long zeros = 0;
+	float keep = 1.0f / (1.0f - 0.3f);
+	for (long i = 0; i < N; i++) {
+		if (m1[i] == 0) {
+			zeros++;
+			assert_true(y[i] == 0);
+		} else {
+			assert_true(m1[i] == keep);
+			assert_true(y[i] == x[i] * keep);
+		}
+	}
+	/* sigma = sqrt(0.3 0.7 / N) ~ 0.001; allow 5 sigma. */
+	double frac = (double)zeros / N;
+	if (fabs(frac - 0.3) > 5 * sqrt(0.21 / N))
+		fail_msg("dropout rate %g, expected 0.3", frac);
+	/* Same seed, same mask; another seed, another mask. */
+	l.ops->forward(&l, y, m2, NULL, NULL, x, NULL, N / 1000, 1, &r2);
+	assert_memory_equal(m1, m2, N * sizeof(float));
+	akk_rng_seed(&r2, 2, AKK_STREAM_DROPOUT);
+	l.ops->forward(&l, y, m2, NULL, NULL, x, NULL, N / 1000, 1, &r2);
+	assert_true(memcmp(m1, m2, N * sizeof(float)) != 0);
+	/* Backward: dx = dy mask. */
+	l.ops->backward(&l, dx, NULL, NULL, x, x, y, m2, NULL, N / 1000);
+	for (long i = 0; i < N; i++)
+		assert_true(dx[i] == x[i] * m2[i]);
+	akk_free(x);
+	akk_free(y);
+	akk_free(m1);
+	akk_free(m2);
+	akk_free(dx);
+}
+
+/* ---- initialisers ---- */
+
+static void t_init_stats(void **state)
+{
+	enum { N = 100000, FI = 50, FO = 30 };
+	static const struct {
+		enum akk_init kind;
+		double bound;	/* 0: normal */
+		double std;
+	} cases[] = {
+		{ AKK_INIT_XAVIER_UNIFORM, 0.2738612788, 0.2738612788 / 1.7320508 },
+		{ AKK_INIT_XAVIER_NORMAL, 0, 0.1581138830 },
+		{ AKK_INIT_HE_UNIFORM, 0.3464101615, 0.2 },
+		{ AKK_INIT_HE_NORMAL, 0, 0.2 },
+		{ AKK_INIT_LECUN_UNIFORM, 0.1414213562, 0.1414213562 / 1.7320508 },
+	};
+	float *w = alloc_nan(N), *w2 = alloc_nan(N);
+	struct akk_rng r;
+
+	(void)state;
+	for (size_t n = 0; n < sizeof(cases) / sizeof(cases[0]); n++) {
+		double sum = 0, sq = 0, amax = 0;
+		akk_rng_seed(&r, 42, AKK_STREAM_INIT);
+		akk_init_fill(w, N, FI, FO, cases[n].kind, 0, &r);
+		for (int i = 0; i < N; i++) {
+			sum += w[i];
+			sq += (double)w[i] * w[i];
+			amax = fmax(amax, fabs(w[i]));
+		}
+		double mean = sum / N, std = sqrt(sq / N - mean * mean);
+		/* mean: 5 standard errors; std: within 2% (its standard
+		 * error is ~0.3% for these sizes). */
+		if (fabs(mean) > 5 * cases[n].std / sqrt(N) ||
+		    fabs(std / cases[n].std - 1) > 0.02)
+			fail_msg("init %d: mean %g std %g, expected 0 and %g",
+				 cases[n].kind, mean, std, cases[n].std);
+		if (cases[n].bound) {
+			assert_true(amax <= cases[n].bound * (1 + 1e-6));
+			assert_true(amax > cases[n].bound * 0.999);
+		} else {
+			assert_true(amax > 3 * cases[n].std);
+		}
+		/* Reproducible for the same seed, different for another. */
+		akk_rng_seed(&r, 42, AKK_STREAM_INIT);
+		akk_init_fill(w2, N, FI, FO, cases[n].kind, 0, &r);
+		assert_memory_equal(w, w2, N * sizeof(float));
+		akk_rng_seed(&r, 43, AKK_STREAM_INIT);
+		akk_init_fill(w2, N, FI, FO, cases[n].kind, 0, &r);
+		assert_true(memcmp(w, w2, N * sizeof(float)) != 0);
+	}
+	akk_init_fill(w, N, FI, FO, AKK_INIT_ZEROS, 3, &r);
+	for (int i = 0; i < N; i++)
+		assert_true(w[i] == 0);
+	akk_init_fill(w, N, FI, FO, AKK_INIT_CONSTANT, 0.25f, &r);
+	for (int i = 0; i < N; i++)
+		assert_true(w[i] == 0.25f);
+	akk_free(w);
+	akk_free(w2);
+}
+
+/* Default init: weight and bias U(+-1/sqrt(fan_in)); explicit: zero bias. */
+static void check_layer_init(const struct akk_layer_ops *ops,
+			     struct akk_shape in, int fan_in)
+{
+	struct akk_layer_spec sp = spec_of(ops);
+	struct akk_layer l;
+	struct akk_rng r;
+	double a = 1 / sqrt(fan_in);
+
+	sp.units = 64;
+	sp.filters = 64;
+	plan_ok(&l, &sp, in);
+	float *p = alloc_nan(l.nparams);
+	size_t nb = l.views[1].dims[0], nw = l.nparams - nb;
+	assert_int_equal(l.views[1].off, nw);
+	akk_rng_seed(&r, 5, AKK_STREAM_INIT);
+	ops->init(&l, p, NULL, &r);
+	double wmax = 0, bmax = 0;
+	for (size_t i = 0; i < nw; i++)
+		wmax = fmax(wmax, fabs(p[i]));
+	for (size_t i = 0; i < nb; i++)
+		bmax = fmax(bmax, fabs(p[nw + i]));
+	assert_true(wmax <= a && wmax > 0.9 * a);
+	assert_true(bmax <= a && bmax > 0.5 * a);
+
+	sp.init = AKK_INIT_HE_NORMAL;
+	ops->init(&l, p, NULL, &r);
+	for (size_t i = 0; i < nb; i++)
+		assert_true(p[nw + i] == 0);
+	wmax = 0;
+	for (size_t i = 0; i < nw; i++)
+		wmax = fmax(wmax, fabs(p[i]));
+	assert_true(wmax > a);	/* he normal is wider than lecun uniform */
+	akk_free(p);
+}
+
+static void t_layer_init(void **state)
+{
+	(void)state;
+	check_layer_init(&akk_layer_dense, shape1(30), 30);
+	check_layer_init(&akk_layer_conv2d, shape3(3, 8, 8), 3 * 3 * 3);
+}
+
+/* ---- plans ---- */
+
+static void t_plans(void **state)
+{
+	struct akk_layer_spec sp;
+	struct akk_layer l;
+	const char *m;
+
+	(void)state;
+	sp = spec_of(&akk_layer_dense);
+	m = plan_err(&sp, shape3(6, 12, 12));
+	assert_non_null(m);
+	assert_string_equal(m, "expects a flat input [features], got "
+			    "[6, 12, 12]; add a flatten layer");
+	sp.units = 0;
+	assert_non_null(plan_err(&sp, shape1(4)));
+	sp.units = 10;
+	plan_ok(&l, &sp, shape1(4));
+	assert_int_equal(l.nparams, 50);
+	assert_int_equal(l.nviews, 2);
+	assert_string_equal(l.views[0].name, "weight");
+	assert_int_equal(l.views[0].dims[0], 10);
+	assert_int_equal(l.views[0].dims[1], 4);
+	assert_string_equal(l.views[1].name, "bias");
+	assert_int_equal(l.views[1].off, 40);
+	sp.bias = 0;
+	plan_ok(&l, &sp, shape1(4));
+	assert_int_equal(l.nparams, 40);
+	assert_int_equal(l.nviews, 1);
+
+	sp = spec_of(&akk_layer_conv2d);
+	assert_non_null(m = plan_err(&sp, shape1(784)));
+	assert_non_null(strstr(m, "[784]"));
+	sp.kernel = 5;
+	assert_non_null(m = plan_err(&sp, shape3(1, 4, 9)));
+	assert_non_null(strstr(m, "kernel 5"));
+	sp.padding = 1;
+	assert_null(plan_err(&sp, shape3(1, 4, 9)));	/* 6x11 padded */
+	sp.stride = 0;
+	assert_non_null(plan_err(&sp, shape3(1, 8, 8)));
+	sp.stride = 2;
+	sp.filters = 6;
+	plan_ok(&l, &sp, shape3(3, 28, 26));
+	assert_int_equal(l.out.rank, 3);
+	assert_int_equal(l.out.d[0], 6);
+	assert_int_equal(l.out.d[1], 13);
+	assert_int_equal(l.out.d[2], 12);
+	assert_int_equal(l.nparams, 6 * 3 * 25 + 6);
+	assert_string_equal(l.views[0].name, "weight");
+	assert_int_equal(l.views[0].rank, 4);
+	assert_int_equal(l.views[0].dims[3], 5);
+	assert_true(l.flops == 2.0 * 6 * 75 * 13 * 12 + 6 * 13 * 12);
+
+	const struct akk_layer_ops *pools[] = {
+		&akk_layer_maxpool2d, &akk_layer_avgpool2d,
+	};
+	for (int i = 0; i < 2; i++) {
+		sp = spec_of(pools[i]);
+		sp.kernel = 2;
+		sp.stride = 0;
+		plan_ok(&l, &sp, shape3(4, 7, 9));
+		assert_int_equal(l.out.d[0], 4);
+		assert_int_equal(l.out.d[1], 3);
+		assert_int_equal(l.out.d[2], 4);
+		assert_int_equal(l.nparams, 0);
+		assert_non_null(plan_err(&sp, shape1(10)));
+		sp.padding = 2;	/* more than kernel / 2 */
+		assert_non_null(plan_err(&sp, shape3(1, 8, 8)));
+		sp.padding = 0;
+		sp.kernel = 9;
+		assert_non_null(plan_err(&sp, shape3(1, 8, 8)));
+	}
+
+	sp = spec_of(&akk_layer_flatten);
+	plan_ok(&l, &sp, shape3(6, 4, 5));
+	assert_int_equal(l.out.rank, 1);
+	assert_int_equal(l.out.d[0], 120);
+
+	sp = spec_of(&akk_layer_dropout);
+	sp.rate = 1;
+	assert_non_null(plan_err(&sp, shape1(3)));
+	sp.rate = -0.1f;
+	assert_non_null(plan_err(&sp, shape1(3)));
+	sp.rate = 0.99f;
+	assert_null(plan_err(&sp, shape1(3)));
+
+	sp = spec_of(&akk_layer_batchnorm);
+	plan_ok(&l, &sp, shape3(5, 3, 3));
+	assert_int_equal(l.nviews, 4);
+	assert_string_equal(l.views[1].name, "beta");
+	assert_int_equal(l.views[1].off, 5);
+	assert_string_equal(l.views[3].name, "running_var");
+	assert_int_equal(l.views[3].state, 1);
+	assert_int_equal(l.views[3].off, 5);
+	struct akk_shape bad = { 2, { 3, 4, 0 } };
+	assert_non_null(plan_err(&sp, bad));
+
+	for (int i = 0; akk_layer_names[i]; i++) {
+		const struct akk_layer_ops *ops = akk_layer_find(akk_layer_names[i]);
+		assert_non_null(ops);
+		assert_string_equal(ops->name, akk_layer_names[i]);
+	}
+	sp = spec_of(&akk_layer_relu);
+	plan_ok(&l, &sp, shape3(2, 3, 4));
+	assert_memory_equal(&l.out, &l.in, sizeof(l.in));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_grad_dense),
+		cmocka_unit_test(t_grad_conv2d),
+		cmocka_unit_test(t_grad_maxpool2d),
+		cmocka_unit_test(t_grad_avgpool2d),
+		cmocka_unit_test(t_grad_flatten),
+		cmocka_unit_test(t_grad_dropout),
+		cmocka_unit_test(t_grad_batchnorm),
+		cmocka_unit_test(t_grad_activations),
+		cmocka_unit_test(t_conv2d_vs_naive),
+		cmocka_unit_test(t_pool_forward),
+		cmocka_unit_test(t_activation_values),
+		cmocka_unit_test(t_batchnorm_hand),
+		cmocka_unit_test(t_batchnorm_channels),
+		cmocka_unit_test(t_dropout),
+		cmocka_unit_test(t_init_stats),
+		cmocka_unit_test(t_layer_init),
+		cmocka_unit_test(t_plans),
+	};
+
+	akk_blas_threads(1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
