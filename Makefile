@@ -35,7 +35,7 @@ TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
 TSAN_TESTS ?= test_mailbox test_runtime
 
-.PHONY: all deps data test check tsan install clean
+.PHONY: all deps data test check tsan reference install clean
 all: $(B)/akkctl
 ifeq ($(B),build)
 all: akkctl
@@ -79,6 +79,14 @@ tsan:
 	@set -e; for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
 		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 		AKKCTL=build/tsan/akkctl AKK_BUILD=build/tsan build/tsan/tests/$$t; done
+
+# The sequential reference trainer on real data (needs `make data`).
+CONFIG ?= configs/akkordeon.yaml
+reference: $(B)/tests/reference_train
+	$(B)/tests/reference_train $(CONFIG)
+
+$(B)/tests/reference_train: $(B)/tests/reference_train.o $(B)/libakk.a
+	$(CC) -o $@ $< $(B)/libakk.a $(LDLIBS_ALL)
 
 install: $(B)/akkctl
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

@@ -82,7 +82,7 @@ int cmd_check(int argc, char **argv)
 
 	if (!sets)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sets[nsets++] = optarg;

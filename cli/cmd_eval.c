@@ -1,12 +1,198 @@
-/* cmd_eval.c - akkctl eval: evaluate a checkpoint. */
+/* cmd_eval.c - akkctl eval: evaluate a checkpoint on a dataset.
+ *
+ * The network is rebuilt from the checkpoint alone (its stored config);
+ * the data comes from that config's validation set, from --data DIR
+ * (t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, plain or .gz) or from
+ * --images/--labels. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "checkpoint.h"
 #include "cli.h"
+#include "evaluate.h"
+#include "idx.h"
+#include "model.h"
+#include "spec.h"
+
+static void data_file(char *out, int size, const char *dir, const char *name)
+{
+	snprintf(out, size, "%s/%s", dir, name);
+	if (access(out, F_OK))
+		snprintf(out, size, "%s/%s.gz", dir, name);
+}
+
+static int write_prediction(void *ctx, long index, int label, int predicted,
+			    float prob)
+{
+	return fprintf(ctx, "%ld,%d,%d,%.6f\n", index, label, predicted, prob) < 0;
+}
+
+static void print_report(const struct akk_eval_result *r, int confusion)
+{
+	int C = r->classes;
+
+	printf("samples %ld  loss %.4f  accuracy %.2f%%\n\n", r->n, r->loss,
+	       100 * r->accuracy);
+	printf("%-6s %9s %9s %8s\n", "class", "precision", "recall", "support");
+	for (int c = 0; c < C; c++) {
+		long tp = r->confusion[(size_t)c * C + c], pred = 0, support = 0;
+		for (int k = 0; k < C; k++) {
+			pred += r->confusion[(size_t)k * C + c];
+			support += r->confusion[(size_t)c * C + k];
+		}
+		printf("%-6d %8.2f%% %8.2f%% %8ld\n", c,
+		       pred ? 100.0 * tp / pred : 0.0,
+		       support ? 100.0 * tp / support : 0.0, support);
+	}
+	if (!confusion)
+		return;
+	printf("\nconfusion matrix (rows: label, columns: predicted)\n%6s", "");
+	for (int c = 0; c < C; c++)
+		printf(" %6d", c);
+	printf("\n");
+	for (int c = 0; c < C; c++) {
+		printf("%6d", c);
+		for (int k = 0; k < C; k++)
+			printf(" %6ld", r->confusion[(size_t)c * C + k]);
+		printf("\n");
+	}
+}
 
 int cmd_eval(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return cli_help("eval");
-	return cli_errorf(EXIT_RUNTIME, "eval: checkpoints are not built yet");
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "images", required_argument, NULL, 'i' },
+		{ "labels", required_argument, NULL, 'l' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "confusion", no_argument, NULL, 'c' },
+		{ "predictions", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = NULL, *images = NULL, *labels = NULL, *preds = NULL;
+	char ipath[1100], lpath[1100];
+	int bs = 256, confusion = 0, c, rc = EXIT_USAGE;
+	struct akk_checkpoint ck = { 0 };
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_dataset d = { 0 };
+	struct akk_gate *gates = NULL, **gp = NULL;
+	struct akk_eval_result res = { 0 };
+	struct akk_err e = { 0 };
+	FILE *pf = NULL;
+
+	while ((c = getopt_long(argc, argv, "d:i:l:b:cp:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'i': images = optarg; break;
+		case 'l': labels = optarg; break;
+		case 'b':
+			if (cli_parse_int("--batch", optarg, 1, 65536, &bs))
+				return cli_usage_error("eval");
+			break;
+		case 'c': confusion = 1; break;
+		case 'p': preds = optarg; break;
+		case 'h': return cli_help("eval");
+		default: return cli_usage_error("eval");
+		}
+	}
+	if (optind != argc - 1) {
+		cli_errorf(EXIT_USAGE, optind == argc ? "eval needs a CHECKPOINT" :
+			   "unexpected argument '%s'", argv[optind + 1 < argc ? optind + 1 : 0]);
+		return cli_usage_error("eval");
+	}
+	if (dir && (images || labels))
+		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
+	if (!images != !labels)
+		return cli_errorf(EXIT_USAGE, "--images and --labels go together");
+	if (akk_checkpoint_read(&ck, argv[optind], &e))
+		return cli_report(&e, EXIT_USAGE);
+	if (akk_checkpoint_spec(&ck, &s, NULL, 0, &e)) {
+		char msg[1200];
+		akk_err_format(&e, msg, sizeof(msg));
+		akk_err_at(&e, argv[optind], 0, 0, "the stored config no longer parses: %s", msg);
+		goto report;
+	}
+	if (akk_model_plan(&m, &s, &e))
+		goto report;
+	if (dir) {
+		data_file(ipath, sizeof(ipath), dir, "t10k-images-idx3-ubyte");
+		data_file(lpath, sizeof(lpath), dir, "t10k-labels-idx1-ubyte");
+		images = ipath;
+		labels = lpath;
+	} else if (!images) {
+		if (!s.data.val_images) {
+			akk_err_set(&e, "the checkpoint's config has no validation data; give --data or --images and --labels");
+			goto report;
+		}
+		images = s.data.val_images;
+		labels = s.data.val_labels;
+	}
+	if (akk_dataset_load(&d, images, labels, &e))
+		goto report;
+	if ((long)d.images.item != akk_shape_size(s.input)) {
+		akk_err_at(&e, images, 0, 0, "images have %zu values each, but the network takes %ld",
+			   d.images.item, akk_shape_size(s.input));
+		goto report;
+	}
+	if (d.classes > m.classes) {
+		akk_err_at(&e, labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
+			   d.classes - 1, m.classes);
+		goto report;
+	}
+	rc = EXIT_RUNTIME;
+	gates = calloc(m.ngates, sizeof(*gates));
+	gp = calloc(m.ngates, sizeof(*gp));
+	if (!gates || !gp) {
+		akk_err_set(&e, "out of memory");
+		goto report;
+	}
+	for (int i = 0; i < m.ngates; i++) {
+		gp[i] = &gates[i];
+		if (akk_gate_init(&gates[i], &m.gates[i], bs, 1, 1, 0, 1, 1, s.seed, &e))
+			goto report;
+	}
+	if (akk_checkpoint_restore(&ck, gp, m.ngates, argv[optind], &e)) {
+		rc = EXIT_USAGE;
+		goto report;
+	}
+	if (preds) {
+		if (!(pf = fopen(preds, "w"))) {
+			akk_err_set(&e, "cannot open '%s': %s", preds, strerror(errno));
+			goto report;
+		}
+		fprintf(pf, "index,label,predicted,probability\n");
+	}
+	akk_float_mode();
+	if (akk_evaluate(gp, &m, &d, bs, &res, pf ? write_prediction : NULL, pf, &e))
+		goto report;
+	if (pf && fclose(pf)) {
+		pf = NULL;
+		akk_err_set(&e, "cannot write '%s': %s", preds, strerror(errno));
+		goto report;
+	}
+	pf = NULL;
+	print_report(&res, confusion);
+	rc = EXIT_OK;
+	goto out;
+report:
+	cli_report(&e, rc);
+out:
+	if (pf)
+		fclose(pf);
+	akk_eval_result_release(&res);
+	for (int i = 0; gates && i < m.ngates; i++)
+		akk_gate_release(&gates[i]);
+	free(gates);
+	free(gp);
+	akk_dataset_release(&d);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	akk_checkpoint_release(&ck);
+	return rc;
 }

@@ -1,12 +1,76 @@
-/* cmd_inspect.c - akkctl inspect: show what a checkpoint holds. */
+/* cmd_inspect.c - akkctl inspect: what a checkpoint holds. */
+#include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "cli.h"
+#include "model.h"
+#include "spec.h"
 
 int cmd_inspect(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct akk_checkpoint ck;
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_err e = { 0 };
+	int c, parsed;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h')
 			return cli_help("inspect");
-	return cli_errorf(EXIT_RUNTIME, "inspect: checkpoints are not built yet");
+		return cli_usage_error("inspect");
+	}
+	if (optind != argc - 1) {
+		cli_errorf(EXIT_USAGE, optind == argc ? "inspect needs a CHECKPOINT" :
+			   "unexpected argument '%s'", argv[optind + 1 < argc ? optind + 1 : 0]);
+		return cli_usage_error("inspect");
+	}
+	if (akk_checkpoint_read(&ck, argv[optind], &e))
+		return cli_report(&e, EXIT_USAGE);
+	printf("checkpoint   %s\nformat       version %u\n", argv[optind], ck.version);
+	printf("config       %s (paths relative to %s)\n", ck.config_name, ck.base_dir);
+	for (int i = 0; i < ck.nsets; i++)
+		printf("override     --set %s\n", ck.sets[i]);
+	printf("schedule     %s\n", akk_mode_name(ck.mode));
+	printf("position     epoch %d, batch %ld (%ld steps done)%s\n",
+	       ck.pos.epoch + (ck.pos.index ? 1 : 0), ck.pos.index, ck.pos.id,
+	       ck.pos.index ? ", mid-epoch" : ", at an epoch boundary");
+	if (ck.metrics.epoch)
+		printf("last epoch   %d: train loss %.4f acc %.2f%%, validation loss %.4f acc %.2f%% (best %.2f%%)\n",
+		       ck.metrics.epoch, ck.metrics.train_loss,
+		       100 * ck.metrics.train_acc, ck.metrics.val_loss,
+		       100 * ck.metrics.val_acc, 100 * ck.metrics.best_val_acc);
+	parsed = !akk_checkpoint_spec(&ck, &s, NULL, 0, &e) && !akk_model_plan(&m, &s, &e);
+	if (!parsed) {
+		char msg[1200];
+		akk_err_format(&e, msg, sizeof(msg));
+		printf("network      the stored config no longer parses: %s\n", msg);
+	} else {
+		printf("network      %s: %d gates, %zu parameters, %d classes\n", s.name,
+		       m.ngates, m.nparams, m.classes);
+	}
+	printf("\n%-5s %-6s %-36s %-20s %10s\n", "gate", "step", "tensor", "shape", "values");
+	for (int g = 0; g < ck.ngates; g++)
+		for (int t = 0; t < ck.gates[g].ntensors; t++) {
+			const struct akk_ckpt_tensor *x = &ck.gates[g].tensors[t];
+			char shape[64];
+			int n = snprintf(shape, sizeof(shape), "[");
+			for (int d = 0; d < x->rank; d++)
+				n += snprintf(shape + n, sizeof(shape) - n, "%s%u", d ? ", " : "", x->dims[d]);
+			snprintf(shape + n, sizeof(shape) - n, "]");
+			printf("%-5d %-6ld %-36s %-20s %10llu\n", g + 1, ck.gates[g].step,
+			       x->name, shape, (unsigned long long)x->count);
+		}
+	printf("\n--- config ---\n%s", ck.config);
+	if (ck.config[0] && ck.config[strlen(ck.config) - 1] != '\n')
+		printf("\n");
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	akk_checkpoint_release(&ck);
+	return EXIT_OK;
 }

@@ -14,7 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <libgen.h>
 
+#include "ckpt_files.h"
 #include "cli.h"
 #include "idx.h"
 #include "model.h"
@@ -22,6 +24,7 @@
 #include "spec.h"
 
 struct train_ui {
+	struct ckpt_policy ckpt;
 	int quiet, tty;
 	double last_draw;
 	int drawn;		/* a progress line is on screen */
@@ -48,8 +51,8 @@ static int epoch_end(void *ctx, struct akk_run *r,
 {
 	struct train_ui *ui = ctx;
 
-	(void)r;
-	(void)e;
+	if (ckpt_epoch(&ui->ckpt, r, rep, e))
+		return -1;
 	if (ui->quiet)
 		return 0;
 	if (ui->drawn)
@@ -135,13 +138,15 @@ int cmd_train(int argc, char **argv)
 	struct akk_dataset train = { 0 }, val = { 0 };
 	struct akk_run run;
 	struct akk_err e = { 0 };
+	struct akk_checkpoint ck = { 0 };
+	char ckpath[1200], *cfgdir;
 	struct sigctx sc;
 	pthread_t sigthread;
 	int nsets = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
 
 	if (!sets)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	while ((c = getopt_long(argc, argv, "+m:e:o:r:s:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:e:o:r:s:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			snprintf(mode_set, sizeof(mode_set), "schedule.mode=%s", optarg);
@@ -179,10 +184,6 @@ int cmd_train(int argc, char **argv)
 			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
 		return cli_usage_error("train");
 	}
-	if (resume) {
-		free(sets);
-		return cli_errorf(EXIT_RUNTIME, "--resume: checkpoints are not built yet");
-	}
 	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
 		free(sets);
 		return cli_report(&e, EXIT_USAGE);
@@ -198,15 +199,37 @@ int cmd_train(int argc, char **argv)
 	have_val = s.data.val_images != NULL;
 	if (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))
 		goto report;
+	if (resume && (ckpt_resolve(resume, ckpath, sizeof(ckpath), &e) ||
+		       akk_checkpoint_read(&ck, ckpath, &e)))
+		goto report;
+	if (resume && ck.pos.epoch >= s.sched.epochs) {
+		fprintf(stderr, "akkctl: '%s' has already trained %d of %d epochs; raise --epochs to go on\n",
+			ckpath, ck.pos.epoch, s.sched.epochs);
+		rc = EXIT_OK;
+		goto out;
+	}
 	rc = EXIT_RUNTIME;
 	if (mkdirs(s.out.dir, &e))
 		goto report;
+	ui.ckpt.spec = &s;
+	ui.ckpt.dir = s.out.dir;
+	ui.ckpt.every = s.out.checkpoint_every;
+	ui.ckpt.keep = s.out.keep;
+	if (resume)
+		ui.ckpt.metrics = ck.metrics;
+	if (!(cfgdir = realpath(argv[optind], NULL))) {
+		akk_err_set(&e, "cannot resolve '%s': %s", argv[optind], strerror(errno));
+		goto report;
+	}
+	snprintf(ui.ckpt.base_dir, sizeof(ui.ckpt.base_dir), "%s", dirname(cfgdir));
+	free(cfgdir);
 	snprintf(metrics, sizeof(metrics), "%s/%s", s.out.dir, s.out.metrics);
 	{
 		struct akk_run_config cfg = {
 			.mode = s.sched.mode, .epochs = s.sched.epochs,
 			.blas_threads = s.sched.threads, .metrics_path = metrics,
 			.obs = { &ui, progress, epoch_end },
+			.start = ck.pos,
 		};
 		ui.tty = isatty(2);
 		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e)) {
@@ -214,6 +237,19 @@ int cmd_train(int argc, char **argv)
 			goto report;
 		}
 		run_ready = 1;
+	}
+	if (resume) {
+		struct akk_gate *gates[256];
+		for (int i = 0; i < m.ngates && i < 256; i++)
+			gates[i] = &run.gates[i].gate;
+		if (m.ngates > 256 ||
+		    akk_checkpoint_restore(&ck, gates, m.ngates, ckpath, &e)) {
+			rc = EXIT_USAGE;
+			goto report;
+		}
+		if (!ui.quiet)
+			fprintf(stderr, "resuming from '%s' at epoch %d, batch %ld (step %ld)\n",
+				ckpath, ck.pos.epoch + 1, ck.pos.index, ck.pos.id);
 	}
 	if (!ui.quiet) {
 		char shape[64];
@@ -239,11 +275,16 @@ int cmd_train(int argc, char **argv)
 	pthread_join(sigthread, NULL);
 	if (rc == EXIT_RUNTIME)
 		goto report;
+	/* Every thread has stopped: the final state, complete or interrupted. */
+	if (ckpt_save(&ui.ckpt, &run, "last.bin", &e)) {
+		rc = EXIT_RUNTIME;
+		goto report;
+	}
 	if (rc == EXIT_INTERRUPTED && !ui.quiet) {
 		if (ui.drawn)
 			fputs("\n", stderr);
-		fprintf(stderr, "akkctl: interrupted after %d epochs; stopped cleanly\n",
-			run.epochs_done);
+		fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
+			run.pos.epoch + 1, run.pos.index, s.out.dir);
 	}
 	goto out;
 report:
@@ -253,6 +294,7 @@ report:
 out:
 	if (run_ready)
 		akk_run_release(&run);
+	akk_checkpoint_release(&ck);
 	akk_dataset_release(&train);
 	akk_dataset_release(&val);
 	akk_model_release(&m);

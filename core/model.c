@@ -46,19 +46,13 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			l->spec = &gs->layers[li];
 			l->in = cur;
 			if (l->ops->plan(l, &le)) {
-				char who[96], from[96], shape[64];
+				char who[96], from[96];
 				describe(who, sizeof(who), l, gi, li);
-				akk_shape_format(cur, shape, sizeof(shape));
-				if (prev) {
+				if (prev)
 					describe(from, sizeof(from), prev, prev_gate, prev_layer);
-					akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
-						   "%s %s, but %s outputs %s", who, le.msg,
-						   from, shape);
-				} else {
-					akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
-						   "%s %s, but network.input is %s", who,
-						   le.msg, shape);
-				}
+				akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
+					   "%s cannot take the output of %s: %s", who,
+					   prev ? from : "network.input", le.msg);
 				akk_model_release(m);
 				return -1;
 			}

@@ -44,6 +44,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->train = train;
 	r->val = val;
 	r->cfg = *cfg;
+	r->pos = cfg->start;
 	r->K = wheels ? s->sched.conc_train : 1;
 	r->V = s->sched.conc_val;
 	r->per_epoch = akk_batches_per_epoch(train->n, bs);
@@ -71,7 +72,8 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			goto fail;
 	}
 	if (akk_provider_init(&r->tprov, train, &s->data, 1, s->seed, bs, in,
-			      m->classes, r->K + 2, cfg->start_epoch, 0, e))
+			      m->classes, r->K + 2, cfg->start.epoch,
+			      cfg->start.index, e))
 		goto fail;
 	if (val && akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs,
 				     in, m->classes, r->V + 2, 0, 0, e))
@@ -111,6 +113,9 @@ void akk_run_interrupt(struct akk_run *r)
 {
 	struct akk_msg m = { .kind = AKK_MSG_INTERRUPT };
 
+	/* The flag is seen before the sentinel issues anything more; the
+	 * message wakes it if it is waiting. */
+	atomic_store(&r->stop, 1);
 	akk_send(&r->tr, 0, &m);
 }
 

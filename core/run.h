@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "checkpoint.h"
 #include "gate.h"
 #include "model.h"
 #include "provider.h"
@@ -54,7 +55,7 @@ struct akk_observer {
 struct akk_run_config {
 	enum akk_mode mode;
 	int epochs;
-	int start_epoch;	/* 0-based epoch to start at (resume) */
+	struct akk_position start;	/* where to start (resume); zero: the beginning */
 	int blas_threads;	/* 0: automatic */
 	const char *metrics_path;	/* NULL: no CSV */
 	struct akk_observer obs;
@@ -85,8 +86,10 @@ struct akk_run {
 	pthread_mutex_t mu;	/* guards err and failed */
 	struct akk_err err;
 	int failed;
-	atomic_int interrupted;	/* the run stopped on akk_run_interrupt */
-	long samples_seen;	/* training samples of the whole run */
+	atomic_int stop;	/* akk_run_interrupt was called */
+	atomic_int interrupted;	/* the run stopped early on it */
+	struct akk_position pos;	/* where training stands after the last
+					 * drain (sentinel thread; read after join) */
 	int epochs_done;
 	int blas_threads;	/* what was set */
 };

@@ -124,6 +124,8 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 	ph->vmax = -1;
 	ph->state = STARTPOINT;
 	for (;;) {
+		if (atomic_load(&r->stop))
+			ph->stopping = 1;
 		if (!ph->stopping) {
 			while (ph->inflight < r->K && ph->issued < ph->ntrain)
 				if (issue_train(r, ph, epoch, slots, next_id, e))
@@ -142,10 +144,8 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			return 0;
 		if (akk_recv(&r->tr, 0, &m))
 			return -1;
-		if (m.kind == AKK_MSG_INTERRUPT) {
-			ph->stopping = 1;
-			continue;
-		}
+		if (m.kind == AKK_MSG_INTERRUPT)
+			continue;	/* r->stop is set */
 		if (flipflop && !flipflop_accepts(ph->state, m.kind))
 			return protocol(r, e, "message out of turn in flip-flop");
 		switch (m.kind) {
@@ -222,10 +222,8 @@ static int drain(struct akk_run *r, struct akk_err *e)
 			return -1;
 		if (m.kind == AKK_MSG_SYNC)
 			return 0;
-		if (m.kind == AKK_MSG_INTERRUPT) {
-			atomic_store(&r->interrupted, 1);
-			continue;
-		}
+		if (m.kind == AKK_MSG_INTERRUPT)
+			continue;	/* r->stop is set */
 		return protocol(r, e, "message after the drain");
 	}
 }
@@ -271,7 +269,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 {
 	struct akk_batch **slots = calloc(r->K, sizeof(*slots));
 	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
-	long next_id = 0;
+	long next_id = r->cfg.start.id;
 	int rc = -1, epoch;
 	struct phase ph;
 
@@ -280,28 +278,37 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 		akk_run_fail(r, e);
 		goto out;
 	}
-	for (epoch = r->cfg.start_epoch; epoch < r->cfg.epochs; epoch++) {
+	for (epoch = r->cfg.start.epoch; epoch < r->cfg.epochs; epoch++) {
+		const struct akk_position *st = &r->cfg.start;
 		double t0 = akk_now();
 
 		memset(&ph, 0, sizeof(ph));
 		ph.ntrain = r->per_epoch;
 		ph.nval = r->val_batches;
+		if (epoch == st->epoch && st->index) {
+			/* resume mid-epoch: the batches before were trained */
+			ph.issued = ph.done = st->index;
+			ph.loss_sum = st->loss_sum;
+			ph.correct = st->correct;
+			ph.samples = st->samples;
+			t0 -= st->seconds;
+		}
 		if (run_phase(r, &ph, epoch, slots, vslots, &next_id, t0, e) ||
 		    drain(r, e))
 			goto out;
-		r->samples_seen += ph.samples;
 		if (ph.stopping) {
+			r->pos = (struct akk_position){ epoch, ph.done, next_id,
+				ph.loss_sum, ph.correct, ph.samples, akk_now() - t0 };
 			atomic_store(&r->interrupted, 1);
 			break;
 		}
+		r->pos = (struct akk_position){ epoch + 1, 0, next_id, 0, 0, 0, 0 };
 		r->epochs_done = epoch + 1;
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
 			goto fail;
-		if (atomic_load(&r->interrupted))
-			break;
 	}
 	if (!atomic_load(&r->interrupted) && r->cfg.mode == AKK_MODE_WHEELS &&
-	    r->val_batches) {
+	    r->val_batches && !atomic_load(&r->stop)) {
 		double t0 = akk_now();
 
 		memset(&ph, 0, sizeof(ph));

@@ -1,0 +1,134 @@
+/* ckpt_files.c - which checkpoint files a run writes and keeps. */
+#include "ckpt_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int ckpt_save(struct ckpt_policy *p, struct akk_run *r, const char *name,
+	      struct akk_err *e)
+{
+	const struct akk_gate *gates[256];
+	char path[1200];
+	int G = r->model->ngates;
+
+	if (G > 256)
+		return akk_err_set(e, "too many gates to checkpoint (%d)", G);
+	for (int i = 0; i < G; i++)
+		gates[i] = &r->gates[i].gate;
+	snprintf(path, sizeof(path), "%s/%s", p->dir, name);
+	struct akk_ckpt_source src = {
+		.spec = p->spec, .base_dir = p->base_dir, .mode = r->cfg.mode,
+		.gates = gates, .ngates = G, .pos = r->pos, .metrics = p->metrics,
+	};
+	return akk_checkpoint_write(path, &src, e);
+}
+
+static int is_epoch_file(const char *name)
+{
+	int n = 0;
+	return sscanf(name, "epoch-%*4d.bin%n", &n) == 0 && n &&
+	       !name[n] && strlen(name) == 14;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch). */
+static void prune(const char *dir, int keep)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char *names[4096];
+	int n = 0;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < 4096)
+		if (is_epoch_file(de->d_name))
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (int i = 0; i < n; i++) {
+		if (i < n - keep && names[i]) {
+			char path[1200];
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			unlink(path);
+		}
+		free(names[i]);
+	}
+}
+
+int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
+	       const struct akk_epoch_report *rep, struct akk_err *e)
+{
+	int final = !strcmp(rep->phase, "final");
+	int improved = rep->val_samples && rep->val_acc > p->metrics.best_val_acc;
+
+	if (!final) {
+		p->metrics.epoch = rep->epoch;
+		p->metrics.train_loss = rep->train_loss;
+		p->metrics.train_acc = rep->train_acc;
+	}
+	if (rep->val_samples) {
+		p->metrics.val_loss = rep->val_loss;
+		p->metrics.val_acc = rep->val_acc;
+	}
+	if (improved)
+		p->metrics.best_val_acc = rep->val_acc;
+	if (!final && p->every > 0 && rep->epoch % p->every == 0) {
+		char name[32];
+		snprintf(name, sizeof(name), "epoch-%04d.bin", rep->epoch);
+		if (ckpt_save(p, r, name, e))
+			return -1;
+		prune(p->dir, p->keep);
+	}
+	if (improved && ckpt_save(p, r, "best.bin", e))
+		return -1;
+	return 0;
+}
+
+int ckpt_resolve(const char *arg, char *path, int size, struct akk_err *e)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	long best = -1;
+
+	if (stat(arg, &st))
+		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(path, size, "%s", arg);
+		return 0;
+	}
+	if (!(d = opendir(arg)))
+		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
+	/* The newest by training position among last.bin and epoch files;
+	 * an unreadable file (say, from a crash) is passed over. */
+	while ((de = readdir(d))) {
+		struct akk_checkpoint c;
+		struct akk_err ignored;
+		char cand[1200];
+
+		if (strcmp(de->d_name, "last.bin") && !is_epoch_file(de->d_name))
+			continue;
+		snprintf(cand, sizeof(cand), "%s/%s", arg, de->d_name);
+		if (akk_checkpoint_read(&c, cand, &ignored))
+			continue;
+		if (c.pos.id > best) {
+			best = c.pos.id;
+			snprintf(path, size, "%s", cand);
+		}
+		akk_checkpoint_release(&c);
+	}
+	closedir(d);
+	if (best < 0)
+		return akk_err_set(e, "--resume: no readable checkpoint in '%s'", arg);
+	return 0;
+}

@@ -1,0 +1,563 @@
+/* checkpoint.c - writing and reading checkpoint files.
+ *
+ * The file is built in memory, then written whole: header, config, position,
+ * metrics, gates, CRC-32. Every field goes through put_* / get_*, which fix
+ * the byte order; the reader's get_* never read past the end and latch an
+ * error instead, so a damaged file can only produce a message. */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "spec.h"
+
+struct wbuf {
+	unsigned char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void put(struct wbuf *w, const void *src, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 4096;
+		unsigned char *p;
+		while (cap < w->len + n)
+			cap *= 2;
+		if (!(p = realloc(w->p, cap))) {
+			w->oom = 1;
+			return;
+		}
+		w->p = p;
+		w->cap = cap;
+	}
+	memcpy(w->p + w->len, src, n);
+	w->len += n;
+}
+
+static void put_u32(struct wbuf *w, uint32_t v)
+{
+	unsigned char b[4] = { v, v >> 8, v >> 16, v >> 24 };
+	put(w, b, 4);
+}
+
+static void put_u64(struct wbuf *w, uint64_t v)
+{
+	put_u32(w, (uint32_t)v);
+	put_u32(w, (uint32_t)(v >> 32));
+}
+
+static void put_f64(struct wbuf *w, double d)
+{
+	uint64_t v;
+	memcpy(&v, &d, 8);
+	put_u64(w, v);
+}
+
+static void put_str(struct wbuf *w, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	put_u32(w, (uint32_t)n);
+	put(w, s, n);
+}
+
+static void put_tensor(struct wbuf *w, const char *name, int rank,
+		       const int *dims, const float *data, size_t count)
+{
+	put_str(w, name);
+	put_u32(w, rank);
+	for (int i = 0; i < rank; i++)
+		put_u32(w, dims[i]);
+	put_u64(w, count);
+	for (size_t i = 0; i < count; i++) {
+		uint32_t v;
+		memcpy(&v, &data[i], 4);
+		put_u32(w, v);
+	}
+}
+
+static void put_gate(struct wbuf *w, const struct akk_gate *g)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int ntensors = nopt ? 1 : 0;
+	char name[128];
+
+	for (int i = 0; i < p->nlayers; i++)
+		ntensors += p->layers[i].nviews;
+	put_u64(w, g->step);
+	for (int i = 0; i < 4; i++)
+		put_u64(w, g->rng.s[i]);
+	put_u32(w, ntensors);
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct akk_layer *l = &p->layers[i];
+		for (int v = 0; v < l->nviews; v++) {
+			const struct akk_view *vw = &l->views[v];
+			size_t count = 1;
+			for (int d = 0; d < vw->rank; d++)
+				count *= vw->dims[d];
+			snprintf(name, sizeof(name), "g%d.l%d.%s.%s", p->index + 1,
+				 i + 1, l->ops->name, vw->name);
+			put_tensor(w, name, vw->rank, vw->dims,
+				   (vw->state ? g->state + l->soff : g->params + l->poff) + vw->off,
+				   count);
+		}
+	}
+	if (nopt) {
+		int dims[1] = { (int)nopt };
+		snprintf(name, sizeof(name), "g%d.optimizer.%s", p->index + 1,
+			 akk_optim_name(p->optim->kind));
+		put_tensor(w, name, 1, dims, g->opt, nopt);
+	}
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
+			 struct akk_err *e)
+{
+	const struct akk_spec *s = src->spec;
+	struct wbuf w = { 0 };
+	char tmp[1100], dir[1100];
+	int fd = -1, rc = -1;
+	uint32_t crc;
+
+	put(&w, AKK_CKPT_MAGIC, 8);
+	put_u32(&w, AKK_CKPT_VERSION);
+	put_u32(&w, 0);
+	put_u64(&w, 0);				/* file length, patched below */
+	put_str(&w, s->path);
+	put_str(&w, src->base_dir);
+	put_str(&w, s->text);
+	put_u32(&w, s->nsets);
+	for (int i = 0; i < s->nsets; i++)
+		put_str(&w, s->sets[i]);
+	put_u32(&w, src->mode);
+	put_u32(&w, src->pos.epoch);
+	put_u64(&w, src->pos.index);
+	put_u64(&w, src->pos.id);
+	put_f64(&w, src->pos.loss_sum);
+	put_u64(&w, src->pos.correct);
+	put_u64(&w, src->pos.samples);
+	put_f64(&w, src->pos.seconds);
+	put_u32(&w, src->metrics.epoch);
+	put_f64(&w, src->metrics.train_loss);
+	put_f64(&w, src->metrics.train_acc);
+	put_f64(&w, src->metrics.val_loss);
+	put_f64(&w, src->metrics.val_acc);
+	put_f64(&w, src->metrics.best_val_acc);
+	put_u32(&w, src->ngates);
+	for (int i = 0; i < src->ngates; i++)
+		put_gate(&w, src->gates[i]);
+	if (!w.oom) {
+		uint64_t total = w.len + 4;
+		for (int i = 0; i < 8; i++)
+			w.p[16 + i] = (unsigned char)(total >> (8 * i));
+	}
+	crc = (uint32_t)crc32(0L, w.p, (uInt)w.len);
+	put_u32(&w, crc);
+	if (w.oom) {
+		akk_err_set(e, "out of memory writing checkpoint '%s'", path);
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		akk_err_set(e, "cannot create '%s': %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (write_all(fd, w.p, w.len) || fsync(fd)) {
+		akk_err_set(e, "cannot write '%s': %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd)) {
+		fd = -1;
+		akk_err_set(e, "cannot write '%s': %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		akk_err_set(e, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+		goto out;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		fsync(fd);
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		unlink(tmp);
+	free(w.p);
+	return rc;
+}
+
+struct rbuf {
+	const unsigned char *p;
+	size_t len, off;
+	const char *bad;	/* what was being read when the data ran out */
+};
+
+static const unsigned char *take(struct rbuf *r, size_t n, const char *what)
+{
+	const unsigned char *p;
+
+	if (r->bad)
+		return NULL;
+	if (n > r->len - r->off) {
+		r->bad = what;
+		return NULL;
+	}
+	p = r->p + r->off;
+	r->off += n;
+	return p;
+}
+
+static uint32_t get_u32(struct rbuf *r, const char *what)
+{
+	const unsigned char *b = take(r, 4, what);
+	return b ? b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24 : 0;
+}
+
+static uint64_t get_u64(struct rbuf *r, const char *what)
+{
+	uint64_t lo = get_u32(r, what);
+	return lo | (uint64_t)get_u32(r, what) << 32;
+}
+
+static double get_f64(struct rbuf *r, const char *what)
+{
+	uint64_t v = get_u64(r, what);
+	double d;
+	memcpy(&d, &v, 8);
+	return d;
+}
+
+static char *get_str(struct rbuf *r, const char *what)
+{
+	uint32_t n = get_u32(r, what);
+	const unsigned char *p = take(r, n, what);
+	char *s;
+
+	if (!p)
+		return NULL;
+	if (memchr(p, '\0', n)) {
+		r->bad = what;
+		return NULL;
+	}
+	if (!(s = malloc(n + 1))) {
+		r->bad = "memory";
+		return NULL;
+	}
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
+{
+	uint64_t product = 1;
+	const unsigned char *b;
+
+	if (!(t->name = get_str(r, "a tensor name")))
+		return -1;
+	t->rank = (int)get_u32(r, "a tensor rank");
+	if (t->rank < 1 || t->rank > 4) {
+		r->bad = r->bad ? r->bad : "a tensor rank";
+		return -1;
+	}
+	for (int i = 0; i < t->rank; i++) {
+		t->dims[i] = get_u32(r, "a tensor shape");
+		product *= t->dims[i];
+		if (product > (1ull << 34)) {
+			r->bad = "a tensor shape";
+			return -1;
+		}
+	}
+	t->count = get_u64(r, "a tensor size");
+	if (!r->bad && t->count != product)
+		r->bad = "a tensor size";
+	if (r->bad || !(b = take(r, t->count * 4, "tensor data")))
+		return -1;
+	if (!(t->data = akk_alloc(t->count))) {
+		r->bad = "memory";
+		return -1;
+	}
+	for (uint64_t i = 0; i < t->count; i++) {
+		uint32_t v = b[4 * i] | b[4 * i + 1] << 8 | b[4 * i + 2] << 16 |
+			     (uint32_t)b[4 * i + 3] << 24;
+		memcpy(&t->data[i], &v, 4);
+	}
+	return 0;
+}
+
+static int read_file(const char *path, unsigned char **out, size_t *len,
+		     struct akk_err *e)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *p = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!f)
+		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
+	for (;;) {
+		if (n == cap) {
+			unsigned char *q;
+			cap = cap ? cap * 2 : 1 << 16;
+			if (!(q = realloc(p, cap))) {
+				free(p);
+				fclose(f);
+				return akk_err_at(e, path, 0, 0, "out of memory");
+			}
+			p = q;
+		}
+		size_t k = fread(p + n, 1, cap - n, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	if (ferror(f)) {
+		free(p);
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
+	}
+	fclose(f);
+	*out = p;
+	*len = n;
+	return 0;
+}
+
+int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
+			struct akk_err *e)
+{
+	unsigned char *data = NULL;
+	size_t len = 0;
+	struct rbuf r;
+	uint64_t total;
+	uint32_t crc, want;
+
+	memset(c, 0, sizeof(*c));
+	if (read_file(path, &data, &len, e))
+		return -1;
+	r = (struct rbuf){ data, len, 0, NULL };
+	if (len < 8 || memcmp(data, AKK_CKPT_MAGIC, 7)) {
+		free(data);
+		return akk_err_at(e, path, 0, 0, "not an akkctl checkpoint (bad magic)");
+	}
+	if (len < 28) {
+		free(data);
+		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header", len);
+	}
+	r.off = 8;
+	c->version = get_u32(&r, "the header");
+	if (memcmp(data, AKK_CKPT_MAGIC, 8) || c->version != AKK_CKPT_VERSION) {
+		free(data);
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint format version %u is not supported (this akkctl reads version %d)",
+				  c->version, AKK_CKPT_VERSION);
+	}
+	get_u32(&r, "the header");
+	total = get_u64(&r, "the header");
+	if (total != len) {
+		free(data);
+		return akk_err_at(e, path, 0, 0,
+				  "%s checkpoint: the header says %llu bytes, the file has %zu",
+				  total > len ? "truncated" : "corrupt",
+				  (unsigned long long)total, len);
+	}
+	crc = (uint32_t)crc32(0L, data, (uInt)(len - 4));
+	want = data[len - 4] | data[len - 3] << 8 | data[len - 2] << 16 |
+	       (uint32_t)data[len - 1] << 24;
+	if (crc != want) {
+		free(data);
+		return akk_err_at(e, path, 0, 0,
+				  "corrupt checkpoint: CRC-32 mismatch (stored %08x, computed %08x)",
+				  want, crc);
+	}
+	r.len = len - 4;
+	c->config_name = get_str(&r, "the config");
+	c->base_dir = get_str(&r, "the config");
+	c->config = get_str(&r, "the config");
+	c->nsets = (int)get_u32(&r, "the config");
+	if (!r.bad && (c->nsets < 0 || c->nsets > 4096))
+		r.bad = "the config overrides";
+	if (!r.bad && !(c->sets = calloc(c->nsets + 1, sizeof(char *))))
+		r.bad = "memory";
+	for (int i = 0; !r.bad && i < c->nsets; i++)
+		c->sets[i] = get_str(&r, "the config overrides");
+	c->mode = (int)get_u32(&r, "the run state");
+	c->pos.epoch = (int)get_u32(&r, "the run state");
+	c->pos.index = (long)get_u64(&r, "the run state");
+	c->pos.id = (long)get_u64(&r, "the run state");
+	c->pos.loss_sum = get_f64(&r, "the run state");
+	c->pos.correct = (long)get_u64(&r, "the run state");
+	c->pos.samples = (long)get_u64(&r, "the run state");
+	c->pos.seconds = get_f64(&r, "the run state");
+	c->metrics.epoch = (int)get_u32(&r, "the metrics");
+	c->metrics.train_loss = get_f64(&r, "the metrics");
+	c->metrics.train_acc = get_f64(&r, "the metrics");
+	c->metrics.val_loss = get_f64(&r, "the metrics");
+	c->metrics.val_acc = get_f64(&r, "the metrics");
+	c->metrics.best_val_acc = get_f64(&r, "the metrics");
+	c->ngates = (int)get_u32(&r, "the gates");
+	if (!r.bad && (c->ngates < 1 || c->ngates > 4096))
+		r.bad = "the gate count";
+	if (!r.bad && !(c->gates = calloc(c->ngates, sizeof(*c->gates))))
+		r.bad = "memory";
+	for (int g = 0; !r.bad && g < c->ngates; g++) {
+		struct akk_ckpt_gate *cg = &c->gates[g];
+		cg->step = (long)get_u64(&r, "a gate");
+		for (int i = 0; i < 4; i++)
+			cg->rng.s[i] = get_u64(&r, "a gate");
+		cg->ntensors = (int)get_u32(&r, "a gate");
+		if (!r.bad && (cg->ntensors < 0 || cg->ntensors > 4096))
+			r.bad = "a gate's tensor count";
+		if (!r.bad && !(cg->tensors = calloc(cg->ntensors + 1, sizeof(*cg->tensors))))
+			r.bad = "memory";
+		for (int t = 0; !r.bad && t < cg->ntensors; t++)
+			get_tensor(&r, &cg->tensors[t]);
+	}
+	if (!r.bad && r.off != r.len)
+		r.bad = "the end (extra bytes after the last gate)";
+	free(data);
+	if (r.bad || c->mode < 0 || c->mode > AKK_MODE_WHEELS || c->pos.epoch < 0 ||
+	    c->pos.index < 0) {
+		akk_err_at(e, path, 0, 0, "corrupt checkpoint: bad data in %s",
+			   r.bad ? r.bad : "the run state");
+		akk_checkpoint_release(c);
+		return -1;
+	}
+	return 0;
+}
+
+void akk_checkpoint_release(struct akk_checkpoint *c)
+{
+	free(c->config);
+	free(c->config_name);
+	free(c->base_dir);
+	for (int i = 0; c->sets && i < c->nsets; i++)
+		free(c->sets[i]);
+	free(c->sets);
+	for (int g = 0; c->gates && g < c->ngates; g++) {
+		for (int t = 0; c->gates[g].tensors && t < c->gates[g].ntensors; t++) {
+			free(c->gates[g].tensors[t].name);
+			akk_free(c->gates[g].tensors[t].data);
+		}
+		free(c->gates[g].tensors);
+	}
+	free(c->gates);
+	memset(c, 0, sizeof(*c));
+}
+
+int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
+			const char *const *extra, int nextra, struct akk_err *e)
+{
+	const char **sets = calloc(c->nsets + nextra + 1, sizeof(*sets));
+	int rc;
+
+	if (!sets)
+		return akk_err_set(e, "out of memory");
+	for (int i = 0; i < c->nsets; i++)
+		sets[i] = c->sets[i];
+	for (int i = 0; i < nextra; i++)
+		sets[c->nsets + i] = extra[i];
+	rc = akk_spec_parse(s, c->config, strlen(c->config), c->config_name,
+			    c->base_dir, sets, c->nsets + nextra, e);
+	free(sets);
+	return rc;
+}
+
+/* Find tensor `name` of a gate, check its shape, copy it to dst. */
+static int restore_tensor(const struct akk_ckpt_gate *cg, int *next,
+			  const char *name, float *dst, size_t count,
+			  const char *path, struct akk_err *e)
+{
+	const struct akk_ckpt_tensor *t;
+
+	if (*next >= cg->ntensors)
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint does not match the network: no tensor '%s'", name);
+	t = &cg->tensors[(*next)++];
+	if (strcmp(t->name, name))
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint does not match the network: found '%s' where '%s' belongs",
+				  t->name, name);
+	if (t->count != count)
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint does not match the network: '%s' has %llu values, the network needs %zu",
+				  name, (unsigned long long)t->count, count);
+	memcpy(dst, t->data, count * sizeof(float));
+	return 0;
+}
+
+int akk_checkpoint_restore(const struct akk_checkpoint *c,
+			   struct akk_gate *const *gates, int ngates,
+			   const char *path, struct akk_err *e)
+{
+	char name[128];
+
+	if (c->ngates != ngates)
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint does not match the network: it has %d gates, the network %d",
+				  c->ngates, ngates);
+	for (int g = 0; g < ngates; g++) {
+		const struct akk_ckpt_gate *cg = &c->gates[g];
+		struct akk_gate *gate = gates[g];
+		const struct akk_gate_plan *p = gate->plan;
+		size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+		int next = 0;
+
+		for (int i = 0; i < p->nlayers; i++) {
+			const struct akk_layer *l = &p->layers[i];
+			for (int v = 0; v < l->nviews; v++) {
+				const struct akk_view *vw = &l->views[v];
+				size_t count = 1;
+				for (int d = 0; d < vw->rank; d++)
+					count *= vw->dims[d];
+				snprintf(name, sizeof(name), "g%d.l%d.%s.%s", g + 1, i + 1,
+					 l->ops->name, vw->name);
+				if (restore_tensor(cg, &next, name,
+						   (vw->state ? gate->state + l->soff :
+								gate->params + l->poff) + vw->off,
+						   count, path, e))
+					return -1;
+			}
+		}
+		if (nopt) {
+			snprintf(name, sizeof(name), "g%d.optimizer.%s", g + 1,
+				 akk_optim_name(p->optim->kind));
+			if (restore_tensor(cg, &next, name, gate->opt, nopt, path, e))
+				return -1;
+		}
+		if (next != cg->ntensors)
+			return akk_err_at(e, path, 0, 0,
+					  "checkpoint does not match the network: gate %d has %d tensors, the network %d",
+					  g + 1, cg->ntensors, next);
+		gate->step = cg->step;
+		gate->rng = cg->rng;
+	}
+	return 0;
+}

@@ -1,0 +1,101 @@
+/* checkpoint.h - self-describing training checkpoints (akkctl-checkpoint(5)).
+ *
+ * A checkpoint holds everything needed to rebuild the network and continue
+ * training exactly: the config text and its --set overrides, the directory
+ * its relative paths resolve against, every gate's parameters, running
+ * state, optimizer moments, step and dropout RNG, the data position, and
+ * the last metrics. All integers are little-endian fixed width, floats are
+ * IEEE-754 binary32 little-endian, and a CRC-32 over everything before it
+ * ends the file. Writing goes to a temporary file in the same directory,
+ * fsync, rename, fsync of the directory: a reader sees the old file or the
+ * new one, never a mix. Reading checks magic, version, length, CRC and every
+ * field's bounds before it trusts a byte. */
+#ifndef AKK_CHECKPOINT_H
+#define AKK_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "gate.h"
+#include "rng.h"
+
+#define AKK_CKPT_MAGIC "AKKCKPT1"
+#define AKK_CKPT_VERSION 1
+
+/* Where training stands: the next batch to train. */
+struct akk_position {
+	int epoch;		/* 0-based epoch of the next batch */
+	long index;		/* its index within the epoch */
+	long id;		/* training batches done in the whole run */
+	/* The epoch's running sums so far (non-zero only mid-epoch). */
+	double loss_sum;
+	long correct, samples;
+	double seconds;
+};
+
+/* The last completed epoch's metrics, for inspect. */
+struct akk_ckpt_metrics {
+	int epoch;		/* 1-based; 0 = none yet */
+	double train_loss, train_acc, val_loss, val_acc;
+	double best_val_acc;
+};
+
+struct akk_ckpt_tensor {
+	char *name;		/* "g1.l1.dense.weight", "g1.optimizer", ... */
+	int rank;
+	uint32_t dims[4];
+	uint64_t count;
+	float *data;		/* count floats, owned */
+};
+
+struct akk_ckpt_gate {
+	long step;
+	struct akk_rng rng;
+	struct akk_ckpt_tensor *tensors;	/* owned */
+	int ntensors;
+};
+
+/* A checkpoint read into memory. */
+struct akk_checkpoint {
+	uint32_t version;
+	char *config;		/* the config text, owned */
+	char *config_name;	/* the config's path when it was written */
+	char *base_dir;		/* where its relative paths resolve */
+	char **sets;		/* --set overrides, owned */
+	int nsets;
+	int mode;		/* enum akk_mode the run used */
+	struct akk_position pos;
+	struct akk_ckpt_metrics metrics;
+	struct akk_ckpt_gate *gates;	/* owned */
+	int ngates;
+};
+
+/* Everything a writer needs. */
+struct akk_ckpt_source {
+	const struct akk_spec *spec;
+	const char *base_dir;
+	int mode;
+	const struct akk_gate *const *gates;	/* ngates, idle (drained) */
+	int ngates;
+	struct akk_position pos;
+	struct akk_ckpt_metrics metrics;
+};
+
+/* Write atomically to path. */
+int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
+			 struct akk_err *e);
+/* Read and verify path. On error c is left empty. */
+int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
+			struct akk_err *e);
+void akk_checkpoint_release(struct akk_checkpoint *c);
+/* Parse the stored config (as akk_spec_parse, with the stored overrides
+ * and base directory), appending extra overrides. */
+int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
+			const char *const *extra, int nextra, struct akk_err *e);
+/* Copy a checkpoint's gates into gates of the same network: every tensor's
+ * name and shape must match. path is for error messages. */
+int akk_checkpoint_restore(const struct akk_checkpoint *c,
+			   struct akk_gate *const *gates, int ngates,
+			   const char *path, struct akk_err *e);
+
+#endif

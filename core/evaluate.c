@@ -1,0 +1,72 @@
+/* evaluate.c - loss, accuracy and confusion matrix of a set of gates. */
+#include "evaluate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "loss.h"
+
+int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
+		 const struct akk_dataset *d, int bs,
+		 struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
+		 struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	int C = m->classes;
+	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
+	struct akk_batch b;
+	float table[256], *prob = malloc(C * sizeof(float));
+	double sum = 0;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	res->classes = C;
+	res->confusion = calloc((size_t)C * C, sizeof(long));
+	if (!prob || !res->confusion ||
+	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), C)) {
+		free(prob);
+		akk_eval_result_release(res);
+		return akk_err_set(e, "out of memory");
+	}
+	akk_pixel_table(table, &s->data);
+	for (long i = 0; i < nb; i++) {
+		const float *h = b.x;
+
+		akk_batch_fill(&b, d, NULL, i, bs, table);
+		for (int g = 0; g < m->ngates; g++)
+			h = akk_gate_eval(gates[g], 0, h, b.B);
+		sum += akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
+				C, &correct) * b.B;
+		for (int j = 0; j < b.B; j++) {
+			const float *row = h + (size_t)j * C;
+			int best = 0;
+			for (int k = 1; k < C; k++)
+				if (row[k] > row[best])
+					best = k;
+			res->confusion[(size_t)b.labels[j] * C + best]++;
+			if (fn) {
+				akk_softmax_row(prob, row, C);
+				if (fn(ctx, i * bs + j, b.labels[j], best, prob[best])) {
+					akk_err_set(e, "cannot write the predictions");
+					goto out;
+				}
+			}
+		}
+	}
+	res->n = (long)d->n;
+	res->loss = d->n ? sum / d->n : 0;
+	res->accuracy = d->n ? (double)correct / d->n : 0;
+	rc = 0;
+out:
+	free(prob);
+	akk_batch_release(&b);
+	if (rc)
+		akk_eval_result_release(res);
+	return rc;
+}
+
+void akk_eval_result_release(struct akk_eval_result *res)
+{
+	free(res->confusion);
+	res->confusion = NULL;
+}
