@@ -77,7 +77,7 @@ tsan:
 	$(MAKE) B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread" \
 		$(TSAN_TESTS:%=build/tsan/tests/%) build/tsan/akkctl
 	@set -e; for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
-		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 		AKKCTL=build/tsan/akkctl AKK_BUILD=build/tsan build/tsan/tests/$$t; done
 
 # The sequential reference trainer on real data (needs `make data`).
@@ -97,3 +97,6 @@ install: $(B)/akkctl
 
 clean:
 	rm -rf build akkctl
+
+# Keep test objects between runs.
+.SECONDARY:

@@ -28,16 +28,28 @@ int ckpt_save(struct ckpt_policy *p, struct akk_run *r, const char *name,
 	return akk_checkpoint_write(path, &src, e);
 }
 
-static int is_epoch_file(const char *name)
+/* "epoch-NNNN.bin" (four digits or more): the epoch, else -1. */
+static long epoch_of(const char *name)
 {
-	int n = 0;
-	return sscanf(name, "epoch-%*4d.bin%n", &n) == 0 && n &&
-	       !name[n] && strlen(name) == 14;
+	const char *p = name + 6;
+	long v = 0;
+
+	if (strncmp(name, "epoch-", 6) || strlen(name) < 14)
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	return p - name >= 10 && !strcmp(p, ".bin") ? v : -1;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int is_epoch_file(const char *name)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return epoch_of(name) >= 0;
+}
+
+static int cmp_epoch(const void *a, const void *b)
+{
+	long x = epoch_of(*(char *const *)a), y = epoch_of(*(char *const *)b);
+	return (x > y) - (x < y);
 }
 
 /* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch). */
@@ -54,7 +66,7 @@ static void prune(const char *dir, int keep)
 		if (is_epoch_file(de->d_name))
 			names[n++] = strdup(de->d_name);
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	qsort(names, n, sizeof(*names), cmp_epoch);
 	for (int i = 0; i < n; i++) {
 		if (i < n - keep && names[i]) {
 			char path[1200];

@@ -139,9 +139,17 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 {
 	const struct akk_spec *s = src->spec;
 	struct wbuf w = { 0 };
-	char tmp[1100], dir[1100];
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 32), *dir = malloc(plen + 1);
 	int fd = -1, rc = -1;
 	uint32_t crc;
+
+	if (!tmp || !dir) {
+		free(tmp);
+		free(dir);
+		return akk_err_set(e, "out of memory writing checkpoint '%s'", path);
+	}
+	tmp[0] = '\0';
 
 	put(&w, AKK_CKPT_MAGIC, 8);
 	put_u32(&w, AKK_CKPT_VERSION);
@@ -181,7 +189,7 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 		akk_err_set(e, "out of memory writing checkpoint '%s'", path);
 		goto out;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		akk_err_set(e, "cannot create '%s': %s", tmp, strerror(errno));
@@ -201,7 +209,7 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 		akk_err_set(e, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
 		goto out;
 	}
-	snprintf(dir, sizeof(dir), "%s", path);
+	memcpy(dir, path, plen + 1);
 	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0)
 		fsync(fd);
@@ -209,8 +217,10 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 out:
 	if (fd >= 0)
 		close(fd);
-	if (rc)
+	if (rc && tmp[0])
 		unlink(tmp);
+	free(tmp);
+	free(dir);
 	free(w.p);
 	return rc;
 }
@@ -291,11 +301,11 @@ static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
 	}
 	for (int i = 0; i < t->rank; i++) {
 		t->dims[i] = get_u32(r, "a tensor shape");
-		product *= t->dims[i];
-		if (product > (1ull << 34)) {
+		if (!r->bad && (!t->dims[i] || product > (1ull << 34) / t->dims[i])) {
 			r->bad = "a tensor shape";
 			return -1;
 		}
+		product *= t->dims[i];
 	}
 	t->count = get_u64(r, "a tensor size");
 	if (!r->bad && t->count != product)
@@ -367,13 +377,20 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 		free(data);
 		return akk_err_at(e, path, 0, 0, "not an akkctl checkpoint (bad magic)");
 	}
+	if (data[7] != (unsigned char)AKK_CKPT_MAGIC[7]) {
+		int c = data[7] >= 32 && data[7] < 127 ? data[7] : '?';
+		free(data);
+		return akk_err_at(e, path, 0, 0,
+				  "unsupported checkpoint format version: magic 'AKKCKPT%c' (this akkctl reads '%s')",
+				  c, AKK_CKPT_MAGIC);
+	}
 	if (len < 28) {
 		free(data);
 		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header", len);
 	}
 	r.off = 8;
 	c->version = get_u32(&r, "the header");
-	if (memcmp(data, AKK_CKPT_MAGIC, 8) || c->version != AKK_CKPT_VERSION) {
+	if (c->version != AKK_CKPT_VERSION) {
 		free(data);
 		return akk_err_at(e, path, 0, 0,
 				  "checkpoint format version %u is not supported (this akkctl reads version %d)",
@@ -491,11 +508,23 @@ int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
 }
 
 /* Find tensor `name` of a gate, check its shape, copy it to dst. */
+static void format_dims(char *buf, int size, int rank, const uint32_t *dims)
+{
+	int n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < rank && n < size; i++)
+		n += snprintf(buf + n, size - n, "%s%u", i ? "x" : "", dims[i]);
+}
+
 static int restore_tensor(const struct akk_ckpt_gate *cg, int *next,
-			  const char *name, float *dst, size_t count,
-			  const char *path, struct akk_err *e)
+			  const char *name, int rank, const int *dims,
+			  float *dst, size_t count, const char *path,
+			  struct akk_err *e)
 {
 	const struct akk_ckpt_tensor *t;
+	uint32_t want[4];
+	int same;
 
 	if (*next >= cg->ntensors)
 		return akk_err_at(e, path, 0, 0,
@@ -505,10 +534,19 @@ static int restore_tensor(const struct akk_ckpt_gate *cg, int *next,
 		return akk_err_at(e, path, 0, 0,
 				  "checkpoint does not match the network: found '%s' where '%s' belongs",
 				  t->name, name);
-	if (t->count != count)
+	for (int i = 0; i < rank; i++)
+		want[i] = (uint32_t)dims[i];
+	same = t->rank == rank && t->count == count;
+	for (int i = 0; same && i < rank; i++)
+		same = t->dims[i] == want[i];
+	if (!same) {
+		char have[64], need[64];
+		format_dims(have, sizeof(have), t->rank, t->dims);
+		format_dims(need, sizeof(need), rank, want);
 		return akk_err_at(e, path, 0, 0,
-				  "checkpoint does not match the network: '%s' has %llu values, the network needs %zu",
-				  name, (unsigned long long)t->count, count);
+				  "checkpoint does not match the network: '%s' has shape %s, the network needs %s",
+				  name, have, need);
+	}
 	memcpy(dst, t->data, count * sizeof(float));
 	return 0;
 }
@@ -539,7 +577,7 @@ int akk_checkpoint_restore(const struct akk_checkpoint *c,
 					count *= vw->dims[d];
 				snprintf(name, sizeof(name), "g%d.l%d.%s.%s", g + 1, i + 1,
 					 l->ops->name, vw->name);
-				if (restore_tensor(cg, &next, name,
+				if (restore_tensor(cg, &next, name, vw->rank, vw->dims,
 						   (vw->state ? gate->state + l->soff :
 								gate->params + l->poff) + vw->off,
 						   count, path, e))
@@ -549,7 +587,8 @@ int akk_checkpoint_restore(const struct akk_checkpoint *c,
 		if (nopt) {
 			snprintf(name, sizeof(name), "g%d.optimizer.%s", g + 1,
 				 akk_optim_name(p->optim->kind));
-			if (restore_tensor(cg, &next, name, gate->opt, nopt, path, e))
+			int dims[1] = { (int)nopt };
+			if (restore_tensor(cg, &next, name, 1, dims, gate->opt, nopt, path, e))
 				return -1;
 		}
 		if (next != cg->ntensors)
