@@ -27,12 +27,12 @@ void akk_batch_release(struct akk_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
-void akk_pixel_table(float table[256], const struct akk_data_spec *d)
+void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d)
 {
-	for (int v = 0; v < 256; v++) {
-		float x = (float)v / d->scale;
-		table[v] = d->normalize ? (x - d->mean) / d->std : x;
-	}
+	double mean = d->normalize ? d->mean : 0, std = d->normalize ? d->std : 1;
+
+	m->a = (float)(1.0 / ((double)d->scale * std));
+	m->b = (float)(-mean / std);
 }
 
 long akk_batches_per_epoch(size_t n, int bs)
@@ -57,7 +57,7 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
 
 void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
 		    const uint32_t *perm, long index, int bs,
-		    const float table[256])
+		    const struct akk_pixel_map *map)
 {
 	size_t item = d->images.item;
 	size_t start = (size_t)index * bs;
@@ -68,8 +68,10 @@ void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
 		const uint8_t *px = d->images.data + s * item;
 		float *x = b->x + (size_t)j * item;
 
+		float a = map->a, c = map->b;
+
 		for (size_t k = 0; k < item; k++)
-			x[k] = table[px[k]];
+			x[k] = (float)px[k] * a + c;
 		b->labels[j] = d->labels.data[s];
 	}
 	b->B = B;

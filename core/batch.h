@@ -5,7 +5,7 @@
  * permutation seeded by (seed, epoch) alone, so an epoch's order never
  * depends on the ones before it (resume needs only the epoch number) and is
  * fresh every epoch. The last batch of an epoch is partial. Pixels become
- * floats through a 256-entry table built from the spec's scale/normalize. */
+ * floats as pixel * a + b, from the spec's scale and normalize. */
 #ifndef AKK_BATCH_H
 #define AKK_BATCH_H
 
@@ -31,8 +31,13 @@ int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in,
 		    int classes);
 void akk_batch_release(struct akk_batch *b);
 
-/* The pixel-to-float table for a data spec. */
-void akk_pixel_table(float table[256], const struct akk_data_spec *d);
+/* x = pixel * a + b: (pixel / scale - mean) / std folded into one
+ * multiply-add, which vectorizes. */
+struct akk_pixel_map {
+	float a, b;
+};
+
+void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d);
 /* Batches per epoch of n samples in batches of bs (the last may be partial). */
 long akk_batches_per_epoch(size_t n, int bs);
 /* perm = a fresh permutation of 0..n-1 for `epoch`, from seed alone. */
@@ -41,6 +46,6 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch);
  * (NULL: in file order). */
 void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
 		    const uint32_t *perm, long index, int bs,
-		    const float table[256]);
+		    const struct akk_pixel_map *map);
 
 #endif

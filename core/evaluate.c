@@ -15,7 +15,8 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	int C = m->classes;
 	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
 	struct akk_batch b;
-	float table[256], *prob = malloc(C * sizeof(float));
+	struct akk_pixel_map map;
+	float *prob = malloc(C * sizeof(float));
 	double sum = 0;
 	int rc = -1;
 
@@ -28,11 +29,11 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		akk_eval_result_release(res);
 		return akk_err_set(e, "out of memory");
 	}
-	akk_pixel_table(table, &s->data);
+	akk_pixel_map(&map, &s->data);
 	for (long i = 0; i < nb; i++) {
 		const float *h = b.x;
 
-		akk_batch_fill(&b, d, NULL, i, bs, table);
+		akk_batch_fill(&b, d, NULL, i, bs, &map);
 		for (int g = 0; g < m->ngates; g++)
 			h = akk_gate_eval(gates[g], 0, h, b.B);
 		sum += akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,

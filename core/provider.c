@@ -18,7 +18,7 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	p->epoch = epoch;
 	p->index = index;
 	p->npool = npool;
-	akk_pixel_table(p->table, ds);
+	akk_pixel_map(&p->map, ds);
 	p->pool = calloc(npool, sizeof(*p->pool));
 	p->perm = shuffle ? malloc(d->n * sizeof(*p->perm)) : NULL;
 	if (!p->pool || (shuffle && !p->perm) ||
@@ -45,7 +45,7 @@ static void *provider_main(void *arg)
 	struct akk_batch *b;
 
 	while (!akk_mailbox_recv(&p->free, &b)) {
-		akk_batch_fill(b, p->data, p->perm, p->index, p->bs, p->table);
+		akk_batch_fill(b, p->data, p->perm, p->index, p->bs, &p->map);
 		b->epoch = p->epoch;
 		if (++p->index == p->per_epoch) {
 			p->index = 0;

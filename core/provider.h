@@ -20,7 +20,7 @@ struct akk_provider {
 	uint64_t seed;
 	int bs;
 	long per_epoch;
-	float table[256];
+	struct akk_pixel_map map;
 	uint32_t *perm;			/* (n) when shuffling */
 	struct akk_batch *pool;		/* npool batches */
 	int npool;

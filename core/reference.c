@@ -27,7 +27,7 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 			akk_reference_release(r);
 			return -1;
 		}
-	akk_pixel_table(r->table, &s->data);
+	akk_pixel_map(&r->map, &s->data);
 	akk_shuffle(r->perm, train->n, s->seed, 0);
 	return 0;
 }
@@ -51,7 +51,7 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	const float *h;
 	double loss;
 
-	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, r->table);
+	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->map);
 	h = b->x;
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
@@ -89,7 +89,7 @@ int akk_reference_evaluate(struct akk_reference *r,
 		struct akk_batch *b = &r->batch;
 		const float *h;
 
-		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, r->table);
+		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, &r->map);
 		h = b->x;
 		for (int g = 0; g < m->ngates; g++)
 			h = akk_gate_eval(&r->gates[g], 0, h, b->B);

@@ -18,7 +18,7 @@ struct akk_reference {
 	struct akk_gate *gates;		/* model->ngates, owned */
 	struct akk_batch batch;
 	uint32_t *perm;			/* (train->n) this epoch's order */
-	float table[256];
+	struct akk_pixel_map map;
 	long per_epoch;			/* batches per epoch */
 	int epoch;			/* current epoch, 0-based */
 	long index;			/* next batch within the epoch */
