@@ -24,6 +24,10 @@ int cli_errorf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 
 int cli_usage_error(const char *command);
 /* Print the command's usage on stdout and return EXIT_OK. */
 int cli_help(const char *command);
+/* After getopt_long returned '?' or ':' (optstrings start with ':' and
+ * opterr is 0): "akkctl: unknown option 'X'" or "option 'X' needs a
+ * value", then the command's usage on stderr. Returns EXIT_USAGE. */
+int cli_bad_option(const char *command, int c, char **argv);
 /* Parse a whole positive int option value or fail with usage. */
 int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
 

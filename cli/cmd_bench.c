@@ -1,12 +1,468 @@
-/* cmd_bench.c - akkctl bench: throughput of the schedules. */
+/* cmd_bench.c - akkctl bench: the schedules' throughput, side by side.
+ *
+ * Runs the actor system for each requested mode on the same network and
+ * data and reports, per mode: samples/s, seconds per epoch (median and
+ * range over the epochs), achieved GFLOP/s (akk_model's train_flops per
+ * training sample, the forward FLOPs per validation sample), CPU utilisation (user +
+ * system time over wall time), peak RSS (the high-water mark reset before
+ * each mode), and per gate the busy share and mean mailbox depth. Without a
+ * config it uses the Akkordeon MNIST net; without data on disk it uses
+ * synthetic data of the same shape, and says so. --hops measures the
+ * latency of one message between two actor threads (ping-pong). */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "idx.h"
+#include "model.h"
+#include "run.h"
+#include "spec.h"
+#include "synthetic.h"
+
+static const char builtin_config[] =
+	"# akkctl bench's built-in network: the Akkordeon MNIST experiment.\n"
+	"name: akkordeon-bench\n"
+	"seed: 42\n"
+	"data:\n"
+	"  train: {images: datasets/mnist/train-images-idx3-ubyte, labels: datasets/mnist/train-labels-idx1-ubyte}\n"
+	"  validation: {images: datasets/mnist/t10k-images-idx3-ubyte, labels: datasets/mnist/t10k-labels-idx1-ubyte}\n"
+	"network:\n"
+	"  input: [784]\n"
+	"  gates:\n"
+	"    - layers: [{dense: 50}, relu]\n"
+	"    - layers: [{dense: 20}, relu]\n"
+	"    - layers: [{dense: 10}]\n"
+	"optimizer: {type: sgd, lr: 0.1}\n"
+	"schedule: {epochs: 3, batch_size: 64, concurrency: {train: 4, validation: 1}}\n";
+
+#define MAX_EPOCHS 1000
+
+struct bench_run {
+	enum akk_mode mode;
+	double secs[MAX_EPOCHS];
+	int nsecs;
+	long steps_limit;	/* --steps: interrupt after this many batches */
+	long steps_done;
+	struct akk_run *run;
+	double t_start;
+	/* results */
+	double wall, cpu, median, min, max, samples_per_s, gflops;
+	long samples, val_samples;
+	long peak_rss_kb;
+	double busy[256], depth[256];
+};
+
+static int on_epoch(void *ctx, struct akk_run *r, const struct akk_epoch_report *rep,
+		    struct akk_err *e)
+{
+	struct bench_run *b = ctx;
+
+	(void)r;
+	(void)e;
+	if (!strcmp(rep->phase, "final"))
+		return 0;
+	if (b->nsecs < MAX_EPOCHS)
+		b->secs[b->nsecs++] = rep->seconds;
+	b->samples += rep->samples;
+	b->val_samples += rep->val_samples;
+	return 0;
+}
+
+static void on_progress(void *ctx, const struct akk_progress *p)
+{
+	struct bench_run *b = ctx;
+
+	(void)p;
+	if (b->steps_limit && ++b->steps_done == b->steps_limit)
+		akk_run_interrupt(b->run);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* Reset the process's peak RSS (Linux: clear_refs 5), or read it in KB. */
+static void peak_rss_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
+static long peak_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmHWM:", 6))
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static int run_mode(struct bench_run *b, const struct akk_model *m,
+		    const struct akk_dataset *train, const struct akk_dataset *val,
+		    int epochs, int threads, long trace_events, struct akk_run *r,
+		    struct akk_err *e)
+{
+	double c0, t0;
+	struct akk_run_config cfg = {
+		.mode = b->mode, .epochs = epochs, .blas_threads = threads,
+		.trace_events = trace_events,
+		.obs = { b, b->steps_limit ? on_progress : NULL, on_epoch },
+	};
+
+	peak_rss_reset();
+	if (akk_run_init(r, m, train, val, &cfg, e))
+		return -1;
+	b->run = r;
+	c0 = cpu_seconds();
+	t0 = akk_now();
+	b->t_start = t0;
+	if (akk_run_train(r, e))
+		return -1;
+	b->wall = akk_now() - t0;
+	b->cpu = (cpu_seconds() - c0) / b->wall;
+	b->peak_rss_kb = peak_rss_kb();
+	if (b->steps_limit) {
+		/* one repeat: the steps over the time they took */
+		b->samples = b->steps_done * m->spec->sched.batch_size;
+		b->nsecs = 1;
+		b->secs[0] = b->wall * r->per_epoch / (double)b->steps_done;
+	}
+	qsort(b->secs, b->nsecs, sizeof(double), cmp_double);
+	b->median = b->nsecs ? (b->nsecs % 2 ? b->secs[b->nsecs / 2] :
+			(b->secs[b->nsecs / 2 - 1] + b->secs[b->nsecs / 2]) / 2) : 0;
+	b->min = b->nsecs ? b->secs[0] : 0;
+	b->max = b->nsecs ? b->secs[b->nsecs - 1] : 0;
+	b->samples_per_s = b->median > 0 ? train->n / b->median : 0;
+	b->gflops = (b->samples * m->train_flops + b->val_samples * m->flops) / b->wall / 1e9;
+	for (int g = 0; g < m->ngates && g < 256; g++) {
+		b->busy[g] = r->gates[g].busy / b->wall;
+		b->depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
+	}
+	return 0;
+}
+
+static const char *const trace_names[] = { "forward", "backward", "optimizer",
+					   "validate", "loss" };
+
+static void trace_actor(FILE *f, int pid, int tid, const struct akk_trace *t,
+			double t0, int *first)
+{
+	double last = -1;
+
+	for (long i = 0; i < t->n; i++) {
+		const struct akk_trace_event *ev = &t->ev[i];
+		double s = (ev->t0 - t0) * 1e6, d = (ev->t1 - ev->t0) * 1e6;
+		if (last >= 0 && s > last)
+			fprintf(f, "%s\n{\"name\":\"waiting\",\"cat\":\"wait\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
+				*first ? "" : ",", last, s - last, pid, tid), *first = 0;
+		fprintf(f, "%s\n{\"name\":\"%s\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"batch\":%ld}}",
+			*first ? "" : ",", trace_names[ev->kind], s, d, pid, tid, ev->id);
+		*first = 0;
+		last = s + d;
+	}
+}
+
+static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run *r,
+			int pid, int *first)
+{
+	int G = r->model->ngates;
+
+	fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
+		*first ? "" : ",", pid, akk_mode_name(b->mode));
+	*first = 0;
+	fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"sentinel\"}}", pid);
+	for (int g = 0; g < G; g++)
+		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"gate %d\"}}",
+			pid, g + 1, g + 1);
+	trace_actor(f, pid, 0, &r->sentinel_trace, b->t_start, first);
+	for (int g = 0; g < G; g++)
+		trace_actor(f, pid, g + 1, &r->gates[g].trace, b->t_start, first);
+}
+
+/* --hops: one message between two actor threads, measured as half the
+ * round trip of a ping-pong through the transport. */
+struct hop_ctx {
+	struct akk_transport *t;
+	long n;
+};
+
+static void *pong(void *arg)
+{
+	struct hop_ctx *h = arg;
+	struct akk_msg m;
+
+	for (long i = 0; i < h->n; i++) {
+		if (akk_recv(h->t, 1, &m) || akk_send(h->t, 0, &m))
+			break;
+	}
+	return NULL;
+}
+
+static int bench_hops(long n)
+{
+	struct akk_transport t;
+	struct hop_ctx h = { &t, n };
+	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
+	double *lat = malloc(n * sizeof(double));
+	pthread_t th;
+
+	if (!lat || akk_transport_init(&t, 2, 4)) {
+		free(lat);
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	}
+	pthread_create(&th, NULL, pong, &h);
+	for (long i = 0; i < n; i++) {
+		double t0 = akk_now();
+		m.id = i;
+		akk_send(&t, 1, &m);
+		akk_recv(&t, 0, &m);
+		lat[i] = (akk_now() - t0) / 2;
+	}
+	pthread_join(th, NULL);
+	akk_transport_release(&t);
+	qsort(lat, n, sizeof(double), cmp_double);
+	printf("actor hop latency (ping-pong through the local transport, %ld round trips):\n", n);
+	printf("  median %.2f us   p99 %.2f us   min %.2f us   max %.2f us\n",
+	       lat[n / 2] * 1e6, lat[(long)(n * 0.99)] * 1e6, lat[0] * 1e6,
+	       lat[n - 1] * 1e6);
+	free(lat);
+	return EXIT_OK;
+}
+
+static void print_mode(const struct bench_run *b, const struct akk_model *m)
+{
+	printf("%-10s %10.0f %9.3f (%.3f-%.3f) %8.2f %6.0f%% %7.1f MB\n",
+	       akk_mode_name(b->mode), b->samples_per_s, b->median, b->min, b->max,
+	       b->gflops, 100 * b->cpu, b->peak_rss_kb / 1024.0);
+	printf("%-10s", "");
+	for (int g = 0; g < m->ngates && g < 256; g++)
+		printf("  gate %d: busy %2.0f%%, mailbox %.2f", g + 1,
+		       100 * b->busy[g], b->depth[g]);
+	printf("\n");
+}
+
+static void csv_mode(FILE *f, const struct bench_run *b, const struct akk_model *m)
+{
+	fprintf(f, "%s,all,%.1f,%.4f,%.4f,%.4f,%.3f,%.3f,%.1f,,\n",
+		akk_mode_name(b->mode), b->samples_per_s, b->median, b->min,
+		b->max, b->gflops, b->cpu, b->peak_rss_kb / 1024.0);
+	for (int g = 0; g < m->ngates && g < 256; g++)
+		fprintf(f, "%s,gate %d,,,,,,,,%.4f,%.3f\n", akk_mode_name(b->mode),
+			g + 1, b->busy[g], b->depth[g]);
+}
+
+static int load_or_synthesize(struct akk_dataset *d, const char *images,
+			      const char *labels, size_t n, const struct akk_model *m,
+			      int *synthetic, struct akk_err *e)
+{
+	if (images && !access(images, F_OK))
+		return akk_dataset_load(d, images, labels, e);
+	*synthetic = 1;
+	return akk_dataset_synthetic(d, n, akk_shape_size(m->spec->input),
+				     m->classes, m->spec->seed + n, e);
+}
 
 int cmd_bench(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return cli_help("bench");
-	return cli_errorf(EXIT_RUNTIME, "bench: the benchmark is not built yet");
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "steps", required_argument, NULL, 'n' },
+		{ "concurrency", required_argument, NULL, 'k' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "csv", required_argument, NULL, 'v' },
+		{ "trace", required_argument, NULL, 'r' },
+		{ "set", required_argument, NULL, 's' },
+		{ "hops", no_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = NULL, *csv = NULL, *trace = NULL, *mode = "both";
+	const char **sets = calloc(argc + 2, sizeof(*sets));
+	char conc_set[64];
+	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c;
+	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0;
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_dataset train = { 0 }, val = { 0 };
+	struct bench_run *runs = calloc(2, sizeof(*runs));
+	struct akk_run *r = calloc(2, sizeof(*r));
+	int ready[2] = { 0, 0 };
+	struct akk_err e = { 0 };
+	FILE *cf = NULL, *tf = NULL;
+
+	if (!sets || !runs || !r) {
+		free(sets);
+		free(runs);
+		free(r);
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	}
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:Hh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': mode = optarg; break;
+		case 'c': config = optarg; break;
+		case 'e':
+			if (cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &epochs))
+				goto usage;
+			break;
+		case 'n':
+			if (cli_parse_int("--steps", optarg, 1, 1 << 30, &steps))
+				goto usage;
+			break;
+		case 'k':
+			snprintf(conc_set, sizeof(conc_set), "schedule.concurrency.train=%s", optarg);
+			sets[nsets++] = conc_set;
+			break;
+		case 't':
+			if (cli_parse_int("--threads", optarg, 1, 256, &threads))
+				goto usage;
+			break;
+		case 'v': csv = optarg; break;
+		case 'r': trace = optarg; break;
+		case 's': sets[nsets++] = optarg; break;
+		case 'H': hops = 1; break;
+		case 'h':
+			rc = cli_help("bench");
+			goto out;
+		default:
+			rc = cli_bad_option("bench", c, argv);
+			goto out;
+		}
+	}
+	if (optind != argc) {
+		cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+		goto usage;
+	}
+	if (hops) {
+		rc = bench_hops(200000);
+		goto out;
+	}
+	if (strcmp(mode, "flip-flop") && strcmp(mode, "wheels") && strcmp(mode, "both")) {
+		cli_errorf(EXIT_USAGE, "--mode must be flip-flop, wheels or both, got '%s'", mode);
+		goto usage;
+	}
+	if (config ? akk_spec_load(&s, config, sets, nsets, &e) :
+		     akk_spec_parse(&s, builtin_config, strlen(builtin_config),
+				    "(built-in)", ".", sets, nsets, &e))
+		goto report;
+	if (akk_model_plan(&m, &s, &e) ||
+	    load_or_synthesize(&train, s.data.train_images, s.data.train_labels,
+			       60000, &m, &synthetic, &e) ||
+	    ((s.data.val_images || synthetic) &&
+	     load_or_synthesize(&val, synthetic ? NULL : s.data.val_images,
+				s.data.val_labels, 10000, &m, &synthetic, &e)))
+		goto report;
+	rc = EXIT_RUNTIME;
+	if (csv && !(cf = fopen(csv, "w"))) {
+		akk_err_set(&e, "cannot open '%s': %s", csv, strerror(errno));
+		goto report;
+	}
+	if (trace && !(tf = fopen(trace, "w"))) {
+		akk_err_set(&e, "cannot open '%s': %s", trace, strerror(errno));
+		goto report;
+	}
+	{
+		char shape[64];
+		akk_shape_format(s.input, shape, sizeof(shape));
+		printf("akkctl bench: %s%s: input %s, %d gates, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
+		       s.name, config ? "" : " (built-in Akkordeon net)", shape, m.ngates,
+		       m.nparams, m.flops, s.sched.batch_size);
+		if (synthetic)
+			printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",
+			       s.data.train_images ? s.data.train_images : "(none)", train.n, val.n);
+		else
+			printf("data: %zu training, %zu validation samples\n", train.n, val.n);
+		printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n\n",
+		       steps ? "steps per mode given by --steps" : "epochs are the repeats",
+		       akk_cores(), s.sched.conc_train, s.sched.conc_val,
+		       s.sched.stashing ? ", weight stashing" : "");
+	}
+	if (strcmp(mode, "wheels"))
+		runs[nmodes++].mode = AKK_MODE_FLIPFLOP;
+	if (strcmp(mode, "flip-flop"))
+		runs[nmodes++].mode = AKK_MODE_WHEELS;
+	printf("%-10s %10s %9s %13s %8s %7s %10s\n", "mode", "samples/s", "s/epoch",
+	       "(min-max)", "GFLOP/s", "CPU", "peak RSS");
+	if (cf)
+		fprintf(cf, "mode,scope,samples_per_second,seconds_per_epoch_median,seconds_min,seconds_max,gflops,cpu_utilisation,peak_rss_mb,busy_share,mean_mailbox_depth\n");
+	for (int i = 0; i < nmodes; i++) {
+		long cap = trace ? (akk_batches_per_epoch(train.n, s.sched.batch_size) +
+				    (val.n ? akk_batches_per_epoch(val.n, s.sched.batch_size) : 0)) *
+					   (long)(epochs + 1) * 4 + 64 : 0;
+		runs[i].steps_limit = steps;
+		if (run_mode(&runs[i], &m, &train, val.n ? &val : NULL,
+			     steps ? MAX_EPOCHS : epochs, threads, cap, &r[i], &e))
+			goto report;
+		ready[i] = 1;
+		print_mode(&runs[i], &m);
+		if (cf)
+			csv_mode(cf, &runs[i], &m);
+	}
+	if (nmodes == 2 && runs[0].median > 0)
+		printf("\nwheels / flip-flop throughput: %.2fx\n",
+		       runs[0].median / runs[1].median);
+	if (tf) {
+		int first = 1;
+		fprintf(tf, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+		for (int i = 0; i < nmodes; i++)
+			trace_write(tf, &runs[i], &r[i], i + 1, &first);
+		fprintf(tf, "\n]}\n");
+	}
+	if ((cf && fclose(cf)) || (tf && fclose(tf))) {
+		cf = tf = NULL;
+		akk_err_set(&e, "cannot write the --csv or --trace file: %s", strerror(errno));
+		goto report;
+	}
+	cf = tf = NULL;
+	rc = EXIT_OK;
+	goto out;
+usage:
+	rc = cli_usage_error("bench");
+	goto out;
+report:
+	cli_report(&e, rc);
+out:
+	if (cf)
+		fclose(cf);
+	if (tf)
+		fclose(tf);
+	for (int i = 0; i < 2; i++)
+		if (ready[i])
+			akk_run_release(&r[i]);
+	free(r);
+	free(runs);
+	free(sets);
+	akk_dataset_release(&train);
+	akk_dataset_release(&val);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	return rc;
 }

@@ -82,7 +82,8 @@ int cmd_check(int argc, char **argv)
 
 	if (!sets)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sets[nsets++] = optarg;
@@ -92,7 +93,7 @@ int cmd_check(int argc, char **argv)
 			return cli_help("check");
 		default:
 			free(sets);
-			return cli_usage_error("check");
+			return cli_bad_option("check", c, argv);
 		}
 	}
 	if (optind != argc - 1) {

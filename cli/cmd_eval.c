@@ -86,7 +86,8 @@ int cmd_eval(int argc, char **argv)
 	struct akk_err e = { 0 };
 	FILE *pf = NULL;
 
-	while ((c = getopt_long(argc, argv, "d:i:l:b:cp:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:i:l:b:cp:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'i': images = optarg; break;
@@ -98,12 +99,14 @@ int cmd_eval(int argc, char **argv)
 		case 'c': confusion = 1; break;
 		case 'p': preds = optarg; break;
 		case 'h': return cli_help("eval");
-		default: return cli_usage_error("eval");
+		default: return cli_bad_option("eval", c, argv);
 		}
 	}
 	if (optind != argc - 1) {
-		cli_errorf(EXIT_USAGE, optind == argc ? "eval needs a CHECKPOINT" :
-			   "unexpected argument '%s'", argv[optind + 1 < argc ? optind + 1 : 0]);
+		if (optind == argc)
+			cli_errorf(EXIT_USAGE, "eval needs a CHECKPOINT");
+		else
+			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
 		return cli_usage_error("eval");
 	}
 	if (dir && (images || labels))

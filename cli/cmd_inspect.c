@@ -20,14 +20,17 @@ int cmd_inspect(int argc, char **argv)
 	struct akk_err e = { 0 };
 	int c, parsed;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'h')
 			return cli_help("inspect");
-		return cli_usage_error("inspect");
+		return cli_bad_option("inspect", c, argv);
 	}
 	if (optind != argc - 1) {
-		cli_errorf(EXIT_USAGE, optind == argc ? "inspect needs a CHECKPOINT" :
-			   "unexpected argument '%s'", argv[optind + 1 < argc ? optind + 1 : 0]);
+		if (optind == argc)
+			cli_errorf(EXIT_USAGE, "inspect needs a CHECKPOINT");
+		else
+			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
 		return cli_usage_error("inspect");
 	}
 	if (akk_checkpoint_read(&ck, argv[optind], &e))

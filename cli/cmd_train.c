@@ -1,7 +1,6 @@
 /* cmd_train.c - akkctl train: parse, check, load data, run the actors.
  *
- * SIGINT and SIGTERM are blocked in every thread and taken by one thread in
- * sigwait: the first asks the sentinel to stop cleanly (drain, final
+ * SIGINT and SIGTERM go to one thread of ours (see signals_start): the first asks the sentinel to stop cleanly (drain, final
  * checkpoint, flushed metrics, exit 130); the second ends the process at once,
  * which can never leave a partial checkpoint since checkpoints are renamed
  * into place whole. */
@@ -73,29 +72,70 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	return 0;
 }
 
-struct sigctx {
-	struct akk_run *run;
-	sigset_t set;
-};
+/* Signals. Blocking SIGINT/SIGTERM with pthread_sigmask covers only the
+ * threads created afterwards, and OpenBLAS starts its workers before main,
+ * so a handler catches them in whatever thread they land and writes the
+ * signal number to a pipe; a thread of ours reads it and asks the sentinel
+ * to stop. A zero byte tells that thread the run is over. */
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(sig_pipe[1], &b, 1) < 0) {
+		/* the pipe is full: a stop is already on its way */
+	}
+	errno = saved;
+}
 
 static void *signal_main(void *arg)
 {
-	struct sigctx *sc = arg;
-	int sig, n = 0;
+	struct akk_run *run = arg;
+	unsigned char b;
+	int n = 0;
 
-	for (;;) {
-		if (sigwait(&sc->set, &sig))
-			continue;
-		if (sig == SIGUSR1)	/* the run is over */
-			return NULL;
+	while (read(sig_pipe[0], &b, 1) == 1 && b) {
 		if (n++) {
 			static const char msg[] = "\nakkctl: second interrupt, stopping now\n";
 			if (write(2, msg, sizeof(msg) - 1) < 0)
 				_exit(EXIT_INTERRUPTED);
 			_exit(EXIT_INTERRUPTED);
 		}
-		akk_run_interrupt(sc->run);
+		akk_run_interrupt(run);
 	}
+	return NULL;
+}
+
+static int signals_start(struct akk_run *run, pthread_t *thread)
+{
+	struct sigaction sa = { 0 };
+
+	if (pipe(sig_pipe))
+		return -1;
+	if (pthread_create(thread, NULL, signal_main, run))
+		return -1;
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return 0;
+}
+
+static void signals_stop(pthread_t thread)
+{
+	unsigned char zero = 0;
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (write(sig_pipe[1], &zero, 1) == 1)
+		pthread_join(thread, NULL);
+	close(sig_pipe[0]);
+	close(sig_pipe[1]);
 }
 
 static int mkdirs(const char *path, struct akk_err *e)
@@ -140,13 +180,13 @@ int cmd_train(int argc, char **argv)
 	struct akk_err e = { 0 };
 	struct akk_checkpoint ck = { 0 };
 	char ckpath[1200], *cfgdir;
-	struct sigctx sc;
 	pthread_t sigthread;
 	int nsets = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
 
 	if (!sets)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	while ((c = getopt_long(argc, argv, "m:e:o:r:s:qh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:e:o:r:s:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			snprintf(mode_set, sizeof(mode_set), "schedule.mode=%s", optarg);
@@ -173,7 +213,7 @@ int cmd_train(int argc, char **argv)
 			return cli_help("train");
 		default:
 			free(sets);
-			return cli_usage_error("train");
+			return cli_bad_option("train", c, argv);
 		}
 	}
 	if (optind != argc - 1) {
@@ -259,20 +299,13 @@ int cmd_train(int argc, char **argv)
 			train.n, have_val ? val.n : 0, run.blas_threads,
 			run.blas_threads == 1 ? "" : "s");
 	}
-	sc.run = &run;
-	sigemptyset(&sc.set);
-	sigaddset(&sc.set, SIGINT);
-	sigaddset(&sc.set, SIGTERM);
-	sigaddset(&sc.set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
-	if (pthread_create(&sigthread, NULL, signal_main, &sc)) {
-		akk_err_set(&e, "cannot start the signal thread");
+	if (signals_start(&run, &sigthread)) {
+		akk_err_set(&e, "cannot start the signal thread: %s", strerror(errno));
 		goto report;
 	}
 	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
 	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
-	pthread_kill(sigthread, SIGUSR1);
-	pthread_join(sigthread, NULL);
+	signals_stop(sigthread);
 	if (rc == EXIT_RUNTIME)
 		goto report;
 	/* Every thread has stopped: the final state, complete or interrupted. */

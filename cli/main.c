@@ -1,5 +1,6 @@
 /* main.c - akkctl's entry point: the command table and dispatch. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,22 @@ const struct cli_command cli_commands[] = {
 	  "                   [--confusion] [--predictions FILE.csv]\n",
 	  "evaluate a checkpoint on a dataset" },
 	{ "bench", cmd_bench,
-	  "usage: akkctl bench [--mode flip-flop|wheels|both] [--config CONFIG] [--epochs N]\n"
-	  "                    [--concurrency N] [--csv FILE] [--trace FILE.json]\n",
+	  "usage: akkctl bench [--mode flip-flop|wheels|both] [--config CONFIG]\n"
+	  "                    [--epochs N | --steps N] [--concurrency N] [--threads N]\n"
+	  "                    [--set KEY=VALUE]... [--csv FILE] [--trace FILE.json]\n"
+	  "       akkctl bench --hops\n"
+	  "\n"
+	  "  -m, --mode MODE        flip-flop, wheels or both (default both)\n"
+	  "  -c, --config CONFIG    the network and data (default: the built-in Akkordeon\n"
+	  "                         MNIST net; synthetic data when the files are missing)\n"
+	  "  -e, --epochs N         epochs per mode, the repeats (default 3)\n"
+	  "  -n, --steps N          instead, N training batches per mode\n"
+	  "  -k, --concurrency N    training batches in flight in wheels\n"
+	  "  -t, --threads N        BLAS threads (default: the schedule's own choice)\n"
+	  "  -s, --set KEY=VALUE    override a config key\n"
+	  "  -v, --csv FILE         write the results as CSV\n"
+	  "  -r, --trace FILE       write a Chrome trace (open it in Perfetto)\n"
+	  "  -H, --hops             measure the message latency between two actors\n",
 	  "measure the throughput of the schedules" },
 	{ "check", cmd_check,
 	  "usage: akkctl check CONFIG [--set KEY=VALUE]...\n"
@@ -96,6 +111,19 @@ int cli_help(const char *command)
 	return EXIT_OK;
 }
 
+int cli_bad_option(const char *command, int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+
+	if (c == ':')
+		cli_errorf(EXIT_USAGE, "option '%s' needs a value", arg);
+	else if (optopt && strncmp(arg, "--", 2))
+		cli_errorf(EXIT_USAGE, "unknown option '-%c'", optopt);
+	else
+		cli_errorf(EXIT_USAGE, "unknown option '%s'", arg);
+	return cli_usage_error(command);
+}
+
 int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out)
 {
 	char *end;
@@ -120,6 +148,10 @@ int cmd_help(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return cli_help("help");
+	if (argv[1][0] == '-') {
+		cli_errorf(EXIT_USAGE, "unknown option '%s'", argv[1]);
+		return cli_usage_error("help");
+	}
 	if (!(c = find(argv[1])))
 		return cli_errorf(EXIT_USAGE, "'%s' is not an akkctl command; see 'akkctl --help'", argv[1]);
 	fputs(c->usage, stdout);

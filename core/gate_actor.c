@@ -36,9 +36,12 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 			    names[m->kind], *backward_state ? "backward" : "forward");
 		return fail(r, &e);
 	}
+	double t0 = akk_now(), t1;
+
 	switch (m->kind) {
 	case AKK_MSG_FORWARD:
 		o.data = akk_gate_forward(g, m->data, m->B, m->id, &e);
+		akk_trace_add(&a->trace, AKK_TRACE_FORWARD, m->id, t0, akk_now());
 		if (!o.data)
 			return fail(r, &e);
 		o.n = m->B * out;
@@ -53,14 +56,19 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 			return fail(r, &e);
 		o.n = up > 0 ? m->B * in : 0;
 		a->backwards++;
+		t1 = akk_now();
+		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, t0, t1);
 		if (akk_send(&r->tr, up, &o))
 			return -1;
+		t0 = akk_now();
 		if (akk_gate_step(g, &e))
 			return fail(r, &e);
+		akk_trace_add(&a->trace, AKK_TRACE_OPTIMIZER, m->id, t0, akk_now());
 		*backward_state = 0;
 		return 0;
 	case AKK_MSG_VALIDATE:
 		o.data = akk_gate_eval(g, m->slot, m->data, m->B);
+		akk_trace_add(&a->trace, AKK_TRACE_VALIDATE, -1, t0, akk_now());
 		o.n = m->B * out;
 		if (g->step < o.vmin)
 			o.vmin = g->step;

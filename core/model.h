@@ -31,6 +31,10 @@ struct akk_model {
 	int classes;			/* outputs of the last gate */
 	size_t nparams;
 	double flops;			/* forward FLOPs per sample */
+	/* Training FLOPs per sample: forward, input gradient and parameter
+	 * gradient, each about one forward, less the input gradient the first
+	 * layer never computes. */
+	double train_flops;
 };
 
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,

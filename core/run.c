@@ -84,6 +84,17 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}
+	if (cfg->trace_events > 0) {
+		for (int i = 0; i <= G; i++) {
+			struct akk_trace *t = i < G ? &r->gates[i].trace : &r->sentinel_trace;
+			t->ev = calloc(cfg->trace_events, sizeof(*t->ev));
+			t->cap = cfg->trace_events;
+			if (!t->ev) {
+				akk_err_set(e, "out of memory for the trace");
+				goto fail;
+			}
+		}
+	}
 	if (cfg->metrics_path && !(r->metrics = akk_metrics_open(cfg->metrics_path, e)))
 		goto fail;
 	return 0;
@@ -165,8 +176,11 @@ join:
 
 void akk_run_release(struct akk_run *r)
 {
-	for (int i = 0; r->gates && i < r->model->ngates; i++)
+	for (int i = 0; r->gates && i < r->model->ngates; i++) {
 		akk_gate_release(&r->gates[i].gate);
+		free(r->gates[i].trace.ev);
+	}
+	free(r->sentinel_trace.ev);
 	free(r->gates);
 	r->gates = NULL;
 	akk_provider_release(&r->tprov);

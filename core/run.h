@@ -52,12 +52,31 @@ struct akk_observer {
 			 const struct akk_epoch_report *rep, struct akk_err *e);
 };
 
+/* Tracing (akkctl bench --trace): each actor records what it did into its
+ * own preallocated buffer, read after join. */
+enum akk_trace_kind {
+	AKK_TRACE_FORWARD, AKK_TRACE_BACKWARD, AKK_TRACE_OPTIMIZER,
+	AKK_TRACE_VALIDATE, AKK_TRACE_LOSS,
+};
+
+struct akk_trace_event {
+	double t0, t1;		/* akk_now() seconds */
+	int kind;
+	long id;		/* training batch, or -1 */
+};
+
+struct akk_trace {
+	struct akk_trace_event *ev;	/* cap events, owned */
+	long n, cap;		/* recording stops when full */
+};
+
 struct akk_run_config {
 	enum akk_mode mode;
 	int epochs;
 	struct akk_position start;	/* where to start (resume); zero: the beginning */
 	int blas_threads;	/* 0: automatic */
 	const char *metrics_path;	/* NULL: no CSV */
+	long trace_events;	/* per actor; 0: no tracing */
 	struct akk_observer obs;
 };
 
@@ -70,6 +89,7 @@ struct akk_gate_actor {
 	/* Statistics, written by the actor thread, read after join. */
 	double busy;		/* seconds spent computing */
 	long forwards, backwards, validations;
+	struct akk_trace trace;
 };
 
 struct akk_run {
@@ -92,6 +112,7 @@ struct akk_run {
 					 * drain (sentinel thread; read after join) */
 	int epochs_done;
 	int blas_threads;	/* what was set */
+	struct akk_trace sentinel_trace;
 };
 
 int akk_run_init(struct akk_run *r, const struct akk_model *m,
@@ -113,5 +134,11 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e);
 void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
 double akk_now(void);
+static inline void akk_trace_add(struct akk_trace *t, int kind, long id,
+				 double t0, double t1)
+{
+	if (t->n < t->cap)
+		t->ev[t->n++] = (struct akk_trace_event){ t0, t1, kind, id };
+}
 
 #endif

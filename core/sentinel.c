@@ -152,6 +152,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		case AKK_MSG_FORWARD: {
 			struct akk_batch *b = slots[m.id % r->K];
 			struct akk_msg back = m;
+			double tl = akk_now();
 			double loss = akk_loss(s->loss, s->huber_delta, b->dlogits,
 					       m.data, b->labels, b->B, classes,
 					       &ph->correct);
@@ -163,6 +164,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			}
 			ph->loss_sum += loss * b->B;
 			ph->samples += b->B;
+			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, tl, akk_now());
 			back.kind = AKK_MSG_BACKWARD;
 			back.data = b->dlogits;
 			back.n = (long)b->B * classes;

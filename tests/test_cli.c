@@ -80,8 +80,12 @@ static const char *P(const char *dir, const char *name)
 	static char bufs[32][1024];
 	static int next;
 	char *b = bufs[next++ % 32];
+	size_t ld = strlen(dir), ln = strlen(name);
 
-	snprintf(b, sizeof(bufs[0]), "%s/%s", dir, name);
+	assert_true(ld + 1 + ln < sizeof(bufs[0]));
+	memmove(b, dir, ld);	/* dir may be an older buffer, never b itself */
+	b[ld] = '/';
+	memcpy(b + ld + 1, name, ln + 1);
 	return b;
 }
 
@@ -471,8 +475,9 @@ static pid_t spawn(const char *const *args, const char *outfile, const char *err
 	return pid;
 }
 
-/* The exit status (128 + signal when killed), or -2 after timeout seconds
- * (the child is then killed and reaped). */
+/* The exit status; KILLED(sig) when a signal ended it; -2 after timeout
+ * seconds (the child is then killed and reaped). */
+#define KILLED(sig) (1000 + (sig))
 static int wait_child(pid_t pid, double timeout)
 {
 	double end = now_s() + timeout;
@@ -493,8 +498,23 @@ static int wait_child(pid_t pid, double timeout)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
+		return KILLED(WTERMSIG(status));
 	return -1;
+}
+
+/* "exit status N" or "killed by signal N", for messages. */
+static const char *describe(int rc)
+{
+	static char buf[64];
+
+	if (rc == -2)
+		snprintf(buf, sizeof(buf), "still running at the time limit");
+	else if (rc >= KILLED(0))
+		snprintf(buf, sizeof(buf), "killed by signal %d (%s)", rc - KILLED(0),
+			 strsignal(rc - KILLED(0)));
+	else
+		snprintf(buf, sizeof(buf), "exit status %d", rc);
+	return buf;
 }
 
 /* Poll until cond(arg) or timeout seconds; kills the child on timeout. */
@@ -624,6 +644,8 @@ static void help_command(void **state)
 
 static void unknown_option_per_command(void **state)
 {
+	int bad = 0;
+
 	(void)state;
 	for (int i = 0; i < NCOMMANDS; i++) {
 		char prefix[64];
@@ -632,9 +654,29 @@ static void unknown_option_per_command(void **state)
 		if (rc != 2 || !strstr(g_err, prefix) || g_out[0]) {
 			print_error("akkctl %s --frobnicate: exit %d (want 2, usage on stderr)\n"
 				    "--- stdout:\n%s\n--- stderr:\n%s\n", commands[i], rc, g_out, g_err);
-			fail();
+			bad++;
 		}
 	}
+	assert_int_equal(bad, 0);
+}
+
+/* House style: every error line starts "akkctl: " and quotes its subject;
+ * this holds for a command's bad options too, not only the global ones. */
+static void unknown_option_message(void **state)
+{
+	int bad = 0;
+
+	(void)state;
+	for (int i = 0; i < NCOMMANDS; i++) {
+		ak(commands[i], "--frobnicate", NULL);
+		if (strncmp(g_err, "akkctl: ", 8) || !strstr(g_err, "'--frobnicate'") ||
+		    strstr(g_err, "is not an akkctl command")) {
+			print_error("akkctl %s --frobnicate: stderr starts '%.*s'\n", commands[i],
+				    (int)strcspn(g_err, "\n"), g_err);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
 }
 
 static void missing_operand(void **state)
@@ -1049,7 +1091,8 @@ static void sigint_stops_cleanly(void **state)
 	err = slurp(errf, NULL);
 	assert_non_null(err);
 	if (rc != 130) {
-		print_error("exit status %d after SIGINT, expected 130\n--- stderr:\n%s\n", rc, err);
+		print_error("after SIGINT: %s, expected exit status 130\n--- stderr:\n%s\n",
+			    describe(rc), err);
 		fail();
 	}
 	assert_contains(err, "interrupted");
@@ -1080,8 +1123,34 @@ static void double_sigint_stops_now(void **state)
 	assert_int_equal(kill(pid, SIGINT), 0);
 	assert_int_equal(kill(pid, SIGINT), 0);
 	rc = wait_child(pid, 10);
-	assert_int_equal(rc, 130);
+	if (rc != 130) {
+		char *err = slurp(P(g_dir, "sigint2.err"), NULL);
+		print_error("after two SIGINTs: %s, expected exit status 130\n--- stderr:\n%s\n",
+			    describe(rc), err ? err : "");
+		free(err);
+		fail();
+	}
 	assert_true(check_all_bins(d) >= 1);
+}
+
+static void sigterm_stops_cleanly(void **state)
+{
+	const char *d = subdir("sigterm");
+	const char *args[] = { "train", g_long, "--quiet", "--out", d, NULL };
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	pid = spawn(args, P(g_dir, "sigterm.out"), P(g_dir, "sigterm.err"));
+	wait_until(pid, has_metrics_row, P(d, "metrics.csv"), 60, "metrics row");
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	rc = wait_child(pid, 60);
+	if (rc != 130) {
+		print_error("after SIGTERM: %s, expected exit status 130\n", describe(rc));
+		fail();
+	}
+	assert_true(exists(P(d, "last.bin")));
+	assert_true(check_all_bins(d) >= 2);
 }
 
 /* ---- 8. non-finite ------------------------------------------------------ */
@@ -1140,8 +1209,30 @@ static void sigkill_leaves_whole_checkpoints(void **state)
 		wait_until(pid, any_bin, d, 60, "checkpoint");
 		sleep_ms((round * 7) % 23);
 		assert_int_equal(kill(pid, SIGKILL), 0);
-		assert_int_equal(wait_child(pid, 30), 128 + SIGKILL);
+		assert_int_equal(wait_child(pid, 30), KILLED(SIGKILL));
 		assert_true(check_all_bins(d) >= 1);
+	}
+}
+
+/* Epoch numbers past 9999 still sort and prune as numbers. */
+static void keep_past_epoch_9999(void **state)
+{
+	const char *d = subdir("e10k");
+
+	(void)state;
+	assert_rc(ak("train", g_tiny, "--quiet", "--epochs", "10000", "--out", d,
+		     "--set", "output.checkpoint_every=5000", "--set", "output.keep=1", NULL), 0);
+	assert_false(exists(P(d, "epoch-5000.bin")));
+	assert_true(exists(P(d, "epoch-10000.bin")));
+	assert_rc(ak("train", g_tiny, "--quiet", "--epochs", "10001", "--out", d,
+		     "--resume", d, "--set", "output.checkpoint_every=5000",
+		     "--set", "output.keep=1", NULL), 0);
+	assert_true(exists(P(d, "epoch-10000.bin")));
+	{
+		struct akk_checkpoint c;
+		load_ckpt(&c, P(d, "last.bin"));
+		assert_int_equal(c.pos.epoch, 10001);
+		akk_checkpoint_release(&c);
 	}
 }
 
@@ -1180,6 +1271,7 @@ int main(void)
 		cmocka_unit_test(unknown_global_option),
 		cmocka_unit_test(help_command),
 		cmocka_unit_test(unknown_option_per_command),
+		cmocka_unit_test(unknown_option_message),
 		cmocka_unit_test(missing_operand),
 		cmocka_unit_test(check_prints_table),
 		cmocka_unit_test(check_bad_set),
@@ -1192,8 +1284,10 @@ int main(void)
 		cmocka_unit_test(resume_is_bit_exact),
 		cmocka_unit_test(sigint_stops_cleanly),
 		cmocka_unit_test(double_sigint_stops_now),
+		cmocka_unit_test(sigterm_stops_cleanly),
 		cmocka_unit_test(nonfinite_keeps_checkpoints),
 		cmocka_unit_test(sigkill_leaves_whole_checkpoints),
+		cmocka_unit_test(keep_past_epoch_9999),
 		cmocka_unit_test(bad_data),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
