@@ -53,10 +53,14 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	    (val && check_data(r, val, "validation", s->data.val_images, e)))
 		goto fail;
 	/* One busy gate in flip-flop may use every core; pipelined gates
-	 * compute at once, so each gets one BLAS thread. */
+	 * compute at once, so each gets one. OpenBLAS itself stays on one
+	 * thread (its threaded driver allocates per call): the gate's large
+	 * products are split across our own pool instead. */
 	r->blas_threads = cfg->blas_threads > 0 ? cfg->blas_threads :
 			  wheels ? 1 : akk_cores();
-	akk_blas_threads(r->blas_threads);
+	akk_blas_threads(1);
+	if (r->blas_threads > 1 && !(r->pool = akk_pool_create(r->blas_threads, e)))
+		goto fail;
 	r->gates = calloc(G, sizeof(*r->gates));
 	if (!r->gates) {
 		akk_err_set(e, "out of memory");
@@ -187,6 +191,8 @@ void akk_run_release(struct akk_run *r)
 	if (r->val)
 		akk_provider_release(&r->vprov);
 	akk_transport_release(&r->tr);
+	akk_pool_destroy(r->pool);
+	r->pool = NULL;
 	if (r->metrics)
 		fclose(r->metrics);
 	r->metrics = NULL;

@@ -16,6 +16,7 @@
 
 #include "checkpoint.h"
 #include "gate.h"
+#include "pool.h"
 #include "model.h"
 #include "provider.h"
 #include "transport.h"
@@ -74,7 +75,7 @@ struct akk_run_config {
 	enum akk_mode mode;
 	int epochs;
 	struct akk_position start;	/* where to start (resume); zero: the beginning */
-	int blas_threads;	/* 0: automatic */
+	int blas_threads;	/* compute threads of a busy gate; 0: automatic */
 	const char *metrics_path;	/* NULL: no CSV */
 	long trace_events;	/* per actor; 0: no tracing */
 	struct akk_observer obs;
@@ -111,7 +112,8 @@ struct akk_run {
 	struct akk_position pos;	/* where training stands after the last
 					 * drain (sentinel thread; read after join) */
 	int epochs_done;
-	int blas_threads;	/* what was set */
+	int blas_threads;	/* compute threads a busy gate uses */
+	struct akk_pool *pool;	/* for them, when more than one */
 	struct akk_trace sentinel_trace;
 };
 

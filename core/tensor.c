@@ -1,5 +1,6 @@
 /* tensor.c - aligned buffers, cblas wrapper, FTZ/DAZ. */
 #include "tensor.h"
+#include "pool.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -42,6 +43,9 @@ void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
 	       const float *A, int lda, const float *B, int ldb, float beta,
 	       float *C, int ldc)
 {
+	if (!akk_pool_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
+			    beta, C, ldc))
+		return;
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
 		    B, ldb, beta, C, ldc);

@@ -30,7 +30,8 @@ float *akk_alloc(size_t n);
 void akk_free(void *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
- * op(A) is M x K, op(B) is K x N, C is M x N. */
+ * op(A) is M x K, op(B) is K x N, C is M x N. A large product is split
+ * across the calling thread's compute pool, if it has one (pool.h). */
 void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
 	       const float *A, int lda, const float *B, int ldb, float beta,
 	       float *C, int ldc);
@@ -38,7 +39,8 @@ void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
 /* Set flush-to-zero and denormals-are-zero on the calling thread. Every
  * compute thread calls it first. */
 void akk_float_mode(void);
-/* Number of threads OpenBLAS may use for one call (global to the process). */
+/* Number of threads OpenBLAS may use for one call (global to the process);
+ * akkctl keeps it at 1 and parallelises through pool.h. */
 void akk_blas_threads(int n);
 int akk_blas_threads_get(void);
 /* Number of online cores. */

@@ -9,10 +9,12 @@
  * first few counted calls keep a backtrace, printed when the test fails
  * (resolve the +0x offsets with addr2line -e build/tests/test_alloc).
  *
- * The tests run OpenBLAS with one thread, as wheels does by default; set
- * AKK_ALLOC_BLAS_THREADS=N (0: automatic, as flip-flop's default) to see
- * what more BLAS threads do: threaded sgemm mallocs its job array on every
- * call once M*N*K is large enough, which the wide net's layers are.
+ * The runs use the schedules' automatic compute threads (flip-flop: every
+ * core, through akkctl's own GEMM pool; wheels: one per gate), so the
+ * defaults users get are what is asserted; AKK_ALLOC_BLAS_THREADS=N forces
+ * N. (OpenBLAS's own threaded driver mallocs a job array on every product,
+ * which is why akkctl keeps OpenBLAS on one thread: the wide net's layers
+ * are large enough to be split, so the pool is exercised.)
  *
  * ASan and TSan replace malloc themselves, so under them the interposer is
  * left out and the counting tests are skipped: plain `make test` asserts. */
@@ -374,12 +376,12 @@ static int window_edge(void *ctx, struct akk_run *r,
 	return 0;
 }
 
-/* BLAS threads for the runs: 1 unless AKK_ALLOC_BLAS_THREADS says. */
+/* Compute threads for the runs: automatic unless AKK_ALLOC_BLAS_THREADS says. */
 static int blas_threads(void)
 {
 	const char *v = getenv("AKK_ALLOC_BLAS_THREADS");
 
-	return v && *v ? atoi(v) : 1;
+	return v && *v ? atoi(v) : 0;
 }
 
 /* Train EPOCHS epochs of `yaml` in `mode` and require zero allocations in
