@@ -419,7 +419,8 @@ int cmd_bench(int argc, char **argv)
 					   (long)(epochs + 1) * 4 + 64 : 0;
 		runs[i].steps_limit = steps;
 		if (run_mode(&runs[i], &m, &train, val.n ? &val : NULL,
-			     steps ? MAX_EPOCHS : epochs, threads, cap, &r[i], &e))
+			     steps ? MAX_EPOCHS : epochs,
+			     threads ? threads : s.sched.threads, cap, &r[i], &e))
 			goto report;
 		ready[i] = 1;
 		print_mode(&runs[i], &m);

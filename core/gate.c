@@ -179,10 +179,12 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 	return need_dx ? t->dx : NULL;
 }
 
-/* 1 when every value is finite. inf and NaN are exactly the floats whose
- * exponent bits are all ones; adding one unit of exponent to those bits
- * carries into bit 31 for them alone. And, add, or: it vectorizes. */
-static int all_finite(const float *x, size_t n)
+/* Zero x and say whether every value was finite: inf and NaN are exactly
+ * the floats whose exponent bits are all ones, and adding one unit of
+ * exponent to those bits carries into bit 31 for them alone. One pass of
+ * and/add/or and a store, which vectorizes, in place of a check and a
+ * memset. */
+static int zero_and_check(float *x, size_t n)
 {
 	uint32_t acc = 0;
 
@@ -190,6 +192,7 @@ static int all_finite(const float *x, size_t n)
 		uint32_t b;
 		memcpy(&b, &x[i], sizeof(b));
 		acc |= (b & 0x7f800000u) + 0x00800000u;
+		x[i] = 0.0f;
 	}
 	return !(acc & 0x80000000u);
 }
@@ -201,9 +204,6 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 	double epoch = ((double)g->step + 0.5) / (g->steps_per_epoch > 0 ? g->steps_per_epoch : 1);
 	float lr;
 
-	if (!all_finite(g->grads, p->nparams))
-		return akk_err_set(e, "non-finite gradient in gate %d at step %ld",
-				   p->index + 1, g->step + 1);
 	g->step++;
 	if (!p->nparams)
 		return 0;
@@ -211,7 +211,12 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 	g->last_lr = lr;
 	akk_optim_step(p->optim, g->params, g->grads, g->opt, p->nparams,
 		       g->step, lr);
-	memset(g->grads, 0, p->nparams * sizeof(float));
+	/* Checked after the update, in the zeroing pass: a non-finite
+	 * gradient has then spoilt the weights in memory, but the run stops
+	 * on this error and never checkpoints them. */
+	if (!zero_and_check(g->grads, p->nparams))
+		return akk_err_set(e, "non-finite gradient in gate %d at step %ld",
+				   p->index + 1, g->step);
 	return 0;
 }
 

@@ -72,7 +72,8 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 			       long id, int need_dx, struct akk_err *e);
 /* One optimizer step on the accumulated gradient, which is then zeroed.
- * Fails (naming the gate and step) on a non-finite gradient norm. */
+ * Fails (naming the gate and step) on a non-finite gradient; the weights
+ * are then spoilt and the run must stop. */
 int akk_gate_step(struct akk_gate *g, struct akk_err *e);
 /* Evaluation forward into eval tape `slot`: returns (B, out). */
 const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x,
