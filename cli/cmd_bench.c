@@ -301,13 +301,14 @@ int cmd_bench(int argc, char **argv)
 		{ "trace", required_argument, NULL, 'r' },
 		{ "set", required_argument, NULL, 's' },
 		{ "hops", no_argument, NULL, 'H' },
+		{ "no-validation", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *csv = NULL, *trace = NULL, *mode = "both";
 	const char **sets = calloc(argc + 2, sizeof(*sets));
 	char conc_set[64];
-	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c;
+	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c, noval = 0;
 	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0;
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
@@ -325,7 +326,7 @@ int cmd_bench(int argc, char **argv)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
 	}
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:Hh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 'c': config = optarg; break;
@@ -349,6 +350,7 @@ int cmd_bench(int argc, char **argv)
 		case 'r': trace = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
 		case 'H': hops = 1; break;
+		case 'V': noval = 1; break;
 		case 'h':
 			rc = cli_help("bench");
 			goto out;
@@ -376,7 +378,7 @@ int cmd_bench(int argc, char **argv)
 	if (akk_model_plan(&m, &s, &e) ||
 	    load_or_synthesize(&train, s.data.train_images, s.data.train_labels,
 			       60000, &m, &synthetic, &e) ||
-	    ((s.data.val_images || synthetic) &&
+	    (!noval && (s.data.val_images || synthetic) &&
 	     load_or_synthesize(&val, synthetic ? NULL : s.data.val_images,
 				s.data.val_labels, 10000, &m, &synthetic, &e)))
 		goto report;

@@ -27,7 +27,8 @@ const struct cli_command cli_commands[] = {
 	{ "bench", cmd_bench,
 	  "usage: akkctl bench [--mode flip-flop|wheels|both] [--config CONFIG]\n"
 	  "                    [--epochs N | --steps N] [--concurrency N] [--threads N]\n"
-	  "                    [--set KEY=VALUE]... [--csv FILE] [--trace FILE.json]\n"
+	  "                    [--set KEY=VALUE]... [--no-validation] [--csv FILE]\n"
+	  "                    [--trace FILE.json]\n"
 	  "       akkctl bench --hops\n"
 	  "\n"
 	  "  -m, --mode MODE        flip-flop, wheels or both (default both)\n"
@@ -39,6 +40,7 @@ const struct cli_command cli_commands[] = {
 	  "  -t, --threads N        compute threads of a busy gate (default: the\n"
 	  "                         config's schedule.threads)\n"
 	  "  -s, --set KEY=VALUE    override a config key\n"
+	  "  -V, --no-validation    train only (as the peer scripts time it)\n"
 	  "  -v, --csv FILE         write the results as CSV\n"
 	  "  -r, --trace FILE       write a Chrome trace (open it in Perfetto)\n"
 	  "  -H, --hops             measure the message latency between two actors\n",

@@ -85,6 +85,22 @@ static void put_tensor(struct wbuf *w, const char *name, int rank,
 	}
 }
 
+/* A layer's view in a gate: its checkpoint name ("g1.l1.dense.weight"),
+ * its number of values and where they are. */
+static float *view_at(const struct akk_gate *g, int li,
+		      const struct akk_view *vw, char *name, int size,
+		      size_t *count)
+{
+	const struct akk_layer *l = &g->plan->layers[li];
+
+	*count = 1;
+	for (int d = 0; d < vw->rank; d++)
+		*count *= vw->dims[d];
+	snprintf(name, size, "g%d.l%d.%s.%s", g->plan->index + 1, li + 1,
+		 l->ops->name, vw->name);
+	return (vw->state ? g->state + l->soff : g->params + l->poff) + vw->off;
+}
+
 static void put_gate(struct wbuf *w, const struct akk_gate *g)
 {
 	const struct akk_gate_plan *p = g->plan;
@@ -102,14 +118,9 @@ static void put_gate(struct wbuf *w, const struct akk_gate *g)
 		const struct akk_layer *l = &p->layers[i];
 		for (int v = 0; v < l->nviews; v++) {
 			const struct akk_view *vw = &l->views[v];
-			size_t count = 1;
-			for (int d = 0; d < vw->rank; d++)
-				count *= vw->dims[d];
-			snprintf(name, sizeof(name), "g%d.l%d.%s.%s", p->index + 1,
-				 i + 1, l->ops->name, vw->name);
-			put_tensor(w, name, vw->rank, vw->dims,
-				   (vw->state ? g->state + l->soff : g->params + l->poff) + vw->off,
-				   count);
+			size_t count;
+			const float *data = view_at(g, i, vw, name, sizeof(name), &count);
+			put_tensor(w, name, vw->rank, vw->dims, data, count);
 		}
 	}
 	if (nopt) {
@@ -572,15 +583,10 @@ int akk_checkpoint_restore(const struct akk_checkpoint *c,
 			const struct akk_layer *l = &p->layers[i];
 			for (int v = 0; v < l->nviews; v++) {
 				const struct akk_view *vw = &l->views[v];
-				size_t count = 1;
-				for (int d = 0; d < vw->rank; d++)
-					count *= vw->dims[d];
-				snprintf(name, sizeof(name), "g%d.l%d.%s.%s", g + 1, i + 1,
-					 l->ops->name, vw->name);
+				size_t count;
+				float *data = view_at(gate, i, vw, name, sizeof(name), &count);
 				if (restore_tensor(cg, &next, name, vw->rank, vw->dims,
-						   (vw->state ? gate->state + l->soff :
-								gate->params + l->poff) + vw->off,
-						   count, path, e))
+						   data, count, path, e))
 					return -1;
 			}
 		}

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "tensor.h"
+
 static const struct akk_layer_ops *const kinds[] = {
 	&akk_layer_dense, &akk_layer_conv2d, &akk_layer_maxpool2d,
 	&akk_layer_avgpool2d, &akk_layer_flatten, &akk_layer_dropout,
@@ -22,3 +24,46 @@ const struct akk_layer_ops *akk_layer_find(const char *name)
 			return kinds[i];
 	return NULL;
 }
+
+void akk_layer_init_none(const struct akk_layer *l, float *p, float *s,
+			 struct akk_rng *rng)
+{
+	(void)l, (void)p, (void)s, (void)rng;
+}
+
+/* Shared by maxpool2d and avgpool2d: square kernel k, stride s (0 means
+ * k), padding p at most k/2; out = [C, (H+2p-k)/s+1, (W+2p-k)/s+1]. */
+int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int k = sp->kernel, s = sp->stride ? sp->stride : sp->kernel;
+	int p = sp->padding;
+	char buf[64];
+
+	akk_shape_format(l->in, buf, sizeof(buf));
+	if (l->in.rank != 3)
+		return akk_err_set(e, "expects an image input [channels, height, "
+				   "width], got %s", buf);
+	if (k <= 0)
+		return akk_err_set(e, "expects kernel > 0, got %d", k);
+	if (s < 0)
+		return akk_err_set(e, "expects stride > 0, got %d", s);
+	if (p < 0 || p > k / 2)
+		return akk_err_set(e, "expects padding between 0 and kernel/2 = %d, "
+				   "got %d", k / 2, p);
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	if (k > H + 2 * p || k > W + 2 * p)
+		return akk_err_set(e, "kernel %d is larger than the padded input "
+				   "%dx%d (input %s, padding %d)", k, H + 2 * p,
+				   W + 2 * p, buf, p);
+
+	int Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
+	l->out = (struct akk_shape){ 3, { C, Ho, Wo } };
+	l->nparams = l->nstate = 0;
+	l->aux = 0;
+	l->work = 0;
+	l->flops = (double)C * Ho * Wo * k * k;
+	l->nviews = 0;
+	return 0;
+}
+

@@ -111,6 +111,12 @@ const struct akk_layer_ops *akk_layer_find(const char *name);
 /* The names, NULL-terminated, in table order (for suggestions and docs). */
 extern const char *const akk_layer_names[];
 
+/* Helpers for layer kinds: init for kinds with nothing to initialise, and
+ * the shape planning the two pooling kinds share (no parameters, no aux). */
+void akk_layer_init_none(const struct akk_layer *l, float *p, float *s,
+			 struct akk_rng *rng);
+int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e);
+
 /* Initialise n weights with fan-in/fan-out, by kind (never DEFAULT). */
 void akk_init_fill(float *w, size_t n, int fan_in, int fan_out,
 		   enum akk_init kind, float value, struct akk_rng *rng);

@@ -25,12 +25,6 @@ static int act_plan(struct akk_layer *l, struct akk_err *e)
 	return 0;
 }
 
-static void act_init(const struct akk_layer *l, float *p, float *s,
-		     struct akk_rng *rng)
-{
-	(void)l, (void)p, (void)s, (void)rng;
-}
-
 #define ACT_FORWARD(name, expr)						\
 static void name(const struct akk_layer *l, float *y, float *aux,	\
 		 float *s, float *work, const float *x, const float *p,	\
@@ -110,7 +104,7 @@ ACT_BACKWARD(softplus_backward, -expm1f(-u))
 const struct akk_layer_ops sym = {					\
 	.name = str,							\
 	.plan = act_plan,						\
-	.init = act_init,						\
+	.init = akk_layer_init_none,						\
 	.forward = fw,							\
 	.backward = bw,							\
 };

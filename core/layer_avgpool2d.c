@@ -12,42 +12,7 @@
 
 static int avgpool_plan(struct akk_layer *l, struct akk_err *e)
 {
-	const struct akk_layer_spec *sp = l->spec;
-	int k = sp->kernel, s = sp->stride ? sp->stride : sp->kernel;
-	int p = sp->padding;
-	char buf[64];
-
-	akk_shape_format(l->in, buf, sizeof(buf));
-	if (l->in.rank != 3)
-		return akk_err_set(e, "expects an image input [channels, height, "
-				   "width], got %s", buf);
-	if (k <= 0)
-		return akk_err_set(e, "expects kernel > 0, got %d", k);
-	if (s < 0)
-		return akk_err_set(e, "expects stride > 0, got %d", s);
-	if (p < 0 || p > k / 2)
-		return akk_err_set(e, "expects padding between 0 and kernel/2 = %d, "
-				   "got %d", k / 2, p);
-	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
-	if (k > H + 2 * p || k > W + 2 * p)
-		return akk_err_set(e, "kernel %d is larger than the padded input "
-				   "%dx%d (input %s, padding %d)", k, H + 2 * p,
-				   W + 2 * p, buf, p);
-
-	int Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
-	l->out = (struct akk_shape){ 3, { C, Ho, Wo } };
-	l->nparams = l->nstate = 0;
-	l->aux = 0;
-	l->work = 0;
-	l->flops = (double)C * Ho * Wo * k * k;
-	l->nviews = 0;
-	return 0;
-}
-
-static void avgpool_init(const struct akk_layer *l, float *p, float *s,
-			 struct akk_rng *rng)
-{
-	(void)l, (void)p, (void)s, (void)rng;
+	return akk_pool2d_plan(l, e);
 }
 
 static void avgpool_forward(const struct akk_layer *l, float *y, float *aux,
@@ -121,7 +86,7 @@ static void avgpool_backward(const struct akk_layer *l, float *dx, float *dp,
 const struct akk_layer_ops akk_layer_avgpool2d = {
 	.name = "avgpool2d",
 	.plan = avgpool_plan,
-	.init = avgpool_init,
+	.init = akk_layer_init_none,
 	.forward = avgpool_forward,
 	.backward = avgpool_backward,
 };

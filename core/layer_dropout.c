@@ -26,12 +26,6 @@ static int dropout_plan(struct akk_layer *l, struct akk_err *e)
 	return 0;
 }
 
-static void dropout_init(const struct akk_layer *l, float *p, float *s,
-			 struct akk_rng *rng)
-{
-	(void)l, (void)p, (void)s, (void)rng;
-}
-
 static void dropout_forward(const struct akk_layer *l, float *y, float *aux,
 			    float *s, float *work, const float *x,
 			    const float *p, int B, int train,
@@ -89,7 +83,7 @@ static void dropout_backward(const struct akk_layer *l, float *dx, float *dp,
 const struct akk_layer_ops akk_layer_dropout = {
 	.name = "dropout",
 	.plan = dropout_plan,
-	.init = dropout_init,
+	.init = akk_layer_init_none,
 	.forward = dropout_forward,
 	.backward = dropout_backward,
 };

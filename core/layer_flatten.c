@@ -21,12 +21,6 @@ static int flatten_plan(struct akk_layer *l, struct akk_err *e)
 	return 0;
 }
 
-static void flatten_init(const struct akk_layer *l, float *p, float *s,
-			 struct akk_rng *rng)
-{
-	(void)l, (void)p, (void)s, (void)rng;
-}
-
 static void flatten_forward(const struct akk_layer *l, float *y, float *aux,
 			    float *s, float *work, const float *x,
 			    const float *p, int B, int train,
@@ -49,7 +43,7 @@ static void flatten_backward(const struct akk_layer *l, float *dx, float *dp,
 const struct akk_layer_ops akk_layer_flatten = {
 	.name = "flatten",
 	.plan = flatten_plan,
-	.init = flatten_init,
+	.init = akk_layer_init_none,
 	.forward = flatten_forward,
 	.backward = flatten_backward,
 };

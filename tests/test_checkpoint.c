@@ -30,39 +30,9 @@
 #define SIDE 8
 #define CLASSES 4
 
-/* n images of SIDE x SIDE; class c lights up pixels j with j % CLASSES == c
- * (copied from test_runtime.c). */
 static void make_data(struct akk_dataset *d, size_t n, uint32_t seed)
 {
-	size_t item = SIDE * SIDE;
-	uint32_t s = seed;
-
-	memset(d, 0, sizeof(*d));
-	d->images.data = malloc(n * item);
-	d->labels.data = malloc(n);
-	assert_non_null(d->images.data);
-	assert_non_null(d->labels.data);
-	d->images.rank = 3;
-	d->images.dims[0] = n;
-	d->images.dims[1] = d->images.dims[2] = SIDE;
-	d->images.count = n;
-	d->images.item = item;
-	d->labels.rank = 1;
-	d->labels.dims[0] = n;
-	d->labels.count = n;
-	d->labels.item = 1;
-	d->n = n;
-	d->h = d->w = SIDE;
-	d->classes = CLASSES;
-	for (size_t i = 0; i < n; i++) {
-		int c = (int)(i % CLASSES);
-		d->labels.data[i] = c;
-		for (size_t j = 0; j < item; j++) {
-			s = s * 1664525u + 1013904223u;
-			d->images.data[i * item + j] =
-				(uint8_t)(20 + (s >> 26) + ((int)(j % CLASSES) == c ? 120 : 0));
-		}
-	}
+	tu_dataset(d, n, SIDE, CLASSES, seed);
 }
 
 static void parse(struct akk_spec *s, struct akk_model *m, const char *text,

@@ -136,3 +136,39 @@ void tu_fill(float *x, size_t n, float lo, float hi, uint32_t seed)
 		x[i] = lo + (hi - lo) * ((s >> 8) * (1.0f / 16777216.0f));
 	}
 }
+
+void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
+		uint32_t seed)
+{
+	size_t item = (size_t)side * side;
+	uint32_t s = seed;
+
+	memset(d, 0, sizeof(*d));
+	d->images.data = malloc(n * item);
+	d->labels.data = malloc(n);
+	assert_non_null(d->images.data);
+	assert_non_null(d->labels.data);
+	d->images.rank = 3;
+	d->images.dims[0] = n;
+	d->images.dims[1] = d->images.dims[2] = side;
+	d->images.count = n;
+	d->images.item = item;
+	d->labels.rank = 1;
+	d->labels.dims[0] = n;
+	d->labels.count = n;
+	d->labels.item = 1;
+	d->n = n;
+	d->h = d->w = side;
+	d->classes = classes;
+	for (size_t i = 0; i < n; i++) {
+		int c = (int)(i % classes);
+		d->labels.data[i] = c;
+		for (size_t j = 0; j < item; j++) {
+			s = s * 1664525u + 1013904223u;
+			d->images.data[i * item + j] =
+				(uint8_t)(20 + (s >> 26) + ((int)(j % classes) == c ? 120 : 0));
+		}
+		d->images.data[i * item] = i & 255;
+		d->images.data[i * item + 1] = (i >> 8) & 255;
+	}
+}

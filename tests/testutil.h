@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "idx.h"
+
 /* The akkctl binary under test ($AKKCTL, else ./akkctl). */
 const char *tu_akkctl(void);
 /* Run argv (argv[0] is looked up in PATH unless it has a '/'), stdin from
@@ -25,5 +27,12 @@ int tu_write_file(const char *path, const void *data, size_t len);
 double tu_max_rel_err(const float *a, const float *b, size_t n, double floor);
 /* Fill with uniform values in [lo, hi) from a fixed LCG seeded by seed. */
 void tu_fill(float *x, size_t n, float lo, float hi, uint32_t seed);
+
+/* A learnable in-memory dataset: n images of side x side, label i % classes,
+ * class c lighting up the pixels j with j % classes == c over noise; the
+ * first two pixels of image i hold i (low byte, high byte), so tests can
+ * count which samples went by. Release with akk_dataset_release. */
+void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
+		uint32_t seed);
 
 #endif
