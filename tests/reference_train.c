@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	    akk_reference_init(&r, &m, &train, &e))
 		goto fail;
 	akk_float_mode();
-	akk_blas_threads(s.sched.threads > 0 ? s.sched.threads : akk_cores());
+	akk_blas_threads(1);	/* as the actors run it (pool.h) */
 	printf("epoch,train_loss,train_acc,val_loss,val_acc,seconds\n");
 	for (int ep = 0; ep < s.sched.epochs; ep++) {
 		double loss = 0, vloss, vacc, t0 = now();
