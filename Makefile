@@ -24,7 +24,9 @@ VERSION := 0.1.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -pthread \
+# -fno-math-errno: nothing reads errno from libm, and without it GCC will
+# not vectorize a loop calling sqrtf (the Adam and RMSProp steps).
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -fno-math-errno -Wall -Wextra -pthread \
 	-DAKK_VERSION='"$(VERSION)"' -Icore $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lm -pthread $(SAN) $(LDFLAGS)
 
