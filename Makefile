@@ -37,7 +37,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
-TSAN_TESTS ?= test_mailbox test_runtime
+TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint
 
 .PHONY: all deps data test check tsan reference install clean
 all: $(B)/akkctl

@@ -294,7 +294,7 @@ int cmd_train(int argc, char **argv)
 	if (!ui.quiet) {
 		char shape[64];
 		akk_shape_format(s.input, shape, sizeof(shape));
-		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d BLAS thread%s\n",
+		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
 			train.n, have_val ? val.n : 0, run.blas_threads,
 			run.blas_threads == 1 ? "" : "s");
