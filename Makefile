@@ -7,6 +7,8 @@
 #   make check        the test suite again under AddressSanitizer + UBSan
 #   make tsan         the actor tests under ThreadSanitizer
 #   make install PREFIX=/usr/local
+#   make MPI=1        build with Open MPI (the default when mpicc is found;
+#                     MPI=0 builds without it)
 #
 # Variant builds live in their own directories (build/, build/asan, build/tsan)
 # so that switching between them never mixes objects.
@@ -15,6 +17,11 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 B       ?= build
 PKGS    := yaml-0.1 openblas zlib
+MPI     ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+PKGS    += ompi-c
+MPI_DEF := -DAKK_MPI
+endif
 # GCC's -O2 vectorizes only loops that need no alias check; the dynamic
 # cost model lets it version the elementwise kernels as -O3 would.
 OPT     ?= -O2 -fvect-cost-model=dynamic -g
@@ -27,7 +34,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # -fno-math-errno: nothing reads errno from libm, and without it GCC will
 # not vectorize a loop calling sqrtf (the Adam and RMSProp steps).
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -fno-math-errno -Wall -Wextra -pthread \
-	-DAKK_VERSION='"$(VERSION)"' -Icore $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+	-DAKK_VERSION='"$(VERSION)"' $(MPI_DEF) -Icore $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lm -pthread $(SAN) $(LDFLAGS)
 
 CORE_SRC := $(sort $(wildcard core/*.c))
@@ -39,7 +46,7 @@ TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
 TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint
 
-.PHONY: all deps data test check tsan reference install clean
+.PHONY: all deps data test check tsan reference install clean FORCE
 all: $(B)/akkctl
 ifeq ($(B),build)
 all: akkctl
@@ -47,7 +54,14 @@ akkctl: $(B)/akkctl
 	ln -sf $(B)/akkctl akkctl
 endif
 
-$(B)/%.o: %.c $(wildcard core/*.h cli/*.h tests/*.h) Makefile
+# Objects depend on the flags they were built with, so that switching MPI
+# or a sanitizer in the same directory rebuilds everything.
+$(B)/flags: FORCE
+	@mkdir -p $(B)
+	@echo '$(CC) $(CFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL)' > $@
+FORCE:
+
+$(B)/%.o: %.c $(wildcard core/*.h cli/*.h tests/*.h) Makefile $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 

@@ -21,6 +21,7 @@
 #include "model.h"
 #include "run.h"
 #include "spec.h"
+#include "world.h"
 
 struct train_ui {
 	struct ckpt_policy ckpt;
@@ -138,6 +139,33 @@ static void signals_stop(pthread_t thread)
 	close(sig_pipe[1]);
 }
 
+/* Under mpirun, or when the config places a gate on another rank: start
+ * MPI and place the gates (gate_rank stays NULL for one process). */
+static int start_world(const struct akk_spec *s, struct akk_world *w,
+		       int **gate_rank, struct akk_err *e)
+{
+	int remote = 0, rc;
+
+	memset(w, 0, sizeof(*w));
+	w->size = w->local_size = 1;
+	for (int i = 0; i < s->ngates; i++)
+		remote |= s->gates[i].rank > 0;
+	if (!akk_world_launched()) {
+		int *one = calloc(s->ngates, sizeof(int));
+		/* names the gate and says to start the ranks with mpirun */
+		rc = one ? akk_spec_place(s, 1, one, e) : akk_err_set(e, "out of memory");
+		free(one);
+		return remote ? rc : 0;
+	}
+	if (akk_world_init(w, NULL, NULL, e))
+		return -1;
+	if (w->size == 1)
+		return 0;
+	if (!(*gate_rank = calloc(s->ngates, sizeof(int))))
+		return akk_err_set(e, "out of memory");
+	return akk_spec_place(s, w->size, *gate_rank, e);
+}
+
 static int mkdirs(const char *path, struct akk_err *e)
 {
 	char buf[1024];
@@ -179,6 +207,9 @@ int cmd_train(int argc, char **argv)
 	struct akk_run run;
 	struct akk_err e = { 0 };
 	struct akk_checkpoint ck = { 0 };
+	struct akk_world world = { 0 };
+	int *gate_rank = NULL;
+	long counts[3];
 	char ckpath[1200], *cfgdir;
 	pthread_t sigthread;
 	int nsets = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
@@ -233,12 +264,31 @@ int cmd_train(int argc, char **argv)
 		free(s.out.dir);
 		s.out.dir = strdup(out);
 	}
-	if (akk_model_plan(&m, &s, &e) ||
-	    akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e))
+	if (akk_model_plan(&m, &s, &e) || start_world(&s, &world, &gate_rank, &e))
 		goto report;
+	/* Rank 0 reads the data; the others need only the sample counts. */
 	have_val = s.data.val_images != NULL;
-	if (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))
+	if (world.rank == 0 &&
+	    (akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
+	     (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))))
+		counts[0] = -1;
+	else
+		counts[0] = (long)train.n;
+	counts[1] = (long)val.n;
+	if (akk_world_bcast(&world, counts, 2)) {
+		akk_err_set(&e, "cannot broadcast the sample counts");
 		goto report;
+	}
+	if (counts[0] < 0) {
+		if (world.rank == 0)
+			goto report;
+		goto out;	/* rank 0 reports it */
+	}
+	if (world.rank != 0) {
+		train.n = (size_t)counts[0];
+		val.n = (size_t)counts[1];
+		ui.quiet = 1;
+	}
 	if (resume && (ckpt_resolve(resume, ckpath, sizeof(ckpath), &e) ||
 		       akk_checkpoint_read(&ck, ckpath, &e)))
 		goto report;
@@ -249,7 +299,7 @@ int cmd_train(int argc, char **argv)
 		goto out;
 	}
 	rc = EXIT_RUNTIME;
-	if (mkdirs(s.out.dir, &e))
+	if (world.rank == 0 && mkdirs(s.out.dir, &e))
 		goto report;
 	ui.ckpt.spec = &s;
 	ui.ckpt.dir = s.out.dir;
@@ -267,10 +317,17 @@ int cmd_train(int argc, char **argv)
 	{
 		struct akk_run_config cfg = {
 			.mode = s.sched.mode, .epochs = s.sched.epochs,
-			.blas_threads = s.sched.threads, .metrics_path = metrics,
+			.blas_threads = s.sched.threads,
+			.metrics_path = world.rank == 0 ? metrics : NULL,
 			.obs = { &ui, progress, epoch_end },
 			.start = ck.pos,
+			.rank = world.rank, .gate_rank = gate_rank,
 		};
+		/* Ranks on one machine share its cores. */
+		if (!cfg.blas_threads && world.local_size > 1)
+			cfg.blas_threads = s.sched.mode == AKK_MODE_WHEELS ? 1 :
+				akk_cores() / world.local_size > 1 ?
+				akk_cores() / world.local_size : 1;
 		ui.tty = isatty(2);
 		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e)) {
 			rc = EXIT_USAGE;
@@ -308,8 +365,9 @@ int cmd_train(int argc, char **argv)
 	signals_stop(sigthread);
 	if (rc == EXIT_RUNTIME)
 		goto report;
-	/* Every thread has stopped: the final state, complete or interrupted. */
-	if (ckpt_save(&ui.ckpt, &run, "last.bin", &e)) {
+	/* Every thread has stopped: the final state, complete or interrupted
+	 * (under MPI, rank 0 gathered the other ranks' gates at the drain). */
+	if (world.rank == 0 && ckpt_save(&ui.ckpt, &run, "last.bin", &e)) {
 		rc = EXIT_RUNTIME;
 		goto report;
 	}
@@ -323,7 +381,22 @@ int cmd_train(int argc, char **argv)
 report:
 	if (ui.drawn)
 		fputs("\n", stderr);
-	cli_report(&e, rc);
+	if (world.size > 1) {
+		char msg[1200];
+		akk_err_format(&e, msg, sizeof(msg));
+		if (rc == EXIT_USAGE) {
+			/* the same on every rank: rank 0 says it */
+			if (world.rank == 0)
+				cli_report(&e, rc);
+		} else {
+			/* the other ranks would wait for this one forever */
+			fprintf(stderr, "akkctl: rank %d: %s\n", world.rank, msg);
+			fflush(stderr);
+			akk_world_abort(&world, rc);
+		}
+	} else {
+		cli_report(&e, rc);
+	}
 out:
 	if (run_ready)
 		akk_run_release(&run);
@@ -332,5 +405,7 @@ out:
 	akk_dataset_release(&val);
 	akk_model_release(&m);
 	akk_spec_release(&s);
+	free(gate_rank);
+	akk_world_finalize(&world);
 	return rc;
 }

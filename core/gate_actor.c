@@ -28,10 +28,11 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	struct akk_err e = { 0 };
 	struct akk_msg o = *m;
 	static const char *const names[] = { "forward", "backward", "validate",
-					     "sync", "interrupt", "stop" };
+					     "sync", "interrupt", "stop",
+					     "snapshot", "state" };
 
 	if (flipflop && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
-	    m->kind != AKK_MSG_SYNC) {
+	    m->kind != AKK_MSG_SYNC && m->kind != AKK_MSG_SNAPSHOT) {
 		akk_err_set(&e, "gate %d: %s message in its %s state", a->self,
 			    names[m->kind], *backward_state ? "backward" : "forward");
 		return fail(r, &e);
@@ -78,6 +79,13 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		return akk_send(&r->tr, down, &o);
 	case AKK_MSG_SYNC:
 		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
+		akk_gate_pack(g, a->pack);
+		o.kind = AKK_MSG_STATE;
+		o.slot = a->self;
+		o.data = a->pack;
+		o.n = a->pack_len;
+		return akk_send(&r->tr, 0, &o);
 	case AKK_MSG_STOP:
 		return 1;
 	default:

@@ -65,6 +65,24 @@ int akk_mailbox_recv(struct akk_mailbox *mb, void *item)
 	return 0;
 }
 
+int akk_mailbox_tryrecv(struct akk_mailbox *mb, void *item)
+{
+	int rc = 1;
+
+	pthread_mutex_lock(&mb->mu);
+	if (mb->closed) {
+		rc = -1;
+	} else if (mb->count) {
+		memcpy(item, mb->buf + mb->head * mb->item, mb->item);
+		mb->head = (mb->head + 1) % mb->cap;
+		mb->count--;
+		pthread_cond_signal(&mb->nonfull);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&mb->mu);
+	return rc;
+}
+
 void akk_mailbox_close(struct akk_mailbox *mb)
 {
 	pthread_mutex_lock(&mb->mu);

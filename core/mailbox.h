@@ -28,6 +28,8 @@ void akk_mailbox_release(struct akk_mailbox *mb);
 int akk_mailbox_send(struct akk_mailbox *mb, const void *item);
 /* Copy the oldest item out; blocks while empty. -1 when closed. */
 int akk_mailbox_recv(struct akk_mailbox *mb, void *item);
+/* Copy the oldest item out if there is one: 0 done, 1 empty, -1 closed. */
+int akk_mailbox_tryrecv(struct akk_mailbox *mb, void *item);
 void akk_mailbox_close(struct akk_mailbox *mb);
 /* Mean depth seen by receivers so far (0 when none). */
 double akk_mailbox_mean_depth(struct akk_mailbox *mb);

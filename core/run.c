@@ -1,6 +1,7 @@
 /* run.c - building, starting and stopping the actor system. */
 #include "run.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,34 @@ static int check_data(const struct akk_run *r, const struct akk_dataset *d,
 	return 0;
 }
 
+/* Under MPI: who runs where, and the link to the other ranks. */
+static int start_link(struct akk_run *r, struct akk_err *e)
+{
+	const struct akk_model *m = r->model;
+	int G = m->ngates, n = G + 1, rc = -1;
+	long *w = calloc(3 * (size_t)n, sizeof(long));
+
+	r->actor_rank = calloc(n, sizeof(int));
+	if (!w || !r->actor_rank) {
+		free(w);
+		return akk_err_set(e, "out of memory");
+	}
+	w[0] = m->classes;	/* logits arrive at the sentinel */
+	for (int i = 0; i < G; i++) {
+		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
+		w[i + 1] = akk_shape_size(m->gates[i].in);
+		w[n + i + 1] = akk_shape_size(m->gates[i].out);
+		w[2 * n + i + 1] = akk_gate_pack_len(&r->gates[i].gate);
+	}
+	r->tr.actor_rank = r->actor_rank;
+	r->tr.rank = r->cfg.rank;
+	struct akk_link_plan plan = { r->K, r->V, m->spec->sched.batch_size,
+				      w, w + n, w + 2 * n };
+	rc = akk_mpi_link_start(&r->tr, &plan, e);
+	free(w);
+	return rc;
+}
+
 int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		 const struct akk_dataset *train, const struct akk_dataset *val,
 		 const struct akk_run_config *cfg, struct akk_err *e)
@@ -49,8 +78,9 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->V = s->sched.conc_val;
 	r->per_epoch = akk_batches_per_epoch(train->n, bs);
 	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
-	if (check_data(r, train, "training", s->data.train_images, e) ||
-	    (val && check_data(r, val, "validation", s->data.val_images, e)))
+	r->root = !cfg->gate_rank || cfg->rank == 0;
+	if (r->root && (check_data(r, train, "training", s->data.train_images, e) ||
+			(val && check_data(r, val, "validation", s->data.val_images, e))))
 		goto fail;
 	/* One busy gate in flip-flop may use every core; pipelined gates
 	 * compute at once, so each gets one. OpenBLAS itself stays on one
@@ -66,28 +96,41 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}
+	/* Every gate is initialised in every process: remote gates are
+	 * rank 0's mirrors for checkpoints, and all ranks restore alike. */
 	for (int i = 0; i < G; i++) {
 		struct akk_gate_actor *a = &r->gates[i];
 		a->run = r;
 		a->self = i + 1;
+		a->local = !cfg->gate_rank || cfg->gate_rank[i] == cfg->rank;
 		if (akk_gate_init(&a->gate, &m->gates[i], bs, r->K, r->V,
 				  wheels && s->sched.stashing && r->K > 1,
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
+		if (cfg->gate_rank && a->local) {
+			a->pack_len = akk_gate_pack_len(&a->gate);
+			if (!(a->pack = akk_alloc(a->pack_len))) {
+				akk_err_set(e, "out of memory");
+				goto fail;
+			}
+		}
 	}
-	if (akk_provider_init(&r->tprov, train, &s->data, 1, s->seed, bs, in,
-			      m->classes, r->K + 2, cfg->start.epoch,
-			      cfg->start.index, e))
+	if (r->root && akk_provider_init(&r->tprov, train, &s->data, 1, s->seed,
+					 bs, in, m->classes, r->K + 2,
+					 cfg->start.epoch, cfg->start.index, e))
 		goto fail;
-	if (val && akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs,
-				     in, m->classes, r->V + 2, 0, 0, e))
+	if (r->root && val &&
+	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
+			      m->classes, r->V + 2, 0, 0, e))
 		goto fail;
 	/* Per gate at most K forwards, K backwards, V validations and a
 	 * SYNC in flight, plus an INTERRUPT or STOP. */
-	if (akk_transport_init(&r->tr, G + 1, 2 * r->K + r->V + 4)) {
+	if (akk_transport_init(&r->tr, G + 1, 2 * r->K + r->V + 4 + G)) {
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}
+	if (cfg->gate_rank && start_link(r, e))
+		goto fail;
 	if (cfg->trace_events > 0) {
 		for (int i = 0; i <= G; i++) {
 			struct akk_trace *t = i < G ? &r->gates[i].trace : &r->sentinel_trace;
@@ -99,7 +142,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			}
 		}
 	}
-	if (cfg->metrics_path && !(r->metrics = akk_metrics_open(cfg->metrics_path, e)))
+	if (r->root && cfg->metrics_path && !(r->metrics = akk_metrics_open(cfg->metrics_path, e)))
 		goto fail;
 	return 0;
 fail:
@@ -116,6 +159,8 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e)
 	}
 	pthread_mutex_unlock(&r->mu);
 	akk_transport_close(&r->tr);
+	if (!r->root)
+		return;
 	akk_mailbox_close(&r->tprov.ready);
 	akk_mailbox_close(&r->tprov.free);
 	if (r->val) {
@@ -140,12 +185,14 @@ int akk_run_train(struct akk_run *r, struct akk_err *e)
 	struct akk_err se = { 0 };
 
 	akk_float_mode();
-	if (akk_provider_start(&r->tprov, &se) ||
-	    (r->val && akk_provider_start(&r->vprov, &se))) {
+	if (r->root && (akk_provider_start(&r->tprov, &se) ||
+			(r->val && akk_provider_start(&r->vprov, &se)))) {
 		akk_run_fail(r, &se);
 		goto join;
 	}
 	for (int i = 0; i < G; i++) {
+		if (!r->gates[i].local)
+			continue;
 		if (pthread_create(&r->gates[i].thread, NULL, akk_gate_actor_main,
 				   &r->gates[i])) {
 			akk_err_set(&se, "cannot start the thread of gate %d", i + 1);
@@ -154,6 +201,8 @@ int akk_run_train(struct akk_run *r, struct akk_err *e)
 		}
 		r->gates[i].started = 1;
 	}
+	if (!r->root)	/* the gates run until rank 0's sentinel stops them */
+		goto join;
 	rc = akk_sentinel_run(r, &se);
 	if (!rc) {
 		struct akk_msg stop = { .kind = AKK_MSG_STOP };
@@ -168,9 +217,11 @@ join:
 			pthread_join(r->gates[i].thread, NULL);
 			r->gates[i].started = 0;
 		}
-	akk_provider_stop(&r->tprov);
-	if (r->val)
-		akk_provider_stop(&r->vprov);
+	if (r->root) {
+		akk_provider_stop(&r->tprov);
+		if (r->val)
+			akk_provider_stop(&r->vprov);
+	}
 	if (r->failed) {
 		*e = r->err;
 		return -1;
@@ -180,15 +231,19 @@ join:
 
 void akk_run_release(struct akk_run *r)
 {
+	akk_mpi_link_stop(&r->tr);
 	for (int i = 0; r->gates && i < r->model->ngates; i++) {
 		akk_gate_release(&r->gates[i].gate);
 		free(r->gates[i].trace.ev);
+		akk_free(r->gates[i].pack);
 	}
+	free(r->actor_rank);
+	r->actor_rank = NULL;
 	free(r->sentinel_trace.ev);
 	free(r->gates);
 	r->gates = NULL;
 	akk_provider_release(&r->tprov);
-	if (r->val)
+	if (r->val && r->root)
 		akk_provider_release(&r->vprov);
 	akk_transport_release(&r->tr);
 	akk_pool_destroy(r->pool);
@@ -197,4 +252,45 @@ void akk_run_release(struct akk_run *r)
 		fclose(r->metrics);
 	r->metrics = NULL;
 	pthread_mutex_destroy(&r->mu);
+}
+
+long akk_gate_pack_len(const struct akk_gate *g)
+{
+	const struct akk_gate_plan *p = g->plan;
+
+	return (long)(p->nparams * (1 + akk_optim_state_per_param(p->optim->kind)) +
+		      p->nstate) + 2 + 8;
+}
+
+void akk_gate_pack(const struct akk_gate *g, float *out)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int64_t step = g->step;
+
+	memcpy(out, g->params, p->nparams * sizeof(float));
+	out += p->nparams;
+	memcpy(out, g->state, p->nstate * sizeof(float));
+	out += p->nstate;
+	memcpy(out, g->opt, nopt * sizeof(float));
+	out += nopt;
+	memcpy(out, &step, sizeof(step));
+	memcpy(out + 2, g->rng.s, sizeof(g->rng.s));
+}
+
+void akk_gate_unpack(struct akk_gate *g, const float *in)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int64_t step;
+
+	memcpy(g->params, in, p->nparams * sizeof(float));
+	in += p->nparams;
+	memcpy(g->state, in, p->nstate * sizeof(float));
+	in += p->nstate;
+	memcpy(g->opt, in, nopt * sizeof(float));
+	in += nopt;
+	memcpy(&step, in, sizeof(step));
+	memcpy(g->rng.s, in + 2, sizeof(g->rng.s));
+	g->step = (long)step;
 }

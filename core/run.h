@@ -78,6 +78,12 @@ struct akk_run_config {
 	int blas_threads;	/* compute threads of a busy gate; 0: automatic */
 	const char *metrics_path;	/* NULL: no CSV */
 	long trace_events;	/* per actor; 0: no tracing */
+	/* Under MPI: this process's rank and every gate's (ngates); NULL:
+	 * one process. Rank 0 runs the sentinel, the data providers and its
+	 * gates; another rank runs only its gates, and its datasets need
+	 * only their sample counts (n). */
+	int rank;
+	const int *gate_rank;
 	struct akk_observer obs;
 };
 
@@ -91,6 +97,9 @@ struct akk_gate_actor {
 	double busy;		/* seconds spent computing */
 	long forwards, backwards, validations;
 	struct akk_trace trace;
+	int local;		/* runs in this process */
+	float *pack;		/* under MPI: its state, for the sentinel */
+	long pack_len;
 };
 
 struct akk_run {
@@ -115,6 +124,8 @@ struct akk_run {
 	int blas_threads;	/* compute threads a busy gate uses */
 	struct akk_pool *pool;	/* for them, when more than one */
 	struct akk_trace sentinel_trace;
+	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
+	int root;		/* this process runs the sentinel */
 };
 
 int akk_run_init(struct akk_run *r, const struct akk_model *m,
@@ -131,6 +142,13 @@ void akk_run_release(struct akk_run *r);
 void akk_run_fail(struct akk_run *r, const struct akk_err *e);
 
 
+
+/* Under MPI: a gate's state as one array of floats (parameters, running
+ * state, optimizer moments, then the step and RNG words bit for bit), for
+ * the sentinel to gather before a checkpoint. */
+long akk_gate_pack_len(const struct akk_gate *g);
+void akk_gate_pack(const struct akk_gate *g, float *out);
+void akk_gate_unpack(struct akk_gate *g, const float *in);
 
 /* Internal to the runtime: the actors' loops and a monotonic clock. */
 void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */

@@ -144,8 +144,11 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			return 0;
 		if (akk_recv(&r->tr, 0, &m))
 			return -1;
-		if (m.kind == AKK_MSG_INTERRUPT)
-			continue;	/* r->stop is set */
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			/* set here too: it may come from another rank */
+			atomic_store(&r->stop, 1);
+			continue;
+		}
 		if (flipflop && !flipflop_accepts(ph->state, m.kind))
 			return protocol(r, e, "message out of turn in flip-flop");
 		switch (m.kind) {
@@ -211,8 +214,38 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 	}
 }
 
+/* Under MPI: copy every remote gate's state into rank 0's mirror of it,
+ * so a checkpoint taken now holds the whole network. Gates are idle. */
+static int gather(struct akk_run *r, struct akk_err *e)
+{
+	struct akk_msg m = { .kind = AKK_MSG_SNAPSHOT };
+	int want = 0;
+
+	for (int g = 0; g < r->model->ngates; g++)
+		if (!r->gates[g].local) {
+			if (akk_send(&r->tr, g + 1, &m))
+				return -1;
+			want++;
+		}
+	while (want) {
+		if (akk_recv(&r->tr, 0, &m))
+			return -1;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			/* set here too: it may come from another rank */
+			atomic_store(&r->stop, 1);
+			continue;
+		}
+		if (m.kind != AKK_MSG_STATE || m.slot < 1 || m.slot > r->model->ngates ||
+		    m.n != akk_gate_pack_len(&r->gates[m.slot - 1].gate))
+			return protocol(r, e, "unexpected message while gathering gate states");
+		akk_gate_unpack(&r->gates[m.slot - 1].gate, m.data);
+		want--;
+	}
+	return 0;
+}
+
 /* Send SYNC through every gate and wait for it: afterwards every gate is
- * idle and everything it wrote is visible here. */
+ * idle and everything it wrote is visible here (under MPI, gathered). */
 static int drain(struct akk_run *r, struct akk_err *e)
 {
 	struct akk_msg m = { .kind = AKK_MSG_SYNC };
@@ -223,9 +256,12 @@ static int drain(struct akk_run *r, struct akk_err *e)
 		if (akk_recv(&r->tr, 0, &m))
 			return -1;
 		if (m.kind == AKK_MSG_SYNC)
-			return 0;
-		if (m.kind == AKK_MSG_INTERRUPT)
-			continue;	/* r->stop is set */
+			return r->actor_rank ? gather(r, e) : 0;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			/* set here too: it may come from another rank */
+			atomic_store(&r->stop, 1);
+			continue;
+		}
 		return protocol(r, e, "message after the drain");
 	}
 }

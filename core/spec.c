@@ -931,6 +931,8 @@ static const struct key gate_keys[] = {
 	  0 },
 	{ "optimizer", YAML_MAPPING_NODE, h_gate_optim, "a mapping", 0, 0, 0,
 	  0, 0 },
+	{ "rank", YAML_SCALAR_NODE, h_int, "an integer",
+	  offsetof(struct akk_gate_spec, rank), F_LO | F_HI, 0, 4095, 0 },
 	LEND,
 };
 
@@ -958,6 +960,7 @@ static int h_gates(struct ctx *c, const struct key *k,
 
 		snprintf(name, sizeof(name), "gate %d", i + 1);
 		g->optim = s->optim;
+		g->rank = -1;
 		g->mark = mark_of(c, item);
 		if (item->type != YAML_MAPPING_NODE)
 			return fail_type(c, name, "a mapping", item);
@@ -1041,11 +1044,29 @@ static int h_loss(struct ctx *c, const struct key *k,
 	return fail_type(c, "'loss'", "a name or a mapping", val);
 }
 
+static const char *const placement_names[] = { "explicit", "contiguous", NULL };
+
+static int h_placement(struct ctx *c, const struct key *k,
+		       const struct section *sec, yaml_node_t *key,
+		       yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+	int kind;
+
+	(void)k;
+	(void)key;
+	if (find_name(c, "'placement'", val, placement_names, "placement", &kind))
+		return -1;
+	s->placement = (enum akk_placement)kind;
+	return 0;
+}
+
 static const struct key network_keys[] = {
 	{ "input", YAML_SEQUENCE_NODE, h_input, "a list", 0, F_REQ, 0, 0, 0 },
 	{ "gates", YAML_SEQUENCE_NODE, h_gates, "a list", 0, F_REQ, 0, 0, 0 },
 	{ "loss", YAML_NO_NODE, h_loss, "a name or a mapping", 0, 0, 0, 0,
 	  0 },
+	{ "placement", YAML_NO_NODE, h_placement, "a name", 0, 0, 0, 0, 0 },
 	LEND,
 };
 
@@ -1779,4 +1800,24 @@ void akk_spec_release(struct akk_spec *s)
 const char *akk_mode_name(enum akk_mode m)
 {
 	return (unsigned)m <= AKK_MODE_WHEELS ? mode_names[m] : NULL;
+}
+
+int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,
+		   struct akk_err *e)
+{
+	for (int i = 0; i < s->ngates; i++) {
+		const struct akk_gate_spec *g = &s->gates[i];
+
+		if (s->placement == AKK_PLACE_CONTIGUOUS) {
+			gate_rank[i] = (int)((long)i * nranks / s->ngates);
+			continue;
+		}
+		gate_rank[i] = g->rank < 0 ? 0 : g->rank;
+		if (gate_rank[i] >= nranks)
+			return akk_err_at(e, s->path, g->mark.line, g->mark.col,
+					  "gate %d is placed on rank %d, but there %s %d rank%s (mpirun -np %d)",
+					  i + 1, gate_rank[i], nranks == 1 ? "is" : "are",
+					  nranks, nranks == 1 ? "" : "s", nranks);
+	}
+	return 0;
 }

@@ -25,8 +25,14 @@ struct akk_gate_spec {
 	int has_optim;			/* 1: optim overrides the global one */
 	struct akk_optim_spec optim;	/* the global optimizer with this
 					 * gate's keys applied on top */
+	int rank;			/* MPI rank it runs on; -1: not given */
 	struct akk_mark mark;
 };
+
+/* Where gates run under MPI (mpirun): explicit puts each gate on its
+ * `rank:` (rank 0 when it has none); contiguous splits the gates in order
+ * over all ranks. Rank 0 always hosts the sentinel and data providers. */
+enum akk_placement { AKK_PLACE_EXPLICIT, AKK_PLACE_CONTIGUOUS };
 
 struct akk_data_spec {
 	char *format;			/* "idx" */
@@ -72,6 +78,7 @@ struct akk_spec {
 	enum akk_loss_kind loss;	/* default softmax_cross_entropy */
 	float huber_delta;		/* default 1 */
 	struct akk_mark loss_mark;
+	enum akk_placement placement;	/* network.placement, default explicit */
 	struct akk_optim_spec optim;	/* the global optimizer (required) */
 	struct akk_schedule_spec sched;
 	struct akk_output_spec out;
@@ -94,5 +101,11 @@ int akk_spec_parse(struct akk_spec *s, const char *text, size_t len,
 void akk_spec_release(struct akk_spec *s);
 
 const char *akk_mode_name(enum akk_mode m);
+
+/* The rank of every gate for a world of nranks processes (gate_rank has
+ * ngates entries). Fails, at the gate's line, when a gate is placed on a
+ * rank that does not exist. */
+int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,
+		   struct akk_err *e);
 
 #endif

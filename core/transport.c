@@ -7,6 +7,9 @@ int akk_transport_init(struct akk_transport *t, int nactors, int cap)
 {
 	t->boxes = calloc(nactors, sizeof(*t->boxes));
 	t->nactors = nactors;
+	t->actor_rank = NULL;
+	t->rank = 0;
+	t->link = NULL;
 	if (!t->boxes)
 		return -1;
 	for (int i = 0; i < nactors; i++)
@@ -27,6 +30,8 @@ void akk_transport_release(struct akk_transport *t)
 
 int akk_send(struct akk_transport *t, int to, const struct akk_msg *m)
 {
+	if (t->actor_rank && t->actor_rank[to] != t->rank)
+		return akk_mpi_post(t->link, to, m);
 	return akk_mailbox_send(&t->boxes[to], m);
 }
 

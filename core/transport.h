@@ -2,12 +2,14 @@
  *
  * Gate and sentinel code only ever calls akk_send/akk_recv with actor
  * numbers: 0 is the sentinel, 1..G the gates in order. The local transport
- * gives every actor a mailbox in this process; a later transport can carry
- * the same messages between processes (MPI ranks) by copying `n` floats of
- * `data` across, without touching gate logic. */
+ * gives every actor a mailbox in this process. Under MPI, actors placed on
+ * other ranks are reached through this rank's communication thread
+ * (transport_mpi.c), which carries each message and its `n` floats of
+ * `data` across; gate and sentinel code does not change. */
 #ifndef AKK_TRANSPORT_H
 #define AKK_TRANSPORT_H
 
+#include "err.h"
 #include "mailbox.h"
 
 enum akk_msg_kind {
@@ -17,6 +19,8 @@ enum akk_msg_kind {
 	AKK_MSG_SYNC,		/* barrier: downstream behind all earlier work */
 	AKK_MSG_INTERRUPT,	/* to the sentinel: stop cleanly */
 	AKK_MSG_STOP,		/* the actor leaves its loop */
+	AKK_MSG_SNAPSHOT,	/* to a gate on another rank: send your state */
+	AKK_MSG_STATE,		/* its reply to the sentinel (slot = the gate) */
 };
 
 struct akk_msg {
@@ -33,10 +37,35 @@ struct akk_msg {
 	long vmin, vmax;	/* VALIDATE: weight versions seen across the gates */
 };
 
+struct akk_mpi_link;
+
 struct akk_transport {
-	struct akk_mailbox *boxes;	/* one per actor */
+	struct akk_mailbox *boxes;	/* one per actor (only local ones used) */
 	int nactors;
+	/* Under MPI: the rank of every actor, this process's rank, and the
+	 * link that reaches the others. actor_rank NULL: all local. */
+	const int *actor_rank;
+	int rank;
+	struct akk_mpi_link *link;
 };
+
+/* What a link must know to receive a message's data into buffers of its
+ * own: per destination actor, floats per sample arriving forward (a gate's
+ * input, the sentinel's logits) and backward (a gate's output gradient),
+ * and the length of a gate's STATE; K training and V validation batches
+ * of up to max_batch samples in flight. */
+struct akk_link_plan {
+	int K, V, max_batch;
+	const long *fwd_width, *bwd_width, *state_len;	/* nactors each */
+};
+
+/* Start this rank's communication thread (MPI builds). */
+int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
+		       struct akk_err *e);
+/* Hand a message for an actor on another rank to the link. */
+int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m);
+/* Send what is queued, stop the thread, free the link. */
+void akk_mpi_link_stop(struct akk_transport *t);
 
 /* Mailboxes for nactors actors, each holding up to cap messages. */
 int akk_transport_init(struct akk_transport *t, int nactors, int cap);

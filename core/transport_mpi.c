@@ -1,0 +1,277 @@
+/* transport_mpi.c - messages between actors on different MPI ranks.
+ *
+ * One communication thread per rank makes every MPI call (the library
+ * needs only MPI_THREAD_SERIALIZED). Actors hand it messages for remote
+ * actors through its outbox; it sends each as a header (the message and
+ * its destination, tag HDR) followed, when it carries data, by the n floats
+ * straight from the sender's lent buffer (tag DATA). MPI keeps messages
+ * between two ranks with the same tag in order, so every edge stays FIFO.
+ * Incoming headers are matched with their data into receive buffers
+ * planned at start, chosen the way the local transport lends: a training
+ * batch's data goes to ring slot id % K, a validation batch's to its slot,
+ * a gate's STATE to that gate's buffer. The credit protocol guarantees a
+ * slot is free again before it is reused, so the receiver lends it to the
+ * local actor exactly as a local sender would. */
+#include "transport.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef AKK_MPI
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "tensor.h"
+
+enum { TAG_HDR = 71, TAG_DATA = 72, NREQ = 512 };
+
+struct out {
+	int to;
+	struct akk_msg m;
+};
+
+/* Receive slots of one kind for one actor: n slots of len floats. */
+struct slots {
+	float *buf;
+	long len;
+	int n;
+};
+
+struct akk_mpi_link {
+	struct akk_transport *t;
+	struct akk_mailbox outbox;	/* struct out, from local actors */
+	int K, V, nactors;
+	struct slots *fwd, *bwd, *val, *state;	/* per actor */
+	struct out hdr[NREQ];		/* headers in flight */
+	MPI_Request req[NREQ];		/* a header or a data send, or NULL */
+	int nfree, freelist[NREQ];
+	pthread_t thread;
+	atomic_int stop;
+};
+
+static int slots_alloc(struct slots *s, int n, long len)
+{
+	s->n = n;
+	s->len = len;
+	s->buf = n && len ? akk_alloc((size_t)n * len) : NULL;
+	return n && len && !s->buf ? -1 : 0;
+}
+
+static float *slot(const struct slots *s, long i, long need)
+{
+	if (!s->buf || need > s->len || i < 0)
+		return NULL;
+	return s->buf + (i % s->n) * s->len;
+}
+
+static int take_req(struct akk_mpi_link *l)
+{
+	while (!l->nfree) {	/* everything in flight: wait for one */
+		int i;
+		MPI_Waitany(NREQ, l->req, &i, MPI_STATUS_IGNORE);
+		if (i != MPI_UNDEFINED)
+			l->freelist[l->nfree++] = i;
+	}
+	return l->freelist[--l->nfree];
+}
+
+/* Return finished sends to the free list; 1 when none is left in flight. */
+static int reap(struct akk_mpi_link *l)
+{
+	int idx[NREQ], n;
+
+	if (MPI_Testsome(NREQ, l->req, &n, idx, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+	    n != MPI_UNDEFINED)
+		for (int k = 0; k < n; k++)
+			l->freelist[l->nfree++] = idx[k];
+	return l->nfree == NREQ;
+}
+
+static void send_out(struct akk_mpi_link *l, const struct out *o)
+{
+	int dest = l->t->actor_rank[o->to];
+	int h = take_req(l);
+
+	l->hdr[h] = *o;
+	MPI_Isend(&l->hdr[h], sizeof(struct out), MPI_BYTE, dest, TAG_HDR,
+		  MPI_COMM_WORLD, &l->req[h]);
+	if (o->m.n > 0) {
+		int d = take_req(l);
+		MPI_Isend((void *)o->m.data, (int)o->m.n, MPI_FLOAT, dest, TAG_DATA,
+			  MPI_COMM_WORLD, &l->req[d]);
+	}
+}
+
+static float *recv_buffer(struct akk_mpi_link *l, const struct out *o)
+{
+	const struct akk_msg *m = &o->m;
+
+	switch (m->kind) {
+	case AKK_MSG_FORWARD:
+		return slot(&l->fwd[o->to], m->id, m->n);
+	case AKK_MSG_BACKWARD:
+		return slot(&l->bwd[o->to], m->id, m->n);
+	case AKK_MSG_VALIDATE:
+		return slot(&l->val[o->to], m->slot, m->n);
+	case AKK_MSG_STATE:
+		return m->slot > 0 && m->slot < l->nactors ?
+			slot(&l->state[m->slot], 0, m->n) : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* Take one message whose header is waiting from src; deliver it. */
+static int receive(struct akk_mpi_link *l, int src)
+{
+	struct out o;
+	float *buf = NULL;
+
+	MPI_Recv(&o, sizeof(o), MPI_BYTE, src, TAG_HDR, MPI_COMM_WORLD,
+		 MPI_STATUS_IGNORE);
+	if (o.to < 0 || o.to >= l->nactors || l->t->actor_rank[o.to] != l->t->rank)
+		return -1;
+	if (o.m.n > 0) {
+		if (!(buf = recv_buffer(l, &o)))
+			return -1;
+		MPI_Recv(buf, (int)o.m.n, MPI_FLOAT, src, TAG_DATA, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+	}
+	o.m.data = buf;
+	return akk_mailbox_send(&l->t->boxes[o.to], &o.m);
+}
+
+static void *link_main(void *arg)
+{
+	struct akk_mpi_link *l = arg;
+	struct timespec nap = { 0, 10000 };	/* 10 us when idle */
+
+	for (;;) {
+		struct out o;
+		MPI_Status st;
+		int idle = 1, flag = 0, rc;
+
+		while ((rc = akk_mailbox_tryrecv(&l->outbox, &o)) == 0) {
+			send_out(l, &o);
+			idle = 0;
+		}
+		MPI_Iprobe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &st);
+		if (flag) {
+			if (receive(l, st.MPI_SOURCE)) {
+				/* a message this rank cannot take: the job is broken */
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			}
+			idle = 0;
+		}
+		if (reap(l) && (rc < 0 || atomic_load(&l->stop)) && !flag)
+			break;
+		if (idle)
+			nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
+		       struct akk_err *e)
+{
+	struct akk_mpi_link *l = calloc(1, sizeof(*l));
+	int n = t->nactors, fail = 0;
+
+	if (!l)
+		return akk_err_set(e, "out of memory");
+	l->t = t;
+	l->K = p->K;
+	l->V = p->V;
+	l->nactors = n;
+	l->fwd = calloc(n, sizeof(*l->fwd));
+	l->bwd = calloc(n, sizeof(*l->bwd));
+	l->val = calloc(n, sizeof(*l->val));
+	l->state = calloc(n, sizeof(*l->state));
+	fail = !l->fwd || !l->bwd || !l->val || !l->state ||
+	       akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n));
+	for (int a = 0; !fail && a < n; a++) {
+		if (t->actor_rank[a] != t->rank)
+			continue;	/* nothing arrives here for it */
+		fail = slots_alloc(&l->fwd[a], p->K, p->fwd_width[a] * p->max_batch) ||
+		       slots_alloc(&l->bwd[a], p->K, p->bwd_width[a] * p->max_batch) ||
+		       slots_alloc(&l->val[a], p->V, p->fwd_width[a] * p->max_batch);
+	}
+	/* rank 0's sentinel gathers every remote gate's state */
+	for (int a = 1; !fail && a < n; a++)
+		if (t->rank == 0 && t->actor_rank[a] != 0)
+			fail = slots_alloc(&l->state[a], 1, p->state_len[a]);
+	for (int i = 0; i < NREQ; i++) {
+		l->req[i] = MPI_REQUEST_NULL;
+		l->freelist[i] = i;
+	}
+	l->nfree = NREQ;
+	t->link = l;
+	if (fail || pthread_create(&l->thread, NULL, link_main, l)) {
+		t->link = NULL;
+		for (int a = 0; a < n; a++) {
+			if (l->fwd) akk_free(l->fwd[a].buf);
+			if (l->bwd) akk_free(l->bwd[a].buf);
+			if (l->val) akk_free(l->val[a].buf);
+			if (l->state) akk_free(l->state[a].buf);
+		}
+		free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+		akk_mailbox_release(&l->outbox);
+		free(l);
+		return akk_err_set(e, "cannot start the MPI communication thread");
+	}
+	return 0;
+}
+
+int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
+{
+	struct out o = { to, *m };
+
+	return l ? akk_mailbox_send(&l->outbox, &o) : -1;
+}
+
+void akk_mpi_link_stop(struct akk_transport *t)
+{
+	struct akk_mpi_link *l = t->link;
+
+	if (!l)
+		return;
+	atomic_store(&l->stop, 1);
+	pthread_join(l->thread, NULL);
+	for (int a = 0; a < l->nactors; a++) {
+		akk_free(l->fwd[a].buf);
+		akk_free(l->bwd[a].buf);
+		akk_free(l->val[a].buf);
+		akk_free(l->state[a].buf);
+	}
+	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+	akk_mailbox_release(&l->outbox);
+	free(l);
+	t->link = NULL;
+}
+
+#else	/* no MPI */
+
+int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
+		       struct akk_err *e)
+{
+	(void)t;
+	(void)p;
+	return akk_err_set(e, "this akkctl was built without MPI; rebuild with 'make MPI=1'");
+}
+
+int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
+{
+	(void)l;
+	(void)to;
+	(void)m;
+	return -1;
+}
+
+void akk_mpi_link_stop(struct akk_transport *t)
+{
+	(void)t;
+}
+
+#endif

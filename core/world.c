@@ -1,0 +1,83 @@
+/* world.c - MPI start and end, or nothing in a build without MPI. */
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef AKK_MPI
+#include <mpi.h>
+#endif
+
+int akk_world_launched(void)
+{
+	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+	       getenv("PMIX_RANK");
+}
+
+int akk_world_available(void)
+{
+#ifdef AKK_MPI
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+int akk_world_init(struct akk_world *w, int *argc, char ***argv,
+		   struct akk_err *e)
+{
+	memset(w, 0, sizeof(*w));
+	w->size = w->local_size = 1;
+#ifdef AKK_MPI
+	int provided;
+	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+
+	if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+		return akk_err_set(e, "cannot start MPI");
+	if (provided < MPI_THREAD_SERIALIZED) {
+		MPI_Finalize();
+		return akk_err_set(e, "the MPI library does not support threads (MPI_THREAD_SERIALIZED)");
+	}
+	w->active = 1;
+	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+	w->local_size = local ? atoi(local) : 1;
+	if (w->local_size < 1)
+		w->local_size = 1;
+	return 0;
+#else
+	(void)argc;
+	(void)argv;
+	return akk_err_set(e, "this akkctl was built without MPI; rebuild with 'make MPI=1' (needs libopenmpi-dev)");
+#endif
+}
+
+void akk_world_finalize(struct akk_world *w)
+{
+#ifdef AKK_MPI
+	if (w->active)
+		MPI_Finalize();
+#endif
+	w->active = 0;
+}
+
+void akk_world_abort(struct akk_world *w, int code)
+{
+#ifdef AKK_MPI
+	if (w->active)
+		MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+	(void)w;
+	(void)code;
+}
+
+int akk_world_bcast(struct akk_world *w, long *v, int n)
+{
+#ifdef AKK_MPI
+	if (w->active)
+		return MPI_Bcast(v, n, MPI_LONG, 0, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+#endif
+	(void)w;
+	(void)v;
+	(void)n;
+	return 0;
+}
