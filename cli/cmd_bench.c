@@ -416,9 +416,13 @@ int cmd_bench(int argc, char **argv)
 	if (cf)
 		fprintf(cf, "mode,scope,samples_per_second,seconds_per_epoch_median,seconds_min,seconds_max,gflops,cpu_utilisation,peak_rss_mb,busy_share,mean_mailbox_depth\n");
 	for (int i = 0; i < nmodes; i++) {
-		long cap = trace ? (akk_batches_per_epoch(train.n, s.sched.batch_size) +
-				    (val.n ? akk_batches_per_epoch(val.n, s.sched.batch_size) : 0)) *
-					   (long)(epochs + 1) * 4 + 64 : 0;
+		long per = akk_batches_per_epoch(train.n, s.sched.batch_size) +
+			   (val.n ? akk_batches_per_epoch(val.n, s.sched.batch_size) : 0);
+		/* events per actor: a few per batch, over the epochs run (with
+		 * --steps, the epochs those steps span) plus wheels' final pass */
+		long spans = steps ? steps / akk_batches_per_epoch(train.n, s.sched.batch_size) + 2 :
+				     epochs + 1;
+		long cap = trace ? per * spans * 4 + 64 : 0;
 		runs[i].steps_limit = steps;
 		if (run_mode(&runs[i], &m, &train, val.n ? &val : NULL,
 			     steps ? MAX_EPOCHS : epochs,

@@ -275,6 +275,9 @@ int cmd_train(int argc, char **argv)
 	else
 		counts[0] = (long)train.n;
 	counts[1] = (long)val.n;
+	if (counts[0] >= 0 && world.rank == 0 &&
+	    akk_run_check_data(&m, &train, have_val ? &val : NULL, &e))
+		counts[0] = -1;	/* bad input: every rank exits 2 */
 	if (akk_world_bcast(&world, counts, 2)) {
 		akk_err_set(&e, "cannot broadcast the sample counts");
 		goto report;
@@ -329,10 +332,10 @@ int cmd_train(int argc, char **argv)
 				akk_cores() / world.local_size > 1 ?
 				akk_cores() / world.local_size : 1;
 		ui.tty = isatty(2);
-		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e)) {
-			rc = EXIT_USAGE;
+		/* the data was checked above: what fails here is the run's
+		 * own setup (memory, threads, the metrics file) */
+		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e))
 			goto report;
-		}
 		run_ready = 1;
 	}
 	if (resume) {
@@ -355,6 +358,13 @@ int cmd_train(int argc, char **argv)
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
 			train.n, have_val ? val.n : 0, run.blas_threads,
 			run.blas_threads == 1 ? "" : "s");
+		if (gate_rank) {
+			fprintf(stderr, "placement: ");
+			for (int i = 0; i < m.ngates; i++)
+				fprintf(stderr, "%sgate %d on rank %d", i ? ", " : "",
+					i + 1, gate_rank[i]);
+			fprintf(stderr, " (%d ranks; rank 0 runs the sentinel)\n", world.size);
+		}
 	}
 	if (signals_start(&run, &sigthread)) {
 		akk_err_set(&e, "cannot start the signal thread: %s", strerror(errno));

@@ -7,10 +7,10 @@
 
 #include "metrics.h"
 
-static int check_data(const struct akk_run *r, const struct akk_dataset *d,
-		      const char *what, const char *path, struct akk_err *e)
+static int check_one(const struct akk_model *m, const struct akk_dataset *d,
+		     const char *what, const char *path, struct akk_err *e)
 {
-	const struct akk_spec *s = r->spec;
+	const struct akk_spec *s = m->spec;
 	long in = akk_shape_size(s->input);
 	char shape[64];
 
@@ -20,13 +20,22 @@ static int check_data(const struct akk_run *r, const struct akk_dataset *d,
 				  "%s images have %zu values each, but network.input %s needs %ld",
 				  what, d->images.item, shape, in);
 	}
-	if (d->classes > r->model->classes)
+	if (d->classes > m->classes)
 		return akk_err_at(e, path, 0, 0,
 				  "%s labels go up to %d, but the network outputs %d classes",
-				  what, d->classes - 1, r->model->classes);
+				  what, d->classes - 1, m->classes);
 	if (!d->n)
 		return akk_err_at(e, path, 0, 0, "%s set is empty", what);
 	return 0;
+}
+
+int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *train,
+		       const struct akk_dataset *val, struct akk_err *e)
+{
+	const struct akk_data_spec *ds = &m->spec->data;
+
+	return check_one(m, train, "training", ds->train_images, e) ||
+	       (val && check_one(m, val, "validation", ds->val_images, e)) ? -1 : 0;
 }
 
 /* Under MPI: who runs where, and the link to the other ranks. */
@@ -79,8 +88,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->per_epoch = akk_batches_per_epoch(train->n, bs);
 	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
 	r->root = !cfg->gate_rank || cfg->rank == 0;
-	if (r->root && (check_data(r, train, "training", s->data.train_images, e) ||
-			(val && check_data(r, val, "validation", s->data.val_images, e))))
+	if (r->root && akk_run_check_data(m, train, val, e))
 		goto fail;
 	/* One busy gate in flip-flop may use every core; pipelined gates
 	 * compute at once, so each gets one. OpenBLAS itself stays on one

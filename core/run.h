@@ -128,6 +128,11 @@ struct akk_run {
 	int root;		/* this process runs the sentinel */
 };
 
+/* Whether the data fits the network (values per sample, label range, not
+ * empty); akk_run_init checks it too, but a caller may want to tell bad
+ * input from a runtime failure. */
+int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *train,
+		       const struct akk_dataset *val, struct akk_err *e);
 int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		 const struct akk_dataset *train, const struct akk_dataset *val,
 		 const struct akk_run_config *cfg, struct akk_err *e);

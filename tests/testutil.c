@@ -172,3 +172,25 @@ void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
 		d->images.data[i * item + 1] = (i >> 8) & 255;
 	}
 }
+
+void tu_write_idx(const char *path, const struct akk_dataset *d, int images)
+{
+	const struct akk_idx *x = images ? &d->images : &d->labels;
+	size_t hdr = 4 + 4 * (size_t)x->rank, len = x->count * x->item;
+	unsigned char *buf = malloc(hdr + len);
+
+	assert_non_null(buf);
+	buf[0] = buf[1] = 0;
+	buf[2] = 0x08;
+	buf[3] = (unsigned char)x->rank;
+	for (int i = 0; i < x->rank; i++) {
+		uint32_t v = x->dims[i];
+		buf[4 + 4 * i] = v >> 24;
+		buf[5 + 4 * i] = v >> 16;
+		buf[6 + 4 * i] = v >> 8;
+		buf[7 + 4 * i] = v;
+	}
+	memcpy(buf + hdr, x->data, len);
+	assert_int_equal(tu_write_file(path, buf, hdr + len), 0);
+	free(buf);
+}

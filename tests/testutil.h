@@ -35,4 +35,7 @@ void tu_fill(float *x, size_t n, float lo, float hi, uint32_t seed);
 void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
 		uint32_t seed);
 
+/* Write d's images (images != 0) or labels as an IDX file at path. */
+void tu_write_idx(const char *path, const struct akk_dataset *d, int images);
+
 #endif
