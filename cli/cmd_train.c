@@ -201,6 +201,7 @@ int cmd_train(int argc, char **argv)
 	char mode_set[64], epochs_set[64], metrics[1200];
 	const char *out = NULL, *resume = NULL;
 	struct train_ui ui = { 0 };
+	int user_quiet;
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
@@ -264,6 +265,7 @@ int cmd_train(int argc, char **argv)
 		free(s.out.dir);
 		s.out.dir = strdup(out);
 	}
+	user_quiet = ui.quiet;
 	if (akk_model_plan(&m, &s, &e) || start_world(&s, &world, &gate_rank, &e))
 		goto report;
 	/* Rank 0 reads the data; the others need only the sample counts. */
@@ -373,6 +375,14 @@ int cmd_train(int argc, char **argv)
 	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
 	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
 	signals_stop(sigthread);
+	if (gate_rank && !user_quiet) {
+		/* rank 0 knows where training stopped; the others ran to the end */
+		long msgs, bytes, steps = world.rank == 0 ? run.pos.id - ck.pos.id :
+			(long)(s.sched.epochs - ck.pos.epoch) * run.per_epoch - ck.pos.index;
+		akk_mpi_link_stats(&run.tr, &msgs, &bytes);
+		fprintf(stderr, "rank %d: sent %ld messages, %ld bytes: %.0f bytes per training step\n",
+			world.rank, msgs, bytes, steps > 0 ? (double)bytes / steps : 0.0);
+	}
 	if (rc == EXIT_RUNTIME)
 		goto report;
 	/* Every thread has stopped: the final state, complete or interrupted

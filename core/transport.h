@@ -66,6 +66,10 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m);
 /* Send what is queued, stop the thread, free the link. */
 void akk_mpi_link_stop(struct akk_transport *t);
+/* What this rank's link has sent so far: messages and bytes (headers and
+ * data). Zero without a link. */
+void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
+			long *bytes);
 
 /* Mailboxes for nactors actors, each holding up to cap messages. */
 int akk_transport_init(struct akk_transport *t, int nactors, int cap);

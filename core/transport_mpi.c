@@ -49,6 +49,7 @@ struct akk_mpi_link {
 	int nfree, freelist[NREQ];
 	pthread_t thread;
 	atomic_int stop;
+	atomic_long sent_msgs, sent_bytes;	/* written by the thread */
 };
 
 static int slots_alloc(struct slots *s, int n, long len)
@@ -97,6 +98,9 @@ static void send_out(struct akk_mpi_link *l, const struct out *o)
 	l->hdr[h] = *o;
 	MPI_Isend(&l->hdr[h], sizeof(struct out), MPI_BYTE, dest, TAG_HDR,
 		  MPI_COMM_WORLD, &l->req[h]);
+	atomic_fetch_add(&l->sent_msgs, 1);
+	atomic_fetch_add(&l->sent_bytes, (long)sizeof(struct out) +
+			 (o->m.n > 0 ? o->m.n * (long)sizeof(float) : 0));
 	if (o->m.n > 0) {
 		int d = take_req(l);
 		MPI_Isend((void *)o->m.data, (int)o->m.n, MPI_FLOAT, dest, TAG_DATA,
@@ -251,7 +255,23 @@ void akk_mpi_link_stop(struct akk_transport *t)
 	t->link = NULL;
 }
 
+void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
+			long *bytes)
+{
+	struct akk_mpi_link *l = t->link;
+
+	*messages = l ? atomic_load(&l->sent_msgs) : 0;
+	*bytes = l ? atomic_load(&l->sent_bytes) : 0;
+}
+
 #else	/* no MPI */
+
+void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
+			long *bytes)
+{
+	(void)t;
+	*messages = *bytes = 0;
+}
 
 int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       struct akk_err *e)
