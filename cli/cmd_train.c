@@ -148,8 +148,14 @@ static int start_world(const struct akk_spec *s, struct akk_world *w,
 
 	memset(w, 0, sizeof(*w));
 	w->size = w->local_size = 1;
-	for (int i = 0; i < s->ngates; i++)
+	for (int i = 0; i < s->ngates; i++) {
 		remote |= s->gates[i].rank > 0;
+		if (s->sched.data_parallel && s->gates[i].rank >= 0)
+			return akk_err_at(e, s->path, s->gates[i].mark.line,
+					  s->gates[i].mark.col,
+					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
+					  i + 1);
+	}
 	if (!akk_world_launched()) {
 		int *one = calloc(s->ngates, sizeof(int));
 		/* names the gate and says to start the ranks with mpirun */
@@ -159,8 +165,8 @@ static int start_world(const struct akk_spec *s, struct akk_world *w,
 	}
 	if (akk_world_init(w, NULL, NULL, e))
 		return -1;
-	if (w->size == 1)
-		return 0;
+	if (w->size == 1 || s->sched.data_parallel)
+		return 0;	/* one process, or every gate on every rank */
 	if (!(*gate_rank = calloc(s->ngates, sizeof(int))))
 		return akk_err_set(e, "out of memory");
 	return akk_spec_place(s, w->size, *gate_rank, e);
@@ -209,7 +215,7 @@ int cmd_train(int argc, char **argv)
 	struct akk_err e = { 0 };
 	struct akk_checkpoint ck = { 0 };
 	struct akk_world world = { 0 };
-	int *gate_rank = NULL;
+	int *gate_rank = NULL, dp = 0;
 	long counts[3];
 	char ckpath[1200], *cfgdir;
 	pthread_t sigthread;
@@ -268,8 +274,15 @@ int cmd_train(int argc, char **argv)
 	user_quiet = ui.quiet;
 	if (akk_model_plan(&m, &s, &e) || start_world(&s, &world, &gate_rank, &e))
 		goto report;
-	/* Rank 0 reads the data; the others need only the sample counts. */
+	/* Rank 0 reads the data; in a pipeline the others need only the
+	 * sample counts, with data parallelism each reads its own. */
+	dp = s.sched.data_parallel && world.size > 1;
 	have_val = s.data.val_images != NULL;
+	if (dp && world.rank != 0 &&
+	    akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e)) {
+		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
+		goto report;
+	}
 	if (world.rank == 0 &&
 	    (akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
 	     (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))))
@@ -290,8 +303,10 @@ int cmd_train(int argc, char **argv)
 		goto out;	/* rank 0 reports it */
 	}
 	if (world.rank != 0) {
-		train.n = (size_t)counts[0];
+		if (!dp)
+			train.n = (size_t)counts[0];
 		val.n = (size_t)counts[1];
+		have_val = have_val && !dp;	/* rank 0 alone validates */
 		ui.quiet = 1;
 	}
 	if (resume && (ckpt_resolve(resume, ckpath, sizeof(ckpath), &e) ||
@@ -324,9 +339,10 @@ int cmd_train(int argc, char **argv)
 			.mode = s.sched.mode, .epochs = s.sched.epochs,
 			.blas_threads = s.sched.threads,
 			.metrics_path = world.rank == 0 ? metrics : NULL,
-			.obs = { &ui, progress, epoch_end },
+			.obs = { &ui, progress, world.rank == 0 ? epoch_end : NULL },
 			.start = ck.pos,
 			.rank = world.rank, .gate_rank = gate_rank,
+			.shards = dp ? world.size : 1,
 		};
 		/* Ranks on one machine share its cores. */
 		if (!cfg.blas_threads && world.local_size > 1)
@@ -360,6 +376,9 @@ int cmd_train(int argc, char **argv)
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
 			train.n, have_val ? val.n : 0, run.blas_threads,
 			run.blas_threads == 1 ? "" : "s");
+		if (dp)
+			fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
+				world.size, s.sched.batch_size, s.sched.batch_size * world.size);
 		if (gate_rank) {
 			fprintf(stderr, "placement: ");
 			for (int i = 0; i < m.ngates; i++)

@@ -55,26 +55,33 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
 	}
 }
 
-void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
-		    const uint32_t *perm, long index, int bs,
-		    const struct akk_pixel_map *map)
+void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
+			  const uint32_t *perm, size_t start, int count,
+			  int last, const struct akk_pixel_map *map)
 {
 	size_t item = d->images.item;
-	size_t start = (size_t)index * bs;
-	int B = start + bs <= d->n ? bs : (int)(d->n - start);
 
-	for (int j = 0; j < B; j++) {
+	for (int j = 0; j < count; j++) {
 		size_t s = perm ? perm[start + j] : start + j;
 		const uint8_t *px = d->images.data + s * item;
 		float *x = b->x + (size_t)j * item;
-
 		float a = map->a, c = map->b;
 
 		for (size_t k = 0; k < item; k++)
 			x[k] = (float)px[k] * a + c;
 		b->labels[j] = d->labels.data[s];
 	}
-	b->B = B;
+	b->B = count;
+	b->last = last;
+}
+
+void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
+		    const uint32_t *perm, long index, int bs,
+		    const struct akk_pixel_map *map)
+{
+	size_t start = (size_t)index * bs;
+	int B = start + bs <= d->n ? bs : (int)(d->n - start);
+
+	akk_batch_fill_range(b, d, perm, start, B, start + B >= d->n, map);
 	b->index = index;
-	b->last = start + B >= d->n;
 }

@@ -42,6 +42,11 @@ void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d);
 long akk_batches_per_epoch(size_t n, int bs);
 /* perm = a fresh permutation of 0..n-1 for `epoch`, from seed alone. */
 void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch);
+/* Fill the `count` samples at positions start.. of the order perm (NULL:
+ * file order) into b; last marks the epoch's last batch. */
+void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
+			  const uint32_t *perm, size_t start, int count,
+			  int last, const struct akk_pixel_map *map);
 /* Fill batch `index` (batch size bs) of an epoch from d in the order perm
  * (NULL: in file order). */
 void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,

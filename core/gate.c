@@ -50,7 +50,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	g->steps_per_epoch = steps_per_epoch;
 	g->epochs = epochs;
 	g->params = akk_alloc(p->nparams);
-	g->grads = akk_alloc(p->nparams);
+	g->grads = akk_alloc(p->nparams + 1);	/* +1: a sample count (run.c) */
 	g->state = akk_alloc(p->nstate);
 	g->opt = akk_alloc(p->nparams * per);
 	g->work = akk_alloc(p->work * max_batch);

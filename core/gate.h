@@ -34,7 +34,9 @@ struct akk_gate {
 	const struct akk_gate_plan *plan;	/* not owned */
 	int max_batch;
 	float *params;		/* (nparams) */
-	float *grads;		/* (nparams) accumulated by backward, zeroed by step */
+	float *grads;		/* (nparams + 1) accumulated by backward, zeroed by
+				 * step; the extra float carries a sample count
+				 * in data-parallel reductions */
 	float *state;		/* (nstate) batchnorm running statistics */
 	float *opt;		/* (nparams * per-param state) optimizer moments */
 	float *work;		/* (max_batch, plan->work) layer scratch */

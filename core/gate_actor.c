@@ -16,6 +16,30 @@ static int fail(struct akk_run *r, struct akk_err *e)
 	return -1;
 }
 
+/* Data parallelism: the gradient of the whole batch from every rank's
+ * slice. Each rank's gradient is the mean over its B samples; scaled by B,
+ * summed over the ranks in one buffer with the counts in its last float,
+ * and divided by the total, it is the mean over the whole batch, partial
+ * last batches included. */
+static int reduce(struct akk_gate_actor *a, int B, struct akk_err *e)
+{
+	struct akk_gate *g = &a->gate;
+	size_t n = g->plan->nparams;
+	float total;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		g->grads[i] *= (float)B;
+	g->grads[n] = (float)B;
+	if (akk_mpi_allreduce(&a->run->tr, a->self - 1, g->grads, (int)n + 1, 0))
+		return akk_err_set(e, "gate %d: the gradient reduction failed", a->self);
+	total = g->grads[n];
+	for (size_t i = 0; i < n; i++)
+		g->grads[i] /= total;
+	return 0;
+}
+
 static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		  int *backward_state)
 {
@@ -62,6 +86,8 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		if (akk_send(&r->tr, up, &o))
 			return -1;
 		t0 = akk_now();
+		if (r->shards > 1 && reduce(a, m->B, &e))
+			return fail(r, &e);
 		if (akk_gate_step(g, &e))
 			return fail(r, &e);
 		akk_trace_add(&a->trace, AKK_TRACE_OPTIMIZER, m->id, t0, akk_now());

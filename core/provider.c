@@ -7,14 +7,17 @@
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      const struct akk_data_spec *ds, int shuffle,
 		      uint64_t seed, int bs, size_t in, int classes,
-		      int npool, int epoch, long index, struct akk_err *e)
+		      int npool, int epoch, long index, int shards, int shard,
+		      struct akk_err *e)
 {
 	memset(p, 0, sizeof(*p));
 	p->data = d;
 	p->shuffle = shuffle;
 	p->seed = seed;
 	p->bs = bs;
-	p->per_epoch = akk_batches_per_epoch(d->n, bs);
+	p->shards = shards > 1 ? shards : 1;
+	p->shard = shards > 1 ? shard : 0;
+	p->per_epoch = akk_batches_per_epoch(d->n, bs * p->shards);
 	p->epoch = epoch;
 	p->index = index;
 	p->npool = npool;
@@ -45,7 +48,14 @@ static void *provider_main(void *arg)
 	struct akk_batch *b;
 
 	while (!akk_mailbox_recv(&p->free, &b)) {
-		akk_batch_fill(b, p->data, p->perm, p->index, p->bs, &p->map);
+		size_t span = (size_t)p->bs * p->shards, lo = p->index * span;
+		size_t len = lo + span <= p->data->n ? span : p->data->n - lo;
+		size_t a = lo + len * p->shard / p->shards;
+		size_t z = lo + len * (p->shard + 1) / p->shards;
+
+		akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
+				     p->index + 1 == p->per_epoch, &p->map);
+		b->index = p->index;
 		b->epoch = p->epoch;
 		if (++p->index == p->per_epoch) {
 			p->index = 0;

@@ -25,17 +25,22 @@ struct akk_provider {
 	struct akk_batch *pool;		/* npool batches */
 	int npool;
 	struct akk_mailbox free, ready;	/* of struct akk_batch * */
+	int shards, shard;		/* data parallelism: this rank's slice of
+					 * every batch of shards * bs samples */
 	int epoch;			/* position of the next batch to fill */
 	long index;
 	pthread_t thread;
 	int started;
 };
 
-/* Stream starting at batch `index` of `epoch`. */
+/* Stream starting at batch `index` of `epoch`. With shards > 1, batch i
+ * of an epoch is this shard's even slice of samples [i*shards*bs,
+ * (i+1)*shards*bs) of the epoch's order, the same on every rank. */
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      const struct akk_data_spec *ds, int shuffle,
 		      uint64_t seed, int bs, size_t in, int classes,
-		      int npool, int epoch, long index, struct akk_err *e);
+		      int npool, int epoch, long index, int shards, int shard,
+		      struct akk_err *e);
 int akk_provider_start(struct akk_provider *p, struct akk_err *e);
 /* The next batch, in stream order; NULL once stopped. */
 struct akk_batch *akk_provider_next(struct akk_provider *p);

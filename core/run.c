@@ -59,8 +59,10 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 	}
 	r->tr.actor_rank = r->actor_rank;
 	r->tr.rank = r->cfg.rank;
-	struct akk_link_plan plan = { r->K, r->V, m->spec->sched.batch_size,
-				      w, w + n, w + 2 * n };
+	struct akk_link_plan plan = { .K = r->K, .V = r->V,
+				      .max_batch = m->spec->sched.batch_size,
+				      .fwd_width = w, .bwd_width = w + n,
+				      .state_len = w + 2 * n };
 	rc = akk_mpi_link_start(&r->tr, &plan, e);
 	free(w);
 	return rc;
@@ -85,7 +87,14 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->pos = cfg->start;
 	r->K = wheels ? s->sched.conc_train : 1;
 	r->V = s->sched.conc_val;
-	r->per_epoch = akk_batches_per_epoch(train->n, bs);
+	r->shards = cfg->shards > 1 ? cfg->shards : 1;
+	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
+	if (r->shards > 1 &&
+	    train->n - (size_t)(r->per_epoch - 1) * bs * r->shards < (size_t)r->shards) {
+		akk_err_set(e, "data parallel over %d ranks: the last batch of each epoch would leave a rank without samples; change schedule.batch_size",
+			    r->shards);
+		goto fail;
+	}
 	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
 	r->root = !cfg->gate_rank || cfg->rank == 0;
 	if (r->root && akk_run_check_data(m, train, val, e))
@@ -125,11 +134,12 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	}
 	if (r->root && akk_provider_init(&r->tprov, train, &s->data, 1, s->seed,
 					 bs, in, m->classes, r->K + 2,
-					 cfg->start.epoch, cfg->start.index, e))
+					 cfg->start.epoch, cfg->start.index,
+					 r->shards, cfg->rank, e))
 		goto fail;
 	if (r->root && val &&
 	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
-			      m->classes, r->V + 2, 0, 0, e))
+			      m->classes, r->V + 2, 0, 0, 1, 0, e))
 		goto fail;
 	/* Per gate at most K forwards, K backwards, V validations and a
 	 * SYNC in flight, plus an INTERRUPT or STOP. */
@@ -139,6 +149,13 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	}
 	if (cfg->gate_rank && start_link(r, e))
 		goto fail;
+	if (r->shards > 1) {
+		/* a reduction channel per gate, and one for the metrics */
+		struct akk_link_plan plan = { .K = r->K, .V = r->V, .max_batch = bs,
+					      .channels = G + 1 };
+		if (akk_mpi_link_start(&r->tr, &plan, e))
+			goto fail;
+	}
 	if (cfg->trace_events > 0) {
 		for (int i = 0; i <= G; i++) {
 			struct akk_trace *t = i < G ? &r->gates[i].trace : &r->sentinel_trace;

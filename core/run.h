@@ -84,6 +84,10 @@ struct akk_run_config {
 	 * only their sample counts (n). */
 	int rank;
 	const int *gate_rank;
+	/* Data parallelism (schedule.parallel: data): shards ranks each run
+	 * the whole network on their slice of every batch and sum the gates'
+	 * gradients before each step; 0 or 1: off. */
+	int shards;
 	struct akk_observer obs;
 };
 
@@ -108,6 +112,7 @@ struct akk_run {
 	const struct akk_dataset *train, *val;	/* val may be NULL */
 	struct akk_run_config cfg;
 	int K, V;		/* training / validation batches in flight */
+	int shards;		/* ranks sharing every batch (data parallelism) */
 	long per_epoch, val_batches;
 	struct akk_gate_actor *gates;	/* ngates */
 	struct akk_provider tprov, vprov;

@@ -342,6 +342,17 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 		}
 		r->pos = (struct akk_position){ epoch + 1, 0, next_id, 0, 0, 0, 0 };
 		r->epochs_done = epoch + 1;
+		if (r->shards > 1) {
+			/* the epoch's training metrics over every rank's slices */
+			double sums[3] = { ph.loss_sum, (double)ph.correct, (double)ph.samples };
+			if (akk_mpi_allreduce(&r->tr, r->model->ngates, sums, 3, 1)) {
+				akk_err_set(e, "the metrics reduction failed");
+				goto fail;
+			}
+			ph.loss_sum = sums[0];
+			ph.correct = (long)sums[1];
+			ph.samples = (long)sums[2];
+		}
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
 			goto fail;
 	}

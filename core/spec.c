@@ -1182,6 +1182,23 @@ static int h_mode(struct ctx *c, const struct key *k,
 	return 0;
 }
 
+static const char *const parallel_names[] = { "pipeline", "data", NULL };
+
+static int h_parallel(struct ctx *c, const struct key *k,
+		      const struct section *sec, yaml_node_t *key,
+		      yaml_node_t *val)
+{
+	struct akk_schedule_spec *sc = sec->obj;
+	int kind;
+
+	(void)k;
+	(void)key;
+	if (find_name(c, "'parallel'", val, parallel_names, "parallel", &kind))
+		return -1;
+	sc->data_parallel = kind == 1;
+	return 0;
+}
+
 #define SCHED_INT(key, field, fl, lo, hi)                                    \
 	{ key, YAML_SCALAR_NODE, h_int, "an integer",                        \
 	  offsetof(struct akk_schedule_spec, field), fl, lo, hi, 0 }
@@ -1213,6 +1230,7 @@ static const struct key sched_keys[] = {
 	{ "weight_stashing", YAML_SCALAR_NODE, h_bool, "true or false",
 	  offsetof(struct akk_schedule_spec, stashing), 0, 0, 0, 0 },
 	SCHED_INT("threads", threads, F_LO | F_HI, 0, 256),
+	{ "parallel", YAML_NO_NODE, h_parallel, "a name", 0, 0, 0, 0, 0 },
 	LEND,
 };
 

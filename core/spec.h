@@ -55,6 +55,9 @@ struct akk_schedule_spec {
 	int conc_val;			/* concurrency.validation, default 1 */
 	int stashing;			/* weight_stashing, default 1 */
 	int threads;			/* BLAS threads; 0 = automatic */
+	int data_parallel;		/* parallel: data (under mpirun: one whole
+					 * pipeline per rank, gradients averaged);
+					 * default pipeline */
 	struct akk_mark mark;
 };
 

@@ -56,7 +56,9 @@ struct akk_transport {
  * of up to max_batch samples in flight. */
 struct akk_link_plan {
 	int K, V, max_batch;
-	const long *fwd_width, *bwd_width, *state_len;	/* nactors each */
+	const long *fwd_width, *bwd_width, *state_len;	/* nactors each;
+							 * NULL: no remote actors */
+	int channels;		/* reduction channels (data parallelism) */
 };
 
 /* Start this rank's communication thread (MPI builds). */
@@ -66,6 +68,12 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m);
 /* Send what is queued, stop the thread, free the link. */
 void akk_mpi_link_stop(struct akk_transport *t);
+/* Data parallelism: sum n values (floats, or doubles when dbl) over every
+ * rank, in place, on reduction channel `chan` (one per gate and one for
+ * the sentinel, so that reductions running at once never cross). Blocks
+ * the calling thread while the communication thread makes the MPI call. */
+int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
+		      int dbl);
 /* What this rank's link has sent so far: messages and bytes (headers and
  * data). Zero without a link. */
 void akk_mpi_link_stats(const struct akk_transport *t, long *messages,

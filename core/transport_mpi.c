@@ -39,9 +39,23 @@ struct slots {
 	int n;
 };
 
+/* One reduction a thread waits for; lives on the caller's stack. */
+struct reduce {
+	void *buf;
+	int n, dbl, chan;
+	MPI_Request req;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+};
+
 struct akk_mpi_link {
 	struct akk_transport *t;
 	struct akk_mailbox outbox;	/* struct out, from local actors */
+	struct akk_mailbox reduces;	/* struct reduce *, from local threads */
+	MPI_Comm *comms;		/* one per reduction channel */
+	struct reduce **active;		/* in flight, one per channel at most */
+	int channels;
 	int K, V, nactors;
 	struct slots *fwd, *bwd, *val, *state;	/* per actor */
 	struct out hdr[NREQ];		/* headers in flight */
@@ -147,6 +161,38 @@ static int receive(struct akk_mpi_link *l, int src)
 	return akk_mailbox_send(&l->t->boxes[o.to], &o.m);
 }
 
+/* Start waiting reductions; finish those MPI has completed. Returns the
+ * number still in flight. */
+static int reductions(struct akk_mpi_link *l, int *idle)
+{
+	struct reduce *q;
+	int busy = 0;
+
+	while (akk_mailbox_tryrecv(&l->reduces, &q) == 0) {
+		MPI_Iallreduce(MPI_IN_PLACE, q->buf, q->n, q->dbl ? MPI_DOUBLE : MPI_FLOAT,
+			       MPI_SUM, l->comms[q->chan], &q->req);
+		l->active[q->chan] = q;
+		*idle = 0;
+	}
+	for (int c = 0; c < l->channels; c++) {
+		int flag = 0;
+		if (!(q = l->active[c]))
+			continue;
+		MPI_Test(&q->req, &flag, MPI_STATUS_IGNORE);
+		if (!flag) {
+			busy++;
+			continue;
+		}
+		l->active[c] = NULL;
+		pthread_mutex_lock(&q->mu);
+		q->done = 1;
+		pthread_cond_signal(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		*idle = 0;
+	}
+	return busy;
+}
+
 static void *link_main(void *arg)
 {
 	struct akk_mpi_link *l = arg;
@@ -155,12 +201,13 @@ static void *link_main(void *arg)
 	for (;;) {
 		struct out o;
 		MPI_Status st;
-		int idle = 1, flag = 0, rc;
+		int idle = 1, flag = 0, rc, busy;
 
 		while ((rc = akk_mailbox_tryrecv(&l->outbox, &o)) == 0) {
 			send_out(l, &o);
 			idle = 0;
 		}
+		busy = reductions(l, &idle);
 		MPI_Iprobe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &st);
 		if (flag) {
 			if (receive(l, st.MPI_SOURCE)) {
@@ -169,7 +216,7 @@ static void *link_main(void *arg)
 			}
 			idle = 0;
 		}
-		if (reap(l) && (rc < 0 || atomic_load(&l->stop)) && !flag)
+		if (reap(l) && !busy && (rc < 0 || atomic_load(&l->stop)) && !flag)
 			break;
 		if (idle)
 			nanosleep(&nap, NULL);
@@ -193,9 +240,16 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	l->bwd = calloc(n, sizeof(*l->bwd));
 	l->val = calloc(n, sizeof(*l->val));
 	l->state = calloc(n, sizeof(*l->state));
-	fail = !l->fwd || !l->bwd || !l->val || !l->state ||
-	       akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n));
-	for (int a = 0; !fail && a < n; a++) {
+	l->channels = p->channels;
+	l->comms = calloc(p->channels + 1, sizeof(*l->comms));
+	l->active = calloc(p->channels + 1, sizeof(*l->active));
+	fail = !l->fwd || !l->bwd || !l->val || !l->state || !l->comms || !l->active ||
+	       akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n)) ||
+	       akk_mailbox_init(&l->reduces, sizeof(struct reduce *), p->channels + 1);
+	/* collective, so here on the main thread before the link thread runs */
+	for (int c = 0; !fail && c < p->channels; c++)
+		fail = MPI_Comm_dup(MPI_COMM_WORLD, &l->comms[c]) != MPI_SUCCESS;
+	for (int a = 0; !fail && p->fwd_width && a < n; a++) {
 		if (t->actor_rank[a] != t->rank)
 			continue;	/* nothing arrives here for it */
 		fail = slots_alloc(&l->fwd[a], p->K, p->fwd_width[a] * p->max_batch) ||
@@ -203,7 +257,7 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       slots_alloc(&l->val[a], p->V, p->fwd_width[a] * p->max_batch);
 	}
 	/* rank 0's sentinel gathers every remote gate's state */
-	for (int a = 1; !fail && a < n; a++)
+	for (int a = 1; !fail && p->fwd_width && a < n; a++)
 		if (t->rank == 0 && t->actor_rank[a] != 0)
 			fail = slots_alloc(&l->state[a], 1, p->state_len[a]);
 	for (int i = 0; i < NREQ; i++) {
@@ -221,7 +275,9 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 			if (l->state) akk_free(l->state[a].buf);
 		}
 		free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+		free(l->comms), free(l->active);
 		akk_mailbox_release(&l->outbox);
+		akk_mailbox_release(&l->reduces);
 		free(l);
 		return akk_err_set(e, "cannot start the MPI communication thread");
 	}
@@ -250,9 +306,30 @@ void akk_mpi_link_stop(struct akk_transport *t)
 		akk_free(l->state[a].buf);
 	}
 	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+	for (int c = 0; c < l->channels; c++)
+		MPI_Comm_free(&l->comms[c]);
+	free(l->comms), free(l->active);
 	akk_mailbox_release(&l->outbox);
+	akk_mailbox_release(&l->reduces);
 	free(l);
 	t->link = NULL;
+}
+
+int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
+		      int dbl)
+{
+	struct akk_mpi_link *l = t->link;
+	struct reduce q = { buf, n, dbl, chan, MPI_REQUEST_NULL,
+			    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	struct reduce *qp = &q;
+
+	if (!l || chan < 0 || chan >= l->channels || akk_mailbox_send(&l->reduces, &qp))
+		return -1;
+	pthread_mutex_lock(&q.mu);
+	while (!q.done)
+		pthread_cond_wait(&q.cv, &q.mu);
+	pthread_mutex_unlock(&q.mu);
+	return 0;
 }
 
 void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
@@ -271,6 +348,13 @@ void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
 {
 	(void)t;
 	*messages = *bytes = 0;
+}
+
+int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
+		      int dbl)
+{
+	(void)t, (void)chan, (void)buf, (void)n, (void)dbl;
+	return -1;
 }
 
 int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,

@@ -255,6 +255,98 @@ static void resume_np2(void **unused)
 	assert_same_ckpt(a, b);
 }
 
+/* A dense net for data parallelism (batchnorm's batch statistics and
+ * dropout's masks would differ per slice, by design). */
+static void write_dp_cfg(char *path, size_t size, const char *name, int batch,
+			 const char *parallel, const char *set)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"data:\n"
+		"  train: {images: %s-images, labels: %s-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 24}, relu]\n"
+		"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
+		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
+		"           parallel: %s}\n"
+		"output: {dir: out-%s}\n",
+		name, set, set, batch, parallel, name);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, size, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* Every tensor of two checkpoints within rel (float sums in another order). */
+static void assert_close_ckpt(const char *a, const char *b, double rel)
+{
+	struct akk_checkpoint x, y;
+	struct akk_err e;
+
+	if (akk_checkpoint_read(&x, a, &e))
+		fail_msg("%s: %s", a, e.msg);
+	if (akk_checkpoint_read(&y, b, &e))
+		fail_msg("%s: %s", b, e.msg);
+	assert_int_equal(x.ngates, y.ngates);
+	for (int g = 0; g < x.ngates; g++) {
+		assert_int_equal(x.gates[g].step, y.gates[g].step);
+		for (int t = 0; t < x.gates[g].ntensors; t++) {
+			const struct akk_ckpt_tensor *u = &x.gates[g].tensors[t], *v = &y.gates[g].tensors[t];
+			double err;
+			assert_int_equal(u->count, v->count);
+			err = tu_max_rel_err(u->data, v->data, u->count, 1e-2);
+			if (err > rel)
+				fail_msg("%s: relative difference %g", u->name, err);
+		}
+	}
+	akk_checkpoint_release(&x);
+	akk_checkpoint_release(&y);
+}
+
+/* K ranks with batch B train as one process with batch K*B. */
+static void data_parallel_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_dp_cfg(cfg, sizeof(cfg), "dp-one", 64, "pipeline", "train");
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_dp_cfg(cfg, sizeof(cfg), "dp2", 32, "data", "train");
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	assert_non_null(strstr(err, "data parallel: 2 ranks, each 32 of every 64 samples"));
+	ckpt_path(a, sizeof(a), "dp-one", "last.bin");
+	ckpt_path(b, sizeof(b), "dp2", "last.bin");
+	assert_close_ckpt(a, b, 1e-4);
+}
+
+/* Three ranks, 160 samples in batches of 3 x 16: the last batch of 16
+ * splits 5, 5, 6, so each slice must count by its size. */
+static void data_parallel_np3_partial(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_dp_cfg(cfg, sizeof(cfg), "dp-one48", 48, "pipeline", "val");
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_dp_cfg(cfg, sizeof(cfg), "dp3", 16, "data", "val");
+	if (train(3, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 3 failed: %s", err);
+	ckpt_path(a, sizeof(a), "dp-one48", "last.bin");
+	ckpt_path(b, sizeof(b), "dp3", "last.bin");
+	assert_close_ckpt(a, b, 1e-4);
+}
+
 /* Without mpirun, a gate on another rank is a config error naming it. */
 static void placement_needs_mpirun(void **unused)
 {
@@ -358,6 +450,8 @@ int main(void)
 		cmocka_unit_test(pipeline_explicit_np3),
 		cmocka_unit_test(wheels_np3_learns),
 		cmocka_unit_test(resume_np2),
+		cmocka_unit_test(data_parallel_np2),
+		cmocka_unit_test(data_parallel_np3_partial),
 		cmocka_unit_test(killed_rank_ends_job),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);

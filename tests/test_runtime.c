@@ -274,7 +274,7 @@ static void provider_covers_every_sample(void **unused)
 	setup_net(&f, "wheels", 2, 4, 1, "");
 	f.spec.data.scale = 1;	/* floats equal the pixels */
 	assert_int_equal(akk_provider_init(&p, &f.train, &f.spec.data, 1, 42, 16,
-					   64, 4, 3, 0, 0, &e), 0);
+					   64, 4, 3, 0, 0, 1, 0, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	for (int epoch = 0; epoch < 2; epoch++) {
 		memset(seen, 0, 1000 * sizeof(int));
