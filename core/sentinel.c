@@ -42,6 +42,8 @@ struct phase {
 	long correct, vcorrect, samples, vsamples;
 	long vmin, vmax;
 	int stopping, state;
+	int voting;		/* data parallelism: a stop vote is out */
+	double vote;		/* its value, then its sum over the ranks */
 };
 
 static int protocol(struct akk_run *r, struct akk_err *e, const char *what)
@@ -99,6 +101,23 @@ static int issue_val(struct akk_run *r, struct phase *ph,
 	return akk_send(&r->tr, 1, &m);
 }
 
+/* Data parallelism: before each training batch every rank votes whether
+ * to stop, so that all stop at the same batch and their gradient
+ * reductions stay in step. The vote is posted, not waited for: the
+ * sentinel goes on taking messages (the losses of batches in flight,
+ * which the other ranks' reductions wait for) and issues the batch, or
+ * stops, when the result arrives as AKK_MSG_REDUCED. */
+static int post_vote(struct akk_run *r, struct phase *ph, struct akk_err *e)
+{
+	struct akk_msg note = { .kind = AKK_MSG_REDUCED };
+
+	ph->vote = atomic_load(&r->stop) ? 1 : 0;
+	ph->voting = 1;
+	if (akk_mpi_allreduce_post(&r->tr, r->model->ngates, &ph->vote, 1, 1, 0, &note))
+		return protocol(r, e, "the stop vote failed");
+	return 0;
+}
+
 /* Accepts in flip-flop, by state. */
 static int flipflop_accepts(int state, int kind)
 {
@@ -124,14 +143,21 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 	ph->vmax = -1;
 	ph->state = STARTPOINT;
 	for (;;) {
-		if (atomic_load(&r->stop))
+		/* with data parallelism only the vote below decides */
+		if (r->shards == 1 && atomic_load(&r->stop))
 			ph->stopping = 1;
 		if (!ph->stopping) {
-			while (ph->inflight < r->K && ph->issued < ph->ntrain)
-				if (issue_train(r, ph, epoch, slots, next_id, e))
+			if (r->shards > 1) {
+				if (!ph->voting && ph->inflight < r->K &&
+				    ph->issued < ph->ntrain && post_vote(r, ph, e))
 					return -1;
+			} else {
+				while (ph->inflight < r->K && ph->issued < ph->ntrain)
+					if (issue_train(r, ph, epoch, slots, next_id, e))
+						return -1;
+			}
 			/* flip-flop validates after the epoch's last backward */
-			if (!flipflop || ph->done == ph->ntrain) {
+			if (!ph->stopping && (!flipflop || ph->done == ph->ntrain)) {
 				if (ph->vissued < ph->nval)
 					ph->state = VALIDATION;
 				while (ph->vinflight < r->V && ph->vissued < ph->nval)
@@ -139,7 +165,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 						return -1;
 			}
 		}
-		if (!ph->inflight && !ph->vinflight &&
+		if (!ph->inflight && !ph->vinflight && !ph->voting &&
 		    (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval)))
 			return 0;
 		if (akk_recv(&r->tr, 0, &m))
@@ -147,6 +173,14 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		if (m.kind == AKK_MSG_INTERRUPT) {
 			/* set here too: it may come from another rank */
 			atomic_store(&r->stop, 1);
+			continue;
+		}
+		if (m.kind == AKK_MSG_REDUCED) {	/* the stop vote is in */
+			ph->voting = 0;
+			if (ph->vote > 0)
+				ph->stopping = 1;
+			else if (issue_train(r, ph, epoch, slots, next_id, e))
+				return -1;
 			continue;
 		}
 		if (flipflop && !flipflop_accepts(ph->state, m.kind))

@@ -21,6 +21,7 @@ enum akk_msg_kind {
 	AKK_MSG_STOP,		/* the actor leaves its loop */
 	AKK_MSG_SNAPSHOT,	/* to a gate on another rank: send your state */
 	AKK_MSG_STATE,		/* its reply to the sentinel (slot = the gate) */
+	AKK_MSG_REDUCED,	/* a posted reduction finished (data parallelism) */
 };
 
 struct akk_msg {
@@ -74,6 +75,12 @@ void akk_mpi_link_stop(struct akk_transport *t);
  * the calling thread while the communication thread makes the MPI call. */
 int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 		      int dbl);
+/* The same without blocking: when the sum is in buf, `note` arrives in the
+ * mailbox of local actor `notify`. buf must stay valid until then; one
+ * posted reduction per channel at a time. */
+int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,
+			   int n, int dbl, int notify,
+			   const struct akk_msg *note);
 /* What this rank's link has sent so far: messages and bytes (headers and
  * data). Zero without a link. */
 void akk_mpi_link_stats(const struct akk_transport *t, long *messages,

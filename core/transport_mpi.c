@@ -39,7 +39,9 @@ struct slots {
 	int n;
 };
 
-/* One reduction a thread waits for; lives on the caller's stack. */
+/* One reduction: a thread waits for it on the condition variable (it
+ * lives on that thread's stack), or, posted, its note goes to a local
+ * actor when it is done (it lives in the link, one per channel). */
 struct reduce {
 	void *buf;
 	int n, dbl, chan;
@@ -47,6 +49,8 @@ struct reduce {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int done;
+	int notify;		/* -1: wake the waiter; else the actor to tell */
+	struct akk_msg note;
 };
 
 struct akk_mpi_link {
@@ -55,6 +59,7 @@ struct akk_mpi_link {
 	struct akk_mailbox reduces;	/* struct reduce *, from local threads */
 	MPI_Comm *comms;		/* one per reduction channel */
 	struct reduce **active;		/* in flight, one per channel at most */
+	struct reduce *posted;		/* one per channel, for posted ones */
 	int channels;
 	int K, V, nactors;
 	struct slots *fwd, *bwd, *val, *state;	/* per actor */
@@ -184,11 +189,15 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 			continue;
 		}
 		l->active[c] = NULL;
+		*idle = 0;
+		if (q->notify >= 0) {
+			akk_mailbox_send(&l->t->boxes[q->notify], &q->note);
+			continue;
+		}
 		pthread_mutex_lock(&q->mu);
 		q->done = 1;
 		pthread_cond_signal(&q->cv);
 		pthread_mutex_unlock(&q->mu);
-		*idle = 0;
 	}
 	return busy;
 }
@@ -243,7 +252,9 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	l->channels = p->channels;
 	l->comms = calloc(p->channels + 1, sizeof(*l->comms));
 	l->active = calloc(p->channels + 1, sizeof(*l->active));
+	l->posted = calloc(p->channels + 1, sizeof(*l->posted));
 	fail = !l->fwd || !l->bwd || !l->val || !l->state || !l->comms || !l->active ||
+	       !l->posted ||
 	       akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n)) ||
 	       akk_mailbox_init(&l->reduces, sizeof(struct reduce *), p->channels + 1);
 	/* collective, so here on the main thread before the link thread runs */
@@ -275,7 +286,7 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 			if (l->state) akk_free(l->state[a].buf);
 		}
 		free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-		free(l->comms), free(l->active);
+		free(l->comms), free(l->active), free(l->posted);
 		akk_mailbox_release(&l->outbox);
 		akk_mailbox_release(&l->reduces);
 		free(l);
@@ -308,11 +319,27 @@ void akk_mpi_link_stop(struct akk_transport *t)
 	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
 	for (int c = 0; c < l->channels; c++)
 		MPI_Comm_free(&l->comms[c]);
-	free(l->comms), free(l->active);
+	free(l->comms), free(l->active), free(l->posted);
 	akk_mailbox_release(&l->outbox);
 	akk_mailbox_release(&l->reduces);
 	free(l);
 	t->link = NULL;
+}
+
+int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,
+			   int n, int dbl, int notify,
+			   const struct akk_msg *note)
+{
+	struct akk_mpi_link *l = t->link;
+	struct reduce *q;
+
+	if (!l || chan < 0 || chan >= l->channels)
+		return -1;
+	q = &l->posted[chan];
+	*q = (struct reduce){ .buf = buf, .n = n, .dbl = dbl, .chan = chan,
+			      .req = MPI_REQUEST_NULL, .notify = notify,
+			      .note = *note };
+	return akk_mailbox_send(&l->reduces, &q);
 }
 
 int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
@@ -320,7 +347,8 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 {
 	struct akk_mpi_link *l = t->link;
 	struct reduce q = { buf, n, dbl, chan, MPI_REQUEST_NULL,
-			    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+			    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0,
+			    -1, { 0 } };
 	struct reduce *qp = &q;
 
 	if (!l || chan < 0 || chan >= l->channels || akk_mailbox_send(&l->reduces, &qp))
@@ -354,6 +382,14 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 		      int dbl)
 {
 	(void)t, (void)chan, (void)buf, (void)n, (void)dbl;
+	return -1;
+}
+
+int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,
+			   int n, int dbl, int notify,
+			   const struct akk_msg *note)
+{
+	(void)t, (void)chan, (void)buf, (void)n, (void)dbl, (void)notify, (void)note;
 	return -1;
 }
 

@@ -358,6 +358,91 @@ static void placement_needs_mpirun(void **unused)
 	assert_non_null(strstr(err, ":10:7: gate 2 is placed on rank 1, but there is 1 rank (mpirun -np 1)"));
 }
 
+/* Ctrl-C to mpirun: every rank stops at the same point, rank 0 writes a
+ * final checkpoint that loads, and the job ends (not killed for hanging). */
+static void interrupt_job(const char *name, const char *const *sets)
+{
+	char cfg[700], csv[900], last[900];
+	const char *argv[40];
+	int n = 0, status = 0;
+	pid_t child, w = 0;
+	struct akk_checkpoint c;
+	struct akk_err e;
+
+	if (!strcmp(name, "int-dp"))
+		write_dp_cfg(cfg, sizeof(cfg), name, 32, "data", "train");
+	else
+		write_cfg(cfg, sizeof(cfg), name, "wheels", "contiguous", "", "", "");
+	for (const char *const *a = (const char *const[]){ "mpirun", "--oversubscribe",
+			"--allow-run-as-root", "-np", "2", NULL }; *a; a++)
+		argv[n++] = *a;
+	argv[n++] = tu_akkctl();
+	argv[n++] = "train";
+	argv[n++] = cfg;
+	argv[n++] = "--epochs";
+	argv[n++] = "100000";	/* it cannot finish on its own */
+	for (int i = 0; sets && sets[i]; i++)
+		argv[n++] = sets[i];
+	argv[n] = NULL;
+	ckpt_path(csv, sizeof(csv), name, "metrics.csv");
+	ckpt_path(last, sizeof(last), name, "last.bin");
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		int dn = open("/dev/null", O_WRONLY);
+		dup2(dn, 1);
+		dup2(dn, 2);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	/* into training: epoch 1's metrics rows exist */
+	for (int tries = 0; tries < 6000; tries++) {
+		FILE *f = fopen(csv, "r");
+		char line[256];
+		int rows = 0;
+		while (f && fgets(line, sizeof(line), f))
+			rows++;
+		if (f)
+			fclose(f);
+		if (rows >= 2)
+			break;
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(child, SIGINT);
+	for (int tries = 0; tries < 6000 && !w; tries++) {	/* up to 60 s */
+		struct timespec ts = { 0, 10000000 };
+		w = waitpid(child, &status, WNOHANG);
+		if (!w)
+			nanosleep(&ts, NULL);
+	}
+	if (!w) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		fail_msg("mpirun did not end within 60 s of SIGINT");
+	}
+	if (akk_checkpoint_read(&c, last, &e))
+		fail_msg("no loadable final checkpoint: %s", e.msg);
+	assert_true(c.pos.id > 0);
+	akk_checkpoint_release(&c);
+}
+
+static void interrupt_pipeline(void **unused)
+{
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	interrupt_job("int-pipe", NULL);
+}
+
+static void interrupt_data_parallel(void **unused)
+{
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	interrupt_job("int-dp", (const char *const[]){ "--mode", "wheels", NULL });
+}
+
 /* A rank killed mid-run ends the whole job, with an error, not a hang:
  * mpirun must return (under `timeout`, which would say 124) non-zero. */
 static void killed_rank_ends_job(void **unused)
@@ -452,6 +537,8 @@ int main(void)
 		cmocka_unit_test(resume_np2),
 		cmocka_unit_test(data_parallel_np2),
 		cmocka_unit_test(data_parallel_np3_partial),
+		cmocka_unit_test(interrupt_pipeline),
+		cmocka_unit_test(interrupt_data_parallel),
 		cmocka_unit_test(killed_rank_ends_job),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
