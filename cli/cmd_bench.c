@@ -25,6 +25,7 @@
 #include "run.h"
 #include "spec.h"
 #include "synthetic.h"
+#include "world.h"
 
 static const char builtin_config[] =
 	"# akkctl bench's built-in network: the Akkordeon MNIST experiment.\n"
@@ -123,9 +124,18 @@ static long peak_rss_kb(void)
 	return kb;
 }
 
+/* Under mpirun: this rank, the gates' ranks (pipeline) or the number of
+ * ranks sharing every batch (data parallel). */
+struct bench_mpi {
+	int rank, size;
+	const int *gate_rank;
+	int shards;
+};
+
 static int run_mode(struct bench_run *b, const struct akk_model *m,
 		    const struct akk_dataset *train, const struct akk_dataset *val,
-		    int epochs, int threads, long trace_events, struct akk_run *r,
+		    int epochs, int threads, long trace_events,
+		    const struct bench_mpi *mpi, struct akk_run *r,
 		    struct akk_err *e)
 {
 	double c0, t0;
@@ -133,6 +143,7 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 		.mode = b->mode, .epochs = epochs, .blas_threads = threads,
 		.trace_events = trace_events,
 		.obs = { b, b->steps_limit ? on_progress : NULL, on_epoch },
+		.rank = mpi->rank, .gate_rank = mpi->gate_rank, .shards = mpi->shards,
 	};
 
 	peak_rss_reset();
@@ -152,6 +163,19 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 		b->samples = b->steps_done * m->spec->sched.batch_size;
 		b->nsecs = 1;
 		b->secs[0] = b->wall * r->per_epoch / (double)b->steps_done;
+	}
+	if (mpi->size > 1) {
+		/* every rank: what its link moved, per training step */
+		long steps = b->steps_limit ? b->steps_done : (long)epochs * r->per_epoch;
+		struct akk_link_stats st = r->link_stats;
+		fprintf(stderr, "rank %d %s: %.0f bytes and %.1f messages sent per step, link busy %.1f us per step",
+			mpi->rank, akk_mode_name(b->mode),
+			steps ? (double)st.bytes / steps : 0, steps ? (double)st.messages / steps : 0,
+			steps ? 1e6 * st.busy / steps : 0);
+		if (st.reductions)
+			fprintf(stderr, ", reductions %.1f us each (%ld)",
+				1e6 * st.reduce_wait / st.reductions, st.reductions);
+		fprintf(stderr, "\n");
 	}
 	qsort(b->secs, b->nsecs, sizeof(double), cmp_double);
 	b->median = b->nsecs ? (b->nsecs % 2 ? b->secs[b->nsecs / 2] :
@@ -318,6 +342,10 @@ int cmd_bench(int argc, char **argv)
 	int ready[2] = { 0, 0 };
 	struct akk_err e = { 0 };
 	FILE *cf = NULL, *tf = NULL;
+	struct akk_world world = { .size = 1, .local_size = 1 };
+	struct bench_mpi mpi = { 0, 1, NULL, 1 };
+	int *gate_rank = NULL, dp = 0, root = 1;
+	long counts[2];
 
 	if (!sets || !runs || !r) {
 		free(sets);
@@ -375,14 +403,46 @@ int cmd_bench(int argc, char **argv)
 		     akk_spec_parse(&s, builtin_config, strlen(builtin_config),
 				    "(built-in)", ".", sets, nsets, &e))
 		goto report;
-	if (akk_model_plan(&m, &s, &e) ||
-	    load_or_synthesize(&train, s.data.train_images, s.data.train_labels,
-			       60000, &m, &synthetic, &e) ||
-	    (!noval && (s.data.val_images || synthetic) &&
-	     load_or_synthesize(&val, synthetic ? NULL : s.data.val_images,
-				s.data.val_labels, 10000, &m, &synthetic, &e)))
+	if (akk_model_plan(&m, &s, &e))
 		goto report;
+	if (akk_world_launched()) {
+		/* under mpirun: place the gates, or share every batch */
+		if (akk_world_init(&world, NULL, NULL, &e))
+			goto report;
+		dp = s.sched.data_parallel && world.size > 1;
+		root = world.rank == 0;
+		mpi = (struct bench_mpi){ world.rank, world.size, NULL, dp ? world.size : 1 };
+		if (world.size > 1 && !dp) {
+			if (!(gate_rank = calloc(m.ngates, sizeof(int))) ||
+			    akk_spec_place(&s, world.size, gate_rank, &e))
+				goto report;
+			mpi.gate_rank = gate_rank;
+		}
+	}
+	/* the data: rank 0's, or every rank's with data parallelism */
+	if ((root || dp) &&
+	    (load_or_synthesize(&train, s.data.train_images, s.data.train_labels,
+				60000, &m, &synthetic, &e) ||
+	     (root && !noval && (s.data.val_images || synthetic) &&
+	      load_or_synthesize(&val, synthetic ? NULL : s.data.val_images,
+				 s.data.val_labels, 10000, &m, &synthetic, &e))))
+		goto report;
+	counts[0] = (long)train.n;
+	counts[1] = (long)val.n;
+	if (akk_world_bcast(&world, counts, 2))
+		goto report;
+	if (!root) {
+		train.n = (size_t)counts[0];
+		if (!dp)
+			val.n = (size_t)counts[1];
+	}
 	rc = EXIT_RUNTIME;
+	if (!root)
+		csv = trace = NULL;
+	if (!root && !freopen("/dev/null", "w", stdout)) {
+		akk_err_set(&e, "cannot silence rank %d", world.rank);
+		goto report;
+	}
 	if (csv && !(cf = fopen(csv, "w"))) {
 		akk_err_set(&e, "cannot open '%s': %s", csv, strerror(errno));
 		goto report;
@@ -426,7 +486,7 @@ int cmd_bench(int argc, char **argv)
 		runs[i].steps_limit = steps;
 		if (run_mode(&runs[i], &m, &train, val.n ? &val : NULL,
 			     steps ? MAX_EPOCHS : epochs,
-			     threads ? threads : s.sched.threads, cap, &r[i], &e))
+			     threads ? threads : s.sched.threads, cap, &mpi, &r[i], &e))
 			goto report;
 		ready[i] = 1;
 		print_mode(&runs[i], &m);
@@ -456,6 +516,8 @@ usage:
 	goto out;
 report:
 	cli_report(&e, rc);
+	if (world.size > 1 && rc == EXIT_RUNTIME)
+		akk_world_abort(&world, rc);	/* the others would wait */
 out:
 	if (cf)
 		fclose(cf);
@@ -471,5 +533,7 @@ out:
 	akk_dataset_release(&val);
 	akk_model_release(&m);
 	akk_spec_release(&s);
+	free(gate_rank);
+	akk_world_finalize(&world);
 	return rc;
 }

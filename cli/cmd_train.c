@@ -148,14 +148,8 @@ static int start_world(const struct akk_spec *s, struct akk_world *w,
 
 	memset(w, 0, sizeof(*w));
 	w->size = w->local_size = 1;
-	for (int i = 0; i < s->ngates; i++) {
+	for (int i = 0; i < s->ngates; i++)
 		remote |= s->gates[i].rank > 0;
-		if (s->sched.data_parallel && s->gates[i].rank >= 0)
-			return akk_err_at(e, s->path, s->gates[i].mark.line,
-					  s->gates[i].mark.col,
-					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
-					  i + 1);
-	}
 	if (!akk_world_launched()) {
 		int *one = calloc(s->ngates, sizeof(int));
 		/* names the gate and says to start the ranks with mpirun */
@@ -359,7 +353,7 @@ int cmd_train(int argc, char **argv)
 	if (resume) {
 		struct akk_gate *gates[256];
 		for (int i = 0; i < m.ngates && i < 256; i++)
-			gates[i] = &run.gates[i].gate;
+			gates[i] = run.gates[i].ready ? &run.gates[i].gate : NULL;
 		if (m.ngates > 256 ||
 		    akk_checkpoint_restore(&ck, gates, m.ngates, ckpath, &e)) {
 			rc = EXIT_USAGE;
@@ -394,13 +388,23 @@ int cmd_train(int argc, char **argv)
 	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
 	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
 	signals_stop(sigthread);
-	if (gate_rank && !user_quiet) {
-		/* rank 0 knows where training stopped; the others ran to the end */
-		long msgs, bytes, steps = world.rank == 0 ? run.pos.id - ck.pos.id :
-			(long)(s.sched.epochs - ck.pos.epoch) * run.per_epoch - ck.pos.index;
-		akk_mpi_link_stats(&run.tr, &msgs, &bytes);
-		fprintf(stderr, "rank %d: sent %ld messages, %ld bytes: %.0f bytes per training step\n",
-			world.rank, msgs, bytes, steps > 0 ? (double)bytes / steps : 0.0);
+	if (world.size > 1 && rc != EXIT_RUNTIME) {
+		/* where training stopped, which only rank 0's sentinel knows in
+		 * a pipeline (every rank reaches here: failures abort) */
+		long stop_at = run.pos.id;
+		akk_world_bcast(&world, &stop_at, 1);
+		run.pos.id = stop_at;
+	}
+	if ((gate_rank || dp) && !user_quiet) {
+		long steps = run.pos.id - ck.pos.id;
+		struct akk_link_stats st = run.link_stats;
+		fprintf(stderr, "rank %d: sent %ld messages, %ld bytes: %.0f bytes per training step",
+			world.rank, st.messages, st.bytes,
+			steps > 0 ? (double)st.bytes / steps : 0.0);
+		if (st.reductions)
+			fprintf(stderr, "; %ld reductions, %.1f us each from post to result",
+				st.reductions, 1e6 * st.reduce_wait / st.reductions);
+		fprintf(stderr, "\n");
 	}
 	if (rc == EXIT_RUNTIME)
 		goto report;

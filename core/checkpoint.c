@@ -575,7 +575,11 @@ int akk_checkpoint_restore(const struct akk_checkpoint *c,
 	for (int g = 0; g < ngates; g++) {
 		const struct akk_ckpt_gate *cg = &c->gates[g];
 		struct akk_gate *gate = gates[g];
-		const struct akk_gate_plan *p = gate->plan;
+		const struct akk_gate_plan *p;
+
+		if (!gate)
+			continue;
+		p = gate->plan;
 		size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
 		int next = 0;
 

@@ -93,7 +93,8 @@ void akk_checkpoint_release(struct akk_checkpoint *c);
 int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
 			const char *const *extra, int nextra, struct akk_err *e);
 /* Copy a checkpoint's gates into gates of the same network: every tensor's
- * name and shape must match. path is for error messages. */
+ * name and shape must match. A NULL entry in gates is skipped (a gate this
+ * process does not hold). path is for error messages. */
 int akk_checkpoint_restore(const struct akk_checkpoint *c,
 			   struct akk_gate *const *gates, int ngates,
 			   const char *path, struct akk_err *e);

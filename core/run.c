@@ -55,7 +55,7 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
 		w[i + 1] = akk_shape_size(m->gates[i].in);
 		w[n + i + 1] = akk_shape_size(m->gates[i].out);
-		w[2 * n + i + 1] = akk_gate_pack_len(&r->gates[i].gate);
+		w[2 * n + i + 1] = akk_gate_pack_len(&m->gates[i]);
 	}
 	r->tr.actor_rank = r->actor_rank;
 	r->tr.rank = r->cfg.rank;
@@ -113,19 +113,24 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}
-	/* Every gate is initialised in every process: remote gates are
-	 * rank 0's mirrors for checkpoints, and all ranks restore alike. */
+	/* A process holds the gates it runs; rank 0 also holds a mirror of
+	 * every other rank's gates (parameters and all, no threads) for its
+	 * checkpoints. So a pipeline over ranks spreads memory as well. */
 	for (int i = 0; i < G; i++) {
 		struct akk_gate_actor *a = &r->gates[i];
 		a->run = r;
 		a->self = i + 1;
 		a->local = !cfg->gate_rank || cfg->gate_rank[i] == cfg->rank;
-		if (akk_gate_init(&a->gate, &m->gates[i], bs, r->K, r->V,
-				  wheels && s->sched.stashing && r->K > 1,
+		a->ready = a->local || r->root;
+		if (!a->ready)
+			continue;
+		if (akk_gate_init(&a->gate, &m->gates[i], bs,
+				  a->local ? r->K : 1, a->local ? r->V : 1,
+				  a->local && wheels && s->sched.stashing && r->K > 1,
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
 		if (cfg->gate_rank && a->local) {
-			a->pack_len = akk_gate_pack_len(&a->gate);
+			a->pack_len = akk_gate_pack_len(&m->gates[i]);
 			if (!(a->pack = akk_alloc(a->pack_len))) {
 				akk_err_set(e, "out of memory");
 				goto fail;
@@ -247,6 +252,12 @@ join:
 		if (r->val)
 			akk_provider_stop(&r->vprov);
 	}
+	/* Under MPI the link ends with the run: one communication thread per
+	 * rank at a time, and the next run's link starts clean. */
+	if (!r->failed) {
+		akk_mpi_link_stats(&r->tr, &r->link_stats);
+		akk_mpi_link_stop(&r->tr);
+	}
 	if (r->failed) {
 		*e = r->err;
 		return -1;
@@ -279,10 +290,8 @@ void akk_run_release(struct akk_run *r)
 	pthread_mutex_destroy(&r->mu);
 }
 
-long akk_gate_pack_len(const struct akk_gate *g)
+long akk_gate_pack_len(const struct akk_gate_plan *p)
 {
-	const struct akk_gate_plan *p = g->plan;
-
 	return (long)(p->nparams * (1 + akk_optim_state_per_param(p->optim->kind)) +
 		      p->nstate) + 2 + 8;
 }

@@ -102,6 +102,8 @@ struct akk_gate_actor {
 	long forwards, backwards, validations;
 	struct akk_trace trace;
 	int local;		/* runs in this process */
+	int ready;		/* its state is allocated here: a local gate,
+				 * or on rank 0 a mirror of a remote one */
 	float *pack;		/* under MPI: its state, for the sentinel */
 	long pack_len;
 };
@@ -130,6 +132,7 @@ struct akk_run {
 	struct akk_pool *pool;	/* for them, when more than one */
 	struct akk_trace sentinel_trace;
 	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
+	struct akk_link_stats link_stats;	/* its MPI link's, after the run */
 	int root;		/* this process runs the sentinel */
 };
 
@@ -156,7 +159,7 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e);
 /* Under MPI: a gate's state as one array of floats (parameters, running
  * state, optimizer moments, then the step and RNG words bit for bit), for
  * the sentinel to gather before a checkpoint. */
-long akk_gate_pack_len(const struct akk_gate *g);
+long akk_gate_pack_len(const struct akk_gate_plan *p);
 void akk_gate_pack(const struct akk_gate *g, float *out);
 void akk_gate_unpack(struct akk_gate *g, const float *in);
 

@@ -270,7 +270,7 @@ static int gather(struct akk_run *r, struct akk_err *e)
 			continue;
 		}
 		if (m.kind != AKK_MSG_STATE || m.slot < 1 || m.slot > r->model->ngates ||
-		    m.n != akk_gate_pack_len(&r->gates[m.slot - 1].gate))
+		    m.n != akk_gate_pack_len(&r->model->gates[m.slot - 1]))
 			return protocol(r, e, "unexpected message while gathering gate states");
 		akk_gate_unpack(&r->gates[m.slot - 1].gate, m.data);
 		want--;

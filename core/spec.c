@@ -1722,6 +1722,15 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
+	/* keys that contradict each other across sections */
+	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
+		if (s->gates[i].rank >= 0) {
+			akk_err_at(e, s->path ? s->path : name, s->gates[i].mark.line,
+				   s->gates[i].mark.col,
+				   "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
+				   i + 1);
+			goto out;
+		}
 	if (!s->out.dir) {
 		size_t n = strlen(s->name) + sizeof("runs/");
 		if (!(s->out.dir = malloc(n)))

@@ -81,10 +81,15 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,
 			   int n, int dbl, int notify,
 			   const struct akk_msg *note);
-/* What this rank's link has sent so far: messages and bytes (headers and
- * data). Zero without a link. */
-void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
-			long *bytes);
+/* What this rank's link has done so far. Zero without a link. */
+struct akk_link_stats {
+	long messages, bytes;	/* sent: headers and data */
+	double busy;		/* seconds its thread spent sending and receiving */
+	long reductions;	/* completed */
+	double reduce_wait;	/* seconds from posting them to their completion */
+};
+void akk_mpi_link_stats(const struct akk_transport *t,
+			struct akk_link_stats *st);
 
 /* Mailboxes for nactors actors, each holding up to cap messages. */
 int akk_transport_init(struct akk_transport *t, int nactors, int cap);

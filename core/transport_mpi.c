@@ -51,7 +51,16 @@ struct reduce {
 	int done;
 	int notify;		/* -1: wake the waiter; else the actor to tell */
 	struct akk_msg note;
+	double t0;		/* when the link started it */
 };
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 struct akk_mpi_link {
 	struct akk_transport *t;
@@ -69,6 +78,7 @@ struct akk_mpi_link {
 	pthread_t thread;
 	atomic_int stop;
 	atomic_long sent_msgs, sent_bytes;	/* written by the thread */
+	atomic_long busy_ns, reduce_ns, nreduce;
 };
 
 static int slots_alloc(struct slots *s, int n, long len)
@@ -174,6 +184,7 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 	int busy = 0;
 
 	while (akk_mailbox_tryrecv(&l->reduces, &q) == 0) {
+		q->t0 = now();
 		MPI_Iallreduce(MPI_IN_PLACE, q->buf, q->n, q->dbl ? MPI_DOUBLE : MPI_FLOAT,
 			       MPI_SUM, l->comms[q->chan], &q->req);
 		l->active[q->chan] = q;
@@ -190,6 +201,8 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 		}
 		l->active[c] = NULL;
 		*idle = 0;
+		atomic_fetch_add(&l->reduce_ns, (long)((now() - q->t0) * 1e9));
+		atomic_fetch_add(&l->nreduce, 1);
 		if (q->notify >= 0) {
 			akk_mailbox_send(&l->t->boxes[q->notify], &q->note);
 			continue;
@@ -212,6 +225,8 @@ static void *link_main(void *arg)
 		MPI_Status st;
 		int idle = 1, flag = 0, rc, busy;
 
+		double t0 = now();
+
 		while ((rc = akk_mailbox_tryrecv(&l->outbox, &o)) == 0) {
 			send_out(l, &o);
 			idle = 0;
@@ -225,6 +240,8 @@ static void *link_main(void *arg)
 			}
 			idle = 0;
 		}
+		if (!idle)
+			atomic_fetch_add(&l->busy_ns, (long)((now() - t0) * 1e9));
 		if (reap(l) && !busy && (rc < 0 || atomic_load(&l->stop)) && !flag)
 			break;
 		if (idle)
@@ -348,7 +365,7 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 	struct akk_mpi_link *l = t->link;
 	struct reduce q = { buf, n, dbl, chan, MPI_REQUEST_NULL,
 			    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0,
-			    -1, { 0 } };
+			    -1, { 0 }, 0 };
 	struct reduce *qp = &q;
 
 	if (!l || chan < 0 || chan >= l->channels || akk_mailbox_send(&l->reduces, &qp))
@@ -360,22 +377,28 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 	return 0;
 }
 
-void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
-			long *bytes)
+void akk_mpi_link_stats(const struct akk_transport *t,
+			struct akk_link_stats *st)
 {
 	struct akk_mpi_link *l = t->link;
 
-	*messages = l ? atomic_load(&l->sent_msgs) : 0;
-	*bytes = l ? atomic_load(&l->sent_bytes) : 0;
+	memset(st, 0, sizeof(*st));
+	if (!l)
+		return;
+	st->messages = atomic_load(&l->sent_msgs);
+	st->bytes = atomic_load(&l->sent_bytes);
+	st->busy = atomic_load(&l->busy_ns) * 1e-9;
+	st->reductions = atomic_load(&l->nreduce);
+	st->reduce_wait = atomic_load(&l->reduce_ns) * 1e-9;
 }
 
 #else	/* no MPI */
 
-void akk_mpi_link_stats(const struct akk_transport *t, long *messages,
-			long *bytes)
+void akk_mpi_link_stats(const struct akk_transport *t,
+			struct akk_link_stats *st)
 {
 	(void)t;
-	*messages = *bytes = 0;
+	memset(st, 0, sizeof(*st));
 }
 
 int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,

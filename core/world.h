@@ -1,7 +1,8 @@
 /* world.h - the processes of a run: one, or the ranks of an MPI job.
  *
- * akkctl starts MPI only when it runs under mpirun (or a config places a
- * gate on another rank), so a plain run never touches it. Built without
+ * akkctl starts MPI only when it runs under mpirun, so a plain run never
+ * touches it (a config that places a gate on another rank is then an
+ * error that says to use mpirun). Built without
  * MPI (make MPI=0), a run that needs it fails with a message saying so. */
 #ifndef AKK_WORLD_H
 #define AKK_WORLD_H
