@@ -173,7 +173,8 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 			steps ? (double)st.bytes / steps : 0, steps ? (double)st.messages / steps : 0,
 			steps ? 1e6 * st.busy / steps : 0);
 		if (st.reductions)
-			fprintf(stderr, ", reductions %.1f us each (%ld)",
+			fprintf(stderr, ", reduced %.0f bytes per step, reductions %.1f us each (%ld)",
+				steps ? (double)st.reduce_bytes / steps : 0,
 				1e6 * st.reduce_wait / st.reductions, st.reductions);
 		fprintf(stderr, "\n");
 	}

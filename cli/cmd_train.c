@@ -402,7 +402,8 @@ int cmd_train(int argc, char **argv)
 			world.rank, st.messages, st.bytes,
 			steps > 0 ? (double)st.bytes / steps : 0.0);
 		if (st.reductions)
-			fprintf(stderr, "; %ld reductions, %.1f us each from post to result",
+			fprintf(stderr, "; reduced %.0f bytes per training step in %ld reductions, %.1f us each from post to result",
+				steps > 0 ? (double)st.reduce_bytes / steps : 0.0,
 				st.reductions, 1e6 * st.reduce_wait / st.reductions);
 		fprintf(stderr, "\n");
 	}

@@ -86,6 +86,7 @@ struct akk_link_stats {
 	long messages, bytes;	/* sent: headers and data */
 	double busy;		/* seconds its thread spent sending and receiving */
 	long reductions;	/* completed */
+	long reduce_bytes;	/* this rank's contribution to them */
 	double reduce_wait;	/* seconds from posting them to their completion */
 };
 void akk_mpi_link_stats(const struct akk_transport *t,

@@ -78,7 +78,7 @@ struct akk_mpi_link {
 	pthread_t thread;
 	atomic_int stop;
 	atomic_long sent_msgs, sent_bytes;	/* written by the thread */
-	atomic_long busy_ns, reduce_ns, nreduce;
+	atomic_long busy_ns, reduce_ns, nreduce, reduce_bytes;
 };
 
 static int slots_alloc(struct slots *s, int n, long len)
@@ -203,6 +203,7 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 		*idle = 0;
 		atomic_fetch_add(&l->reduce_ns, (long)((now() - q->t0) * 1e9));
 		atomic_fetch_add(&l->nreduce, 1);
+		atomic_fetch_add(&l->reduce_bytes, (long)q->n * (q->dbl ? 8 : 4));
 		if (q->notify >= 0) {
 			akk_mailbox_send(&l->t->boxes[q->notify], &q->note);
 			continue;
@@ -389,6 +390,7 @@ void akk_mpi_link_stats(const struct akk_transport *t,
 	st->bytes = atomic_load(&l->sent_bytes);
 	st->busy = atomic_load(&l->busy_ns) * 1e-9;
 	st->reductions = atomic_load(&l->nreduce);
+	st->reduce_bytes = atomic_load(&l->reduce_bytes);
 	st->reduce_wait = atomic_load(&l->reduce_ns) * 1e-9;
 }
 
