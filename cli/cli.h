@@ -3,6 +3,8 @@
 #define AKK_CLI_H
 
 #include "err.h"
+#include "spec.h"
+#include "world.h"
 
 /* Exit codes (akkctl(1)). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
@@ -30,6 +32,13 @@ int cli_help(const char *command);
 int cli_bad_option(const char *command, int c, char **argv);
 /* Parse a whole positive int option value or fail with usage. */
 int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
+
+/* Under mpirun: start MPI and, for a pipeline, place the gates
+ * (*gate_rank, ngates entries, to free; NULL for one process or data
+ * parallelism). Without mpirun a gate placed on rank > 0 is an error at
+ * its line. */
+int cli_start_world(const struct akk_spec *s, struct akk_world *w,
+		    int **gate_rank, struct akk_err *e);
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

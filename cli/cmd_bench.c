@@ -406,20 +406,12 @@ int cmd_bench(int argc, char **argv)
 		goto report;
 	if (akk_model_plan(&m, &s, &e))
 		goto report;
-	if (akk_world_launched()) {
-		/* under mpirun: place the gates, or share every batch */
-		if (akk_world_init(&world, NULL, NULL, &e))
-			goto report;
-		dp = s.sched.data_parallel && world.size > 1;
-		root = world.rank == 0;
-		mpi = (struct bench_mpi){ world.rank, world.size, NULL, dp ? world.size : 1 };
-		if (world.size > 1 && !dp) {
-			if (!(gate_rank = calloc(m.ngates, sizeof(int))) ||
-			    akk_spec_place(&s, world.size, gate_rank, &e))
-				goto report;
-			mpi.gate_rank = gate_rank;
-		}
-	}
+	/* under mpirun: place the gates, or share every batch */
+	if (cli_start_world(&s, &world, &gate_rank, &e))
+		goto report;
+	dp = s.sched.data_parallel && world.size > 1;
+	root = world.rank == 0;
+	mpi = (struct bench_mpi){ world.rank, world.size, gate_rank, dp ? world.size : 1 };
 	/* the data: rank 0's, or every rank's with data parallelism */
 	if ((root || dp) &&
 	    (load_or_synthesize(&train, s.data.train_images, s.data.train_labels,

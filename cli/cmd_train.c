@@ -139,33 +139,6 @@ static void signals_stop(pthread_t thread)
 	close(sig_pipe[1]);
 }
 
-/* Under mpirun, or when the config places a gate on another rank: start
- * MPI and place the gates (gate_rank stays NULL for one process). */
-static int start_world(const struct akk_spec *s, struct akk_world *w,
-		       int **gate_rank, struct akk_err *e)
-{
-	int remote = 0, rc;
-
-	memset(w, 0, sizeof(*w));
-	w->size = w->local_size = 1;
-	for (int i = 0; i < s->ngates; i++)
-		remote |= s->gates[i].rank > 0;
-	if (!akk_world_launched()) {
-		int *one = calloc(s->ngates, sizeof(int));
-		/* names the gate and says to start the ranks with mpirun */
-		rc = one ? akk_spec_place(s, 1, one, e) : akk_err_set(e, "out of memory");
-		free(one);
-		return remote ? rc : 0;
-	}
-	if (akk_world_init(w, NULL, NULL, e))
-		return -1;
-	if (w->size == 1 || s->sched.data_parallel)
-		return 0;	/* one process, or every gate on every rank */
-	if (!(*gate_rank = calloc(s->ngates, sizeof(int))))
-		return akk_err_set(e, "out of memory");
-	return akk_spec_place(s, w->size, *gate_rank, e);
-}
-
 static int mkdirs(const char *path, struct akk_err *e)
 {
 	char buf[1024];
@@ -266,7 +239,7 @@ int cmd_train(int argc, char **argv)
 		s.out.dir = strdup(out);
 	}
 	user_quiet = ui.quiet;
-	if (akk_model_plan(&m, &s, &e) || start_world(&s, &world, &gate_rank, &e))
+	if (akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
 		goto report;
 	/* Rank 0 reads the data; in a pipeline the others need only the
 	 * sample counts, with data parallelism each reads its own. */
