@@ -53,7 +53,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	g->grads = akk_alloc(p->nparams + 1);	/* +1: a sample count (run.c) */
 	g->state = akk_alloc(p->nstate);
 	g->opt = akk_alloc(p->nparams * per);
-	g->work = akk_alloc(p->work * max_batch);
+	g->work = akk_alloc(p->work);
 	g->dbuf[0] = akk_alloc(wide * max_batch);
 	g->dbuf[1] = akk_alloc(wide * max_batch);
 	g->act_off = calloc(p->nlayers + 1, sizeof(size_t));
@@ -229,7 +229,7 @@ size_t akk_gate_bytes(const struct akk_gate *g)
 {
 	const struct akk_gate_plan *p = g->plan;
 	size_t per = akk_optim_state_per_param(p->optim->kind);
-	size_t n = p->nparams * (2 + per) + p->nstate + p->work * g->max_batch +
+	size_t n = p->nparams * (2 + per) + p->nstate + p->work +
 		   2 * widest_input(p) * g->max_batch;
 	size_t tape = (p->act + p->aux) * g->max_batch;
 

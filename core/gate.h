@@ -39,7 +39,7 @@ struct akk_gate {
 				 * in data-parallel reductions */
 	float *state;		/* (nstate) batchnorm running statistics */
 	float *opt;		/* (nparams * per-param state) optimizer moments */
-	float *work;		/* (max_batch, plan->work) layer scratch */
+	float *work;		/* (plan->work) layer scratch */
 	float *dbuf[2];		/* (max_batch, widest layer input) backward ping-pong */
 	size_t *act_off, *aux_off;	/* per layer, floats per sample before it */
 	struct akk_tape *tapes;	/* ntapes training tapes, a FIFO ring */

@@ -71,7 +71,8 @@ struct akk_layer {
 	size_t nparams;		/* trainable floats */
 	size_t nstate;		/* non-trainable floats (batchnorm running stats) */
 	size_t aux;		/* floats per sample kept from forward to backward */
-	size_t work;		/* floats per sample of scratch, not kept */
+	size_t work;		/* floats of scratch a call needs, whatever B;
+				 * not kept between calls */
 	double flops;		/* forward FLOPs per sample (multiply-add = 2) */
 	int nviews;
 	struct akk_view views[AKK_MAX_VIEWS];
@@ -90,7 +91,7 @@ struct akk_layer_ops {
 		     struct akk_rng *rng);
 	/* y (B x out) from x (B x in). train: 1 for training (dropout drops,
 	 * batchnorm uses and updates batch statistics), 0 for evaluation.
-	 * aux: B * l->aux floats kept for backward; work: B * l->work scratch.
+	 * aux: B * l->aux floats kept for backward; work: l->work scratch.
 	 * rng is used by dropout only. s is the layer's state (may be updated
 	 * when train). y never aliases x. */
 	void (*forward)(const struct akk_layer *l, float *y, float *aux,

@@ -16,8 +16,7 @@
  * aux is sized (in + C) floats per sample, and a batch of B uses it as one
  * block: xhat [B, in] first, then inv_std [C] = 1 / sqrt(var + eps), then
  * (B - 1) C unused floats. An evaluation forward leaves aux alone. Scratch
- * (work) is reserved as 2 C floats per sample, but only the first 2 C of the
- * batch's block are used: per-channel sums (or eval's scale and shift). */
+ * (work) is 2 C floats: per-channel sums (or eval's scale and shift). */
 #include "layer.h"
 
 #include <math.h>

@@ -19,7 +19,7 @@ struct akk_gate_plan {
 	size_t nparams, nstate;		/* floats in the parameter / state blocks */
 	size_t act;			/* floats per sample: every layer's output */
 	size_t aux;			/* floats per sample kept for backward */
-	size_t work;			/* floats per sample of scratch (max) */
+	size_t work;			/* floats of scratch (max over its layers) */
 	double flops;			/* forward FLOPs per sample */
 	const struct akk_optim_spec *optim;	/* the gate's effective optimizer */
 };

@@ -138,7 +138,7 @@ static void rig_open(struct rig *g, const struct akk_layer_spec *sp,
 	g->y = alloc_nan(B * g->nout);
 	g->r = alloc_nan(B * g->nout);
 	g->aux = alloc_nan(B * g->l.aux);
-	g->work = alloc_nan(B * g->l.work);
+	g->work = alloc_nan(g->l.work);	/* per call, whatever B */
 	akk_rng_seed(&g->rng, 7, AKK_STREAM_INIT);
 	sp->ops->init(&g->l, g->p, g->s, &g->rng);
 	/* Random parameters rather than the init: batchnorm's gamma = 1,
