@@ -81,8 +81,12 @@ static const struct cli_command *find(const char *name)
 
 int cli_report(const struct akk_err *e, int code)
 {
+	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
 	char buf[1200];
 
+	/* Under mpirun every rank finds the same bad input: rank 0 says it. */
+	if (code == EXIT_USAGE && rank && strcmp(rank, "0"))
+		return code;
 	akk_err_format(e, buf, sizeof(buf));
 	fprintf(stderr, "akkctl: %s\n", buf);
 	return code;
