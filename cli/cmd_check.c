@@ -53,7 +53,7 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m)
 		 * evaluation tapes; the stash is one weight copy per tape. */
 		double tape = (double)(gp->act + gp->aux) * bs * 4;
 		double mem = tape * (K + V) + (double)akk_shape_size(gp->in) * bs * 4 * K;
-		double st = stash ? (double)gp->nparams * 4 * K : 0;
+		double st = stash && akk_gate_needs_stash(gp) ? (double)gp->nparams * 4 * K : 0;
 		print_count(flops, sizeof(flops), gp->flops);
 		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,
 		       akk_optim_name(gp->optim->kind), gp->nparams, flops,

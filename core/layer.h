@@ -100,7 +100,8 @@ struct akk_layer_ops {
 	/* From dy (B x out), with x, y and aux as left by the training forward
 	 * of the same batch and parameters p: ACCUMULATE (+=) the parameter
 	 * gradient into dp (nparams), and WRITE dx (B x in) unless dx is NULL
-	 * (the first layer of the network needs no input gradient). */
+	 * (the first layer of the network needs no input gradient). p is read
+	 * only for dx: weight stashing relies on it (akk_gate_needs_stash). */
 	void (*backward)(const struct akk_layer *l, float *dx, float *dp,
 			 float *work, const float *dy, const float *x,
 			 const float *y, const float *aux, const float *p,

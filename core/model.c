@@ -112,3 +112,11 @@ size_t akk_gate_tape_bytes(const struct akk_gate_plan *g, int batch)
 {
 	return (g->act + g->aux) * (size_t)batch * sizeof(float);
 }
+
+int akk_gate_needs_stash(const struct akk_gate_plan *g)
+{
+	for (int i = 0; i < g->nlayers; i++)
+		if (g->layers[i].nparams && (g->index > 0 || i > 0))
+			return 1;
+	return 0;
+}

@@ -41,6 +41,12 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		   struct akk_err *e);
 void akk_model_release(struct akk_model *m);
 
+/* Whether weight stashing matters for a gate: its backward reads the
+ * weights only to compute input gradients, and the network's first layer
+ * computes none, so a first gate whose only parameters are that layer's
+ * never reads stashed weights. */
+int akk_gate_needs_stash(const struct akk_gate_plan *g);
+
 /* Bytes a gate needs for `ntapes` in-flight training batches of `batch`
  * samples (activations + aux), and for weight stashing. */
 size_t akk_gate_tape_bytes(const struct akk_gate_plan *g, int batch);

@@ -126,7 +126,8 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			continue;
 		if (akk_gate_init(&a->gate, &m->gates[i], bs,
 				  a->local ? r->K : 1, a->local ? r->V : 1,
-				  a->local && wheels && s->sched.stashing && r->K > 1,
+				  a->local && wheels && s->sched.stashing && r->K > 1 &&
+				  akk_gate_needs_stash(&m->gates[i]),
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
 		if (cfg->gate_rank && a->local) {

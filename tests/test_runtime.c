@@ -240,7 +240,9 @@ static void wheels_learns(int stash)
 		assert_int_equal(r.gates[g].forwards, 4 * 63);
 		assert_int_equal(r.gates[g].backwards, 4 * 63);
 		assert_int_equal(r.gates[g].gate.step, 4 * 63);
-		assert_int_equal(akk_gate_stash_bytes(&r.gates[g].gate) > 0, stash);
+		/* gate 1's only weights are the first layer's, which no
+		 * backward reads: nothing to stash there */
+		assert_int_equal(akk_gate_stash_bytes(&r.gates[g].gate) > 0, stash && g > 0);
 	}
 	assert_true(c.loss[3] < 0.5 * c.loss[0]);
 	assert_int_equal(c.finals, 1);
