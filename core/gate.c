@@ -225,19 +225,6 @@ const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x, int B)
 	return run_forward(g, &g->evals[slot], x, g->params, B, 0);
 }
 
-size_t akk_gate_bytes(const struct akk_gate *g)
-{
-	const struct akk_gate_plan *p = g->plan;
-	size_t per = akk_optim_state_per_param(p->optim->kind);
-	size_t n = p->nparams * (2 + per) + p->nstate + p->work +
-		   2 * widest_input(p) * g->max_batch;
-	size_t tape = (p->act + p->aux) * g->max_batch;
-
-	n += (tape + akk_shape_size(p->in) * g->max_batch) * g->ntapes;
-	n += tape * g->nevals;
-	return n * sizeof(float) + akk_gate_stash_bytes(g);
-}
-
 size_t akk_gate_stash_bytes(const struct akk_gate *g)
 {
 	return g->ntapes && g->tapes[0].stash ?

@@ -81,9 +81,7 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e);
 const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x,
 			   int B);
 
-/* Bytes the gate allocated (for `akkctl check`/bench), and of that the
- * weight stash. */
-size_t akk_gate_bytes(const struct akk_gate *g);
+/* Bytes of the weight stash the gate allocated. */
 size_t akk_gate_stash_bytes(const struct akk_gate *g);
 
 #endif

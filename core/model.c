@@ -108,11 +108,6 @@ void akk_model_release(struct akk_model *m)
 	m->ngates = 0;
 }
 
-size_t akk_gate_tape_bytes(const struct akk_gate_plan *g, int batch)
-{
-	return (g->act + g->aux) * (size_t)batch * sizeof(float);
-}
-
 int akk_gate_needs_stash(const struct akk_gate_plan *g)
 {
 	for (int i = 0; i < g->nlayers; i++)

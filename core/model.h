@@ -47,8 +47,5 @@ void akk_model_release(struct akk_model *m);
  * never reads stashed weights. */
 int akk_gate_needs_stash(const struct akk_gate_plan *g);
 
-/* Bytes a gate needs for `ntapes` in-flight training batches of `batch`
- * samples (activations + aux), and for weight stashing. */
-size_t akk_gate_tape_bytes(const struct akk_gate_plan *g, int batch);
 
 #endif

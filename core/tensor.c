@@ -64,11 +64,6 @@ void akk_blas_threads(int n)
 	openblas_set_num_threads(n < 1 ? 1 : n);
 }
 
-int akk_blas_threads_get(void)
-{
-	return openblas_get_num_threads();
-}
-
 int akk_cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -42,7 +42,6 @@ void akk_float_mode(void);
 /* Number of threads OpenBLAS may use for one call (global to the process);
  * akkctl keeps it at 1 and parallelises through pool.h. */
 void akk_blas_threads(int n);
-int akk_blas_threads_get(void);
 /* Number of online cores. */
 int akk_cores(void);
 
