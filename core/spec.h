@@ -17,6 +17,10 @@
 #include "loss.h"
 #include "optim.h"
 
+/* The most gates a network may have: the spec checks it at the config's
+ * line, and the checkpoint writer and reader hold the same bound. */
+#define AKK_MAX_GATES 256
+
 enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS };
 
 struct akk_gate_spec {
@@ -77,7 +81,7 @@ struct akk_spec {
 	struct akk_shape input;		/* network.input */
 	struct akk_mark input_mark;
 	struct akk_gate_spec *gates;	/* ngates >= 1, owned */
-	int ngates;
+	int ngates;		/* 1..AKK_MAX_GATES */
 	enum akk_loss_kind loss;	/* default softmax_cross_entropy */
 	float huber_delta;		/* default 1 */
 	struct akk_mark loss_mark;
