@@ -528,23 +528,29 @@ static void format_dims(char *buf, int size, int rank, const uint32_t *dims)
 		n += snprintf(buf + n, size - n, "%s%u", i ? "x" : "", dims[i]);
 }
 
-static int restore_tensor(const struct akk_ckpt_gate *cg, int *next,
-			  const char *name, int rank, const int *dims,
-			  float *dst, size_t count, const char *path,
-			  struct akk_err *e)
+/* The next stored tensor of cg, which must be called name and have the
+ * shape rank x dims (count floats). */
+static const struct akk_ckpt_tensor *
+match_tensor(const struct akk_ckpt_gate *cg, int *next, const char *name,
+	     int rank, const int *dims, size_t count, const char *path,
+	     struct akk_err *e)
 {
 	const struct akk_ckpt_tensor *t;
 	uint32_t want[4];
 	int same;
 
-	if (*next >= cg->ntensors)
-		return akk_err_at(e, path, 0, 0,
-				  "checkpoint does not match the network: no tensor '%s'", name);
+	if (*next >= cg->ntensors) {
+		akk_err_at(e, path, 0, 0,
+			   "checkpoint does not match the network: no tensor '%s'", name);
+		return NULL;
+	}
 	t = &cg->tensors[(*next)++];
-	if (strcmp(t->name, name))
-		return akk_err_at(e, path, 0, 0,
-				  "checkpoint does not match the network: found '%s' where '%s' belongs",
-				  t->name, name);
+	if (strcmp(t->name, name)) {
+		akk_err_at(e, path, 0, 0,
+			   "checkpoint does not match the network: found '%s' where '%s' belongs",
+			   t->name, name);
+		return NULL;
+	}
 	for (int i = 0; i < rank; i++)
 		want[i] = (uint32_t)dims[i];
 	same = t->rank == rank && t->count == count;
@@ -554,11 +560,69 @@ static int restore_tensor(const struct akk_ckpt_gate *cg, int *next,
 		char have[64], need[64];
 		format_dims(have, sizeof(have), t->rank, t->dims);
 		format_dims(need, sizeof(need), rank, want);
-		return akk_err_at(e, path, 0, 0,
-				  "checkpoint does not match the network: '%s' has shape %s, the network needs %s",
-				  name, have, need);
+		akk_err_at(e, path, 0, 0,
+			   "checkpoint does not match the network: '%s' has shape %s, the network needs %s",
+			   name, have, need);
+		return NULL;
 	}
-	memcpy(dst, t->data, count * sizeof(float));
+	return t;
+}
+
+/* Walk gate g's stored tensors against its plan p in the order the writer
+ * put them; with gate non-NULL, copy each into it. */
+static int match_gate(const struct akk_ckpt_gate *cg, const struct akk_gate_plan *p,
+		      struct akk_gate *gate, const char *path, struct akk_err *e)
+{
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	const struct akk_ckpt_tensor *t;
+	char name[128];
+	int next = 0;
+
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct akk_layer *l = &p->layers[i];
+		for (int v = 0; v < l->nviews; v++) {
+			const struct akk_view *vw = &l->views[v];
+			size_t count = 1;
+			for (int d = 0; d < vw->rank; d++)
+				count *= vw->dims[d];
+			snprintf(name, sizeof(name), "g%d.l%d.%s.%s", p->index + 1,
+				 i + 1, l->ops->name, vw->name);
+			if (!(t = match_tensor(cg, &next, name, vw->rank, vw->dims,
+					       count, path, e)))
+				return -1;
+			if (gate) {
+				size_t c2;
+				float *dst = view_at(gate, i, vw, name, sizeof(name), &c2);
+				memcpy(dst, t->data, count * sizeof(float));
+			}
+		}
+	}
+	if (nopt) {
+		int dims[1] = { (int)nopt };
+		snprintf(name, sizeof(name), "g%d.optimizer.%s", p->index + 1,
+			 akk_optim_name(p->optim->kind));
+		if (!(t = match_tensor(cg, &next, name, 1, dims, nopt, path, e)))
+			return -1;
+		if (gate)
+			memcpy(gate->opt, t->data, nopt * sizeof(float));
+	}
+	if (next != cg->ntensors)
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint does not match the network: gate %d has %d tensors, the network %d",
+				  p->index + 1, cg->ntensors, next);
+	return 0;
+}
+
+int akk_checkpoint_match(const struct akk_checkpoint *c, const struct akk_model *m,
+			 const char *path, struct akk_err *e)
+{
+	if (c->ngates != m->ngates)
+		return akk_err_at(e, path, 0, 0,
+				  "checkpoint does not match the network: it has %d gates, the network %d",
+				  c->ngates, m->ngates);
+	for (int g = 0; g < m->ngates; g++)
+		if (match_gate(&c->gates[g], &m->gates[g], NULL, path, e))
+			return -1;
 	return 0;
 }
 
@@ -566,47 +630,17 @@ int akk_checkpoint_restore(const struct akk_checkpoint *c,
 			   struct akk_gate *const *gates, int ngates,
 			   const char *path, struct akk_err *e)
 {
-	char name[128];
-
 	if (c->ngates != ngates)
 		return akk_err_at(e, path, 0, 0,
 				  "checkpoint does not match the network: it has %d gates, the network %d",
 				  c->ngates, ngates);
 	for (int g = 0; g < ngates; g++) {
-		const struct akk_ckpt_gate *cg = &c->gates[g];
-		struct akk_gate *gate = gates[g];
-		const struct akk_gate_plan *p;
-
-		if (!gate)
+		if (!gates[g])
 			continue;
-		p = gate->plan;
-		size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
-		int next = 0;
-
-		for (int i = 0; i < p->nlayers; i++) {
-			const struct akk_layer *l = &p->layers[i];
-			for (int v = 0; v < l->nviews; v++) {
-				const struct akk_view *vw = &l->views[v];
-				size_t count;
-				float *data = view_at(gate, i, vw, name, sizeof(name), &count);
-				if (restore_tensor(cg, &next, name, vw->rank, vw->dims,
-						   data, count, path, e))
-					return -1;
-			}
-		}
-		if (nopt) {
-			snprintf(name, sizeof(name), "g%d.optimizer.%s", g + 1,
-				 akk_optim_name(p->optim->kind));
-			int dims[1] = { (int)nopt };
-			if (restore_tensor(cg, &next, name, 1, dims, gate->opt, nopt, path, e))
-				return -1;
-		}
-		if (next != cg->ntensors)
-			return akk_err_at(e, path, 0, 0,
-					  "checkpoint does not match the network: gate %d has %d tensors, the network %d",
-					  g + 1, cg->ntensors, next);
-		gate->step = cg->step;
-		gate->rng = cg->rng;
+		if (match_gate(&c->gates[g], gates[g]->plan, gates[g], path, e))
+			return -1;
+		gates[g]->step = c->gates[g].step;
+		gates[g]->rng = c->gates[g].rng;
 	}
 	return 0;
 }

@@ -92,6 +92,11 @@ void akk_checkpoint_release(struct akk_checkpoint *c);
  * and base directory), appending extra overrides. */
 int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
 			const char *const *extra, int nextra, struct akk_err *e);
+/* Whether the checkpoint holds exactly the tensors (names and shapes) of
+ * the planned network m, before anything is allocated for it. */
+struct akk_model;
+int akk_checkpoint_match(const struct akk_checkpoint *c, const struct akk_model *m,
+			 const char *path, struct akk_err *e);
 /* Copy a checkpoint's gates into gates of the same network: every tensor's
  * name and shape must match. A NULL entry in gates is skipped (a gate this
  * process does not hold). path is for error messages. */
