@@ -2,6 +2,8 @@
 #ifndef AKK_CLI_H
 #define AKK_CLI_H
 
+#include <stdio.h>
+
 #include "err.h"
 #include "spec.h"
 #include "world.h"
@@ -30,6 +32,11 @@ int cli_help(const char *command);
  * opterr is 0): "akkctl: unknown option 'X'" or "option 'X' needs a
  * value", then the command's usage on stderr. Returns EXIT_USAGE. */
 int cli_bad_option(const char *command, int c, char **argv);
+/* Write s to f with every byte that could drive a terminal written as
+ * \xNN instead: control characters (but newline and tab when multiline),
+ * DEL, C1 controls and bytes that are not valid UTF-8. For any string read
+ * from a file. Returns the number of bytes written. */
+int cli_put_safe(FILE *f, const char *s, int multiline);
 /* Parse a whole positive int option value or fail with usage. */
 int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
 

@@ -1,4 +1,9 @@
-/* cmd_inspect.c - akkctl inspect: what a checkpoint holds. */
+/* cmd_inspect.c - akkctl inspect: what a checkpoint holds.
+ *
+ * Every string read from the checkpoint (config name and text, paths,
+ * --set overrides, tensor names, the network's name) goes through
+ * cli_put_safe: a forged file must not put escape sequences on the
+ * user's terminal. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +12,14 @@
 #include "cli.h"
 #include "model.h"
 #include "spec.h"
+
+/* s escaped, left-aligned in width columns, then a space. */
+static void put_column(const char *s, int width)
+{
+	int n = cli_put_safe(stdout, s, 0);
+
+	printf("%*s ", n < width ? width - n : 0, "");
+}
 
 int cmd_inspect(int argc, char **argv)
 {
@@ -18,6 +31,7 @@ int cmd_inspect(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_err e = { 0 };
+	const char *path;
 	int c, parsed;
 
 	opterr = 0;
@@ -33,12 +47,22 @@ int cmd_inspect(int argc, char **argv)
 			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
 		return cli_usage_error("inspect");
 	}
-	if (akk_checkpoint_read(&ck, argv[optind], &e))
+	path = argv[optind];
+	if (akk_checkpoint_read(&ck, path, &e))
 		return cli_report(&e, EXIT_USAGE);
-	printf("checkpoint   %s\nformat       version %u\n", argv[optind], ck.version);
-	printf("config       %s (paths relative to %s)\n", ck.config_name, ck.base_dir);
-	for (int i = 0; i < ck.nsets; i++)
-		printf("override     --set %s\n", ck.sets[i]);
+	printf("checkpoint   ");
+	cli_put_safe(stdout, path, 0);
+	printf("\nformat       version %u\n", ck.version);
+	printf("config       ");
+	cli_put_safe(stdout, ck.config_name, 0);
+	printf(" (paths relative to ");
+	cli_put_safe(stdout, ck.base_dir, 0);
+	printf(")\n");
+	for (int i = 0; i < ck.nsets; i++) {
+		printf("override     --set ");
+		cli_put_safe(stdout, ck.sets[i], 0);
+		printf("\n");
+	}
 	printf("schedule     %s\n", akk_mode_name(ck.mode));
 	printf("position     epoch %d, batch %ld (%ld steps done)%s\n",
 	       ck.pos.epoch + (ck.pos.index ? 1 : 0), ck.pos.index, ck.pos.id,
@@ -52,10 +76,13 @@ int cmd_inspect(int argc, char **argv)
 	if (!parsed) {
 		char msg[1200];
 		akk_err_format(&e, msg, sizeof(msg));
-		printf("network      the stored config no longer parses: %s\n", msg);
+		printf("network      the stored config no longer parses: ");
+		cli_put_safe(stdout, msg, 0);
+		printf("\n");
 	} else {
-		printf("network      %s: %d gates, %zu parameters, %d classes\n", s.name,
-		       m.ngates, m.nparams, m.classes);
+		printf("network      ");
+		cli_put_safe(stdout, s.name, 0);
+		printf(": %d gates, %zu parameters, %d classes\n", m.ngates, m.nparams, m.classes);
 	}
 	printf("\n%-5s %-6s %-36s %-20s %10s\n", "gate", "step", "tensor", "shape", "values");
 	for (int g = 0; g < ck.ngates; g++)
@@ -66,10 +93,12 @@ int cmd_inspect(int argc, char **argv)
 			for (int d = 0; d < x->rank; d++)
 				n += snprintf(shape + n, sizeof(shape) - n, "%s%u", d ? ", " : "", x->dims[d]);
 			snprintf(shape + n, sizeof(shape) - n, "]");
-			printf("%-5d %-6ld %-36s %-20s %10llu\n", g + 1, ck.gates[g].step,
-			       x->name, shape, (unsigned long long)x->count);
+			printf("%-5d %-6ld ", g + 1, ck.gates[g].step);
+			put_column(x->name, 36);
+			printf("%-20s %10llu\n", shape, (unsigned long long)x->count);
 		}
-	printf("\n--- config ---\n%s", ck.config);
+	printf("\n--- config ---\n");
+	cli_put_safe(stdout, ck.config, 1);
 	if (ck.config[0] && ck.config[strlen(ck.config) - 1] != '\n')
 		printf("\n");
 	akk_model_release(&m);

@@ -1,0 +1,268 @@
+/* test_ui.c - what akkctl says to its user outside training: git's "did
+ * you mean" for a misspelled command, eval and inspect given a run
+ * directory, their --help, names from a forged checkpoint printed without
+ * raw terminal escapes, eval's refusal of a non-finite loss, and man pages
+ * that groff formats without a warning.
+ *
+ * Checkpoints are written directly with the checkpoint writer (no
+ * training): a 64-16-4 net over 8x8 synthetic images with 4 classes. */
+#include <ftw.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "checkpoint.h"
+#include "gate.h"
+#include "model.h"
+#include "spec.h"
+#include "testutil.h"
+
+#define CFG(name) \
+	"name: " name "\n" \
+	"seed: 7\n" \
+	"data:\n" \
+	"  train: {images: val-images, labels: val-labels}\n" \
+	"  validation: {images: val-images, labels: val-labels}\n" \
+	"network:\n" \
+	"  input: [64]\n" \
+	"  gates:\n" \
+	"    - layers: [{dense: 16}, relu]\n" \
+	"    - layers: [{dense: 4}]\n" \
+	"  loss: softmax_cross_entropy\n" \
+	"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n" \
+	"schedule: {mode: flip-flop, epochs: 2, batch_size: 8}\n"
+
+#define NVAL 40
+
+static char g_dir[512];
+static char g_out[1 << 16], g_err[1 << 16];
+
+#define assert_contains(hay, needle) do { \
+	const char *h_ = (hay), *n_ = (needle); \
+	if (!strstr(h_, n_)) { \
+		print_error("expected \"%s\" in:\n%s\n", n_, h_); \
+		fail(); \
+	} \
+} while (0)
+
+#define assert_rc(rc, want) do { \
+	int r_ = (rc), w_ = (want); \
+	if (r_ != w_) { \
+		print_error("exit status %d, expected %d\n--- stdout:\n%s\n--- stderr:\n%s\n", \
+			    r_, w_, g_out, g_err); \
+		fail(); \
+	} \
+} while (0)
+
+/* Run akkctl with the NULL-terminated arguments; output in g_out/g_err. */
+static int ak(const char *arg, ...)
+{
+	const char *argv[32];
+	int n = 0;
+	va_list ap;
+
+	argv[n++] = tu_akkctl();
+	va_start(ap, arg);
+	for (const char *a = arg; a && n < 31; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
+}
+
+/* "g_dir/name" in one of 16 rotating buffers. */
+static const char *P(const char *name)
+{
+	static char bufs[16][1024];
+	static int next;
+	char *b = bufs[next++ % 16];
+
+	snprintf(b, sizeof(bufs[0]), "%s/%s", g_dir, name);
+	return b;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = '\0';
+		*len = (size_t)n;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* A checkpoint at path of the config text (stored under the config path
+ * name, relative paths against base_dir), at training step id, its
+ * parameters as initialised or, when fill is not 0, all equal to fill. */
+static void write_ckpt(const char *path, const char *text, const char *name,
+		       const char *base_dir, const char *const *sets, int nsets,
+		       float fill, long id)
+{
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate gates[2];
+	const struct akk_gate *gp[2];
+	struct akk_err e = { 0 };
+	char msg[1200];
+
+	if (akk_spec_parse(&s, text, strlen(text), name, base_dir, sets, nsets, &e) ||
+	    akk_model_plan(&m, &s, &e)) {
+		akk_err_format(&e, msg, sizeof(msg));
+		print_error("%s\n", msg);
+		fail();
+	}
+	assert_int_equal(m.ngates, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(akk_gate_init(&gates[i], &m.gates[i], 8, 1, 1, 0, 1, 1, s.seed, &e), 0);
+		if (fill != 0)
+			for (size_t k = 0; k < m.gates[i].nparams; k++)
+				gates[i].params[k] = fill;
+		gates[i].step = id;
+		gp[i] = &gates[i];
+	}
+	struct akk_ckpt_source src = {
+		.spec = &s, .base_dir = base_dir, .mode = s.sched.mode,
+		.gates = gp, .ngates = 2, .pos = { .epoch = 1, .id = id },
+	};
+	if (akk_checkpoint_write(path, &src, &e)) {
+		akk_err_format(&e, msg, sizeof(msg));
+		print_error("%s\n", msg);
+		fail();
+	}
+	for (int i = 0; i < 2; i++)
+		akk_gate_release(&gates[i]);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
+static int group_setup(void **state)
+{
+	struct akk_dataset d;
+	const char *t = tu_tmpdir();
+
+	(void)state;
+	if (!t)
+		return -1;
+	snprintf(g_dir, sizeof(g_dir), "%s", t);
+	tu_dataset(&d, NVAL, 8, 4, 11);
+	tu_write_idx(P("val-images"), &d, 1);
+	tu_write_idx(P("val-labels"), &d, 0);
+	akk_dataset_release(&d);
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (g_dir[0] && !getenv("AKK_KEEP_TMP"))
+		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+/* ---- 1. did you mean ------------------------------------------------------ */
+
+
+/* ---- 2. eval and inspect take a run directory ---------------------------- */
+
+
+/* ---- 3. --help explains every option and output --------------------------- */
+
+
+/* ---- 4. names from a checkpoint are escaped ------------------------------- */
+
+/* Replace the first occurrence of from by to (same length) in the file and
+ * recompute its CRC-32 (the last four bytes, little-endian, over the rest). */
+static void patch_ckpt(const char *path, const char *from, const char *to)
+{
+	size_t len = 0, n = strlen(from);
+	unsigned char *b = (unsigned char *)slurp(path, &len);
+	uint32_t crc;
+	size_t i;
+
+	assert_non_null(b);
+	assert_int_equal(n, strlen(to));
+	for (i = 0; i + n <= len && memcmp(b + i, from, n); i++)
+		;
+	assert_true(i + n <= len);
+	memcpy(b + i, to, n);
+	crc = (uint32_t)crc32(0L, b, (uInt)(len - 4));
+	for (int k = 0; k < 4; k++)
+		b[len - 4 + k] = (unsigned char)(crc >> (8 * k));
+	assert_int_equal(tu_write_file(path, b, len), 0);
+	free(b);
+}
+
+static void forged_names_are_escaped(void **state)
+{
+	static const char *const sets[] = { "schedule.epochs=3" };
+	const char *ck = P("evil.bin");
+	char base[600], name[600];
+
+	(void)state;
+	/* the config's name key, its path, its base directory and a tensor
+	 * name all carry ESC [31m (red) */
+	snprintf(name, sizeof(name), "%s/\x1b[31mevil.yaml", g_dir);
+	snprintf(base, sizeof(base), "%s/\x1b[31mbase", g_dir);
+	write_ckpt(ck, CFG("\"\\e[31mevil\\x07\""), name, base, sets, 1, 0, 5);
+	patch_ckpt(ck, "g1.l1.dense.weight", "g1.l1.dense.\x1b[31mt");
+
+	assert_rc(ak("inspect", ck, NULL), 0);
+	assert_null(memchr(g_out, 0x1b, strlen(g_out)));
+	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
+	assert_contains(g_out, "/\\x1b[31mevil.yaml (paths relative to ");
+	assert_contains(g_out, "/\\x1b[31mbase)\n");
+	assert_contains(g_out, "network      \\x1b[31mevil\\x07: 2 gates, ");
+	assert_contains(g_out, " g1.l1.dense.\\x1b[31mt ");
+	assert_contains(g_out, "override     --set schedule.epochs=3\n");
+	/* the config text keeps its lines, escapes the rest */
+	assert_contains(g_out, "\n--- config ---\nname: \"\\e[31mevil\\x07\"\nseed: 7\n");
+
+	/* eval quotes the stored paths in its errors: escaped too */
+	write_ckpt(ck, CFG("evil"), name, base, NULL, 0, 0, 5);
+	assert_rc(ak("eval", ck, NULL), 2);
+	assert_string_equal(g_out, "");
+	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
+	assert_true(!strncmp(g_err, "akkctl: ", 8));
+	assert_contains(g_err, "/\\x1b[31mbase/val-images");
+	/* and a forged tensor name in its mismatch report */
+	patch_ckpt(ck, "g1.l1.dense.weight", "g1.l1.dense.\x1b[31mt");
+	assert_rc(ak("eval", ck, "--images", P("val-images"), "--labels", P("val-labels"), NULL), 2);
+	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
+	assert_contains(g_err, "\\x1b[31m");
+}
+
+/* ---- 5. eval never reports a loss that is not finite ---------------------- */
+
+
+/* ---- 6. man pages --------------------------------------------------------- */
+
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(forged_names_are_escaped),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
