@@ -79,6 +79,61 @@ static const struct cli_command *find(const char *name)
 	return NULL;
 }
 
+/* Damerau-Levenshtein distance (optimal string alignment: insertions,
+ * deletions, substitutions and swaps of two neighbours each cost 1) between
+ * a and b, both at most 64 bytes. */
+static int edit_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	int d[65][65];
+
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* git's "is not a git command" with its "did you mean": the commands
+ * closest to name, when any is close (a prefix of two letters or more, or
+ * at most two edits and at most one per two letters typed). Returns
+ * EXIT_USAGE. */
+static int not_a_command(const char *name)
+{
+	int len = (int)strlen(name), dist[16], best = -1, n = 0, i;
+	const struct cli_command *c;
+
+	cli_errorf(EXIT_USAGE, "'%s' is not an akkctl command. See 'akkctl help'.", name);
+	if (len > 64)
+		return EXIT_USAGE;
+	for (c = cli_commands, i = 0; c->name && i < 16; c++, i++) {
+		dist[i] = len >= 2 && !strncmp(c->name, name, len) ? 0 : edit_distance(name, c->name);
+		if (dist[i] <= 2 && 2 * dist[i] <= len && (best < 0 || dist[i] < best))
+			best = dist[i];
+	}
+	if (best < 0)
+		return EXIT_USAGE;
+	for (c = cli_commands, i = 0; c->name && i < 16; c++, i++)
+		n += dist[i] == best;
+	fprintf(stderr, "\nThe most similar command%s\n", n > 1 ? "s are" : " is");
+	for (c = cli_commands, i = 0; c->name && i < 16; c++, i++)
+		if (dist[i] == best)
+			fprintf(stderr, "\t%s\n", c->name);
+	return EXIT_USAGE;
+}
+
 /* The length of the valid UTF-8 sequence at s of a character from U+00A0
  * on (printable or at least harmless on a terminal), else 0. */
 static int utf8_printable(const unsigned char *s)
@@ -189,8 +244,6 @@ int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out)
 
 int cmd_help(int argc, char **argv)
 {
-	const struct cli_command *c;
-
 	if (argc < 2) {
 		usage(stdout);
 		return EXIT_OK;
@@ -201,10 +254,9 @@ int cmd_help(int argc, char **argv)
 		cli_errorf(EXIT_USAGE, "unknown option '%s'", argv[1]);
 		return cli_usage_error("help");
 	}
-	if (!(c = find(argv[1])))
-		return cli_errorf(EXIT_USAGE, "'%s' is not an akkctl command; see 'akkctl --help'", argv[1]);
-	fputs(c->usage, stdout);
-	return EXIT_OK;
+	if (!find(argv[1]))
+		return not_a_command(argv[1]);
+	return cli_help(argv[1]);
 }
 
 int main(int argc, char **argv)
@@ -228,9 +280,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (!(c = find(argv[1]))) {
-		cli_errorf(EXIT_USAGE, "'%s' is not an akkctl command; see 'akkctl --help'", argv[1]);
-		return EXIT_USAGE;
-	}
+	if (!(c = find(argv[1])))
+		return not_a_command(argv[1]);
 	return c->run(argc - 1, argv + 1);
 }

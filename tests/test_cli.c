@@ -600,11 +600,11 @@ static void unknown_command(void **state)
 	assert_rc(ak("frobnicate", NULL), 2);
 	assert_string_equal(g_out, "");
 	assert_string_equal(g_err,
-		"akkctl: 'frobnicate' is not an akkctl command; see 'akkctl --help'\n");
+		"akkctl: 'frobnicate' is not an akkctl command. See 'akkctl help'.\n");
 	assert_rc(ak("help", "frobnicate", NULL), 2);
 	assert_string_equal(g_out, "");
 	assert_string_equal(g_err,
-		"akkctl: 'frobnicate' is not an akkctl command; see 'akkctl --help'\n");
+		"akkctl: 'frobnicate' is not an akkctl command. See 'akkctl help'.\n");
 }
 
 static void unknown_global_option(void **state)

@@ -183,6 +183,35 @@ static int group_teardown(void **state)
 
 /* ---- 1. did you mean ------------------------------------------------------ */
 
+static void misspelled_command(void **state)
+{
+	static const struct { const char *typed, *err; } cases[] = {
+		{ "trian", "akkctl: 'trian' is not an akkctl command. See 'akkctl help'.\n"
+			   "\nThe most similar command is\n\ttrain\n" },
+		{ "evla", "akkctl: 'evla' is not an akkctl command. See 'akkctl help'.\n"
+			  "\nThe most similar command is\n\teval\n" },
+		{ "inspcet", "akkctl: 'inspcet' is not an akkctl command. See 'akkctl help'.\n"
+			     "\nThe most similar command is\n\tinspect\n" },
+		{ "ins", "akkctl: 'ins' is not an akkctl command. See 'akkctl help'.\n"
+			 "\nThe most similar command is\n\tinspect\n" },
+		{ "hech", "akkctl: 'hech' is not an akkctl command. See 'akkctl help'.\n"
+			  "\nThe most similar commands are\n\tbench\n\tcheck\n\thelp\n" },
+		/* nothing close: no suggestion */
+		{ "frobnicate", "akkctl: 'frobnicate' is not an akkctl command. See 'akkctl help'.\n" },
+		{ "x", "akkctl: 'x' is not an akkctl command. See 'akkctl help'.\n" },
+		{ "tx", "akkctl: 'tx' is not an akkctl command. See 'akkctl help'.\n" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_rc(ak(cases[i].typed, "x.yaml", NULL), 2);
+		assert_string_equal(g_out, "");
+		assert_string_equal(g_err, cases[i].err);
+		assert_rc(ak("help", cases[i].typed, NULL), 2);
+		assert_string_equal(g_out, "");
+		assert_string_equal(g_err, cases[i].err);
+	}
+}
 
 /* ---- 2. eval and inspect take a run directory ---------------------------- */
 
@@ -262,6 +291,7 @@ static void forged_names_are_escaped(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(misspelled_command),
 		cmocka_unit_test(forged_names_are_escaped),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
