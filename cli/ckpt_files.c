@@ -144,3 +144,78 @@ int ckpt_resolve(const char *arg, char *path, int size, struct akk_err *e)
 		return akk_err_set(e, "--resume: no readable checkpoint in '%s'", arg);
 	return 0;
 }
+
+int ckpt_pick(const char *arg, int prefer_best, char **path, struct akk_err *e)
+{
+	static const char *const eval_order[] = { "best.bin", "last.bin", "epoch" };
+	static const char *const inspect_order[] = { "last.bin", "epoch", "best.bin" };
+	const char *const *order = prefer_best ? eval_order : inspect_order;
+	char *found[2] = { NULL, NULL }, *epoch = NULL;	/* best, last, newest epoch */
+	long newest = -1;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int rc = -1;
+
+	*path = NULL;
+	/* Not a directory (or nothing there): the file itself, for the
+	 * checkpoint reader to open or report. */
+	if (stat(arg, &st) || !S_ISDIR(st.st_mode)) {
+		if (!(*path = strdup(arg)))
+			return akk_err_set(e, "out of memory");
+		return 0;
+	}
+	if (!(d = opendir(arg)))
+		return akk_err_at(e, arg, 0, 0, "cannot open the directory: %s", strerror(errno));
+	/* Names only: best.bin, last.bin and epoch-NNNN.bin (four digits or
+	 * more) that are regular files; temp files ("NAME.tmp.PID") and
+	 * anything else are passed over. */
+	while ((de = readdir(d))) {
+		const char *n = de->d_name, *p = n + 6;
+		int slot = !strcmp(n, "best.bin") ? 0 : !strcmp(n, "last.bin") ? 1 : 2;
+		long v = 0;
+		char *full;
+
+		if (slot == 2) {
+			if (strncmp(n, "epoch-", 6))
+				continue;
+			for (; *p >= '0' && *p <= '9' && v < 100000000; p++)
+				v = v * 10 + (*p - '0');
+			if (p - n < 10 || strcmp(p, ".bin") || v <= newest)
+				continue;
+		}
+		if (!(full = malloc(strlen(arg) + strlen(n) + 2))) {
+			akk_err_set(e, "out of memory");
+			goto out;
+		}
+		sprintf(full, "%s/%s", arg, n);
+		if (stat(full, &st) || !S_ISREG(st.st_mode)) {
+			free(full);
+			continue;
+		}
+		if (slot == 2) {
+			free(epoch);
+			epoch = full;
+			newest = v;
+		} else {
+			found[slot] = full;
+		}
+	}
+	for (int i = 0; i < 3 && !*path; i++) {
+		char **pick = !strcmp(order[i], "epoch") ? &epoch :
+			      &found[!strcmp(order[i], "last.bin")];
+		*path = *pick;
+		*pick = NULL;
+	}
+	if (!*path) {
+		akk_err_at(e, arg, 0, 0, "no checkpoint in this directory (no best.bin, last.bin or epoch-NNNN.bin)");
+		goto out;
+	}
+	rc = 1;
+out:
+	closedir(d);
+	free(found[0]);
+	free(found[1]);
+	free(epoch);
+	return rc;
+}

@@ -23,5 +23,12 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 /* A checkpoint to resume from: a file, or in a run directory the newest
  * of last.bin and epoch-*.bin. Fills path. */
 int ckpt_resolve(const char *arg, char *path, int size, struct akk_err *e);
+/* The checkpoint eval (prefer_best) or inspect reads for arg: arg itself
+ * unless it is a directory; in a run directory, for eval best.bin, else
+ * last.bin, else the epoch-NNNN.bin of the highest epoch; for inspect
+ * last.bin, else the newest epoch-NNNN.bin, else best.bin. Temp files are
+ * never taken. *path is allocated (free it). Returns 0 for arg itself,
+ * 1 for a file chosen in the directory, -1 when there is none. */
+int ckpt_pick(const char *arg, int prefer_best, char **path, struct akk_err *e);
 
 #endif

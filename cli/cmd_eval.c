@@ -3,7 +3,7 @@
  * The network is rebuilt from the checkpoint alone (its stored config);
  * the data comes from that config's validation set, from --data DIR
  * (t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, plain or .gz) or from
- * --images/--labels. */
+ * --images/--labels. CHECKPOINT may be a run directory: see ckpt_pick. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "ckpt_files.h"
 #include "cli.h"
 #include "evaluate.h"
 #include "idx.h"
@@ -75,6 +76,7 @@ int cmd_eval(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = NULL, *images = NULL, *labels = NULL, *preds = NULL;
+	char *ckpath = NULL;
 	char ipath[1100], lpath[1100];
 	int bs = 256, confusion = 0, c, rc = EXIT_USAGE;
 	struct akk_checkpoint ck = { 0 };
@@ -113,12 +115,18 @@ int cmd_eval(int argc, char **argv)
 		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
 	if (!images != !labels)
 		return cli_errorf(EXIT_USAGE, "--images and --labels go together");
-	if (akk_checkpoint_read(&ck, argv[optind], &e))
+	switch (ckpt_pick(argv[optind], 1, &ckpath, &e)) {
+	case -1: return cli_report(&e, EXIT_USAGE);
+	case 1: fprintf(stderr, "using '%s'\n", ckpath); break;
+	}
+	if (akk_checkpoint_read(&ck, ckpath, &e)) {
+		free(ckpath);
 		return cli_report(&e, EXIT_USAGE);
+	}
 	if (akk_checkpoint_spec(&ck, &s, NULL, 0, &e)) {
 		char msg[1200];
 		akk_err_format(&e, msg, sizeof(msg));
-		akk_err_at(&e, argv[optind], 0, 0, "the stored config no longer parses: %s", msg);
+		akk_err_at(&e, ckpath, 0, 0, "the stored config no longer parses: %s", msg);
 		goto report;
 	}
 	if (akk_model_plan(&m, &s, &e))
@@ -160,7 +168,7 @@ int cmd_eval(int argc, char **argv)
 		if (akk_gate_init(&gates[i], &m.gates[i], bs, 1, 1, 0, 1, 1, s.seed, &e))
 			goto report;
 	}
-	if (akk_checkpoint_restore(&ck, gp, m.ngates, argv[optind], &e)) {
+	if (akk_checkpoint_restore(&ck, gp, m.ngates, ckpath, &e)) {
 		rc = EXIT_USAGE;
 		goto report;
 	}
@@ -197,5 +205,6 @@ out:
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	akk_checkpoint_release(&ck);
+	free(ckpath);
 	return rc;
 }

@@ -3,12 +3,14 @@
  * Every string read from the checkpoint (config name and text, paths,
  * --set overrides, tensor names, the network's name) goes through
  * cli_put_safe: a forged file must not put escape sequences on the
- * user's terminal. */
+ * user's terminal. CHECKPOINT may be a run directory: see ckpt_pick. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
+#include "ckpt_files.h"
 #include "cli.h"
 #include "model.h"
 #include "spec.h"
@@ -31,7 +33,7 @@ int cmd_inspect(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_err e = { 0 };
-	const char *path;
+	char *path;
 	int c, parsed;
 
 	opterr = 0;
@@ -47,9 +49,14 @@ int cmd_inspect(int argc, char **argv)
 			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
 		return cli_usage_error("inspect");
 	}
-	path = argv[optind];
-	if (akk_checkpoint_read(&ck, path, &e))
+	switch (ckpt_pick(argv[optind], 0, &path, &e)) {
+	case -1: return cli_report(&e, EXIT_USAGE);
+	case 1: fprintf(stderr, "using '%s'\n", path); break;
+	}
+	if (akk_checkpoint_read(&ck, path, &e)) {
+		free(path);
 		return cli_report(&e, EXIT_USAGE);
+	}
 	printf("checkpoint   ");
 	cli_put_safe(stdout, path, 0);
 	printf("\nformat       version %u\n", ck.version);
@@ -104,5 +111,6 @@ int cmd_inspect(int argc, char **argv)
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	akk_checkpoint_release(&ck);
+	free(path);
 	return EXIT_OK;
 }

@@ -149,6 +149,12 @@ static void write_ckpt(const char *path, const char *text, const char *name,
 	akk_spec_release(&s);
 }
 
+/* A plain checkpoint of the test net, relative paths against g_dir. */
+static void plain_ckpt(const char *path, long id)
+{
+	write_ckpt(path, CFG("plain"), P("plain.yaml"), g_dir, NULL, 0, 0, id);
+}
+
 static int group_setup(void **state)
 {
 	struct akk_dataset d;
@@ -215,6 +221,67 @@ static void misspelled_command(void **state)
 
 /* ---- 2. eval and inspect take a run directory ---------------------------- */
 
+static void run_directory(void **state)
+{
+	char run[1024], want[1200];
+
+	(void)state;
+	snprintf(run, sizeof(run), "%s", P("run"));
+	assert_int_equal(mkdir(run, 0777), 0);
+	plain_ckpt(P("run/epoch-0002.bin"), 10);
+	plain_ckpt(P("run/epoch-0010.bin"), 50);
+	plain_ckpt(P("run/best.bin"), 10);
+	plain_ckpt(P("run/last.bin"), 50);
+	/* temp files of the writer, and a directory with a checkpoint's name */
+	plain_ckpt(P("run/epoch-0011.bin.tmp.4242"), 55);
+	assert_int_equal(tu_write_file(P("run/last.bin.tmp.77"), "junk", 4), 0);
+	assert_int_equal(mkdir(P("run/epoch-0012.bin"), 0777), 0);
+
+	/* eval: best.bin first */
+	assert_rc(ak("eval", run, NULL), 0);
+	snprintf(want, sizeof(want), "using '%s/best.bin'\n", run);
+	assert_string_equal(g_err, want);
+	assert_true(!strncmp(g_out, "samples 40 ", 11));
+	/* inspect: last.bin first */
+	assert_rc(ak("inspect", run, NULL), 0);
+	snprintf(want, sizeof(want), "using '%s/last.bin'\n", run);
+	assert_string_equal(g_err, want);
+	snprintf(want, sizeof(want), "checkpoint   %s/last.bin\n", run);
+	assert_true(!strncmp(g_out, want, strlen(want)));
+	/* a file is taken as it is, silently */
+	assert_rc(ak("eval", P("run/epoch-0002.bin"), NULL), 0);
+	assert_string_equal(g_err, "");
+
+	/* without best.bin eval takes last.bin */
+	assert_int_equal(unlink(P("run/best.bin")), 0);
+	assert_rc(ak("eval", run, NULL), 0);
+	snprintf(want, sizeof(want), "using '%s/last.bin'\n", run);
+	assert_string_equal(g_err, want);
+	/* then the highest epoch, by number, never a temp file */
+	assert_int_equal(unlink(P("run/last.bin")), 0);
+	assert_rc(ak("eval", run, NULL), 0);
+	snprintf(want, sizeof(want), "using '%s/epoch-0010.bin'\n", run);
+	assert_string_equal(g_err, want);
+	assert_rc(ak("inspect", run, NULL), 0);
+	assert_string_equal(g_err, want);
+	/* inspect with best.bin only */
+	assert_int_equal(unlink(P("run/epoch-0002.bin")), 0);
+	assert_int_equal(unlink(P("run/epoch-0010.bin")), 0);
+	plain_ckpt(P("run/best.bin"), 10);
+	assert_rc(ak("inspect", run, NULL), 0);
+	snprintf(want, sizeof(want), "using '%s/best.bin'\n", run);
+	assert_string_equal(g_err, want);
+	/* nothing but temp files: exit 2 */
+	assert_int_equal(unlink(P("run/best.bin")), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_rc(ak(i ? "inspect" : "eval", run, NULL), 2);
+		assert_string_equal(g_out, "");
+		snprintf(want, sizeof(want),
+			 "akkctl: %s: no checkpoint in this directory (no best.bin, last.bin or epoch-NNNN.bin)\n",
+			 run);
+		assert_string_equal(g_err, want);
+	}
+}
 
 /* ---- 3. --help explains every option and output --------------------------- */
 
@@ -292,6 +359,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(misspelled_command),
+		cmocka_unit_test(run_directory),
 		cmocka_unit_test(forged_names_are_escaped),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
