@@ -6,6 +6,7 @@
  * --images/--labels. CHECKPOINT may be a run directory: see ckpt_pick. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,8 @@ int cmd_eval(int argc, char **argv)
 		akk_err_at(&e, ckpath, 0, 0, "the stored config no longer parses: %s", msg);
 		goto report;
 	}
-	if (akk_model_plan(&m, &s, &e))
+	/* Stored tensors against the planned network, before allocating it. */
+	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e))
 		goto report;
 	if (dir) {
 		data_file(ipath, sizeof(ipath), dir, "t10k-images-idx3-ubyte");
@@ -188,6 +190,16 @@ int cmd_eval(int argc, char **argv)
 		goto report;
 	}
 	pf = NULL;
+	/* Weights that are not finite, or so large that the logits overflow,
+	 * give no meaningful figure: never print "loss nan" as a result. */
+	if (!isfinite(res.loss)) {
+		akk_err_at(&e, ckpath, 0, 0, "evaluation gives %s: the weights are not usable",
+			   isnan(res.loss) ? "a loss of NaN" : "an infinite loss");
+		if (preds)
+			unlink(preds);
+		rc = EXIT_USAGE;
+		goto report;
+	}
 	print_report(&res, confusion);
 	rc = EXIT_OK;
 	goto out;

@@ -351,6 +351,51 @@ static void forged_names_are_escaped(void **state)
 
 /* ---- 5. eval never reports a loss that is not finite ---------------------- */
 
+static void eval_refuses_nonfinite_loss(void **state)
+{
+	const char *ck = P("nan.bin"), *csv = P("nan.csv");
+	char want[1200];
+	int rc;
+
+	(void)state;
+	/* NaN weights: refused, by the reader or by eval itself */
+	write_ckpt(ck, CFG("nan"), P("nan.yaml"), g_dir, NULL, 0, NAN, 5);
+	rc = ak("eval", ck, NULL);
+	if (rc != 1 && rc != 2) {
+		print_error("exit %d, want 1 or 2\n--- stdout:\n%s\n--- stderr:\n%s\n", rc, g_out, g_err);
+		fail();
+	}
+	assert_string_equal(g_out, "");
+	assert_true(!strncmp(g_err, "akkctl: ", 8));
+	assert_contains(g_err, ck);
+
+	/* finite weights so large that the logits overflow: eval's own guard */
+	write_ckpt(ck, CFG("huge"), P("huge.yaml"), g_dir, NULL, 0, 1e30f, 5);
+	assert_rc(ak("eval", ck, "--predictions", csv, NULL), 2);
+	assert_string_equal(g_out, "");
+	snprintf(want, sizeof(want),
+		 "akkctl: %s: evaluation gives a loss of NaN: the weights are not usable\n", ck);
+	assert_string_equal(g_err, want);
+	assert_int_equal(access(csv, F_OK), -1);
+}
+
+/* The stored tensors are checked against the network the stored config
+ * plans before anything is allocated or loaded for it. */
+static void eval_checks_tensors_first(void **state)
+{
+	const char *ck = P("early.bin");
+
+	(void)state;
+	/* its validation data do not exist; a tensor has another name */
+	write_ckpt(ck, CFG("early"), P("early.yaml"), P("nowhere"), NULL, 0, 0, 5);
+	patch_ckpt(ck, "g2.l1.dense.bias", "g2.l1.dense.bia5");
+	assert_rc(ak("eval", ck, NULL), 2);
+	assert_string_equal(g_out, "");
+	assert_true(!strncmp(g_err, "akkctl: ", 8));
+	assert_contains(g_err, "does not match the network");
+	assert_contains(g_err, "'g2.l1.dense.bia5'");
+	assert_null(strstr(g_err, "val-images"));
+}
 
 /* ---- 6. man pages --------------------------------------------------------- */
 
@@ -361,6 +406,8 @@ int main(void)
 		cmocka_unit_test(misspelled_command),
 		cmocka_unit_test(run_directory),
 		cmocka_unit_test(forged_names_are_escaped),
+		cmocka_unit_test(eval_refuses_nonfinite_loss),
+		cmocka_unit_test(eval_checks_tensors_first),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
