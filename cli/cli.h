@@ -16,6 +16,8 @@ struct cli_command {
 	int (*run)(int argc, char **argv);
 	const char *usage;	/* the synopsis and options, for --help */
 	const char *summary;	/* one line for the command list */
+	const char *details;	/* what it does and prints, for --help only
+				 * (not after a usage error); may be NULL */
 };
 
 extern const struct cli_command cli_commands[];
@@ -26,7 +28,7 @@ int cli_report(const struct akk_err *e, int code);
 int cli_errorf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "usage: ..." of a command on stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *command);
-/* Print the command's usage on stdout and return EXIT_OK. */
+/* Print the command's usage and details on stdout and return EXIT_OK. */
 int cli_help(const char *command);
 /* After getopt_long returned '?' or ':' (optstrings start with ':' and
  * opterr is 0): "akkctl: unknown option 'X'" or "option 'X' needs a

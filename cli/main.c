@@ -19,11 +19,54 @@ const struct cli_command cli_commands[] = {
 	  "  -r, --resume FILE      resume from a checkpoint (or a run directory)\n"
 	  "  -s, --set KEY=VALUE    override any config key, e.g. schedule.batch_size=128\n"
 	  "  -q, --quiet            print nothing but errors\n",
-	  "train a network described by a YAML config" },
+	  "train a network described by a YAML config", NULL },
 	{ "eval", cmd_eval,
-	  "usage: akkctl eval CHECKPOINT [--data DIR | --images F --labels F] [--batch N]\n"
-	  "                   [--confusion] [--predictions FILE.csv]\n",
-	  "evaluate a checkpoint on a dataset" },
+	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
+	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
+	  "\n"
+	  "  -d, --data DIR         the test set in DIR: t10k-images-idx3-ubyte and\n"
+	  "                         t10k-labels-idx1-ubyte, each plain or .gz\n"
+	  "  -i, --images F         the IDX image file to evaluate on, with --labels\n"
+	  "  -l, --labels F         the IDX label file to evaluate on, with --images\n"
+	  "  -b, --batch N          samples per forward pass, 1 to 65536 (default 256)\n"
+	  "  -c, --confusion        also print the confusion matrix\n"
+	  "  -p, --predictions FILE.csv\n"
+	  "                         write every sample's prediction to FILE.csv\n",
+	  "evaluate a checkpoint on a dataset",
+	  "\n"
+	  "Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
+	  "weights and evaluates them. Without --data or --images/--labels the\n"
+	  "validation data of the stored config are used (relative paths resolve\n"
+	  "against the directory stored with it).\n"
+	  "\n"
+	  "CHECKPOINT may be a run directory: eval then takes its best.bin, else its\n"
+	  "last.bin, else the epoch-NNNN.bin of the highest epoch, and names the file\n"
+	  "on stderr: using 'DIR/best.bin'. Temp files (*.tmp.*) are never taken.\n"
+	  "\n"
+	  "Output, on stdout:\n"
+	  "  samples N  loss L  accuracy A%\n"
+	  "      N samples evaluated, L the mean of the config's loss over them,\n"
+	  "      A the percentage whose predicted class (the largest output) is\n"
+	  "      their label.\n"
+	  "  class  precision  recall  support\n"
+	  "      after a blank line, then one row per class C: precision, the\n"
+	  "      percentage of the samples predicted C that are labelled C (0.00%\n"
+	  "      when none is predicted C); recall, the percentage of the samples\n"
+	  "      labelled C predicted C; support, the number of samples labelled C.\n"
+	  "  confusion matrix (rows: label, columns: predicted)\n"
+	  "      with --confusion: a header row of the predicted classes, then one\n"
+	  "      row per label starting with the label; the cell in row R, column K\n"
+	  "      counts the samples labelled R predicted K. The diagonal holds the\n"
+	  "      correct predictions; all cells sum to N.\n"
+	  "\n"
+	  "The --predictions file is CSV with the header\n"
+	  "index,label,predicted,probability and one row per sample in file order:\n"
+	  "its index from 0, its label, the predicted class and that class's softmax\n"
+	  "probability (0 to 1, six decimals).\n"
+	  "\n"
+	  "Exit status: 0 success; 1 a runtime failure (FILE.csv cannot be written);\n"
+	  "2 bad usage, or a checkpoint or data file that is missing, corrupt or does\n"
+	  "not fit, or weights that give a loss that is not finite.\n" },
 	{ "bench", cmd_bench,
 	  "usage: akkctl bench [--mode flip-flop|wheels|both] [--config CONFIG]\n"
 	  "                    [--epochs N | --steps N] [--concurrency N] [--threads N]\n"
@@ -44,7 +87,7 @@ const struct cli_command cli_commands[] = {
 	  "  -v, --csv FILE         write the results as CSV\n"
 	  "  -r, --trace FILE       write a Chrome trace (open it in Perfetto)\n"
 	  "  -H, --hops             measure the message latency between two actors\n",
-	  "measure the throughput of the schedules" },
+	  "measure the throughput of the schedules", NULL },
 	{ "check", cmd_check,
 	  "usage: akkctl check CONFIG [--set KEY=VALUE]...\n"
 	  "\n"
@@ -52,14 +95,48 @@ const struct cli_command cli_commands[] = {
 	  "and forward FLOPs per sample, then the memory each gate plans. Trains nothing.\n"
 	  "\n"
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
-	  "validate a config and print its gate/layer/shape table" },
+	  "validate a config and print its gate/layer/shape table", NULL },
 	{ "inspect", cmd_inspect,
-	  "usage: akkctl inspect CHECKPOINT\n",
-	  "show what a checkpoint holds" },
+	  "usage: akkctl inspect CHECKPOINT|DIR\n",
+	  "show what a checkpoint holds",
+	  "\n"
+	  "Prints what CHECKPOINT holds, on stdout. CHECKPOINT may be a run directory:\n"
+	  "inspect then takes its last.bin, else the epoch-NNNN.bin of the highest\n"
+	  "epoch, else best.bin, and names the file on stderr: using 'DIR/last.bin'.\n"
+	  "Temp files (*.tmp.*) are never taken. Text read from the file is printed\n"
+	  "with control bytes and invalid UTF-8 as \\xNN. No options but --help.\n"
+	  "\n"
+	  "  checkpoint   the file read\n"
+	  "  format       the file format version (akkctl-checkpoint(5))\n"
+	  "  config       the config's path when the run started, and the directory\n"
+	  "               its relative paths (data, output) resolve against\n"
+	  "  override     one line per --set KEY=VALUE stored with the config\n"
+	  "  schedule     the mode the run trained in: flip-flop or wheels\n"
+	  "  position     where training stands: at an epoch boundary, the epochs\n"
+	  "               done; mid-epoch, the epoch in progress (from 1) and the\n"
+	  "               batches of it done; and the training steps of the whole run\n"
+	  "  last epoch   the last completed epoch: its training loss and accuracy,\n"
+	  "               validation loss and accuracy, and the best validation\n"
+	  "               accuracy so far (no line before the first epoch ends)\n"
+	  "  network      what the stored config builds: its name, gates, parameters\n"
+	  "               and classes; or why the config no longer parses\n"
+	  "\n"
+	  "Then a table of every stored tensor, one row each:\n"
+	  "  gate         the gate it belongs to, from 1\n"
+	  "  step         the gate's optimizer steps (its weight version)\n"
+	  "  tensor       its name: gG.lL.KIND.PARAM for a layer's parameters and\n"
+	  "               state, gG.optimizer.TYPE for the optimizer's moments\n"
+	  "  shape        its dimensions\n"
+	  "  values       its number of floats\n"
+	  "\n"
+	  "Last, after a line '--- config ---', the stored config text.\n"
+	  "\n"
+	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
+	  "corrupt or not a checkpoint.\n" },
 	{ "help", cmd_help,
 	  "usage: akkctl help [COMMAND]\n",
-	  "show help for a command" },
-	{ NULL, NULL, NULL, NULL },
+	  "show help for a command", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
 };
 
 static void usage(FILE *f)
@@ -211,7 +288,11 @@ int cli_usage_error(const char *command)
 
 int cli_help(const char *command)
 {
-	fputs(find(command)->usage, stdout);
+	const struct cli_command *c = find(command);
+
+	fputs(c->usage, stdout);
+	if (c->details)
+		fputs(c->details, stdout);
 	return EXIT_OK;
 }
 

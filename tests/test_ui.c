@@ -285,6 +285,55 @@ static void run_directory(void **state)
 
 /* ---- 3. --help explains every option and output --------------------------- */
 
+static void help_explains_outputs(void **state)
+{
+	char help[sizeof(g_out)];
+	char *line, *save = NULL;
+
+	(void)state;
+	assert_rc(ak("eval", "--help", NULL), 0);
+	assert_string_equal(g_err, "");
+	snprintf(help, sizeof(help), "%s", g_out);
+	for (const char *const *w = (const char *const[]){
+		     "-d, --data DIR", "-i, --images F", "-l, --labels F", "-b, --batch N",
+		     "-c, --confusion", "-p, --predictions FILE.csv", "run directory",
+		     "best.bin", "samples N  loss L  accuracy A%", "precision", "recall",
+		     "support", "confusion matrix (rows: label, columns: predicted)",
+		     "index,label,predicted,probability", "Exit status", NULL }; *w; w++)
+		assert_contains(help, *w);
+	assert_rc(ak("help", "eval", NULL), 0);
+	assert_string_equal(g_out, help);
+
+	/* every field inspect prints is explained */
+	plain_ckpt(P("inspect.bin"), 3);
+	assert_rc(ak("inspect", "--help", NULL), 0);
+	snprintf(help, sizeof(help), "%s", g_out);
+	assert_rc(ak("help", "inspect", NULL), 0);
+	assert_string_equal(g_out, help);
+	assert_contains(help, "run directory");
+	assert_rc(ak("inspect", P("inspect.bin"), NULL), 0);
+	for (line = strtok_r(g_out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char field[64], key[80];
+		if (!strcmp(line, "--- config ---"))
+			break;
+		if (sscanf(line, "%63[a-z ]", field) != 1 || !strncmp(line, "1 ", 2) ||
+		    !strncmp(line, "2 ", 2))
+			continue;
+		field[strcspn(field, " ")] = '\0';
+		if (!strcmp(field, "last"))
+			snprintf(field, sizeof(field), "last epoch");
+		snprintf(key, sizeof(key), "\n  %s ", field);
+		assert_contains(help, key);
+	}
+	for (const char *const *w = (const char *const[]){ "\n  gate ", "\n  step ",
+		     "\n  tensor ", "\n  shape ", "\n  values ", "--- config ---", NULL }; *w; w++)
+		assert_contains(help, *w);
+
+	/* a usage error shows the usage only */
+	assert_rc(ak("eval", "--frobnicate", NULL), 2);
+	assert_true(strstr(g_err, "usage: akkctl eval") != NULL);
+	assert_true(strstr(g_err, "Output") == NULL);
+}
 
 /* ---- 4. names from a checkpoint are escaped ------------------------------- */
 
@@ -405,6 +454,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(misspelled_command),
 		cmocka_unit_test(run_directory),
+		cmocka_unit_test(help_explains_outputs),
 		cmocka_unit_test(forged_names_are_escaped),
 		cmocka_unit_test(eval_refuses_nonfinite_loss),
 		cmocka_unit_test(eval_checks_tensors_first),
