@@ -448,6 +448,44 @@ static void eval_checks_tensors_first(void **state)
 
 /* ---- 6. man pages --------------------------------------------------------- */
 
+static void man_pages_format_cleanly(void **state)
+{
+	static const char *const pages[] = { "man/akkctl.1", "man/akkctl.5",
+					     "man/akkctl-checkpoint.5" };
+	int bad = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		size_t len = 0;
+		char *src = slurp(pages[i], &len);
+		const char *devs[] = { "-Tps", "-Tutf8" };
+
+		assert_non_null(src);
+		/* no control bytes in the source but newlines (a "\f" written
+		 * through a string that understood it becomes a form feed) */
+		for (size_t k = 0, line = 1, last = 0; k < len; k++) {
+			unsigned char c = (unsigned char)src[k];
+			line += c == '\n';
+			if (((c < 0x20 && c != '\n') || c == 0x7f) && line != last) {
+				print_error("%s:%zu: control byte 0x%02x\n", pages[i], line, c);
+				last = line;
+				bad++;
+			}
+		}
+		free(src);
+		for (int d = 0; d < 2; d++) {
+			const char *argv[] = { "groff", "-man", "-ww", "-z", devs[d], pages[i], NULL };
+			int rc = tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
+			if (rc == 127)
+				fail_msg("groff is not installed (Debian: groff-base)");
+			if (rc || g_err[0]) {
+				print_error("groff %s %s: exit %d\n%s", devs[d], pages[i], rc, g_err);
+				bad++;
+			}
+		}
+	}
+	assert_int_equal(bad, 0);
+}
 
 int main(void)
 {
@@ -458,6 +496,7 @@ int main(void)
 		cmocka_unit_test(forged_names_are_escaped),
 		cmocka_unit_test(eval_refuses_nonfinite_loss),
 		cmocka_unit_test(eval_checks_tensors_first),
+		cmocka_unit_test(man_pages_format_cleanly),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
