@@ -71,8 +71,8 @@ int cmd_inspect(int argc, char **argv)
 		printf("\n");
 	}
 	printf("schedule     %s\n", akk_mode_name(ck.mode));
-	printf("position     epoch %d, batch %ld (%ld steps done)%s\n",
-	       ck.pos.epoch + (ck.pos.index ? 1 : 0), ck.pos.index, ck.pos.id,
+	printf("position     epoch %ld, batch %ld (%ld steps done)%s\n",
+	       (long)ck.pos.epoch + (ck.pos.index ? 1 : 0), ck.pos.index, ck.pos.id,
 	       ck.pos.index ? ", mid-epoch" : ", at an epoch boundary");
 	if (ck.metrics.epoch)
 		printf("last epoch   %d: train loss %.4f acc %.2f%%, validation loss %.4f acc %.2f%% (best %.2f%%)\n",

@@ -6,6 +6,7 @@
  *
  * Checkpoints are written directly with the checkpoint writer (no
  * training): a 64-16-4 net over 8x8 synthetic images with 4 classes. */
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
@@ -398,6 +399,34 @@ static void forged_names_are_escaped(void **state)
 	assert_contains(g_err, "\\x1b[31m");
 }
 
+/* A forged position at epoch INT_MAX, mid-epoch, which the reader lets
+ * through: inspect prints the epoch in progress without overflowing. */
+static void inspect_huge_epoch(void **state)
+{
+	static const char tail[] = "batch_size: 8}\n";
+	const char *ck = P("epoch.bin");
+	size_t len = 0, at;
+	unsigned char *b;
+	char *hit;
+	uint32_t crc;
+
+	(void)state;
+	plain_ckpt(ck, 5);
+	b = (unsigned char *)slurp(ck, &len);
+	assert_non_null(b);
+	assert_non_null(hit = memmem(b, len, tail, strlen(tail)));
+	/* after the config text: nsets (0), mode, then epoch u32, index u64 */
+	at = (size_t)(hit - (char *)b) + strlen(tail) + 8;
+	memcpy(b + at, "\xff\xff\xff\x7f\x01\0\0\0\0\0\0\0", 12);
+	crc = (uint32_t)crc32(0L, b, (uInt)(len - 4));
+	for (int k = 0; k < 4; k++)
+		b[len - 4 + k] = (unsigned char)(crc >> (8 * k));
+	assert_int_equal(tu_write_file(ck, b, len), 0);
+	free(b);
+	assert_rc(ak("inspect", ck, NULL), 0);
+	assert_contains(g_out, "\nposition     epoch 2147483648, batch 1 (5 steps done), mid-epoch\n");
+}
+
 /* ---- 5. eval never reports a loss that is not finite ---------------------- */
 
 static void eval_refuses_nonfinite_loss(void **state)
@@ -450,40 +479,50 @@ static void eval_checks_tensors_first(void **state)
 
 static void man_pages_format_cleanly(void **state)
 {
-	static const char *const pages[] = { "man/akkctl.1", "man/akkctl.5",
-					     "man/akkctl-checkpoint.5" };
-	int bad = 0;
+	DIR *dir = opendir("man");
+	struct dirent *de;
+	int bad = 0, pages = 0;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
-		size_t len = 0;
-		char *src = slurp(pages[i], &len);
+	assert_non_null(dir);
+	while ((de = readdir(dir))) {
+		const char *dot = strrchr(de->d_name, '.');
 		const char *devs[] = { "-Tps", "-Tutf8" };
+		char page[512];
+		size_t len = 0;
+		char *src;
 
-		assert_non_null(src);
+		/* every page: NAME.1 to NAME.9 */
+		if (!dot || dot[1] < '1' || dot[1] > '9' || dot[2])
+			continue;
+		snprintf(page, sizeof(page), "man/%s", de->d_name);
+		assert_non_null(src = slurp(page, &len));
+		pages++;
 		/* no control bytes in the source but newlines (a "\f" written
 		 * through a string that understood it becomes a form feed) */
 		for (size_t k = 0, line = 1, last = 0; k < len; k++) {
 			unsigned char c = (unsigned char)src[k];
 			line += c == '\n';
 			if (((c < 0x20 && c != '\n') || c == 0x7f) && line != last) {
-				print_error("%s:%zu: control byte 0x%02x\n", pages[i], line, c);
+				print_error("%s:%zu: control byte 0x%02x\n", page, line, c);
 				last = line;
 				bad++;
 			}
 		}
 		free(src);
 		for (int d = 0; d < 2; d++) {
-			const char *argv[] = { "groff", "-man", "-ww", "-z", devs[d], pages[i], NULL };
+			const char *argv[] = { "groff", "-man", "-ww", "-z", devs[d], page, NULL };
 			int rc = tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
 			if (rc == 127)
 				fail_msg("groff is not installed (Debian: groff-base)");
 			if (rc || g_err[0]) {
-				print_error("groff %s %s: exit %d\n%s", devs[d], pages[i], rc, g_err);
+				print_error("groff %s %s: exit %d\n%s", devs[d], page, rc, g_err);
 				bad++;
 			}
 		}
 	}
+	closedir(dir);
+	assert_true(pages >= 3);
 	assert_int_equal(bad, 0);
 }
 
@@ -494,6 +533,7 @@ int main(void)
 		cmocka_unit_test(run_directory),
 		cmocka_unit_test(help_explains_outputs),
 		cmocka_unit_test(forged_names_are_escaped),
+		cmocka_unit_test(inspect_huge_epoch),
 		cmocka_unit_test(eval_refuses_nonfinite_loss),
 		cmocka_unit_test(eval_checks_tensors_first),
 		cmocka_unit_test(man_pages_format_cleanly),
