@@ -163,8 +163,8 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 		fprintf(stderr, "  metrics: %s\n", path);
 	free(path);
 	if ((path = ckpt_join(dir, "best.bin", NULL)))
-		fprintf(stderr, "  best:    %s%s\n", path, access(path, F_OK) ?
-			" (not written: no validation data)" : "");
+		fprintf(stderr, "  best:    %s%s\n", path, !access(path, F_OK) ? "" :
+			run->val ? " (not written yet)" : " (not written: no validation data)");
 	free(path);
 	if ((path = ckpt_join(dir, "last.bin", NULL)))
 		fprintf(stderr, "  last:    %s\n", path);

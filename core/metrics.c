@@ -180,8 +180,9 @@ int akk_metrics_truncate(const char *path, int epochs, int nlr,
 	}
 	nl = strchr(buf, '\n');
 	if (!nl || (size_t)(nl - buf) != strlen(header) || strncmp(buf, header, strlen(header))) {
-		akk_err_at(e, path, 1, 1, "not the metrics header this run writes ('%.40s...')",
-			   header);
+		akk_err_at(e, path, 1, 1, "its columns are not the ones this run writes (%s): "
+			   "resume into another directory with --out",
+			   nlr ? "lr_g1.. for every gate" : "no per-gate lr columns");
 		goto out;
 	}
 	keep = (size_t)(nl + 1 - buf);

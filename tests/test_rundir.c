@@ -603,6 +603,35 @@ static void interrupted_run_says_how_to_resume(void **state)
 		 "--set 'name=a b'\n", g_long, d);
 	assert_string_equal(err + strlen(err) - strlen(want), want);
 	free(err);
+	/* Mid-epoch: last.bin is inside epoch E+1; a resumed run that ended
+	 * epoch E+1 and was killed while checkpointing it left its rows.
+	 * Resuming again drops them: one row per epoch and phase. */
+	{
+		struct akk_checkpoint c;
+		struct akk_err e = { 0 };
+		char epochs[16], *rows, *last;
+		FILE *f;
+
+		assert_int_equal(akk_checkpoint_read(&c, P(d, "last.bin"), &e), 0);
+		check_rows(P(d, "metrics.csv"), c.pos.epoch);
+		rows = slurp(P(d, "metrics.csv"), NULL);
+		last = rows + strlen(rows) - 1;
+		while (last > rows && last[-1] != '\n')
+			last--;
+		f = fopen(P(d, "metrics.csv"), "a");
+		fprintf(f, "%d,train,600,0.5,0.5,0.05,1,600,0,0\n%d%s", c.pos.epoch + 1,
+			c.pos.epoch + 1, strchr(last, ','));
+		fclose(f);
+		free(rows);
+		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
+		snprintf(epochs, sizeof(epochs), "%d", c.pos.epoch + 1);
+		assert_rc(ak("train", g_long, "--quiet", "--resume", d, "--epochs", epochs, NULL), 0);
+		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
+		rows = slurp(P(d, "metrics.csv"), NULL);
+		assert_null(strstr(rows, ",0.5,0.5,0.05,"));
+		free(rows);
+		akk_checkpoint_release(&c);
+	}
 }
 
 /* ---- 4. defects -------------------------------------------------------------- */
