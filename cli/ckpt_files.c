@@ -215,10 +215,12 @@ int run_dir_files(const char *dir, const char *metrics, char **list,
 		  struct akk_err *e)
 {
 	int n;
-	char **names = list_dir(dir, pick_run_file, metrics, &n);
+	char **names;
 	size_t len = 1;
 
 	*list = NULL;
+	errno = 0;
+	names = list_dir(dir, pick_run_file, metrics, &n);
 	if (!names) {
 		if (errno == ENOENT || errno == ENOTDIR || !errno)
 			return 0;
@@ -318,7 +320,8 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
 	names = list_dir(arg, pick_resumable, NULL, &n);
 	if (!names && errno)
 		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
-	qsort(names, n, sizeof(*names), cmp_name);	/* the same choice every time */
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_name);	/* the same choice every time */
 	for (int i = 0; i < n; i++) {
 		struct akk_checkpoint c;
 		struct akk_err why = { 0 };
