@@ -319,16 +319,39 @@ static int check_dir_length(const struct akk_spec *s, const char *out, struct ak
 }
 
 /* Before a new run (or a resume into another directory): DIR must not
- * hold another run, unless --force; then it is cleared later. */
-static int check_run_dir(const struct akk_spec *s, const char *resume_dir, int force,
-			 struct akk_err *e)
+ * hold another run, unless --force; then it is cleared later. A resume in
+ * the run's own directory from a checkpoint FILE must not rewind past
+ * newer checkpoints of the run (their metrics rows would be cut). */
+static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
+			 const char *resume, const char *resume_dir,
+			 const struct akk_checkpoint *ck, int force, struct akk_err *e)
 {
 	char *files = NULL;
 	int own = resume_dir && same_dir(s->out.dir, resume_dir);
+	struct stat st;
 
 	if (own && force)
 		return akk_err_set(e, "--force would remove the run that --resume continues in '%s'",
 				   s->out.dir);
+	if (own && !stat(resume, &st) && !S_ISDIR(st.st_mode)) {
+		struct akk_checkpoint newest;
+		struct akk_err ignored;
+		char *path = NULL, *passed = NULL;
+		int later = 0;
+
+		if (!ckpt_resolve(resume_dir, m, &newest, &path, &passed, &ignored)) {
+			later = newest.pos.id > ck->pos.id;
+			if (later)
+				akk_err_set(e, "'%s' holds a newer checkpoint of this run than '%s' "
+					    "('%s', step %ld): --resume %s continues from it, "
+					    "--out NEWDIR continues '%s' elsewhere",
+					    resume_dir, resume, path, newest.pos.id, resume_dir, resume);
+			akk_checkpoint_release(&newest);
+		}
+		free(path);
+		free(passed);
+		return later ? -1 : 0;
+	}
 	if (own || force)
 		return 0;
 	if (run_dir_files(s->out.dir, s->out.metrics, &files, e))
@@ -496,7 +519,7 @@ int cmd_train(int argc, char **argv)
 		goto report;
 	}
 	if (world.rank == 0 &&
-	    (check_run_dir(&s, resume ? resume_dir : NULL, force, &e) ||
+	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
 	     akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
 	     (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))))
 		counts[0] = -1;
