@@ -297,6 +297,7 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
 	struct stat st;
 	char **names;
 	int n, other = 0, unreadable = 0;
+	struct akk_err first = { 0 };	/* the first mismatch */
 
 	*path = NULL;
 	*passed = NULL;
@@ -336,7 +337,8 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
 			continue;
 		}
 		if (akk_checkpoint_match(&c, m, cand, &why)) {
-			other++;
+			if (!other++)
+				first = why;
 			note_passed(passed, &why);
 			akk_checkpoint_release(&c);
 			free(cand);
@@ -359,8 +361,17 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
 		return 1;
 	free(*passed);
 	*passed = NULL;
-	if (other)
-		return akk_err_set(e, "--resume: no checkpoint of this network in '%s' (%d of another network%s)",
-				   arg, other, unreadable ? ", others unreadable" : "");
+	if (other) {
+		/* say why, as for a checkpoint file: the first mismatch */
+		int size = (int)(sizeof(first.file) + sizeof(first.msg));
+		char *why = malloc((size_t)size);
+		if (why)
+			akk_err_format(&first, why, size);
+		akk_err_set(e, "--resume: no checkpoint of this network in '%s' (%d of another network%s): %s",
+			    arg, other, unreadable ? ", others unreadable" : "",
+			    why ? why : first.msg);
+		free(why);
+		return -1;
+	}
 	return akk_err_set(e, "--resume: no readable checkpoint in '%s'", arg);
 }

@@ -399,6 +399,7 @@ static void mismatch_before_already_trained(void **state)
 	assert_contains(g_err, "does not match the network");
 	assert_rc(ak("train", g_wide, "--epochs", "1", "--resume", d, NULL), 2);
 	assert_contains(g_err, "no checkpoint of this network in '");
+	assert_contains(g_err, ": checkpoint does not match the network");
 	/* the same network: already trained */
 	assert_rc(ak("train", g_cfg, "--epochs", "1", "--resume", d, NULL), 0);
 	assert_contains(g_err, "has already trained 1 of 1 epochs");
