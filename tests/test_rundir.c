@@ -324,8 +324,12 @@ static void crash_during_checkpoint_keeps_one_row_per_epoch(void **state)
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, NULL), 0);
 	assert_int_equal(rename(P(d, "epoch-0002.bin"), P(d, "epoch-0002.bin.tmp.4242")), 0);
 	assert_int_equal(unlink(P(d, "last.bin")), 0);
+	copy_file(P(d, "metrics.csv"), P(d, "metrics.csv.tmp.4243"));	/* a cut killed */
+	assert_int_equal(tu_write_file(P(d, "notes.tmp.77"), "x", 1), 0);	/* not ours */
 	check_rows(P(d, "metrics.csv"), 2);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "3", NULL), 0);
+	assert_false(exists(P(d, "metrics.csv.tmp.4243")));
+	assert_true(exists(P(d, "notes.tmp.77")));
 	assert_contains(g_err, "resuming from '");
 	assert_contains(g_err, "/epoch-0001.bin' at epoch 2, batch 0");
 	check_rows(P(d, "metrics.csv"), 3);
