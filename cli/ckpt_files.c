@@ -270,6 +270,31 @@ int run_dir_remove_temps(const char *dir, const char *metrics, struct akk_err *e
 	return remove_picked(dir, pick_temp, metrics, e);
 }
 
+int run_dir_drop_later_best(const char *dir, const struct akk_model *m,
+			    const struct akk_position *pos, int *removed,
+			    struct akk_err *e)
+{
+	struct akk_checkpoint c;
+	struct akk_err ignored;
+	char *path = ckpt_join(dir, "best.bin", e);
+	int rc = 0;
+
+	*removed = 0;
+	if (!path)
+		return -1;
+	if (!akk_checkpoint_read(&c, path, &ignored)) {
+		if (!akk_checkpoint_match(&c, m, path, &ignored) && c.pos.id > pos->id) {
+			if (unlink(path))
+				rc = akk_err_set(e, "cannot remove '%s': %s", path, strerror(errno));
+			else
+				*removed = 1;
+		}
+		akk_checkpoint_release(&c);
+	}
+	free(path);
+	return rc;
+}
+
 static int pick_resumable(const char *name, const char *arg)
 {
 	(void)arg;

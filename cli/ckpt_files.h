@@ -39,6 +39,12 @@ int run_dir_files(const char *dir, const char *metrics, char **list,
 int run_dir_clear(const char *dir, const char *metrics, struct akk_err *e);
 /* Remove the stray temporary files only (start of every run). */
 int run_dir_remove_temps(const char *dir, const char *metrics, struct akk_err *e);
+/* Before a resume from position pos: remove DIR/best.bin when it holds
+ * network m further into training than pos (saved in epochs the resume
+ * redoes, whose metrics rows are cut). *removed says whether it did. */
+int run_dir_drop_later_best(const char *dir, const struct akk_model *m,
+			    const struct akk_position *pos, int *removed,
+			    struct akk_err *e);
 
 /* The checkpoint to resume from, of the network m: ARG itself when it is a
  * file (read, and matched against m); in a directory the newest by

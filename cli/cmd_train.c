@@ -387,7 +387,7 @@ int cmd_train(int argc, char **argv)
 	char *base_dir = NULL, *cfgdir = NULL;
 	const char *out = NULL, *resume = NULL;
 	struct train_ui ui = { 0 };
-	int user_quiet, force = 0, start_over = 0;
+	int user_quiet, force = 0, start_over = 0, dropped_best = 0;
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
@@ -560,6 +560,8 @@ int cmd_train(int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto report;
 		}
+		if (resume && run_dir_drop_later_best(s.out.dir, &m, &ck.pos, &dropped_best, &e))
+			goto report;
 	}
 	ui.ckpt.spec = &s;
 	ui.ckpt.dir = s.out.dir;
@@ -615,6 +617,9 @@ int cmd_train(int argc, char **argv)
 	} else if (start_over && !ui.quiet) {
 		fprintf(stderr, "no checkpoint in '%s' yet: starting over from epoch 1\n", resume);
 	}
+	if (dropped_best && !ui.quiet)
+		fprintf(stderr, "removed '%s/best.bin': saved after the point this run resumes from\n",
+			s.out.dir);
 	if (!ui.quiet) {
 		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,

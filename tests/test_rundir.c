@@ -357,6 +357,31 @@ static void crash_before_the_first_checkpoint(void **state)
 	assert_true(exists(P(d, "last.bin")));
 }
 
+/* Killed in epoch 3 of a run that checkpoints only at its end: best.bin
+ * (epoch 2) belongs to epochs the resume redoes and goes too, so that a
+ * worse model never replaces it under the old name. */
+static void resume_drops_a_later_best(void **state)
+{
+	const char *d = subdir("later-best");
+	char want[2048];
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, "--set",
+		     "output.checkpoint_every=0", NULL), 0);
+	assert_int_equal(unlink(P(d, "last.bin")), 0);
+	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "1", "--set",
+		     "output.checkpoint_every=0", NULL), 0);
+	snprintf(want, sizeof(want), "no checkpoint in '%s' yet: starting over from epoch 1\n"
+		 "removed '%s/best.bin': saved after the point this run resumes from\n", d, d);
+	assert_true(!strncmp(g_err, want, strlen(want)));
+	check_rows(P(d, "metrics.csv"), 1);
+	assert_int_equal(akk_checkpoint_read(&c, P(d, "best.bin"), &e), 0);
+	assert_int_equal(c.pos.epoch, 1);
+	akk_checkpoint_release(&c);
+}
+
 /* A torn last row (killed mid-write) and rows past the checkpoint go. */
 static void torn_metrics_row(void **state)
 {
@@ -713,6 +738,7 @@ int main(void)
 		cmocka_unit_test(resume_stays_in_its_directory),
 		cmocka_unit_test(crash_during_checkpoint_keeps_one_row_per_epoch),
 		cmocka_unit_test(crash_before_the_first_checkpoint),
+		cmocka_unit_test(resume_drops_a_later_best),
 		cmocka_unit_test(torn_metrics_row),
 		cmocka_unit_test(resume_takes_only_its_network),
 		cmocka_unit_test(mismatch_before_already_trained),
