@@ -332,6 +332,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		if (r->spec->gates[g].has_optim)
 			nlr = r->model->ngates;
 	}
+	rep.lr = lrs[0];	/* gate 1 may run on another rank */
 	if (r->metrics && ph->samples) {
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
