@@ -43,7 +43,7 @@ struct train_ui {
 	/* For the summary. */
 	struct akk_metrics_best best;	/* over the whole run, resumed too */
 	int last_epoch;		/* the last epoch completed; 0: none */
-	int have_val, final_pass;
+	int have_val;
 	double final_acc, final_train_acc;
 };
 
@@ -91,7 +91,6 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	if (rep->val_samples) {
 		ui->have_val = 1;
 		ui->final_acc = rep->val_acc;
-		ui->final_pass = final;
 		if (!ui->best.epoch || rep->val_acc > ui->best.accuracy)
 			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc };
 	}
