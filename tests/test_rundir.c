@@ -724,6 +724,9 @@ static void every_gates_lr_in_the_metrics(void **state)
 	assert_true(g1 > 0.04 && g1 <= 0.05);
 	assert_true(g2 > 0.008 && g2 <= 0.01);
 	free(s);
+	/* resumed with one optimizer for all: other columns, refused */
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 2);
+	assert_contains(g_err, "/metrics.csv:1:1: its columns are not the ones this run writes");
 	/* one optimizer for all: the header stays as it was */
 	d = subdir("onelr");
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
