@@ -1,4 +1,5 @@
-/* ckpt_files.c - which checkpoint files a run writes and keeps. */
+/* ckpt_files.c - which checkpoint files a run writes and keeps, which run a
+ * directory holds, and which checkpoint a resume takes. */
 #include "ckpt_files.h"
 
 #include <dirent.h>
@@ -9,23 +10,43 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "spec.h"
+
+char *ckpt_join(const char *dir, const char *name, struct akk_err *e)
+{
+	size_t ld = strlen(dir), ln = strlen(name);
+	char *p = malloc(ld + ln + 2);
+
+	if (!p) {
+		akk_err_set(e, "out of memory");
+		return NULL;
+	}
+	memcpy(p, dir, ld);
+	p[ld] = '/';
+	memcpy(p + ld + 1, name, ln + 1);
+	return p;
+}
+
 int ckpt_save(struct ckpt_policy *p, struct akk_run *r, const char *name,
 	      struct akk_err *e)
 {
-	const struct akk_gate *gates[256];
-	char path[1200];
-	int G = r->model->ngates;
+	const struct akk_gate *gates[AKK_MAX_GATES];
+	char *path;
+	int G = r->model->ngates, rc;
 
-	if (G > 256)
+	if (G > AKK_MAX_GATES)	/* the spec refuses more */
 		return akk_err_set(e, "too many gates to checkpoint (%d)", G);
 	for (int i = 0; i < G; i++)
 		gates[i] = &r->gates[i].gate;
-	snprintf(path, sizeof(path), "%s/%s", p->dir, name);
+	if (!(path = ckpt_join(p->dir, name, e)))
+		return -1;
 	struct akk_ckpt_source src = {
 		.spec = p->spec, .base_dir = p->base_dir, .mode = r->cfg.mode,
 		.gates = gates, .ngates = G, .pos = r->pos, .metrics = p->metrics,
 	};
-	return akk_checkpoint_write(path, &src, e);
+	rc = akk_checkpoint_write(path, &src, e);
+	free(path);
+	return rc;
 }
 
 /* "epoch-NNNN.bin" (four digits or more): the epoch, else -1. */
@@ -46,35 +67,99 @@ static int is_epoch_file(const char *name)
 	return epoch_of(name) >= 0;
 }
 
+/* A checkpoint a run writes. */
+static int is_ckpt_file(const char *name)
+{
+	return !strcmp(name, "last.bin") || !strcmp(name, "best.bin") ||
+	       is_epoch_file(name);
+}
+
+int ckpt_is_temp(const char *name, const char *metrics)
+{
+	const char *t = NULL, *p;
+	char *base;
+	int ok;
+
+	for (p = name; (p = strstr(p, ".tmp.")); p++)
+		t = p;
+	if (!t || !t[5])
+		return 0;
+	for (p = t + 5; *p; p++)
+		if (*p < '0' || *p > '9')
+			return 0;
+	if (!(base = strndup(name, (size_t)(t - name))))
+		return 0;
+	ok = is_ckpt_file(base) || (metrics && !strcmp(base, metrics));
+	free(base);
+	return ok;
+}
+
 static int cmp_epoch(const void *a, const void *b)
 {
 	long x = epoch_of(*(char *const *)a), y = epoch_of(*(char *const *)b);
 	return (x > y) - (x < y);
 }
 
-/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch). */
-static void prune(const char *dir, int keep)
+/* The names in dir that pick() accepts, allocated (*n of them); NULL with
+ * *n = 0 when there are none or dir cannot be opened (errno says). */
+static char **list_dir(const char *dir, int (*pick)(const char *, const char *),
+		       const char *arg, int *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	char *names[4096];
-	int n = 0;
+	char **names = NULL;
+	int cap = 0;
 
+	*n = 0;
 	if (!d)
-		return;
-	while ((de = readdir(d)) && n < 4096)
-		if (is_epoch_file(de->d_name))
-			names[n++] = strdup(de->d_name);
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_epoch);
-	for (int i = 0; i < n; i++) {
-		if (i < n - keep && names[i]) {
-			char path[1200];
-			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-			unlink(path);
+		return NULL;
+	while ((de = readdir(d))) {
+		if (!pick(de->d_name, arg))
+			continue;
+		if (*n == cap) {
+			char **nn = realloc(names, (size_t)(cap ? 2 * cap : 16) * sizeof(*nn));
+			if (!nn)
+				break;
+			names = nn;
+			cap = cap ? 2 * cap : 16;
 		}
-		free(names[i]);
+		if (!(names[*n] = strdup(de->d_name)))
+			break;
+		(*n)++;
 	}
+	closedir(d);
+	return names;
+}
+
+static void free_names(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int pick_epoch(const char *name, const char *arg)
+{
+	(void)arg;
+	return is_epoch_file(name);
+}
+
+/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch). */
+static void prune(const char *dir, int keep)
+{
+	int n;
+	char **names = list_dir(dir, pick_epoch, NULL, &n);
+
+	if (!names)
+		return;
+	qsort(names, n, sizeof(*names), cmp_epoch);
+	for (int i = 0; i < n - keep; i++) {
+		char *path = ckpt_join(dir, names[i], NULL);
+		if (path)
+			unlink(path);
+		free(path);
+	}
+	free_names(names, n);
 }
 
 int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
@@ -106,43 +191,214 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 	return 0;
 }
 
-int ckpt_resolve(const char *arg, char *path, int size, struct akk_err *e)
+static int pick_run_file(const char *name, const char *metrics)
 {
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	long best = -1;
+	return is_ckpt_file(name) || !strcmp(name, metrics);
+}
 
-	if (stat(arg, &st))
-		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(path, size, "%s", arg);
-		return 0;
+static int pick_run_or_temp(const char *name, const char *metrics)
+{
+	return pick_run_file(name, metrics) || ckpt_is_temp(name, metrics);
+}
+
+static int pick_temp(const char *name, const char *metrics)
+{
+	return ckpt_is_temp(name, metrics);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int run_dir_files(const char *dir, const char *metrics, char **list,
+		  struct akk_err *e)
+{
+	int n;
+	char **names;
+	size_t len = 1;
+
+	*list = NULL;
+	errno = 0;
+	names = list_dir(dir, pick_run_file, metrics, &n);
+	if (!names) {
+		if (errno == ENOENT || errno == ENOTDIR || !errno)
+			return 0;
+		return akk_err_set(e, "cannot open '%s': %s", dir, strerror(errno));
 	}
-	if (!(d = opendir(arg)))
-		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
-	/* The newest by training position among last.bin and epoch files;
-	 * an unreadable file (say, from a crash) is passed over. */
-	while ((de = readdir(d))) {
-		struct akk_checkpoint c;
-		struct akk_err ignored;
-		char cand[1200];
+	qsort(names, n, sizeof(*names), cmp_name);
+	for (int i = 0; i < n; i++)
+		len += strlen(names[i]) + 4;
+	if (n && !(*list = malloc(len))) {
+		free_names(names, n);
+		return akk_err_set(e, "out of memory");
+	}
+	for (int i = 0, off = 0; i < n; i++)
+		off += sprintf(*list + off, "%s'%s'", i ? ", " : "", names[i]);
+	free_names(names, n);
+	return 0;
+}
 
-		if (strcmp(de->d_name, "last.bin") && !is_epoch_file(de->d_name))
-			continue;
-		snprintf(cand, sizeof(cand), "%s/%s", arg, de->d_name);
-		if (akk_checkpoint_read(&c, cand, &ignored))
-			continue;
-		if (c.pos.id > best) {
-			best = c.pos.id;
-			snprintf(path, size, "%s", cand);
+static int remove_picked(const char *dir, int (*pick)(const char *, const char *),
+			 const char *metrics, struct akk_err *e)
+{
+	int n, rc = 0;
+	char **names;
+
+	errno = 0;
+	names = list_dir(dir, pick, metrics, &n);
+	if (!names && errno && errno != ENOENT)
+		return akk_err_set(e, "cannot open '%s': %s", dir, strerror(errno));
+	for (int i = 0; i < n && !rc; i++) {
+		char *path = ckpt_join(dir, names[i], e);
+		if (!path || (unlink(path) && errno != ENOENT))
+			rc = path ? akk_err_set(e, "cannot remove '%s': %s", path,
+						strerror(errno)) : -1;
+		free(path);
+	}
+	free_names(names, n);
+	return rc;
+}
+
+int run_dir_clear(const char *dir, const char *metrics, struct akk_err *e)
+{
+	return remove_picked(dir, pick_run_or_temp, metrics, e);
+}
+
+int run_dir_remove_temps(const char *dir, const char *metrics, struct akk_err *e)
+{
+	return remove_picked(dir, pick_temp, metrics, e);
+}
+
+int run_dir_drop_later_best(const char *dir, const struct akk_model *m,
+			    const struct akk_position *pos, int *removed,
+			    struct akk_err *e)
+{
+	struct akk_checkpoint c;
+	struct akk_err ignored;
+	char *path = ckpt_join(dir, "best.bin", e);
+	int rc = 0;
+
+	*removed = 0;
+	if (!path)
+		return -1;
+	if (!akk_checkpoint_read(&c, path, &ignored)) {
+		if (!akk_checkpoint_match(&c, m, path, &ignored) && c.pos.id > pos->id) {
+			if (unlink(path))
+				rc = akk_err_set(e, "cannot remove '%s': %s", path, strerror(errno));
+			else
+				*removed = 1;
 		}
 		akk_checkpoint_release(&c);
 	}
-	closedir(d);
-	if (best < 0)
-		return akk_err_set(e, "--resume: no readable checkpoint in '%s'", arg);
-	return 0;
+	free(path);
+	return rc;
+}
+
+static int pick_resumable(const char *name, const char *arg)
+{
+	(void)arg;
+	return !strcmp(name, "last.bin") || is_epoch_file(name);
+}
+
+/* Append "passed over PATH: WHY\n" to *s. */
+static void note_passed(char **s, const struct akk_err *why)
+{
+	size_t old = *s ? strlen(*s) : 0, size = old + sizeof(why->file) + sizeof(why->msg) + 32;
+	char *n = realloc(*s, size);
+
+	if (!n)
+		return;
+	snprintf(n + old, size - old, "passed over ");
+	akk_err_format(why, n + strlen(n), (int)(size - strlen(n) - 1));
+	strcat(n, "\n");
+	*s = n;
+}
+
+int ckpt_resolve(const char *arg, const struct akk_model *m,
+		 struct akk_checkpoint *ck, char **path, char **passed,
+		 struct akk_err *e)
+{
+	struct stat st;
+	char **names;
+	int n, other = 0, unreadable = 0;
+	struct akk_err first = { 0 };	/* the first mismatch */
+
+	*path = NULL;
+	*passed = NULL;
+	memset(ck, 0, sizeof(*ck));
+	if (stat(arg, &st))
+		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
+	if (!S_ISDIR(st.st_mode)) {
+		if (!(*path = strdup(arg)))
+			return akk_err_set(e, "out of memory");
+		/* the network is checked before anything else: a mismatch is
+		 * one whatever the epoch */
+		if (akk_checkpoint_read(ck, arg, e) || akk_checkpoint_match(ck, m, arg, e)) {
+			akk_checkpoint_release(ck);
+			free(*path);
+			*path = NULL;
+			return -1;
+		}
+		return 0;
+	}
+	errno = 0;
+	names = list_dir(arg, pick_resumable, NULL, &n);
+	if (!names && errno)
+		return akk_err_set(e, "--resume: cannot open '%s': %s", arg, strerror(errno));
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_name);	/* the same choice every time */
+	for (int i = 0; i < n; i++) {
+		struct akk_checkpoint c;
+		struct akk_err why = { 0 };
+		char *cand = ckpt_join(arg, names[i], e);
+
+		if (!cand)
+			break;
+		if (akk_checkpoint_read(&c, cand, &why)) {
+			unreadable++;
+			note_passed(passed, &why);
+			free(cand);
+			continue;
+		}
+		if (akk_checkpoint_match(&c, m, cand, &why)) {
+			if (!other++)
+				first = why;
+			note_passed(passed, &why);
+			akk_checkpoint_release(&c);
+			free(cand);
+			continue;
+		}
+		if (!*path || c.pos.id >= ck->pos.id) {	/* last.bin wins a tie */
+			akk_checkpoint_release(ck);
+			free(*path);
+			*ck = c;
+			*path = cand;
+		} else {
+			akk_checkpoint_release(&c);
+			free(cand);
+		}
+	}
+	free_names(names, n);
+	if (*path)
+		return 0;
+	if (!other && !unreadable)
+		return 1;
+	free(*passed);
+	*passed = NULL;
+	if (other) {
+		/* say why, as for a checkpoint file: the first mismatch */
+		int size = (int)(sizeof(first.file) + sizeof(first.msg));
+		char *why = malloc((size_t)size);
+		if (why)
+			akk_err_format(&first, why, size);
+		akk_err_set(e, "--resume: no checkpoint of this network in '%s' (%d of another network%s): %s",
+			    arg, other, unreadable ? ", others unreadable" : "",
+			    why ? why : first.msg);
+		free(why);
+		return -1;
+	}
+	return akk_err_set(e, "--resume: no readable checkpoint in '%s'", arg);
 }
 
 int ckpt_pick(const char *arg, int prefer_best, char **path, struct akk_err *e)

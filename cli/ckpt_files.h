@@ -1,4 +1,6 @@
-/* ckpt_files.h - a run directory's checkpoint files: names, cadence, pruning. */
+/* ckpt_files.h - a run directory's files: checkpoint names, cadence and
+ * pruning, which run a directory holds, stray temporary files, and the
+ * checkpoint a resume takes. */
 #ifndef AKK_CKPT_FILES_H
 #define AKK_CKPT_FILES_H
 
@@ -8,10 +10,13 @@
 struct ckpt_policy {
 	const struct akk_spec *spec;
 	const char *dir;	/* the run directory */
-	char base_dir[1024];	/* absolute directory of the config */
+	const char *base_dir;	/* absolute directory of the config */
 	int every, keep;
 	struct akk_ckpt_metrics metrics;	/* last epoch's, and the best accuracy */
 };
+
+/* "DIR/NAME", allocated; NULL (e filled) when out of memory. */
+char *ckpt_join(const char *dir, const char *name, struct akk_err *e);
 
 /* Write the run's gates (idle) to DIR/NAME with the run's position. */
 int ckpt_save(struct ckpt_policy *p, struct akk_run *r, const char *name,
@@ -20,9 +25,37 @@ int ckpt_save(struct ckpt_policy *p, struct akk_run *r, const char *name,
  * `keep`), best.bin when validation accuracy improved. */
 int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 	       const struct akk_epoch_report *rep, struct akk_err *e);
-/* A checkpoint to resume from: a file, or in a run directory the newest
- * of last.bin and epoch-*.bin. Fills path. */
-int ckpt_resolve(const char *arg, char *path, int size, struct akk_err *e);
+
+/* Whether NAME is a temporary file that the checkpoint writer or the
+ * metrics truncation leaves behind when killed: "<file>.tmp.<digits>",
+ * <file> a checkpoint's name or metrics. */
+int ckpt_is_temp(const char *name, const char *metrics);
+/* The files of a run that DIR holds (the metrics file named metrics,
+ * last.bin, best.bin, epoch-NNNN.bin), as "'a', 'b'" in *list (allocated;
+ * NULL when there are none or DIR does not exist). */
+int run_dir_files(const char *dir, const char *metrics, char **list,
+		  struct akk_err *e);
+/* Remove those files and every stray temporary file: --force. */
+int run_dir_clear(const char *dir, const char *metrics, struct akk_err *e);
+/* Remove the stray temporary files only (start of every run). */
+int run_dir_remove_temps(const char *dir, const char *metrics, struct akk_err *e);
+/* Before a resume from position pos: remove DIR/best.bin when it holds
+ * network m further into training than pos (saved in epochs the resume
+ * redoes, whose metrics rows are cut). *removed says whether it did. */
+int run_dir_drop_later_best(const char *dir, const struct akk_model *m,
+			    const struct akk_position *pos, int *removed,
+			    struct akk_err *e);
+
+/* The checkpoint to resume from, of the network m: ARG itself when it is a
+ * file (read, and matched against m); in a directory the newest by
+ * training position among last.bin and epoch-NNNN.bin that are readable
+ * and of the same network (best.bin and temporary files never). Fills *ck
+ * and *path (allocated); *passed (allocated, or NULL) gets one line per
+ * checkpoint passed over and why. Returns 0, 1 when the directory holds
+ * no checkpoint at all (nothing filled), -1 with e filled. */
+int ckpt_resolve(const char *arg, const struct akk_model *m,
+		 struct akk_checkpoint *ck, char **path, char **passed,
+		 struct akk_err *e);
 /* The checkpoint eval (prefer_best) or inspect reads for arg: arg itself
  * unless it is a directory; in a run directory, for eval best.bin, else
  * last.bin, else the epoch-NNNN.bin of the highest epoch; for inspect

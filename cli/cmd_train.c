@@ -1,5 +1,11 @@
 /* cmd_train.c - akkctl train: parse, check, load data, run the actors.
  *
+ * A run directory holds one run: a new run refuses a directory that holds
+ * one (exit 2) unless --force clears it; --resume continues in the
+ * checkpoint's own directory, and first cuts metrics.csv back to the
+ * epochs the checkpoint covers, so that the rows and the checkpoints
+ * always tell the same story after a crash.
+ *
  * SIGINT and SIGTERM go to one thread of ours (see signals_start): the first asks the sentinel to stop cleanly (drain, final
  * checkpoint, flushed metrics, exit 130); the second ends the process at once,
  * which can never leave a partial checkpoint since checkpoints are renamed
@@ -18,7 +24,9 @@
 #include "ckpt_files.h"
 #include "cli.h"
 #include "idx.h"
+#include "metrics.h"
 #include "model.h"
+#include "progress.h"
 #include "run.h"
 #include "spec.h"
 #include "world.h"
@@ -26,23 +34,41 @@
 struct train_ui {
 	struct ckpt_policy ckpt;
 	int quiet, tty;
+	double start;		/* akk_now() when training started */
 	double last_draw;
 	int drawn;		/* a progress line is on screen */
+	/* For the run's ETA: epochs ended in this process, their wall time. */
+	int epochs_seen;
+	double epochs_time, epoch_mark;
+	/* For the summary. */
+	struct akk_metrics_best best;	/* over the whole run, resumed too */
+	int last_epoch;		/* the last epoch completed; 0: none */
+	int have_val;
+	double final_acc, final_train_acc;
 };
 
 static void progress(void *ctx, const struct akk_progress *p)
 {
 	struct train_ui *ui = ctx;
-	double now = akk_now(), eta;
+	double now = akk_now(), eta, per_epoch, run_eta = -1;
+	char line[1024];
+	int width;
 
 	if (ui->quiet || !ui->tty || (now - ui->last_draw < 0.1 && p->batch < p->batches))
 		return;
 	ui->last_draw = now;
-	eta = p->batch ? p->elapsed * (p->batches - p->batch) / p->batch : 0;
-	fprintf(stderr, "\r\033[Kepoch %d/%d [%-24.*s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %.0fs",
-		p->epoch, p->epochs, (int)(24 * p->batch / p->batches),
-		"########################", p->batch, p->batches, p->loss,
-		p->samples_per_s, eta);
+	/* the epoch's rest, then the epochs after it at the pace of those
+	 * done (their validation included), else of this one's training */
+	eta = p->batch ? p->elapsed * (p->batches - p->batch) / p->batch : -1;
+	per_epoch = ui->epochs_seen ? ui->epochs_time / ui->epochs_seen :
+		    p->batch ? p->elapsed * p->batches / p->batch : -1;
+	if (eta >= 0 && per_epoch >= 0)
+		run_eta = eta + (p->epochs - p->epoch) * per_epoch;
+	width = progress_width(2);
+	if (width > (int)sizeof(line) - 1)
+		width = (int)sizeof(line) - 1;
+	progress_format(line, sizeof(line), width, p, now - ui->start, run_eta);
+	fprintf(stderr, "\r%s\033[K", line);
 	ui->drawn = 1;
 }
 
@@ -50,15 +76,30 @@ static int epoch_end(void *ctx, struct akk_run *r,
 		     const struct akk_epoch_report *rep, struct akk_err *e)
 {
 	struct train_ui *ui = ctx;
+	int final = !strcmp(rep->phase, "final");
+	double now = akk_now();
 
 	if (ckpt_epoch(&ui->ckpt, r, rep, e))
 		return -1;
+	if (!final) {
+		ui->epochs_seen++;
+		ui->epochs_time += now - ui->epoch_mark;
+		ui->last_epoch = rep->epoch;
+		ui->final_train_acc = rep->train_acc;
+	}
+	ui->epoch_mark = now;
+	if (rep->val_samples) {
+		ui->have_val = 1;
+		ui->final_acc = rep->val_acc;
+		if (!ui->best.epoch || rep->val_acc > ui->best.accuracy)
+			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc };
+	}
 	if (ui->quiet)
 		return 0;
 	if (ui->drawn)
 		fputs("\r\033[K", stderr);
 	ui->drawn = 0;
-	if (!strcmp(rep->phase, "final")) {
+	if (final) {
 		fprintf(stderr, "final: validation loss %.4f acc %.2f%% (weights after %ld steps)\n",
 			rep->val_loss, 100 * rep->val_acc, rep->vmax);
 		return 0;
@@ -71,6 +112,73 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
 		rep->samples_per_s, rep->lr);
 	return 0;
+}
+
+/* arg as one shell word. */
+static void put_shell_word(FILE *f, const char *arg)
+{
+	if (*arg && strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			   "0123456789_./=:,+-@%") == strlen(arg)) {
+		fputs(arg, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *arg; arg++)
+		if (*arg == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*arg, f);
+	fputc('\'', f);
+}
+
+/* The closing lines: epochs, time, best and final accuracy, the files, and
+ * after an interrupt the command that resumes. opts: the --mode, --epochs
+ * and --set options as given, nopts words. */
+static void summary(const struct train_ui *ui, const struct akk_run *run,
+		    const char *config, const char *dir, const char *metrics,
+		    char *const *opts, int nopts, int interrupted)
+{
+	char t[32];
+	char *path;
+
+	progress_duration(t, sizeof(t), akk_now() - ui->start);
+	if (interrupted)
+		fprintf(stderr, "summary: interrupted in epoch %d of %d after %s",
+			run->pos.epoch + 1, run->cfg.epochs, t);
+	else
+		fprintf(stderr, "summary: %d of %d epochs done in %s", run->cfg.epochs,
+			run->cfg.epochs, t);
+	if (ui->best.epoch)
+		fprintf(stderr, "; best validation accuracy %.2f%% at epoch %d%s",
+			100 * ui->best.accuracy, ui->best.epoch,
+			ui->best.final ? " (final pass)" : "");
+	if (ui->have_val)
+		fprintf(stderr, "; final validation accuracy %.2f%%", 100 * ui->final_acc);
+	else if (ui->last_epoch)
+		fprintf(stderr, "; final training accuracy %.2f%% (no validation data)",
+			100 * ui->final_train_acc);
+	fputs("\n", stderr);
+	if ((path = ckpt_join(dir, metrics, NULL)))
+		fprintf(stderr, "  metrics: %s\n", path);
+	free(path);
+	if ((path = ckpt_join(dir, "best.bin", NULL)))
+		fprintf(stderr, "  best:    %s%s\n", path, !access(path, F_OK) ? "" :
+			run->val ? " (not written yet)" : " (not written: no validation data)");
+	free(path);
+	if ((path = ckpt_join(dir, "last.bin", NULL)))
+		fprintf(stderr, "  last:    %s\n", path);
+	free(path);
+	if (!interrupted)
+		return;
+	fputs("to resume: akkctl train ", stderr);
+	put_shell_word(stderr, config);
+	fputs(" --resume ", stderr);
+	put_shell_word(stderr, dir);
+	for (int i = 0; i < nopts; i++) {
+		fputc(' ', stderr);
+		put_shell_word(stderr, opts[i]);
+	}
+	fputs("\n", stderr);
 }
 
 /* Signals. Blocking SIGINT/SIGTERM with pthread_sigmask covers only the
@@ -141,21 +249,119 @@ static void signals_stop(pthread_t thread)
 
 static int mkdirs(const char *path, struct akk_err *e)
 {
-	char buf[1024];
+	char *buf = strdup(path);
 
-	snprintf(buf, sizeof(buf), "%s", path);
+	if (!buf)
+		return akk_err_set(e, "out of memory");
 	for (char *p = buf + 1; ; p++) {
 		if (*p == '/' || !*p) {
 			char c = *p;
 			*p = '\0';
-			if (mkdir(buf, 0777) && errno != EEXIST)
-				return akk_err_set(e, "cannot create directory '%s': %s",
-						   buf, strerror(errno));
+			if (mkdir(buf, 0777) && errno != EEXIST) {
+				akk_err_set(e, "cannot create directory '%s': %s",
+					    buf, strerror(errno));
+				free(buf);
+				return -1;
+			}
 			*p = c;
 			if (!c)
-				return 0;
+				break;
 		}
 	}
+	free(buf);
+	return 0;
+}
+
+/* Whether a and b name the same existing directory. */
+static int same_dir(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* "KEY=VALUE" for an option given as its own flag, allocated. */
+static char *set_of(const char *key, const char *value)
+{
+	size_t lk = strlen(key), lv = strlen(value);
+	char *s = malloc(lk + lv + 2);
+
+	if (s) {
+		memcpy(s, key, lk);
+		s[lk] = '=';
+		memcpy(s + lk + 1, value, lv + 1);
+	}
+	return s;
+}
+
+/* The metrics' per-gate lr columns: all gates when one has its own
+ * optimizer (as core/sentinel.c writes them). */
+static int lr_columns(const struct akk_spec *s)
+{
+	for (int g = 0; g < s->ngates; g++)
+		if (s->gates[g].has_optim)
+			return s->ngates;
+	return 0;
+}
+
+/* The run directory's path must leave room for its longest file name
+ * ("epoch-NNNN.bin.tmp.PID", the metrics file's) within PATH_MAX. */
+static int check_dir_length(const struct akk_spec *s, const char *out, struct akk_err *e)
+{
+	size_t room = strlen(s->out.metrics) + 24 > 48 ? strlen(s->out.metrics) + 24 : 48;
+
+	if (strlen(s->out.dir) + 1 + room >= PATH_MAX)
+		return akk_err_set(e, "%s: the run directory's path is too long (%zu characters; at most %zu)",
+				   out ? "--out" : "output.dir", strlen(s->out.dir),
+				   (size_t)PATH_MAX - 2 - room);
+	return 0;
+}
+
+/* Before a new run (or a resume into another directory): DIR must not
+ * hold another run, unless --force; then it is cleared later. A resume in
+ * the run's own directory from a checkpoint FILE must not rewind past
+ * newer checkpoints of the run (their metrics rows would be cut). */
+static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
+			 const char *resume, const char *resume_dir,
+			 const struct akk_checkpoint *ck, int force, struct akk_err *e)
+{
+	char *files = NULL;
+	int own = resume_dir && same_dir(s->out.dir, resume_dir);
+	struct stat st;
+
+	if (own && force)
+		return akk_err_set(e, "--force would remove the run that --resume continues in '%s'",
+				   s->out.dir);
+	if (own && !stat(resume, &st) && !S_ISDIR(st.st_mode)) {
+		struct akk_checkpoint newest;
+		struct akk_err ignored;
+		char *path = NULL, *passed = NULL;
+		int later = 0;
+
+		if (!ckpt_resolve(resume_dir, m, &newest, &path, &passed, &ignored)) {
+			later = newest.pos.id > ck->pos.id;
+			if (later)
+				akk_err_set(e, "'%s' holds a newer checkpoint of this run than '%s' "
+					    "('%s', step %ld): --resume %s continues from it, "
+					    "--out NEWDIR continues '%s' elsewhere",
+					    resume_dir, resume, path, newest.pos.id, resume_dir, resume);
+			akk_checkpoint_release(&newest);
+		}
+		free(path);
+		free(passed);
+		return later ? -1 : 0;
+	}
+	if (own || force)
+		return 0;
+	if (run_dir_files(s->out.dir, s->out.metrics, &files, e))
+		return -1;
+	if (files) {
+		akk_err_set(e, "'%s' already holds a run (%s): --resume %s continues it, --force starts over",
+			    s->out.dir, files, s->out.dir);
+		free(files);
+		return -1;
+	}
+	return 0;
 }
 
 int cmd_train(int argc, char **argv)
@@ -166,15 +372,21 @@ int cmd_train(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "resume", required_argument, NULL, 'r' },
 		{ "set", required_argument, NULL, 's' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* sets: the overrides; words: the same options as given, for the
+	 * resume command; owned: what to free */
 	const char **sets = calloc(argc + 2, sizeof(*sets));
-	char mode_set[64], epochs_set[64], metrics[1200];
+	char **words = calloc(2 * (size_t)argc + 2, sizeof(*words));
+	char **owned = calloc(argc + 2, sizeof(*owned));
+	char *metrics = NULL, *ckpath = NULL, *passed = NULL, *resume_dir = NULL;
+	char *base_dir = NULL, *cfgdir = NULL;
 	const char *out = NULL, *resume = NULL;
 	struct train_ui ui = { 0 };
-	int user_quiet;
+	int user_quiet, force = 0, start_over = 0, dropped_best = 0;
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
@@ -184,22 +396,28 @@ int cmd_train(int argc, char **argv)
 	struct akk_world world = { 0 };
 	int *gate_rank = NULL, dp = 0;
 	long counts[3];
-	char ckpath[1200], *cfgdir;
 	pthread_t sigthread;
-	int nsets = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
+	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
 
-	if (!sets)
+	if (!sets || !words || !owned) {
+		free(sets);
+		free(words);
+		free(owned);
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	}
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:e:o:r:s:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:e:o:r:s:fqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			snprintf(mode_set, sizeof(mode_set), "schedule.mode=%s", optarg);
-			sets[nsets++] = mode_set;
-			break;
 		case 'e':
-			snprintf(epochs_set, sizeof(epochs_set), "schedule.epochs=%s", optarg);
-			sets[nsets++] = epochs_set;
+			if (!(owned[nowned] = set_of(c == 'm' ? "schedule.mode" : "schedule.epochs",
+						     optarg))) {
+				rc = cli_errorf(EXIT_RUNTIME, "out of memory");
+				goto free_args;
+			}
+			sets[nsets++] = owned[nowned++];
+			words[nwords++] = c == 'm' ? "--mode" : "--epochs";
+			words[nwords++] = optarg;
 			break;
 		case 'o':
 			out = optarg;
@@ -209,38 +427,87 @@ int cmd_train(int argc, char **argv)
 			break;
 		case 's':
 			sets[nsets++] = optarg;
+			words[nwords++] = "--set";
+			words[nwords++] = optarg;
+			break;
+		case 'f':
+			force = 1;
 			break;
 		case 'q':
 			ui.quiet = 1;
 			break;
 		case 'h':
-			free(sets);
-			return cli_help("train");
+			rc = cli_help("train");
+			goto free_args;
 		default:
-			free(sets);
-			return cli_bad_option("train", c, argv);
+			rc = cli_bad_option("train", c, argv);
+			goto free_args;
 		}
 	}
 	if (optind != argc - 1) {
-		free(sets);
 		if (optind == argc)
 			cli_errorf(EXIT_USAGE, "train needs a CONFIG");
 		else
 			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("train");
+		rc = cli_usage_error("train");
+		goto free_args;
 	}
 	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
-		free(sets);
-		return cli_report(&e, EXIT_USAGE);
-	}
-	free(sets);
-	if (out) {
-		free(s.out.dir);
-		s.out.dir = strdup(out);
+		rc = cli_report(&e, EXIT_USAGE);
+		goto free_args;
 	}
 	user_quiet = ui.quiet;
 	if (akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
 		goto report;
+	/* The checkpoint, of this network (checked first: a mismatch is one
+	 * whatever the epoch); a resume continues in the checkpoint's own
+	 * directory unless --out says otherwise. */
+	if (resume) {
+		struct stat st;
+		int r = ckpt_resolve(resume, &m, &ck, &ckpath, &passed, &e);
+		char *dirbuf;
+
+		if (r < 0)
+			goto report;
+		if (!stat(resume, &st) && S_ISDIR(st.st_mode))
+			resume_dir = strdup(resume);
+		else if ((dirbuf = strdup(resume))) {
+			resume_dir = strdup(dirname(dirbuf));
+			free(dirbuf);
+		}
+		if (!resume_dir) {
+			akk_err_set(&e, "out of memory");
+			goto report;
+		}
+		if (r == 1) {
+			/* a directory without a checkpoint: a run killed before
+			 * its first one starts over; an empty one is an error */
+			char *files = NULL;
+			if (run_dir_files(resume, s.out.metrics, &files, &e))
+				goto report;
+			if (!files) {
+				akk_err_set(&e, "--resume: no readable checkpoint in '%s'", resume);
+				goto report;
+			}
+			free(files);
+			start_over = 1;
+		}
+	}
+	if (out || resume) {
+		free(s.out.dir);
+		if (!(s.out.dir = strdup(out ? out : resume_dir))) {
+			akk_err_set(&e, "out of memory");
+			goto report;
+		}
+	}
+	if (check_dir_length(&s, out, &e))
+		goto report;
+	if (resume && !start_over && ck.pos.epoch >= s.sched.epochs) {
+		fprintf(stderr, "akkctl: '%s' has already trained %d of %d epochs; raise --epochs to go on\n",
+			ckpath, ck.pos.epoch, s.sched.epochs);
+		rc = EXIT_OK;
+		goto out;
+	}
 	/* Rank 0 reads the data; in a pipeline the others need only the
 	 * sample counts, with data parallelism each reads its own. */
 	dp = s.sched.data_parallel && world.size > 1;
@@ -251,7 +518,8 @@ int cmd_train(int argc, char **argv)
 		goto report;
 	}
 	if (world.rank == 0 &&
-	    (akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
+	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
+	     akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
 	     (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))))
 		counts[0] = -1;
 	else
@@ -276,18 +544,24 @@ int cmd_train(int argc, char **argv)
 		have_val = have_val && !dp;	/* rank 0 alone validates */
 		ui.quiet = 1;
 	}
-	if (resume && (ckpt_resolve(resume, ckpath, sizeof(ckpath), &e) ||
-		       akk_checkpoint_read(&ck, ckpath, &e)))
-		goto report;
-	if (resume && ck.pos.epoch >= s.sched.epochs) {
-		fprintf(stderr, "akkctl: '%s' has already trained %d of %d epochs; raise --epochs to go on\n",
-			ckpath, ck.pos.epoch, s.sched.epochs);
-		rc = EXIT_OK;
-		goto out;
-	}
 	rc = EXIT_RUNTIME;
-	if (world.rank == 0 && mkdirs(s.out.dir, &e))
+	if (!(metrics = ckpt_join(s.out.dir, s.out.metrics, &e)))
 		goto report;
+	/* The run directory: cleared for --force, created, rid of temporary
+	 * files a kill left, and its metrics cut back to the checkpoint. */
+	if (world.rank == 0) {
+		if ((force && run_dir_clear(s.out.dir, s.out.metrics, &e)) ||
+		    mkdirs(s.out.dir, &e) ||
+		    run_dir_remove_temps(s.out.dir, s.out.metrics, &e))
+			goto report;
+		if (resume && akk_metrics_truncate(metrics, ck.pos.epoch, lr_columns(&s),
+						   &ui.best, &e)) {
+			rc = EXIT_USAGE;
+			goto report;
+		}
+		if (resume && run_dir_drop_later_best(s.out.dir, &m, &ck.pos, &dropped_best, &e))
+			goto report;
+	}
 	ui.ckpt.spec = &s;
 	ui.ckpt.dir = s.out.dir;
 	ui.ckpt.every = s.out.checkpoint_every;
@@ -298,9 +572,11 @@ int cmd_train(int argc, char **argv)
 		akk_err_set(&e, "cannot resolve '%s': %s", argv[optind], strerror(errno));
 		goto report;
 	}
-	snprintf(ui.ckpt.base_dir, sizeof(ui.ckpt.base_dir), "%s", dirname(cfgdir));
-	free(cfgdir);
-	snprintf(metrics, sizeof(metrics), "%s/%s", s.out.dir, s.out.metrics);
+	if (!(base_dir = strdup(dirname(cfgdir)))) {
+		akk_err_set(&e, "out of memory");
+		goto report;
+	}
+	ui.ckpt.base_dir = base_dir;
 	{
 		struct akk_run_config cfg = {
 			.mode = s.sched.mode, .epochs = s.sched.epochs,
@@ -316,29 +592,34 @@ int cmd_train(int argc, char **argv)
 			cfg.blas_threads = s.sched.mode == AKK_MODE_WHEELS ? 1 :
 				akk_cores() / world.local_size > 1 ?
 				akk_cores() / world.local_size : 1;
-		ui.tty = isatty(2);
+		ui.tty = progress_enabled(2);
 		/* the data was checked above: what fails here is the run's
 		 * own setup (memory, threads, the metrics file) */
 		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e))
 			goto report;
 		run_ready = 1;
 	}
-	if (resume) {
-		struct akk_gate *gates[256];
-		for (int i = 0; i < m.ngates && i < 256; i++)
+	if (resume && !start_over) {
+		struct akk_gate *gates[AKK_MAX_GATES];
+		for (int i = 0; i < m.ngates; i++)
 			gates[i] = run.gates[i].ready ? &run.gates[i].gate : NULL;
-		if (m.ngates > 256 ||
-		    akk_checkpoint_restore(&ck, gates, m.ngates, ckpath, &e)) {
+		if (akk_checkpoint_restore(&ck, gates, m.ngates, ckpath, &e)) {
 			rc = EXIT_USAGE;
 			goto report;
 		}
-		if (!ui.quiet)
+		if (!ui.quiet) {
 			fprintf(stderr, "resuming from '%s' at epoch %d, batch %ld (step %ld)\n",
 				ckpath, ck.pos.epoch + 1, ck.pos.index, ck.pos.id);
+			if (passed)
+				fputs(passed, stderr);
+		}
+	} else if (start_over && !ui.quiet) {
+		fprintf(stderr, "no checkpoint in '%s' yet: starting over from epoch 1\n", resume);
 	}
+	if (dropped_best && !ui.quiet)
+		fprintf(stderr, "removed '%s/best.bin': saved after the point this run resumes from\n",
+			s.out.dir);
 	if (!ui.quiet) {
-		char shape[64];
-		akk_shape_format(s.input, shape, sizeof(shape));
 		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
 			train.n, have_val ? val.n : 0, run.blas_threads,
@@ -358,6 +639,7 @@ int cmd_train(int argc, char **argv)
 		akk_err_set(&e, "cannot start the signal thread: %s", strerror(errno));
 		goto report;
 	}
+	ui.start = ui.epoch_mark = akk_now();
 	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
 	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
 	signals_stop(sigthread);
@@ -388,27 +670,33 @@ int cmd_train(int argc, char **argv)
 		rc = EXIT_RUNTIME;
 		goto report;
 	}
-	if (rc == EXIT_INTERRUPTED && !ui.quiet) {
+	if (!ui.quiet) {
 		if (ui.drawn)
-			fputs("\n", stderr);
-		fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
-			run.pos.epoch + 1, run.pos.index, s.out.dir);
+			fputs("\r\033[K", stderr);
+		ui.drawn = 0;
+		if (rc == EXIT_INTERRUPTED)
+			fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
+				run.pos.epoch + 1, run.pos.index, s.out.dir);
+		summary(&ui, &run, argv[optind], s.out.dir, s.out.metrics, words, nwords,
+			rc == EXIT_INTERRUPTED);
 	}
 	goto out;
 report:
 	if (ui.drawn)
 		fputs("\n", stderr);
 	if (world.size > 1) {
-		char msg[1200];
-		akk_err_format(&e, msg, sizeof(msg));
 		if (rc == EXIT_USAGE) {
 			/* the same on every rank: rank 0 says it */
 			if (world.rank == 0)
 				cli_report(&e, rc);
 		} else {
 			/* the other ranks would wait for this one forever */
-			fprintf(stderr, "akkctl: rank %d: %s\n", world.rank, msg);
+			char *msg = malloc(sizeof(e.file) + sizeof(e.msg) + 32);
+			if (msg)
+				akk_err_format(&e, msg, (int)(sizeof(e.file) + sizeof(e.msg) + 32));
+			fprintf(stderr, "akkctl: rank %d: %s\n", world.rank, msg ? msg : e.msg);
 			fflush(stderr);
+			free(msg);
 			akk_world_abort(&world, rc);
 		}
 	} else {
@@ -423,6 +711,18 @@ out:
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	free(gate_rank);
+	free(metrics);
+	free(ckpath);
+	free(passed);
+	free(resume_dir);
+	free(cfgdir);
+	free(base_dir);
 	akk_world_finalize(&world);
+free_args:
+	for (int i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
+	free(words);
+	free(sets);
 	return rc;
 }

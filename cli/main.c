@@ -11,12 +11,13 @@
 const struct cli_command cli_commands[] = {
 	{ "train", cmd_train,
 	  "usage: akkctl train CONFIG [--mode flip-flop|wheels] [--epochs N] [--out DIR]\n"
-	  "                    [--resume CHECKPOINT] [--set KEY=VALUE]... [--quiet]\n"
+	  "                    [--resume CHECKPOINT|DIR] [--force] [--set KEY=VALUE]... [--quiet]\n"
 	  "\n"
 	  "  -m, --mode MODE        schedule.mode: flip-flop or wheels\n"
 	  "  -e, --epochs N         schedule.epochs\n"
 	  "  -o, --out DIR          output directory (overrides output.dir)\n"
 	  "  -r, --resume FILE      resume from a checkpoint (or a run directory)\n"
+	  "  -f, --force            start over in an output directory that holds a run\n"
 	  "  -s, --set KEY=VALUE    override any config key, e.g. schedule.batch_size=128\n"
 	  "  -q, --quiet            print nothing but errors\n",
 	  "train a network described by a YAML config", NULL },

@@ -7,10 +7,14 @@
 #ifndef AKK_ERR_H
 #define AKK_ERR_H
 
+#include <limits.h>
+
+/* Room for any path the system accepts (PATH_MAX) in file and in msg;
+ * what still does not fit is cut visibly, ending in "...". */
 struct akk_err {
-	char file[512];
+	char file[PATH_MAX];
 	int line, col;		/* 1-based; 0 when unknown */
-	char msg[512];		/* lowercase, no trailing newline or period */
+	char msg[PATH_MAX + 512];	/* lowercase, no trailing newline or period */
 };
 
 /* Set a message with no location. Always returns -1. */
@@ -20,7 +24,7 @@ int akk_err_set(struct akk_err *e, const char *fmt, ...)
 int akk_err_at(struct akk_err *e, const char *file, int line, int col,
 	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Format the report as one line ("FILE:LINE:COL: msg", "FILE: msg" or "msg")
- * into buf, without the program name. */
+ * into buf, without the program name; cut with "..." when it does not fit. */
 void akk_err_format(const struct akk_err *e, char *buf, int size);
 
 #endif

@@ -317,10 +317,26 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		.lr = r->gates[0].gate.last_lr,
 	};
 
+	/* Every gate's lr at its last step (as akk_gate_step computed it,
+	 * from the step count: right for rank 0's mirrors of remote gates
+	 * too), in columns of their own when a gate has its own optimizer. */
+	double lrs[AKK_MAX_GATES];
+	int nlr = 0;
+	for (int g = 0; g < r->model->ngates && g < AKK_MAX_GATES; g++) {
+		const struct akk_gate *gt = &r->gates[g].gate;
+		lrs[g] = 0;
+		if (r->gates[g].ready && gt->plan->nparams && gt->step > 0)
+			lrs[g] = akk_lr_at(gt->plan->optim, ((double)gt->step - 0.5) /
+					   (gt->steps_per_epoch > 0 ? gt->steps_per_epoch : 1),
+					   gt->epochs);
+		if (r->spec->gates[g].has_optim)
+			nlr = r->model->ngates;
+	}
+	rep.lr = lrs[0];	/* gate 1 may run on another rank */
 	if (r->metrics && ph->samples) {
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
-			0, 0 };
+			0, 0, lrs, nlr };
 		if (akk_metrics_write(r->metrics, &row, e))
 			return -1;
 	}
@@ -328,7 +344,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		struct akk_metrics_row row = { epoch + 1,
 			ph->samples ? "validation" : phase, ph->vsamples,
 			rep.val_loss, rep.val_acc, rep.lr, seconds,
-			rep.vmin, rep.vmax };
+			rep.vmin, rep.vmax, lrs, nlr };
 		if (akk_metrics_write(r->metrics, &row, e))
 			return -1;
 	}

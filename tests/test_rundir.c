@@ -1,0 +1,757 @@
+/* test_rundir.c - train's run directory and terminal: one run per
+ * directory (refusal, --force), resume in the run's own directory, a run
+ * directory that stays consistent after a crash (metrics cut back to the
+ * checkpoint, stray temporary files, checkpoints of another network), the
+ * progress line's width, the closing summary, long paths and the per-gate
+ * lr columns.
+ *
+ * The group setup writes small synthetic IDX files (tests/testutil.c) and
+ * configs into one temp directory; every run writes into a subdirectory
+ * of it. The progress line's formatting is tested directly (cli/progress.c
+ * is compiled in) and end to end under a pseudo-terminal. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "testutil.h"
+#include "../cli/progress.c"
+
+#define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
+
+static char g_dir[512];
+static char g_cfg[600];		/* 64-16-4, flip-flop, 600 samples */
+static char g_wide[600];	/* 64-24-4: another network */
+static char g_pergate[600];	/* gate 2 with its own lr */
+static char g_long[600];	/* 100000 epochs: only a signal ends it */
+static char g_out[1 << 16], g_err[1 << 16];
+
+/* ---- helpers -------------------------------------------------------------- */
+
+#define assert_contains(hay, needle) do { \
+	const char *h_ = (hay), *n_ = (needle); \
+	if (!strstr(h_, n_)) { \
+		print_error("expected \"%s\" in:\n%s\n", n_, h_); \
+		fail(); \
+	} \
+} while (0)
+
+#define assert_rc(rc, want) do { \
+	int r_ = (rc), w_ = (want); \
+	if (r_ != w_) { \
+		print_error("exit status %d, expected %d\n--- stderr:\n%s\n", r_, w_, g_err); \
+		fail(); \
+	} \
+} while (0)
+
+/* "dir/name" in one of 32 rotating buffers. */
+static const char *P(const char *dir, const char *name)
+{
+	static char bufs[32][8192];
+	static int next;
+	char *b = bufs[next++ % 32];
+
+	assert_true(strlen(dir) + strlen(name) + 2 < sizeof(bufs[0]));
+	snprintf(b, sizeof(bufs[0]), "%s/%s", dir, name);
+	return b;
+}
+
+static const char *subdir(const char *name)
+{
+	const char *p = P(g_dir, name);
+
+	assert_int_equal(mkdir(p, 0777), 0);
+	return p;
+}
+
+static int ak(const char *arg, ...)
+{
+	const char *argv[64];
+	int n = 0;
+	va_list ap;
+
+	argv[n++] = tu_akkctl();
+	va_start(ap, arg);
+	for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+static int exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* The metrics file holds the plain header, then epochs 1..n, each one
+ * train and one validation row, nothing else. */
+static void check_rows(const char *path, int n)
+{
+	char *s = slurp(path, NULL), *line, *save = NULL;
+	int rows = 0;
+
+	assert_non_null(s);
+	line = strtok_r(s, "\n", &save);
+	assert_non_null(line);
+	assert_string_equal(line, HEADER);
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		int epoch;
+		char phase[32];
+		assert_int_equal(sscanf(line, "%d,%31[^,],", &epoch, phase), 2);
+		if (epoch != rows / 2 + 1 || strcmp(phase, rows % 2 ? "validation" : "train")) {
+			print_error("row %d of %s: '%s', expected epoch %d %s\n", rows + 1, path,
+				    line, rows / 2 + 1, rows % 2 ? "validation" : "train");
+			fail();
+		}
+		rows++;
+	}
+	assert_int_equal(rows, 2 * n);
+	free(s);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t n;
+	char *b = slurp(from, &n);
+
+	assert_non_null(b);
+	assert_int_equal(tu_write_file(to, b, n), 0);
+	free(b);
+}
+
+static void write_cfg(char *path, const char *file, int hidden, const char *mode,
+		      int epochs, const char *gate2)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+		"name: synth\n"
+		"seed: 7\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"  validation: {images: val-images, labels: val-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: %d}, relu]\n"
+		"    - layers: [{dense: 4}]%s\n"
+		"  loss: softmax_cross_entropy\n"
+		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
+		"schedule:\n"
+		"  mode: %s\n"
+		"  epochs: %d\n"
+		"  batch_size: 32\n"
+		"output: {dir: out-%s, checkpoint_every: 1, keep: 5}\n",
+		hidden, gate2, mode, epochs, file);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, 600, "%s/%s", g_dir, file);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+static int group_setup(void **state)
+{
+	const char *d = tu_tmpdir();
+	struct akk_dataset t, v;
+
+	(void)state;
+	if (!d)
+		return -1;
+	snprintf(g_dir, sizeof(g_dir), "%s", d);
+	tu_dataset(&t, 600, 8, 4, 1);
+	tu_dataset(&v, 200, 8, 4, 2);
+	tu_write_idx(P(g_dir, "train-images"), &t, 1);
+	tu_write_idx(P(g_dir, "train-labels"), &t, 0);
+	tu_write_idx(P(g_dir, "val-images"), &v, 1);
+	tu_write_idx(P(g_dir, "val-labels"), &v, 0);
+	akk_dataset_release(&t);
+	akk_dataset_release(&v);
+	write_cfg(g_cfg, "synth.yaml", 16, "flip-flop", 2, "");
+	write_cfg(g_wide, "wide.yaml", 24, "flip-flop", 2, "");
+	write_cfg(g_pergate, "pergate.yaml", 16, "flip-flop", 2,
+		  "\n      optimizer: {lr: 0.01}");
+	write_cfg(g_long, "long.yaml", 16, "flip-flop", 100000, "");
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (g_dir[0] && !getenv("AKK_KEEP_TMP"))
+		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+/* ---- 1. one run per directory ---------------------------------------------- */
+
+static void new_run_refuses_a_used_directory(void **state)
+{
+	const char *d = subdir("used");
+	char want[2048], *before, *after;
+	size_t n1, n2;
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	before = slurp(P(d, "metrics.csv"), &n1);
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 2);
+	snprintf(want, sizeof(want),
+		 "akkctl: '%s' already holds a run ('best.bin', 'epoch-0001.bin', 'last.bin', "
+		 "'metrics.csv'): --resume %s continues it, --force starts over\n", d, d);
+	assert_string_equal(g_err, want);
+	after = slurp(P(d, "metrics.csv"), &n2);
+	assert_true(n1 == n2 && !memcmp(before, after, n1));
+	free(before);
+	free(after);
+	/* a metrics file alone is a run too; other files are not */
+	d = subdir("used-metrics");
+	assert_int_equal(tu_write_file(P(d, "metrics.csv"), HEADER "\n", sizeof(HEADER)), 0);
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 2);
+	assert_contains(g_err, "already holds a run ('metrics.csv')");
+	d = subdir("used-other");
+	assert_int_equal(tu_write_file(P(d, "notes.txt"), "x", 1), 0);
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	check_rows(P(d, "metrics.csv"), 1);
+}
+
+static void force_starts_over(void **state)
+{
+	const char *d = subdir("force");
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, NULL), 0);
+	assert_int_equal(tu_write_file(P(d, "notes.txt"), "x", 1), 0);
+	copy_file(P(d, "last.bin"), P(d, "last.bin.tmp.4242"));
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, "--force", NULL), 0);
+	assert_string_equal(g_err, "");
+	check_rows(P(d, "metrics.csv"), 1);
+	assert_true(exists(P(d, "epoch-0001.bin")));
+	assert_false(exists(P(d, "epoch-0002.bin")));
+	assert_false(exists(P(d, "last.bin.tmp.4242")));
+	assert_true(exists(P(d, "notes.txt")));	/* only the run's files go */
+	{
+		struct akk_checkpoint c;
+		struct akk_err e = { 0 };
+		assert_int_equal(akk_checkpoint_read(&c, P(d, "last.bin"), &e), 0);
+		assert_int_equal(c.pos.epoch, 1);
+		akk_checkpoint_release(&c);
+	}
+	/* --force cannot remove the run --resume continues */
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--resume", d, "--force", NULL), 2);
+	assert_contains(g_err, "--force");
+}
+
+static void resume_stays_in_its_directory(void **state)
+{
+	const char *d = subdir("own");
+	char want[2048];
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	/* no --out: the checkpoint's directory, not output.dir */
+	assert_rc(ak("train", g_cfg, "--resume", P(d, "epoch-0001.bin"), "--epochs", "2", NULL), 0);
+	assert_false(exists(P(g_dir, "out-synth.yaml")));
+	check_rows(P(d, "metrics.csv"), 2);
+	snprintf(want, sizeof(want), "resuming from '%s/epoch-0001.bin' at epoch 2, batch 0 (step 19)\n", d);
+	assert_true(!strncmp(g_err, want, strlen(want)));
+	/* --out elsewhere: a new directory gets the rest */
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "3", "--out",
+		     P(g_dir, "own-branch"), NULL), 0);
+	assert_true(exists(P(P(g_dir, "own-branch"), "last.bin")));
+	/* no rewinding in place past a newer checkpoint (its rows would go) */
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", P(d, "epoch-0001.bin"), "--epochs",
+		     "3", NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: '%s' holds a newer checkpoint of this run than "
+		 "'%s/epoch-0001.bin' ('%s/last.bin', step 38): --resume %s continues from it, "
+		 "--out NEWDIR continues '%s/epoch-0001.bin' elsewhere\n", d, d, d, d, d);
+	assert_string_equal(g_err, want);
+	check_rows(P(d, "metrics.csv"), 2);
+	/* but not one that holds another run */
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "3", "--out",
+		     P(g_dir, "own-branch"), NULL), 2);
+	assert_contains(g_err, "already holds a run");
+}
+
+/* ---- 2. crash consistency ---------------------------------------------------- */
+
+/* Killed while writing epoch 2's checkpoint: epoch 2's rows are in the
+ * metrics file, its checkpoint only as a complete temporary file. */
+static void crash_during_checkpoint_keeps_one_row_per_epoch(void **state)
+{
+	const char *d = subdir("crash");
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, NULL), 0);
+	assert_int_equal(rename(P(d, "epoch-0002.bin"), P(d, "epoch-0002.bin.tmp.4242")), 0);
+	assert_int_equal(unlink(P(d, "last.bin")), 0);
+	copy_file(P(d, "metrics.csv"), P(d, "metrics.csv.tmp.4243"));	/* a cut killed */
+	assert_int_equal(tu_write_file(P(d, "notes.tmp.77"), "x", 1), 0);	/* not ours */
+	check_rows(P(d, "metrics.csv"), 2);
+	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "3", NULL), 0);
+	assert_false(exists(P(d, "metrics.csv.tmp.4243")));
+	assert_true(exists(P(d, "notes.tmp.77")));
+	assert_contains(g_err, "resuming from '");
+	assert_contains(g_err, "/epoch-0001.bin' at epoch 2, batch 0");
+	check_rows(P(d, "metrics.csv"), 3);
+	assert_false(exists(P(d, "epoch-0002.bin.tmp.4242")));
+	assert_true(exists(P(d, "epoch-0002.bin")));
+}
+
+/* Killed during the first checkpoint's fsync: no checkpoint, one complete
+ * temporary file; the run starts over in its directory. */
+static void crash_before_the_first_checkpoint(void **state)
+{
+	const char *d = subdir("crash-first");
+	char want[2048];
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	assert_int_equal(rename(P(d, "epoch-0001.bin"), P(d, "epoch-0001.bin.tmp.4242")), 0);
+	assert_int_equal(unlink(P(d, "last.bin")), 0);
+	assert_int_equal(unlink(P(d, "best.bin")), 0);
+	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "1", NULL), 0);
+	snprintf(want, sizeof(want), "no checkpoint in '%s' yet: starting over from epoch 1\n", d);
+	assert_true(!strncmp(g_err, want, strlen(want)));
+	check_rows(P(d, "metrics.csv"), 1);
+	assert_false(exists(P(d, "epoch-0001.bin.tmp.4242")));
+	assert_true(exists(P(d, "last.bin")));
+}
+
+/* Killed in epoch 3 of a run that checkpoints only at its end: best.bin
+ * (epoch 2) belongs to epochs the resume redoes and goes too, so that a
+ * worse model never replaces it under the old name. */
+static void resume_drops_a_later_best(void **state)
+{
+	const char *d = subdir("later-best");
+	char want[2048];
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, "--set",
+		     "output.checkpoint_every=0", NULL), 0);
+	assert_int_equal(unlink(P(d, "last.bin")), 0);
+	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "1", "--set",
+		     "output.checkpoint_every=0", NULL), 0);
+	snprintf(want, sizeof(want), "no checkpoint in '%s' yet: starting over from epoch 1\n"
+		 "removed '%s/best.bin': saved after the point this run resumes from\n", d, d);
+	assert_true(!strncmp(g_err, want, strlen(want)));
+	check_rows(P(d, "metrics.csv"), 1);
+	assert_int_equal(akk_checkpoint_read(&c, P(d, "best.bin"), &e), 0);
+	assert_int_equal(c.pos.epoch, 1);
+	akk_checkpoint_release(&c);
+}
+
+/* A torn last row (killed mid-write) and rows past the checkpoint go. */
+static void torn_metrics_row(void **state)
+{
+	const char *d = subdir("torn");
+	FILE *f;
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	f = fopen(P(d, "metrics.csv"), "a");
+	assert_non_null(f);
+	fputs("2,train,600,0.1", f);
+	fclose(f);
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 0);
+	check_rows(P(d, "metrics.csv"), 2);
+}
+
+/* Another network's checkpoint, further into training, in the directory. */
+static void resume_takes_only_its_network(void **state)
+{
+	const char *d = subdir("mixed"), *w = subdir("mixed-wide");
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	assert_rc(ak("train", g_wide, "--quiet", "--epochs", "2", "--out", w, NULL), 0);
+	copy_file(P(w, "last.bin"), P(d, "epoch-0009.bin"));
+	assert_int_equal(tu_write_file(P(d, "epoch-0010.bin"), "junk", 4), 0);
+	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "2", NULL), 0);
+	assert_contains(g_err, "resuming from '");
+	assert_contains(g_err, "/last.bin' at epoch 2, batch 0 (step 19)\n");
+	assert_contains(g_err, "passed over ");
+	assert_contains(g_err, "/epoch-0009.bin: checkpoint does not match the network");
+	assert_contains(g_err, "/epoch-0010.bin: ");
+	check_rows(P(d, "metrics.csv"), 2);
+}
+
+/* A mismatch is reported as one whatever the epoch (10.7). */
+static void mismatch_before_already_trained(void **state)
+{
+	const char *d = subdir("mismatch");
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	assert_rc(ak("train", g_wide, "--epochs", "1", "--resume", P(d, "last.bin"), NULL), 2);
+	assert_contains(g_err, "does not match the network");
+	assert_rc(ak("train", g_wide, "--epochs", "1", "--resume", d, NULL), 2);
+	assert_contains(g_err, "no checkpoint of this network in '");
+	assert_contains(g_err, ": checkpoint does not match the network");
+	/* the same network: already trained */
+	assert_rc(ak("train", g_cfg, "--epochs", "1", "--resume", d, NULL), 0);
+	assert_contains(g_err, "has already trained 1 of 1 epochs");
+}
+
+/* ---- 3. the terminal --------------------------------------------------------- */
+
+static void progress_line_fits_the_width(void **state)
+{
+	struct akk_progress ps[] = {
+		{ 3, 10, 412, 938, 0.0915, 87715, 4.2 },
+		{ 10000, 100000, 999999, 1000000, 12345.678, 1e9, 1e7 },
+		{ 1, 1, 0, 938, 0, 0, 0 },
+	};
+	char buf[600];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+		for (int w = 1; w <= 300; w++) {
+			int n = progress_format(buf, sizeof(buf), w, &ps[i], 3725.0, 1e5);
+			assert_int_equal(n, (int)strlen(buf));
+			if (n > w - 1 && n > 0) {
+				print_error("width %d: %d characters: '%s'\n", w, n, buf);
+				fail();
+			}
+			assert_null(strchr(buf, '\n'));
+		}
+	/* at 80 columns: everything, the run's time and ETA too */
+	progress_format(buf, sizeof(buf), 80, &ps[0], 25, 70);
+	assert_string_equal(buf, "epoch 3/10  412/938  loss 0.0915  epoch 4.2s ETA 5.4s  run 25.0s ETA 1:10");
+	progress_format(buf, sizeof(buf), 120, &ps[0], 25, 70);
+	assert_string_equal(buf, "epoch 3/10 [###########               ]  412/938  loss 0.0915"
+			    "  87715 samples/s  epoch 4.2s ETA 5.4s  run 25.0s ETA 1:10");
+	assert_int_equal(strlen(buf), 119);
+	progress_format(buf, sizeof(buf), 40, &ps[0], 25, 70);
+	assert_string_equal(buf, "epoch 3/10  412/938  loss 0.0915");
+	/* the width: COLUMNS when not a terminal, else 80 */
+	{
+		int fd = open("/dev/null", O_RDONLY);
+		setenv("COLUMNS", "57", 1);
+		assert_int_equal(progress_width(fd), 57);
+		unsetenv("COLUMNS");
+		assert_int_equal(progress_width(fd), 80);
+		assert_int_equal(progress_enabled(fd), 0);
+		close(fd);
+	}
+}
+
+/* Run akkctl with stdout and stderr on a pseudo-terminal of cols columns
+ * and TERM term; its output in buf. Returns the exit status. */
+static int run_on_pty(int cols, const char *term, char *buf, size_t size,
+		      const char *const *args)
+{
+	struct winsize ws = { .ws_row = 24, .ws_col = (unsigned short)cols };
+	int master, slave, status;
+	size_t len = 0;
+	pid_t pid;
+
+	assert_int_equal(openpty(&master, &slave, NULL, NULL, &ws), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const char *argv[32];
+		int n = 0, in = open("/dev/null", O_RDONLY);
+		argv[n++] = tu_akkctl();
+		while (*args && n < 31)
+			argv[n++] = *args++;
+		argv[n] = NULL;
+		setsid();
+		dup2(in, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		close(master);
+		close(slave);
+		setenv("TERM", term, 1);
+		unsetenv("COLUMNS");
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(slave);
+	for (;;) {
+		struct pollfd p = { master, POLLIN, 0 };
+		ssize_t n;
+		if (poll(&p, 1, 60000) <= 0)
+			break;
+		n = read(master, buf + len, size - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == size - 1)
+			break;
+	}
+	buf[len] = '\0';
+	close(master);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void progress_on_a_terminal(void **state)
+{
+	static char buf[1 << 16];
+	const char *d = P(g_dir, "pty");
+	const char *args[] = { "train", g_cfg, "--epochs", "2", "--out", d, NULL };
+	int lines = 0;
+
+	(void)state;
+	assert_int_equal(run_on_pty(60, "xterm", buf, sizeof(buf), args), 0);
+	/* every piece between \r and \n fits in 59 columns once ESC [K is
+	 * taken out, and the progress lines were drawn */
+	for (char *p = buf; *p; ) {
+		size_t n = strcspn(p, "\r\n"), k = 0;
+		char seg[4096];
+		for (size_t i = 0; i < n && k < sizeof(seg) - 1; i++) {
+			if (!strncmp(p + i, "\033[K", 3)) {
+				i += 2;
+				continue;
+			}
+			seg[k++] = p[i];
+		}
+		seg[k] = '\0';
+		if (!strncmp(seg, "epoch 1/2  19/19", 16) || !strncmp(seg, "epoch 2/2 ", 10))
+			lines++;
+		/* the lines printed once (the header, summary, paths) may be
+		 * longer; the redrawn one may not */
+		int e1, e2;
+		char after = 0;
+		if (sscanf(seg, "epoch %d/%d%c", &e1, &e2, &after) == 3 && after != ':' &&
+		    k > 59) {
+			print_error("progress line of %zu characters at 60 columns: '%s'\n", k, seg);
+			fail();
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	assert_true(lines >= 1);
+	/* TERM=dumb: no progress line, no escape codes */
+	assert_int_equal(run_on_pty(60, "dumb", buf, sizeof(buf),
+				    (const char *const[]){ "train", g_cfg, "--epochs", "1",
+							   "--out", P(g_dir, "pty-dumb"), NULL }), 0);
+	assert_null(strchr(buf, '\033'));
+	assert_null(strstr(buf, "\r\r"));
+	assert_contains(buf, "epoch 1/1: train loss");
+}
+
+/* The closing summary, in both modes. */
+static void summary_after_every_run(void **state)
+{
+	const char *modes[] = { "flip-flop", "wheels" };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		char name[32], want[4096];
+		const char *d, *s;
+		snprintf(name, sizeof(name), "summary-%s", modes[i]);
+		d = subdir(name);
+		assert_rc(ak("train", g_cfg, "--epochs", "2", "--mode", modes[i], "--out", d, NULL), 0);
+		s = strstr(g_err, "summary: 2 of 2 epochs done in ");
+		assert_non_null(s);
+		assert_contains(s, "; best validation accuracy ");
+		assert_contains(s, "; final validation accuracy ");
+		snprintf(want, sizeof(want), "\n  metrics: %s/metrics.csv\n  best:    %s/best.bin\n"
+			 "  last:    %s/last.bin\n", d, d, d);
+		assert_contains(s, want);
+		assert_string_equal(s + strlen(s) - strlen(want), want);
+	}
+}
+
+static int has_row(const char *path)
+{
+	char *s = slurp(path, NULL);
+	int n = 0;
+
+	for (char *p = s; p && *p; p++)
+		n += *p == '\n';
+	free(s);
+	return n >= 2;
+}
+
+static void interrupted_run_says_how_to_resume(void **state)
+{
+	const char *d = subdir("sigint");
+	const char *errf = P(g_dir, "sigint.err");
+	char want[4096], *err;
+	pid_t pid;
+	int status, tries = 0;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		dup2(fd, 2);
+		execlp(tu_akkctl(), tu_akkctl(), "train", g_long, "--out", d, "--set",
+		       "output.keep=1", "--set", "name=a b", NULL);
+		_exit(127);
+	}
+	while (!has_row(P(d, "metrics.csv")) && tries++ < 3000) {
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGINT);
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 130);
+	err = slurp(errf, NULL);
+	assert_non_null(err);
+	assert_contains(err, "summary: interrupted in epoch ");
+	snprintf(want, sizeof(want), "to resume: akkctl train %s --resume %s --set output.keep=1 "
+		 "--set 'name=a b'\n", g_long, d);
+	assert_string_equal(err + strlen(err) - strlen(want), want);
+	free(err);
+	/* Mid-epoch: last.bin is inside epoch E+1; a resumed run that ended
+	 * epoch E+1 and was killed while checkpointing it left its rows.
+	 * Resuming again drops them: one row per epoch and phase. */
+	{
+		struct akk_checkpoint c;
+		struct akk_err e = { 0 };
+		char epochs[16], *rows, *last;
+		FILE *f;
+
+		assert_int_equal(akk_checkpoint_read(&c, P(d, "last.bin"), &e), 0);
+		check_rows(P(d, "metrics.csv"), c.pos.epoch);
+		if (c.pos.index == 19) {
+			/* stopped in flip-flop's validation, after the epoch's
+			 * last batch: such a checkpoint does not resume before
+			 * the checkpoint fix of issue 11 item 1 */
+			akk_checkpoint_release(&c);
+			return;
+		}
+		rows = slurp(P(d, "metrics.csv"), NULL);
+		last = rows + strlen(rows) - 1;
+		while (last > rows && last[-1] != '\n')
+			last--;
+		f = fopen(P(d, "metrics.csv"), "a");
+		fprintf(f, "%d,train,600,0.5,0.5,0.05,1,600,0,0\n%d%s", c.pos.epoch + 1,
+			c.pos.epoch + 1, strchr(last, ','));
+		fclose(f);
+		free(rows);
+		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
+		snprintf(epochs, sizeof(epochs), "%d", c.pos.epoch + 1);
+		assert_rc(ak("train", g_long, "--quiet", "--resume", d, "--epochs", epochs, NULL), 0);
+		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
+		rows = slurp(P(d, "metrics.csv"), NULL);
+		assert_null(strstr(rows, ",0.5,0.5,0.05,"));
+		free(rows);
+		akk_checkpoint_release(&c);
+	}
+}
+
+/* ---- 4. defects -------------------------------------------------------------- */
+
+static void long_out_paths(void **state)
+{
+	char path[8192], want[512];
+	size_t n;
+
+	(void)state;
+	/* 1100 characters: created as given */
+	n = (size_t)snprintf(path, sizeof(path), "%s", g_dir);
+	while (n < 1100)
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "/%s",
+				      "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"
+				      "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw");
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", path, NULL), 0);
+	check_rows(P(path, "metrics.csv"), 1);
+	assert_true(exists(P(path, "last.bin")));
+	/* longer than the system takes: refused, exit 2 */
+	while (n < 5000)
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "/%s", "x123456789");
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", path, NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: --out: the run directory's path is too long "
+		 "(%zu characters; at most %d)\n", n, PATH_MAX - 2 - 48);
+	assert_string_equal(g_err, want);
+}
+
+static void every_gates_lr_in_the_metrics(void **state)
+{
+	const char *d = subdir("pergate");
+	char *s, *row;
+	double lr, seconds, sps, g1, g2;
+	long vmin, vmax;
+
+	(void)state;
+	assert_rc(ak("train", g_pergate, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	s = slurp(P(d, "metrics.csv"), NULL);
+	assert_non_null(s);
+	assert_true(!strncmp(s, HEADER ",lr_g1,lr_g2\n", strlen(HEADER) + 13));
+	row = strchr(s, '\n') + 1;
+	assert_int_equal(sscanf(row, "1,train,600,%*f,%*f,%lf,%lf,%lf,%ld,%ld,%lf,%lf\n",
+				&lr, &seconds, &sps, &vmin, &vmax, &g1, &g2), 7);
+	assert_true(lr == g1);
+	assert_true(g1 > 0.04 && g1 <= 0.05);
+	assert_true(g2 > 0.008 && g2 <= 0.01);
+	free(s);
+	/* resumed with one optimizer for all: other columns, refused */
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 2);
+	assert_contains(g_err, "/metrics.csv:1:1: its columns are not the ones this run writes");
+	/* one optimizer for all: the header stays as it was */
+	d = subdir("onelr");
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	check_rows(P(d, "metrics.csv"), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(new_run_refuses_a_used_directory),
+		cmocka_unit_test(force_starts_over),
+		cmocka_unit_test(resume_stays_in_its_directory),
+		cmocka_unit_test(crash_during_checkpoint_keeps_one_row_per_epoch),
+		cmocka_unit_test(crash_before_the_first_checkpoint),
+		cmocka_unit_test(resume_drops_a_later_best),
+		cmocka_unit_test(torn_metrics_row),
+		cmocka_unit_test(resume_takes_only_its_network),
+		cmocka_unit_test(mismatch_before_already_trained),
+		cmocka_unit_test(progress_line_fits_the_width),
+		cmocka_unit_test(progress_on_a_terminal),
+		cmocka_unit_test(summary_after_every_run),
+		cmocka_unit_test(interrupted_run_says_how_to_resume),
+		cmocka_unit_test(long_out_paths),
+		cmocka_unit_test(every_gates_lr_in_the_metrics),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
