@@ -21,6 +21,12 @@
  * line, and the checkpoint writer and reader hold the same bound. */
 #define AKK_MAX_GATES 256
 
+/* The largest config (and --set value) read, in bytes, and the deepest
+ * nesting of lists and mappings in it: both checked before libyaml builds
+ * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
+#define AKK_SPEC_MAX_BYTES (1 << 20)
+#define AKK_SPEC_MAX_DEPTH 64
+
 enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS };
 
 struct akk_gate_spec {
