@@ -15,9 +15,11 @@
 #include <zlib.h>
 
 #include "idx.h"
+#include "batch.h"
 #include "model.h"
 #include "run.h"
 #include "spec.h"
+#include "synthetic.h"
 
 static const char *dir;
 
@@ -738,6 +740,23 @@ static void test_label_range_names_labels(void **state)
 	akk_spec_release(&s);
 }
 
+/* Sizes that overflow are refused, not wrapped into a small allocation. */
+static void test_sizes_overflow(void **state)
+{
+	struct akk_batch b;
+	struct akk_dataset d;
+	struct akk_err e;
+
+	(void)state;
+	assert_int_equal(akk_batch_alloc(&b, 65536, SIZE_MAX / 4096 + 2, 10), -1);
+	assert_null(b.x);
+	assert_int_equal(akk_batch_alloc(&b, 4, 784, 10), 0);
+	akk_batch_release(&b);
+	assert_int_equal(akk_dataset_synthetic(&d, ((size_t)1 << 62) + 1, 4, 10, 1, &e), -1);
+	assert_string_equal(e.msg, "cannot make 4611686018427387905 synthetic samples of 4 values in 10 classes");
+	assert_null(d.images.data);
+}
+
 static int remove_one(const char *path, const struct stat *st, int flag,
 		      struct FTW *ftw)
 {
@@ -773,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_fifo_bounded),
 		cmocka_unit_test(test_gzip_junk),
 		cmocka_unit_test(test_label_range_names_labels),
+		cmocka_unit_test(test_sizes_overflow),
 	};
 
 	dir = tu_tmpdir();
