@@ -58,7 +58,7 @@ static int add_layer(struct akk_model *m, struct akk_gate_plan *g,
 		    !akk_mul_ok(outn, (size_t)l->out.d[i], &outn))
 			outn = SIZE_MAX;
 	if (l->out.rank < 1 || l->out.rank > 3 || outn > AKK_MAX_DIM ||
-	    l->aux > AKK_MAX_FLOATS || l->work > AKK_MAX_FLOATS) {
+	    l->aux > AKK_MAX_DIM || l->work > AKK_MAX_DIM) {
 		snprintf(what, size, "its output, kept values or scratch would "
 			 "pass %zu values per sample", AKK_MAX_DIM);
 		return -1;
