@@ -962,11 +962,19 @@ static int h_layers(struct ctx *c, const struct key *k,
 	yaml_node_item_t *items = val->data.sequence.items.start;
 	int n = (int)(val->data.sequence.items.top - items);
 
+	int gi = (int)(g - c->s->gates), before = 0;
+
 	(void)k;
 	(void)key;
 	if (!n)
-		return fail(c, val, "gate %d has no layers",
-			    (int)(g - c->s->gates) + 1);
+		return fail(c, val, "gate %d has no layers", gi + 1);
+	/* Aliases can repeat one long list in every gate: bound the total. */
+	for (int i = 0; i < gi; i++)
+		before += c->s->gates[i].nlayers;
+	if (n > AKK_MAX_LAYERS - before)
+		return fail(c, node(c, items[AKK_MAX_LAYERS - before]),
+			    "too many layers: more than %d in the network",
+			    AKK_MAX_LAYERS);
 	g->layers = calloc((size_t)n, sizeof(*g->layers));
 	if (!g->layers)
 		return akk_err_set(c->e, "out of memory");
@@ -1988,6 +1996,21 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 				       NULL };
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
+	}
+	/* values that overflow together: the pixel map (batch.h) */
+	{
+		const struct akk_data_spec *d = &s->data;
+		double std = d->normalize ? d->std : 1;
+		double a = 1.0 / ((double)d->scale * std);
+		double b = d->normalize ? -(double)d->mean / std : 0;
+		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX)) {
+			akk_err_at(e, s->path ? s->path : name, d->mark.line,
+				   d->mark.col,
+				   "pixels would become (pixel / %g - %g) / %g, which overflows a float",
+				   (double)d->scale, d->normalize ? (double)d->mean : 0.0,
+				   std);
+			goto out;
+		}
 	}
 	/* keys that contradict each other across sections */
 	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)

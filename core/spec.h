@@ -26,6 +26,8 @@
  * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
 #define AKK_SPEC_MAX_BYTES (1 << 20)
 #define AKK_SPEC_MAX_DEPTH 64
+/* The most layers in a network, all gates together. */
+#define AKK_MAX_LAYERS 65536
 
 enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS };
 

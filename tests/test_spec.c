@@ -1194,6 +1194,37 @@ static void test_floats_as_stored(void **ctx)
 	akk_spec_release(&s);
 }
 
+static void test_layer_limit(void **ctx)
+{
+	/* Aliases repeat one list of 300 layers in 256 gates: 76,800 layers
+	 * from 3 KB of text. The first layer past 65,536 is reported, in
+	 * gate 219 (218 x 300 = 65,400), at its item of the anchored list. */
+	char *text = malloc(64 * 1024), *p = text;
+
+	(void)ctx;
+	assert_non_null(text);
+	p += sprintf(p, DATA "network:\n  input: [784]\n  gates:\n"
+		     "    - layers: &l [relu");
+	for (int i = 1; i < 300; i++)
+		p += sprintf(p, ", relu");
+	p += sprintf(p, "]\n");
+	for (int i = 1; i < AKK_MAX_GATES; i++)
+		p += sprintf(p, "    - layers: *l\n");
+	strcpy(p, OPT);
+	/* item 137 (0-based 136) starts at column 19 + 6 * 136 */
+	bad(text, "t.yaml:6:835: too many layers: more than 65536 in the network");
+	free(text);
+}
+
+static void test_pixel_overflow(void **ctx)
+{
+	(void)ctx;
+	bad("data:\n  train: {images: a, labels: b}\n  scale: 1e-30\n"
+	    "  normalize: {mean: 0.5, std: 1e-30}\n" NET OPT,
+	    "t.yaml:1:1: pixels would become (pixel / 1e-30 - 0.5) / 1e-30, "
+	    "which overflows a float");
+}
+
 /* --- release ------------------------------------------------------------- */
 
 static void test_release(void **ctx)
@@ -1235,6 +1266,8 @@ int main(void)
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_tags),
 		cmocka_unit_test(test_floats_as_stored),
+		cmocka_unit_test(test_layer_limit),
+		cmocka_unit_test(test_pixel_overflow),
 		cmocka_unit_test(test_release),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
