@@ -1,14 +1,19 @@
 /* spec.c - the YAML config read with libyaml's document API and checked.
  *
- * The file is loaded into one yaml_document_t; each --set override is parsed
+ * The text (at most AKK_SPEC_MAX_BYTES) is first walked as libyaml events
+ * (prescan): nesting deeper than AKK_SPEC_MAX_DEPTH and tags that fit no
+ * value are rejected before a document is built, and explicit string tags
+ * are noted, since the document cannot tell "!!str 42" from "42". Then
+ * the file is loaded into one yaml_document_t; each --set override is parsed
  * as a YAML value and spliced into that document (the node ids it adds are
  * remembered, so an error in them is reported against the --set argument),
  * then one walk fills struct akk_spec. Every mapping is walked with a key
  * table {key, node type, handler}: unknown keys (with the nearest key
  * suggested), duplicates and missing required keys are rejected before the
  * handlers run in table order. Messages are lowercase and quote their
- * subject: "'lr' must be greater than 0, got -0.1". libyaml's marks are
- * 0-based; reports and stored marks are 1-based. */
+ * subject: "'lr' must be greater than 0, got -0.1". A float is checked
+ * again as the float it is stored as. libyaml's marks are 0-based; reports
+ * and stored marks are 1-based. */
 #include "spec.h"
 
 #include <errno.h>

@@ -5,8 +5,10 @@
  * table per section. Everything is checked before anything runs: syntax,
  * unknown keys (with the nearest valid key suggested), duplicate keys, wrong
  * types, out-of-range values and missing required keys are all reported at
- * FILE:LINE:COL. Shapes are checked later by akk_model_plan, using the marks
- * kept here. man/akkctl.5 documents every key and default. */
+ * FILE:LINE:COL. Before libyaml builds a document, the text's size, its
+ * nesting and its tags are checked on the parser's events (the limits
+ * below). Shapes are checked later by akk_model_plan, using the marks kept
+ * here. man/akkctl.5 documents every key, default and limit. */
 #ifndef AKK_SPEC_H
 #define AKK_SPEC_H
 
