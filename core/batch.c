@@ -3,15 +3,22 @@
 
 #include <string.h>
 
+#include "checked.h"
 #include "rng.h"
 #include "tensor.h"
 
 int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
 {
+	size_t nx, nd;
+
 	memset(b, 0, sizeof(*b));
-	b->x = akk_alloc(in * max_batch);
-	b->labels = (uint8_t *)akk_alloc((max_batch + 3) / 4);
-	b->dlogits = akk_alloc((size_t)classes * max_batch);
+	if (max_batch < 1 || classes < 1 ||
+	    !akk_mul_ok(in, (size_t)max_batch, &nx) ||
+	    !akk_mul_ok((size_t)classes, (size_t)max_batch, &nd))
+		return -1;
+	b->x = akk_alloc(nx);
+	b->labels = (uint8_t *)akk_alloc(((size_t)max_batch + 3) / 4);
+	b->dlogits = akk_alloc(nd);
 	if (!b->x || !b->labels || !b->dlogits) {
 		akk_batch_release(b);
 		return -1;

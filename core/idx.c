@@ -1,11 +1,16 @@
 /* idx.c - reading IDX files, plain or gzip, into one uint8 block.
  *
- * Both kinds go through zlib's gz* reader, which passes plain files through
- * untouched and inflates anything that starts with the gzip magic (1f 8b).
- * A gzip stream does not say how much it holds, so the reader streams: it
- * reads the header, then exactly the bytes the header declares into one
- * growing allocation, then checks that nothing follows. Every failure is
- * reported at the file (line 0) with its own message. */
+ * The file is read through one input buffer; when it starts with the gzip
+ * magic (1f 8b) it is inflated with zlib, member after member, and anything
+ * after the last member that is not another gzip member is an error. Every
+ * size is bounded before memory or time is spent on it: the header's
+ * declared size must be at most AKK_IDX_MAX_BYTES; a plain regular file
+ * must hold exactly the header and the declared bytes (known from its size,
+ * before reading), and a gzip file no more than deflate can pack into its
+ * size; the data buffer grows only as data arrives, and at most
+ * TRAIL_SLACK bytes past the declared size are inflated or read to report
+ * trailing data, so neither a gzip bomb nor an endless FIFO is read
+ * through. Every failure is reported at the file (line 0). */
 #include "idx.h"
 
 #include <errno.h>
@@ -18,15 +23,28 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "checked.h"
+
 #define IDX_UBYTE 0x08
 #define IDX_MAX_RANK 4
-/* gzread takes an unsigned length; stay well below it. */
-#define READ_CHUNK ((size_t)1 << 30)
+#define IN_CHUNK ((size_t)1 << 17)
+/* How far past the declared data trailing bytes are counted. */
+#define TRAIL_SLACK ((size_t)1 << 16)
+/* Deflate packs at most about 1032 bytes into one; a gzip file of n bytes
+ * cannot inflate to more than this many per byte. */
+#define GZ_MAX_RATIO 1032
 
 struct reader {
-	gzFile gz;
+	int fd;
 	const char *path;
 	off_t file_size;	/* bytes on disk, -1 when not a regular file */
+	uint8_t *in;		/* IN_CHUNK bytes of input */
+	size_t in_pos, in_len;	/* unread input is in[in_pos, in_len) */
+	int in_eof;		/* read() returned 0 */
+	unsigned long long in_off;	/* file offset of in[0] */
+	int gz;			/* inflating */
+	int member_end;		/* a gzip member ended; what follows? */
+	z_stream z;
 	struct akk_err *e;
 };
 
@@ -43,30 +61,106 @@ static const char *type_name(int type)
 	}
 }
 
-/* After gzread returned <= 0: if zlib recorded an error, report it and
- * return 1; a clean end of file returns 0. */
-static int stream_error(struct reader *r)
+/* Refill the input buffer when it is empty (keeping nothing). Returns -1
+ * (error reported) on a read error; at end of file sets in_eof. */
+static int fill(struct reader *r)
 {
-	int errnum = Z_OK;
-	const char *msg = gzerror(r->gz, &errnum);
-	const char *sep;
+	ssize_t n;
 
-	if (errnum == Z_OK)
+	if (r->in_pos < r->in_len || r->in_eof)
 		return 0;
-	if (errnum == Z_ERRNO) {
-		akk_err_at(r->e, r->path, 0, 0, "read error: %s", strerror(errno));
-		return 1;
+	r->in_off += r->in_len;
+	r->in_pos = r->in_len = 0;
+	do
+		n = read(r->fd, r->in, IN_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return akk_err_at(r->e, r->path, 0, 0, "read error: %s",
+				  strerror(errno));
+	if (n == 0)
+		r->in_eof = 1;
+	r->in_len = (size_t)n;
+	return 0;
+}
+
+/* Up to len plain bytes. */
+static int read_plain(struct reader *r, uint8_t *buf, size_t len,
+		      size_t *got)
+{
+	while (*got < len) {
+		if (fill(r) < 0)
+			return -1;
+		if (r->in_pos == r->in_len)
+			break;
+		size_t n = r->in_len - r->in_pos;
+		if (n > len - *got)
+			n = len - *got;
+		memcpy(buf + *got, r->in + r->in_pos, n);
+		r->in_pos += n;
+		*got += n;
 	}
-	if (errnum == Z_MEM_ERROR) {
-		akk_err_at(r->e, r->path, 0, 0, "out of memory while inflating");
-		return 1;
-	}
-	/* zlib prefixes its message with the name it was opened under
-	 * ("<fd:3>: "); e->file already names the file. */
-	sep = strstr(msg, ": ");
-	akk_err_at(r->e, r->path, 0, 0, "corrupt gzip stream: %s",
-		   sep ? sep + 2 : msg);
+	return 0;
+}
+
+/* After a gzip member: 1 when another member follows (zlib reset for
+ * it), 0 at the end of the file, -1 (error reported) for anything else. */
+static int next_member(struct reader *r)
+{
+	if (fill(r) < 0)
+		return -1;
+	if (r->in_pos == r->in_len)
+		return 0;
+	if (r->in[r->in_pos] != 0x1f ||
+	    (r->in_pos + 1 < r->in_len && r->in[r->in_pos + 1] != 0x8b))
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "junk after the gzip stream at byte %llu",
+				  r->in_off + r->in_pos);
+	if (inflateReset(&r->z) != Z_OK)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "corrupt gzip stream: cannot restart");
+	r->member_end = 0;
 	return 1;
+}
+
+/* Up to len inflated bytes. */
+static int read_gz(struct reader *r, uint8_t *buf, size_t len, size_t *got)
+{
+	while (*got < len) {
+		if (r->member_end) {
+			int more = next_member(r);
+			if (more <= 0)
+				return more;
+		}
+		if (fill(r) < 0)
+			return -1;
+		size_t want = len - *got < UINT_MAX ? len - *got : UINT_MAX;
+		r->z.next_in = r->in + r->in_pos;
+		r->z.avail_in = (uInt)(r->in_len - r->in_pos);
+		r->z.next_out = buf + *got;
+		r->z.avail_out = (uInt)want;
+		int rc = inflate(&r->z, Z_NO_FLUSH);
+		size_t used = (r->in_len - r->in_pos) - r->z.avail_in;
+		size_t made = want - r->z.avail_out;
+		r->in_pos += used;
+		*got += made;
+		if (rc == Z_STREAM_END) {
+			r->member_end = 1;
+			continue;
+		}
+		if (rc == Z_MEM_ERROR)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "out of memory while inflating");
+		if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "corrupt gzip stream: %s",
+					  r->z.msg ? r->z.msg : "invalid data");
+		/* Z_OK or Z_BUF_ERROR: no progress only when the input ran
+		 * out in the middle of a member. */
+		if (!used && !made && r->in_eof && r->in_pos == r->in_len)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "corrupt gzip stream: unexpected end of file");
+	}
+	return 0;
 }
 
 /* Read up to len bytes; *got is how many arrived before end of file.
@@ -74,23 +168,7 @@ static int stream_error(struct reader *r)
 static int read_some(struct reader *r, uint8_t *buf, size_t len, size_t *got)
 {
 	*got = 0;
-	while (*got < len) {
-		size_t want = len - *got < READ_CHUNK ? len - *got : READ_CHUNK;
-		int n = gzread(r->gz, buf + *got, (unsigned)want);
-
-		if (n < 0) {
-			if (!stream_error(r))
-				akk_err_at(r->e, r->path, 0, 0, "read error");
-			return -1;
-		}
-		if (n == 0) {
-			if (stream_error(r))
-				return -1;	/* e.g. a gzip stream cut short */
-			break;
-		}
-		*got += (size_t)n;
-	}
-	return 0;
+	return r->gz ? read_gz(r, buf, len, got) : read_plain(r, buf, len, got);
 }
 
 /* "60000 x 28 x 28" */
@@ -151,7 +229,8 @@ fail:
 	return -1;
 }
 
-/* Anything after the declared data is an error; count it for the message. */
+/* Anything after the declared data is an error: counted up to
+ * TRAIL_SLACK bytes for the message, and no further. */
 static int check_eof(struct reader *r, size_t declared)
 {
 	uint8_t scratch[4096];
@@ -161,11 +240,46 @@ static int check_eof(struct reader *r, size_t declared)
 		if (read_some(r, scratch, sizeof(scratch), &got) < 0)
 			return -1;
 		extra += got;
-	} while (got == sizeof(scratch));
+	} while (got == sizeof(scratch) && extra <= TRAIL_SLACK);
+	if (extra > TRAIL_SLACK)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "trailing garbage: header declares %zu bytes of data, file has more than %zu",
+				  declared, declared + TRAIL_SLACK);
 	if (extra)
 		return akk_err_at(r->e, r->path, 0, 0,
 				  "trailing garbage: header declares %zu bytes of data, file has %zu",
 				  declared, declared + extra);
+	return 0;
+}
+
+/* The declared size against what the file can hold, before any of it is
+ * read. */
+static int plausible(struct reader *r, size_t declared, size_t hdr_len,
+		     const char *dims)
+{
+	if (!r->gz && r->file_size >= 0) {
+		size_t has = (size_t)r->file_size - hdr_len;
+		if (has < declared)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "truncated: header declares %zu bytes of data, file has %zu",
+					  declared, has);
+		if (has > declared)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "trailing garbage: header declares %zu bytes of data, file has %zu",
+					  declared, has);
+	}
+	if (declared > AKK_IDX_MAX_BYTES)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "too large: header declares %s = %zu bytes of data, more than %zu",
+				  dims, declared, (size_t)AKK_IDX_MAX_BYTES);
+	if (r->gz && r->file_size >= 0) {
+		size_t most;
+		if (akk_mul_ok((size_t)r->file_size, GZ_MAX_RATIO, &most) &&
+		    declared > most)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "implausible: header declares %zu bytes of data, more than a gzip file of %lld bytes can hold",
+					  declared, (long long)r->file_size);
+	}
 	return 0;
 }
 
@@ -216,13 +330,13 @@ static int load(struct akk_idx *x, struct reader *r)
 		if (x->dims[i] == 0)
 			return akk_err_at(r->e, r->path, 0, 0,
 					  "zero dimension: %s", dims);
-	for (int i = 0; i < x->rank; i++) {
-		if (declared > SIZE_MAX / x->dims[i])
+	for (int i = 0; i < x->rank; i++)
+		if (!akk_mul_ok(declared, x->dims[i], &declared))
 			return akk_err_at(r->e, r->path, 0, 0,
 					  "size overflow: %s bytes does not fit in memory",
 					  dims);
-		declared *= x->dims[i];
-	}
+	if (plausible(r, declared, hdr_len, dims) < 0)
+		return -1;
 	x->count = x->dims[0];
 	x->item = declared / x->count;
 
@@ -230,9 +344,8 @@ static int load(struct akk_idx *x, struct reader *r)
 	 * times its size, and the buffer grows from there if need be. */
 	if (r->file_size < 0)
 		hint = (size_t)1 << 16;
-	else if (gzdirect(r->gz))
-		hint = (size_t)r->file_size > hdr_len ?
-		       (size_t)r->file_size - hdr_len : 1;
+	else if (!r->gz)
+		hint = declared;
 	else
 		hint = (size_t)r->file_size < SIZE_MAX / 8 ?
 		       (size_t)r->file_size * 8 : SIZE_MAX;
@@ -248,33 +361,54 @@ static int load(struct akk_idx *x, struct reader *r)
 
 int akk_idx_load(struct akk_idx *x, const char *path, struct akk_err *e)
 {
-	struct reader r = { .path = path, .file_size = -1, .e = e };
+	struct reader r = { .fd = -1, .path = path, .file_size = -1, .e = e };
 	struct stat st;
-	int fd, rc;
+	int rc = -1;
 
 	memset(x, 0, sizeof(*x));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0)
 		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		rc = errno;
-		close(fd);
-		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(rc));
+	if (fstat(r.fd, &st) < 0) {
+		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
+		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		close(fd);
-		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(EISDIR));
+		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(EISDIR));
+		goto out;
 	}
 	if (S_ISREG(st.st_mode))
 		r.file_size = st.st_size;
-	r.gz = gzdopen(fd, "rb");
-	if (!r.gz) {
-		close(fd);
-		return akk_err_at(e, path, 0, 0, "out of memory opening the file");
+	if (!(r.in = malloc(IN_CHUNK))) {
+		akk_err_at(e, path, 0, 0, "out of memory opening the file");
+		goto out;
 	}
-	gzbuffer(r.gz, 1 << 17);
+	/* The gzip magic decides, whatever the name. */
+	while (r.in_len < 2 && !r.in_eof) {
+		ssize_t n = read(r.fd, r.in + r.in_len, IN_CHUNK - r.in_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			akk_err_at(e, path, 0, 0, "read error: %s", strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			r.in_eof = 1;
+		r.in_len += (size_t)n;
+	}
+	if (r.in_len >= 2 && r.in[0] == 0x1f && r.in[1] == 0x8b) {
+		if (inflateInit2(&r.z, 16 + MAX_WBITS) != Z_OK) {
+			akk_err_at(e, path, 0, 0, "out of memory opening the file");
+			goto out;
+		}
+		r.gz = 1;
+	}
 	rc = load(x, &r);
-	gzclose_r(r.gz);	/* closes fd; errors were caught while reading */
+	if (r.gz)
+		inflateEnd(&r.z);
+out:
+	free(r.in);
+	close(r.fd);
 	if (rc < 0)
 		memset(x, 0, sizeof(*x));
 	return rc;

@@ -3,8 +3,9 @@
  * Only unsigned-byte IDX (type 0x08) is accepted: images of rank 3 (N, H, W)
  * and labels of rank 1 (N). The reader checks the magic, the element type,
  * the rank, every declared size against the bytes actually present, and for
- * a dataset that images and labels agree in count. Pixels stay uint8 in
- * memory; conversion to float happens per batch in the data provider. */
+ * a dataset that images and labels agree in count. Sizes are bounded before
+ * they are spent: see idx.c. Pixels stay uint8 in memory; conversion to
+ * float happens per batch in the data provider. */
 #ifndef AKK_IDX_H
 #define AKK_IDX_H
 
@@ -12,6 +13,10 @@
 #include <stdint.h>
 
 #include "err.h"
+
+/* The most data bytes (the product of the dimensions) a header may
+ * declare: 8 GiB (man/akkctl.5, LIMITS). */
+#define AKK_IDX_MAX_BYTES ((size_t)1 << 33)
 
 struct akk_idx {
 	uint8_t *data;		/* count * item bytes, owned */

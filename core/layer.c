@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "checked.h"
 #include "tensor.h"
 
 static const struct akk_layer_ops *const kinds[] = {
@@ -52,12 +53,26 @@ int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e)
 		return akk_err_set(e, "expects padding between 0 and kernel/2 = %d, "
 				   "got %d", k / 2, p);
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
-	if (k > H + 2 * p || k > W + 2 * p)
+	/* In size_t: H + 2p and k k overflow int for large values. */
+	size_t Hp = (size_t)H + 2 * (size_t)p, Wp = (size_t)W + 2 * (size_t)p;
+	size_t kk = (size_t)k * (size_t)k, outn;
+	if (Hp > AKK_MAX_DIM || Wp > AKK_MAX_DIM)
+		return akk_err_set(e, "padding %d makes the padded input %zux%zu "
+				   "(input %s), more than %zu per side", p, Hp,
+				   Wp, buf, AKK_MAX_DIM);
+	if ((size_t)k > Hp || (size_t)k > Wp)
 		return akk_err_set(e, "kernel %d is larger than the padded input "
-				   "%dx%d (input %s, padding %d)", k, H + 2 * p,
-				   W + 2 * p, buf, p);
+				   "%zux%zu (input %s, padding %d)", k, Hp, Wp,
+				   buf, p);
+	if (kk > AKK_MAX_DIM)
+		return akk_err_set(e, "kernel %d makes a window of %zu values, "
+				   "more than %zu", k, kk, AKK_MAX_DIM);
 
-	int Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
+	int Ho = (int)((Hp - k) / s + 1), Wo = (int)((Wp - k) / s + 1);
+	if (!akk_mul3_ok((size_t)C, (size_t)Ho, (size_t)Wo, &outn) ||
+	    outn > AKK_MAX_DIM)
+		return akk_err_set(e, "output [%d, %d, %d] would have more than "
+				   "%zu values", C, Ho, Wo, AKK_MAX_DIM);
 	l->out = (struct akk_shape){ 3, { C, Ho, Wo } };
 	l->nparams = l->nstate = 0;
 	l->aux = 0;

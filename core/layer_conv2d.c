@@ -16,6 +16,8 @@
 
 #include <string.h>
 
+#include "checked.h"
+
 struct geom {
 	int C, H, W, F, k, s, p, Ho, Wo;
 };
@@ -38,10 +40,11 @@ static int is_pointwise(const struct geom *g)
  * [0, W): everything outside reads padding. */
 static void valid_range(int *lo, int *hi, int W, int Wo, int s, int p, int kj)
 {
-	int a = p - kj, b = W + p - kj;
+	/* long: b + s - 1 may pass INT_MAX for a huge stride */
+	long a = (long)p - kj, b = (long)W + p - kj;
 
-	*lo = a <= 0 ? 0 : (a + s - 1) / s;
-	*hi = b <= 0 ? 0 : (b + s - 1) / s;
+	*lo = a <= 0 ? 0 : (int)((a + s - 1) / s);
+	*hi = b <= 0 ? 0 : (int)((b + s - 1) / s);
 	if (*hi > Wo)
 		*hi = Wo;
 	if (*lo > *hi)
@@ -122,31 +125,53 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 		return akk_err_set(e, "expects padding >= 0, got %d", sp->padding);
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
 	int k = sp->kernel, s = sp->stride, p = sp->padding;
-	if (k > H + 2 * p || k > W + 2 * p)
+	/* In size_t: H + 2p overflows int for a large padding. */
+	size_t Hp = (size_t)H + 2 * (size_t)p, Wp = (size_t)W + 2 * (size_t)p;
+	if (Hp > AKK_MAX_DIM || Wp > AKK_MAX_DIM)
+		return akk_err_set(e, "padding %d makes the padded input %zux%zu "
+				   "(input %s), more than %zu per side", p, Hp,
+				   Wp, buf, AKK_MAX_DIM);
+	if ((size_t)k > Hp || (size_t)k > Wp)
 		return akk_err_set(e, "kernel %d is larger than the padded input "
-				   "%dx%d (input %s, padding %d)", k, H + 2 * p,
-				   W + 2 * p, buf, p);
-	int Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
-	if (Ho <= 0 || Wo <= 0)
-		return akk_err_set(e, "output would be empty (%dx%d) for input %s",
-				   Ho, Wo, buf);
+				   "%zux%zu (input %s, padding %d)", k, Hp, Wp,
+				   buf, p);
+	int Ho = (int)((Hp - k) / s + 1), Wo = (int)((Wp - k) / s + 1);
+	size_t ckk, hw, outn, work, np;
+	if (!akk_mul3_ok((size_t)C, (size_t)k, (size_t)k, &ckk) ||
+	    ckk > AKK_MAX_DIM)
+		return akk_err_set(e, "kernel %d over %d channels makes a window "
+				   "of more than %zu values", k, C, AKK_MAX_DIM);
+	hw = (size_t)Ho * Wo;
+	if (!akk_mul_ok((size_t)sp->filters, hw, &outn) || outn > AKK_MAX_DIM)
+		return akk_err_set(e, "output [%d, %d, %d] would have more than "
+				   "%zu values", sp->filters, Ho, Wo,
+				   AKK_MAX_DIM);
+	if (!akk_mul_ok(ckk, hw, &work) || work > AKK_MAX_DIM)
+		return akk_err_set(e, "its unrolled input (%zu x %zu) would have "
+				   "more than %zu values", ckk, hw, AKK_MAX_DIM);
+	if (!akk_muladd_ok((size_t)sp->filters, ckk,
+			   sp->bias ? (size_t)sp->filters : 0, &np) ||
+	    np > AKK_MAX_FLOATS)
+		return akk_err_set(e, "%d filters of %zu weights would be more "
+				   "than %zu parameters", sp->filters, ckk,
+				   AKK_MAX_FLOATS);
 
-	long ckk = (long)C * k * k, hw = (long)Ho * Wo, F = sp->filters;
+	long F = sp->filters;
 	l->out.rank = 3;
 	l->out.d[0] = sp->filters;
 	l->out.d[1] = Ho;
 	l->out.d[2] = Wo;
-	l->nparams = (size_t)(F * ckk + (sp->bias ? F : 0));
+	l->nparams = np;
 	l->nstate = 0;
 	l->aux = 0;
-	l->work = (k == 1 && s == 1 && p == 0) ? 0 : (size_t)(ckk * hw);
+	l->work = (k == 1 && s == 1 && p == 0) ? 0 : work;
 	l->flops = 2.0 * F * ckk * hw + (sp->bias ? (double)F * hw : 0);
 	l->nviews = 1;
 	l->views[0] = (struct akk_view){ "weight", 0, 0, 4,
 					 { sp->filters, C, k, k } };
 	if (sp->bias) {
 		l->nviews = 2;
-		l->views[1] = (struct akk_view){ "bias", 0, (size_t)(F * ckk), 1,
+		l->views[1] = (struct akk_view){ "bias", 0, (size_t)F * ckk, 1,
 						 { sp->filters, 0, 0, 0 } };
 	}
 	return 0;

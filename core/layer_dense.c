@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "checked.h"
+
 static int dense_plan(struct akk_layer *l, struct akk_err *e)
 {
 	const struct akk_layer_spec *sp = l->spec;
@@ -23,11 +25,20 @@ static int dense_plan(struct akk_layer *l, struct akk_err *e)
 	if (sp->units <= 0)
 		return akk_err_set(e, "expects units > 0, got %d", sp->units);
 	long din = l->in.d[0], dout = sp->units;
+	size_t np = 0;
+
+	/* din, dout <= INT_MAX: the product fits size_t, the limit may not */
+	if (!akk_muladd_ok((size_t)dout, (size_t)din,
+			   sp->bias ? (size_t)dout : 0, &np) ||
+	    np > AKK_MAX_FLOATS)
+		return akk_err_set(e, "%d units over %ld inputs would be %zu "
+				   "parameters, more than %zu", sp->units, din,
+				   np, AKK_MAX_FLOATS);
 
 	l->out.rank = 1;
 	l->out.d[0] = sp->units;
 	l->out.d[1] = l->out.d[2] = 0;
-	l->nparams = (size_t)(dout * din + (sp->bias ? dout : 0));
+	l->nparams = np;
 	l->nstate = 0;
 	l->aux = 0;
 	l->work = 0;

@@ -1,15 +1,86 @@
-/* model.c - shape inference over the gates of a spec. */
+/* model.c - shape inference over the gates of a spec.
+ *
+ * Every size is computed with checked arithmetic (checked.h) and held to
+ * the limits there: a layer's planning checks its own shapes, and the
+ * totals (a gate's activations and kept values per sample, the network's
+ * parameters and state) are checked here, each at the layer that passes a
+ * limit. */
 #include "model.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "checked.h"
 
 static void describe(char *buf, int size, const struct akk_layer *l, int gate,
 		     int layer)
 {
 	snprintf(buf, size, "layer '%s' (gate %d, layer %d)", l->ops->name,
 		 gate + 1, layer + 1);
+}
+
+/* network.input: each dimension at least 1 (the spec checks it), and at
+ * most AKK_MAX_DIM values per sample, before any layer multiplies them. */
+static int input_check(const struct akk_spec *s, struct akk_err *e)
+{
+	size_t n = 1;
+	char shape[64];
+
+	if (s->input.rank < 1 || s->input.rank > 3)
+		return akk_err_at(e, s->path, s->input_mark.line,
+				  s->input_mark.col,
+				  "'input' must have 1 or 3 dimensions, got %d",
+				  s->input.rank);
+	for (int i = 0; i < s->input.rank; i++)
+		if (s->input.d[i] < 1 ||
+		    !akk_mul_ok(n, (size_t)s->input.d[i], &n) ||
+		    n > AKK_MAX_DIM) {
+			akk_shape_format(s->input, shape, sizeof(shape));
+			return akk_err_at(e, s->path, s->input_mark.line,
+					  s->input_mark.col,
+					  "'input' %s must have between 1 and %zu values per sample",
+					  shape, AKK_MAX_DIM);
+		}
+	return 0;
+}
+
+/* What a planned layer adds to its gate and the network, each total held
+ * to its limit; the message names what passed which limit. */
+static int add_layer(struct akk_model *m, struct akk_gate_plan *g,
+		     const struct akk_layer *l, char *what, size_t size)
+{
+	size_t outn = 1;
+
+	for (int i = 0; i < l->out.rank; i++)
+		if (l->out.d[i] < 1 ||
+		    !akk_mul_ok(outn, (size_t)l->out.d[i], &outn))
+			outn = SIZE_MAX;
+	if (l->out.rank < 1 || l->out.rank > 3 || outn > AKK_MAX_DIM ||
+	    l->aux > AKK_MAX_DIM || l->work > AKK_MAX_DIM) {
+		snprintf(what, size, "its output, kept values or scratch would "
+			 "pass %zu values per sample", AKK_MAX_DIM);
+		return -1;
+	}
+	if (!akk_add_max(&g->nparams, l->nparams, AKK_MAX_FLOATS) ||
+	    !akk_add_max(&m->nparams, l->nparams, AKK_MAX_FLOATS)) {
+		snprintf(what, size, "the network would have more than %zu "
+			 "parameters", AKK_MAX_FLOATS);
+		return -1;
+	}
+	if (!akk_add_max(&g->nstate, l->nstate, AKK_MAX_FLOATS)) {
+		snprintf(what, size, "gate %d would have more than %zu floats "
+			 "of state", g->index + 1, AKK_MAX_FLOATS);
+		return -1;
+	}
+	if (!akk_add_max(&g->act, outn, AKK_MAX_FLOATS) ||
+	    !akk_add_max(&g->aux, l->aux, AKK_MAX_FLOATS)) {
+		snprintf(what, size, "gate %d would keep more than %zu floats "
+			 "per sample", g->index + 1, AKK_MAX_FLOATS);
+		return -1;
+	}
+	return 0;
 }
 
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
@@ -21,6 +92,8 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 
 	memset(m, 0, sizeof(*m));
 	m->spec = s;
+	if (input_check(s, e))
+		return -1;
 	m->gates = calloc(s->ngates, sizeof(*m->gates));
 	if (!m->gates)
 		return akk_err_set(e, "out of memory");
@@ -58,10 +131,14 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			}
 			l->poff = g->nparams;
 			l->soff = g->nstate;
-			g->nparams += l->nparams;
-			g->nstate += l->nstate;
-			g->act += akk_shape_size(l->out);
-			g->aux += l->aux;
+			if (add_layer(m, g, l, le.msg, sizeof(le.msg))) {
+				char who[96];
+				describe(who, sizeof(who), l, gi, li);
+				akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
+					   "%s: %s", who, le.msg);
+				akk_model_release(m);
+				return -1;
+			}
 			if (l->work > g->work)
 				g->work = l->work;
 			g->flops += l->flops;
@@ -71,7 +148,6 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			prev_layer = li;
 		}
 		g->out = cur;
-		m->nparams += g->nparams;
 		m->flops += g->flops;
 	}
 	if (cur.rank != 1) {

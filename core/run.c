@@ -8,7 +8,8 @@
 #include "metrics.h"
 
 static int check_one(const struct akk_model *m, const struct akk_dataset *d,
-		     const char *what, const char *path, struct akk_err *e)
+		     const char *what, const char *path, const char *lpath,
+		     struct akk_err *e)
 {
 	const struct akk_spec *s = m->spec;
 	long in = akk_shape_size(s->input);
@@ -21,7 +22,7 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 				  what, d->images.item, shape, in);
 	}
 	if (d->classes > m->classes)
-		return akk_err_at(e, path, 0, 0,
+		return akk_err_at(e, lpath, 0, 0,
 				  "%s labels go up to %d, but the network outputs %d classes",
 				  what, d->classes - 1, m->classes);
 	if (!d->n)
@@ -34,8 +35,8 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 {
 	const struct akk_data_spec *ds = &m->spec->data;
 
-	return check_one(m, train, "training", ds->train_images, e) ||
-	       (val && check_one(m, val, "validation", ds->val_images, e)) ? -1 : 0;
+	return check_one(m, train, "training", ds->train_images, ds->train_labels, e) ||
+	       (val && check_one(m, val, "validation", ds->val_images, ds->val_labels, e)) ? -1 : 0;
 }
 
 /* Under MPI: who runs where, and the link to the other ranks. */

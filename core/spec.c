@@ -1,17 +1,23 @@
 /* spec.c - the YAML config read with libyaml's document API and checked.
  *
- * The file is loaded into one yaml_document_t; each --set override is parsed
+ * The text (at most AKK_SPEC_MAX_BYTES) is first walked as libyaml events
+ * (prescan): nesting deeper than AKK_SPEC_MAX_DEPTH and tags that fit no
+ * value are rejected before a document is built, and explicit string tags
+ * are noted, since the document cannot tell "!!str 42" from "42". Then
+ * the file is loaded into one yaml_document_t; each --set override is parsed
  * as a YAML value and spliced into that document (the node ids it adds are
  * remembered, so an error in them is reported against the --set argument),
  * then one walk fills struct akk_spec. Every mapping is walked with a key
  * table {key, node type, handler}: unknown keys (with the nearest key
  * suggested), duplicates and missing required keys are rejected before the
  * handlers run in table order. Messages are lowercase and quote their
- * subject: "'lr' must be greater than 0, got -0.1". libyaml's marks are
- * 0-based; reports and stored marks are 1-based. */
+ * subject: "'lr' must be greater than 0, got -0.1". A float is checked
+ * again as the float it is stored as. libyaml's marks are 0-based; reports
+ * and stored marks are 1-based. */
 #include "spec.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -31,6 +37,10 @@ struct ctx {
 	const char *const *sets;
 	int nsets;
 	int *set_lo, *set_hi;
+	/* Byte offsets of the scalars of the text being loaded that carry an
+	 * explicit string tag (!!str or !), found by prescan. */
+	size_t *strs;
+	size_t nstrs, capstrs;
 };
 
 /* One section being walked: its key table and the struct it fills. */
@@ -152,11 +162,45 @@ static int is_plain(const yaml_node_t *n)
 	       n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
 }
 
+#define CORE_TAG "tag:yaml.org,2002:"
+
+/* The core-schema type a scalar is explicitly tagged with ("int", "float",
+ * "bool" or "null"), or NULL for an untagged scalar or a string. libyaml
+ * gives an untagged scalar the str tag, as it does !!str, so prescan
+ * finds the explicit strings and load marks them quoted (mark_strings):
+ * "!!str 42" then reads like "'42'". prescan has rejected every other tag. */
+static const char *tag_type(const yaml_node_t *n)
+{
+	const char *t = (const char *)n->tag;
+	size_t len = strlen(CORE_TAG);
+
+	if (n->type != YAML_SCALAR_NODE || !t || strncmp(t, CORE_TAG, len) ||
+	    !strcmp(t + len, "str"))
+		return NULL;
+	return t + len;
+}
+
+static int tagged(const yaml_node_t *n, const char *type)
+{
+	const char *t = tag_type(n);
+	return t && !strcmp(t, type);
+}
+
+/* A plain scalar without a tag: its type is read from its text. */
+static int is_bare(const yaml_node_t *n)
+{
+	return is_plain(n) && !tag_type(n);
+}
+
 static int is_null(const yaml_node_t *n)
 {
 	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
 
-	if (n->type != YAML_SCALAR_NODE || !is_plain(n))
+	if (n->type != YAML_SCALAR_NODE)
+		return 0;
+	if (tagged(n, "null"))
+		return 1;
+	if (!is_bare(n))
 		return 0;
 	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
 		if (!strcmp(text(n), nulls[i]))
@@ -174,6 +218,13 @@ static const char *describe(const yaml_node_t *n, char *buf, size_t size)
 	if (is_null(n))
 		return "null";
 	size_t len = n->data.scalar.length;
+	const char *type = tag_type(n);
+	if (type) {
+		snprintf(buf, size, "!!%s '%.*s%s'", type,
+			 len > 40 ? 40 : (int)len, text(n),
+			 len > 40 ? "..." : "");
+		return buf;
+	}
 	const char *fmt = is_plain(n) ? "'%.*s%s'" : "the string '%.*s%s'";
 	snprintf(buf, size, fmt, len > 40 ? 40 : (int)len, text(n),
 		 len > 40 ? "..." : "");
@@ -257,7 +308,7 @@ static int find_name(struct ctx *c, const char *subject, yaml_node_t *val,
 {
 	char buf[96];
 
-	if (val->type != YAML_SCALAR_NODE || is_null(val))
+	if (val->type != YAML_SCALAR_NODE || is_null(val) || tag_type(val))
 		return fail_type(c, subject, "a name", val);
 	for (int i = 0; names[i]; i++)
 		if (!strcmp(names[i], text(val))) {
@@ -271,20 +322,24 @@ static int find_name(struct ctx *c, const char *subject, yaml_node_t *val,
 
 /* --- scalars ------------------------------------------------------------- */
 
+/* YAML 1.2 core: [-+]?[0-9]+ */
+static int int_syntax(const char *p)
+{
+	if (*p == '-' || *p == '+')
+		p++;
+	return *p && strspn(p, "0123456789") == strlen(p);
+}
+
 static int parse_int(struct ctx *c, const char *name, yaml_node_t *val,
 		     long long *out)
 {
 	char subject[80];
-	const char *p;
 
 	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type != YAML_SCALAR_NODE || !is_plain(val) || is_null(val))
+	if (val->type != YAML_SCALAR_NODE || is_null(val) ||
+	    !(is_bare(val) || tagged(val, "int")))
 		return fail_type(c, subject, "an integer", val);
-	/* YAML 1.2 core: [-+]?[0-9]+ */
-	p = text(val);
-	if (*p == '-' || *p == '+')
-		p++;
-	if (!*p || strspn(p, "0123456789") != strlen(p))
+	if (!int_syntax(text(val)))
 		return fail_type(c, subject, "an integer", val);
 	errno = 0;
 	*out = strtoll(text(val), NULL, 10);
@@ -302,7 +357,10 @@ static int parse_float(struct ctx *c, const char *name, yaml_node_t *val,
 	size_t n;
 
 	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type != YAML_SCALAR_NODE || !is_plain(val) || is_null(val))
+	if (val->type != YAML_SCALAR_NODE || is_null(val) ||
+	    !(is_bare(val) || tagged(val, "float") || tagged(val, "int")))
+		return fail_type(c, subject, "a number", val);
+	if (tagged(val, "int") && !int_syntax(text(val)))
 		return fail_type(c, subject, "a number", val);
 	/* YAML 1.2 core, finite only:
 	 * [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
@@ -343,7 +401,8 @@ static int parse_bool(struct ctx *c, const char *name, yaml_node_t *val,
 	char subject[80];
 
 	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type == YAML_SCALAR_NODE && is_plain(val)) {
+	if (val->type == YAML_SCALAR_NODE &&
+	    (is_bare(val) || tagged(val, "bool"))) {
 		if (!strcmp(text(val), "true")) {
 			*out = 1;
 			return 0;
@@ -363,7 +422,7 @@ static int parse_str(struct ctx *c, const char *name, yaml_node_t *val,
 	char subject[80];
 
 	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type != YAML_SCALAR_NODE || is_null(val))
+	if (val->type != YAML_SCALAR_NODE || is_null(val) || tag_type(val))
 		return fail_type(c, subject, "a string", val);
 	if (!val->data.scalar.length)
 		return fail(c, val, "%s must not be empty", subject);
@@ -376,22 +435,23 @@ static int parse_str(struct ctx *c, const char *name, yaml_node_t *val,
 	return 0;
 }
 
+/* v against k's bounds; as follows the value in the message. */
 static int check_range(struct ctx *c, const struct key *k, yaml_node_t *val,
-		       double v)
+		       double v, const char *as)
 {
 	if (k->flags & F_LO) {
 		if (k->flags & F_LO_OPEN ? !(v > k->lo) : !(v >= k->lo))
-			return fail(c, val, "'%s' must be %s %g, got %s",
+			return fail(c, val, "'%s' must be %s %g, got %s%s",
 				    k->name, k->flags & F_LO_OPEN ?
 				    "greater than" : "at least", k->lo,
-				    text(val));
+				    text(val), as);
 	}
 	if (k->flags & F_HI) {
 		if (k->flags & F_HI_OPEN ? !(v < k->hi) : !(v <= k->hi))
-			return fail(c, val, "'%s' must be %s %g, got %s",
+			return fail(c, val, "'%s' must be %s %g, got %s%s",
 				    k->name, k->flags & F_HI_OPEN ?
 				    "less than" : "at most", k->hi,
-				    text(val));
+				    text(val), as);
 	}
 	return 0;
 }
@@ -412,7 +472,7 @@ static int h_int(struct ctx *c, const struct key *k, const struct section *sec,
 	if (!(k->flags & F_LO) && v < INT_MIN)
 		return fail(c, val, "'%s' must be at least %d, got %s", k->name,
 			    INT_MIN, text(val));
-	if (check_range(c, k, val, (double)v))
+	if (check_range(c, k, val, (double)v, ""))
 		return -1;
 	*FIELD(sec->obj, k, int) = (int)v;
 	return 0;
@@ -423,11 +483,21 @@ static int h_float(struct ctx *c, const struct key *k,
 		   yaml_node_t *val)
 {
 	double v = 0;
+	float f;
+	char as[64];
 
 	(void)key;
-	if (parse_float(c, k->name, val, &v) || check_range(c, k, val, v))
+	if (parse_float(c, k->name, val, &v) || check_range(c, k, val, v, ""))
 		return -1;
-	*FIELD(sec->obj, k, float) = (float)v;
+	/* What is stored is the float: check it again as that. */
+	f = (float)v;
+	if (v != 0 && !(fabsf(f) >= FLT_MIN))
+		return fail(c, val, "'%s' is too small for a float: %s is "
+			    "stored as %.9g", k->name, text(val), (double)f);
+	snprintf(as, sizeof(as), " (%.9g as a float)", (double)f);
+	if (check_range(c, k, val, (double)f, as))
+		return -1;
+	*FIELD(sec->obj, k, float) = f;
 	return 0;
 }
 
@@ -519,7 +589,7 @@ static int walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
 		nkeys++;
 	for (int i = 0; i < npairs; i++) {
 		yaml_node_t *kn = node(c, pairs[i].key);
-		if (kn->type != YAML_SCALAR_NODE)
+		if (kn->type != YAML_SCALAR_NODE || tag_type(kn))
 			return fail(c, kn, "a key must be a name, got %s",
 				    describe(kn, buf, sizeof(buf)));
 		for (k = sec->keys; k->name && strcmp(k->name, text(kn)); k++)
@@ -838,7 +908,7 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 	} else {
 		name = item;
 	}
-	if (name->type != YAML_SCALAR_NODE || is_null(name))
+	if (name->type != YAML_SCALAR_NODE || is_null(name) || tag_type(name))
 		return fail_type(c, "a layer name", "a name", name);
 	for (size_t i = 0; i < sizeof(layer_kinds) / sizeof(layer_kinds[0]);
 	     i++)
@@ -897,11 +967,19 @@ static int h_layers(struct ctx *c, const struct key *k,
 	yaml_node_item_t *items = val->data.sequence.items.start;
 	int n = (int)(val->data.sequence.items.top - items);
 
+	int gi = (int)(g - c->s->gates), before = 0;
+
 	(void)k;
 	(void)key;
 	if (!n)
-		return fail(c, val, "gate %d has no layers",
-			    (int)(g - c->s->gates) + 1);
+		return fail(c, val, "gate %d has no layers", gi + 1);
+	/* Aliases can repeat one long list in every gate: bound the total. */
+	for (int i = 0; i < gi; i++)
+		before += c->s->gates[i].nlayers;
+	if (n > AKK_MAX_LAYERS - before)
+		return fail(c, node(c, items[AKK_MAX_LAYERS - before]),
+			    "too many layers: more than %d in the network",
+			    AKK_MAX_LAYERS);
 	g->layers = calloc((size_t)n, sizeof(*g->layers));
 	if (!g->layers)
 		return akk_err_set(c->e, "out of memory");
@@ -949,6 +1027,9 @@ static int h_gates(struct ctx *c, const struct key *k,
 	(void)key;
 	if (!n)
 		return fail(c, val, "'gates' must not be empty");
+	if (n > AKK_MAX_GATES)
+		return fail(c, node(c, items[AKK_MAX_GATES]),
+			    "too many gates: %d, at most %d", n, AKK_MAX_GATES);
 	s->gates = calloc((size_t)n, sizeof(*s->gates));
 	if (!s->gates)
 		return akk_err_set(c->e, "out of memory");
@@ -990,7 +1071,7 @@ static int h_input(struct ctx *c, const struct key *k,
 		yaml_node_t *item = node(c, items[i]);
 		long long v;
 		if (parse_int(c, "input", item, &v) ||
-		    check_range(c, &dim, item, (double)v))
+		    check_range(c, &dim, item, (double)v, ""))
 			return -1;
 		s->input.d[i] = (int)v;
 	}
@@ -1391,6 +1472,202 @@ static int syntax_error(struct ctx *c, const yaml_parser_t *p,
 			  problem);
 }
 
+/* Line and column (1-based) of byte off of txt. */
+static void position(const char *txt, size_t off, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off; i++) {
+		if (txt[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+/* Report at a libyaml mark of txt (or at override set). Returns -1. */
+static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
+		     ...)
+{
+	char msg[sizeof(c->e->msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (set >= 0)
+		return fail_set(c, set, "%s", msg);
+	return akk_err_at(c->e, c->file, (int)m.line + 1, (int)m.column + 1,
+			  "%s", msg);
+}
+
+/* A tag as written: "!!str" for the core schema's, others in full. */
+static const char *short_tag(const char *tag, char *buf, size_t size)
+{
+	size_t len = strlen(CORE_TAG);
+
+	if (!strncmp(tag, CORE_TAG, len))
+		snprintf(buf, size, "!!%.60s", tag + len);
+	else
+		snprintf(buf, size, "%.60s", tag);
+	return buf;
+}
+
+/* The tags a node of an event type may carry: the core schema's that fit
+ * it, and "!" (no particular type; on a scalar, a string). Returns 1 for a
+ * tag that makes a scalar a string, 0 for another allowed tag, -1 (error
+ * reported) for a tag that does not fit or is unknown. */
+static int check_tag(struct ctx *c, int set, const yaml_event_t *ev,
+		     const char *tag)
+{
+	static const char *const scalar[] = { "int", "float", "bool", "null",
+					      NULL };
+	static const char *const core[] = { "str", "int", "float", "bool",
+		"null", "seq", "map", "binary", "timestamp", "set", "omap",
+		"pairs", "merge", "value", "yaml", NULL };
+	size_t len = strlen(CORE_TAG);
+	const char *what = "a scalar";
+	char buf[80];
+
+	if (!strcmp(tag, "!"))
+		return ev->type == YAML_SCALAR_EVENT;
+	if (!strncmp(tag, CORE_TAG, len)) {
+		const char *t = tag + len;
+		if (ev->type == YAML_SEQUENCE_START_EVENT) {
+			if (!strcmp(t, "seq"))
+				return 0;
+			what = "a list";
+		} else if (ev->type == YAML_MAPPING_START_EVENT) {
+			if (!strcmp(t, "map"))
+				return 0;
+			what = "a mapping";
+		} else {
+			if (!strcmp(t, "str"))
+				return 1;
+			for (int i = 0; scalar[i]; i++)
+				if (!strcmp(t, scalar[i]))
+					return 0;
+		}
+		for (int i = 0; core[i]; i++)
+			if (!strcmp(t, core[i]))
+				return fail_mark(c, set, ev->start_mark,
+						 "tag '%s' does not fit %s",
+						 short_tag(tag, buf, sizeof(buf)),
+						 what);
+	}
+	return fail_mark(c, set, ev->start_mark, "unknown tag '%s'",
+			 short_tag(tag, buf, sizeof(buf)));
+}
+
+/* Before libyaml builds a document from txt (which costs time and memory
+ * in proportion to what it holds, and more for deep nesting), walk its
+ * events once: the text must be at most AKK_SPEC_MAX_BYTES and nest at most
+ * AKK_SPEC_MAX_DEPTH lists and mappings, and every tag must be one we
+ * honour. The explicit strings are noted in c->strs for mark_strings. A
+ * syntax error stops the walk quietly: load reports it. */
+static int prescan(struct ctx *c, const char *txt, size_t len, int set)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, rc = 0, done = 0;
+
+	c->nstrs = 0;
+	if (len > AKK_SPEC_MAX_BYTES) {
+		yaml_mark_t m = { AKK_SPEC_MAX_BYTES, 0, 0 };
+		int line, col;
+
+		if (set >= 0)
+			return fail_set(c, set, "the value is longer than %d "
+					"bytes", AKK_SPEC_MAX_BYTES);
+		position(txt, AKK_SPEC_MAX_BYTES, &line, &col);
+		m.line = (size_t)line - 1;
+		m.column = (size_t)col - 1;
+		return fail_mark(c, set, m, "the config is larger than %d bytes",
+				 AKK_SPEC_MAX_BYTES);
+	}
+	if (!yaml_parser_initialize(&p))
+		return akk_err_set(c->e, "out of memory");
+	yaml_parser_set_input_string(&p, (const unsigned char *)txt, len);
+	while (!done && !rc && yaml_parser_parse(&p, &ev)) {
+		const char *tag = NULL;
+
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			tag = (const char *)(ev.type == YAML_SEQUENCE_START_EVENT ?
+					     ev.data.sequence_start.tag :
+					     ev.data.mapping_start.tag);
+			if (++depth > AKK_SPEC_MAX_DEPTH) {
+				if (set >= 0)
+					rc = fail_set(c, set, "the value is nested too deeply");
+				else
+					rc = fail_mark(c, set, ev.start_mark,
+						       "nested too deeply: more than %d levels of lists and mappings",
+						       AKK_SPEC_MAX_DEPTH);
+			}
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_SCALAR_EVENT:
+			tag = (const char *)ev.data.scalar.tag;
+			break;
+		default:
+			break;
+		}
+		if (!rc && tag) {
+			int str = check_tag(c, set, &ev, tag);
+			if (str < 0) {
+				rc = -1;
+			} else if (str) {
+				if (c->nstrs == c->capstrs) {
+					size_t ncap = c->capstrs ? 2 * c->capstrs : 16;
+					size_t *n = realloc(c->strs, ncap * sizeof(*n));
+					if (!n)
+						rc = akk_err_set(c->e, "out of memory");
+					else {
+						c->strs = n;
+						c->capstrs = ncap;
+					}
+				}
+				if (!rc)
+					c->strs[c->nstrs++] = ev.start_mark.index;
+			}
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* Mark the scalars of doc that prescan found tagged as strings quoted, so
+ * that they read as strings whatever their text. */
+static void mark_strings(struct ctx *c, yaml_document_t *doc)
+{
+	size_t k = 0;
+
+	if (!c->nstrs)
+		return;
+	/* Both in text order: nodes are added as their events arrive. */
+	for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
+		if (n->type != YAML_SCALAR_NODE)
+			continue;
+		while (k < c->nstrs && c->strs[k] < n->start_mark.index)
+			k++;
+		if (k < c->nstrs && c->strs[k] == n->start_mark.index &&
+		    n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			n->data.scalar.style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
+	}
+}
+
 /* Load one document from txt into doc; a second document is an error. */
 static int load(struct ctx *c, yaml_document_t *doc, const char *txt,
 		size_t len, int set)
@@ -1399,6 +1676,8 @@ static int load(struct ctx *c, yaml_document_t *doc, const char *txt,
 	yaml_document_t extra;
 	int rc = -1;
 
+	if (prescan(c, txt, len, set))
+		return -1;
 	if (!yaml_parser_initialize(&p))
 		return akk_err_set(c->e, "out of memory");
 	yaml_parser_set_input_string(&p, (const unsigned char *)txt, len);
@@ -1424,6 +1703,7 @@ static int load(struct ctx *c, yaml_document_t *doc, const char *txt,
 		goto out;
 	}
 	yaml_document_delete(&extra);
+	mark_strings(c, doc);
 	rc = 0;
 out:
 	yaml_parser_delete(&p);
@@ -1722,6 +2002,21 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
+	/* values that overflow together: the pixel map (batch.h) */
+	{
+		const struct akk_data_spec *d = &s->data;
+		double std = d->normalize ? d->std : 1;
+		double a = 1.0 / ((double)d->scale * std);
+		double b = d->normalize ? -(double)d->mean / std : 0;
+		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX)) {
+			akk_err_at(e, s->path ? s->path : name, d->mark.line,
+				   d->mark.col,
+				   "pixels would become (pixel / %g - %g) / %g, which overflows a float",
+				   (double)d->scale, d->normalize ? (double)d->mean : 0.0,
+				   std);
+			goto out;
+		}
+	}
 	/* keys that contradict each other across sections */
 	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
 		if (s->gates[i].rank >= 0) {
@@ -1746,6 +2041,7 @@ out:
 		yaml_document_delete(&c.doc);
 	free(c.set_lo);
 	free(c.set_hi);
+	free(c.strs);
 	if (rc)
 		akk_spec_release(s);
 	return rc;
@@ -1764,9 +2060,14 @@ int akk_spec_load(struct akk_spec *s, const char *path,
 	if (!f)
 		return akk_err_set(e, "cannot open '%s': %s", path,
 				   strerror(errno));
+	/* At most one byte more than the limit, whatever the file is (a FIFO,
+	 * /dev/zero): akk_spec_parse reports a text over the limit. */
 	for (;;) {
-		if (len + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap ? 2 * cap : 65536);
+		if (len == cap) {
+			cap = cap ? 2 * cap : 65536;
+			if (cap > (size_t)AKK_SPEC_MAX_BYTES + 1)
+				cap = (size_t)AKK_SPEC_MAX_BYTES + 1;
+			char *nb = realloc(buf, cap);
 			if (!nb) {
 				akk_err_set(e, "out of memory");
 				goto out;
@@ -1775,7 +2076,7 @@ int akk_spec_load(struct akk_spec *s, const char *path,
 		}
 		size_t n = fread(buf + len, 1, cap - len, f);
 		len += n;
-		if (n == 0)
+		if (n == 0 || len > (size_t)AKK_SPEC_MAX_BYTES)
 			break;
 	}
 	if (ferror(f)) {

@@ -5,8 +5,10 @@
  * table per section. Everything is checked before anything runs: syntax,
  * unknown keys (with the nearest valid key suggested), duplicate keys, wrong
  * types, out-of-range values and missing required keys are all reported at
- * FILE:LINE:COL. Shapes are checked later by akk_model_plan, using the marks
- * kept here. man/akkctl.5 documents every key and default. */
+ * FILE:LINE:COL. Before libyaml builds a document, the text's size, its
+ * nesting and its tags are checked on the parser's events (the limits
+ * below). Shapes are checked later by akk_model_plan, using the marks kept
+ * here. man/akkctl.5 documents every key, default and limit. */
 #ifndef AKK_SPEC_H
 #define AKK_SPEC_H
 
@@ -20,6 +22,14 @@
 /* The most gates a network may have: the spec checks it at the config's
  * line, and the checkpoint writer and reader hold the same bound. */
 #define AKK_MAX_GATES 256
+
+/* The largest config (and --set value) read, in bytes, and the deepest
+ * nesting of lists and mappings in it: both checked before libyaml builds
+ * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
+#define AKK_SPEC_MAX_BYTES (1 << 20)
+#define AKK_SPEC_MAX_DEPTH 64
+/* The most layers in a network, all gates together. */
+#define AKK_MAX_LAYERS 65536
 
 enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS };
 

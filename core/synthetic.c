@@ -1,18 +1,26 @@
 /* synthetic.c - seeded, learnable stand-in data. */
 #include "synthetic.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "rng.h"
 
 int akk_dataset_synthetic(struct akk_dataset *d, size_t n, size_t item,
 			  int classes, uint64_t seed, struct akk_err *e)
 {
 	struct akk_rng r;
+	size_t bytes;
 
 	memset(d, 0, sizeof(*d));
-	d->images.data = malloc(n * item);
+	if (!akk_mul_ok(n, item, &bytes) || n > UINT32_MAX || item > INT_MAX ||
+	    classes < 1)
+		return akk_err_set(e, "cannot make %zu synthetic samples of %zu values in %d classes",
+				   n, item, classes);
+	d->images.data = malloc(bytes);
 	d->labels.data = malloc(n);
 	if (!d->images.data || !d->labels.data) {
 		akk_dataset_release(d);

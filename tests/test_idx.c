@@ -2,14 +2,24 @@
  * file per check, each asserting the exact error line. */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "idx.h"
+#include "batch.h"
+#include "model.h"
+#include "run.h"
+#include "spec.h"
+#include "synthetic.h"
 
 static const char *dir;
 
@@ -319,15 +329,22 @@ static void test_truncated(void **state)
 {
 	uint32_t dims[3] = { 3, 4, 5 };
 	uint32_t huge[2] = { 0xffffffffu, 0x7fffffffu };
+	struct buf b;
 
 	(void)state;
 	expect_both("trunc", idx_bytes(0x08, 3, dims, NULL, 59),
 		    "truncated: header declares 60 bytes of data, file has 59");
 	expect_both("nodata", idx_bytes(0x08, 3, dims, NULL, 0),
 		    "truncated: header declares 60 bytes of data, file has 0");
-	/* A header that claims ~2^63 bytes must not be allocated up front. */
-	expect_both("liar", idx_bytes(0x08, 2, huge, NULL, 10),
-		    "truncated: header declares 9223372030412324865 bytes of data, file has 10");
+	/* A header that claims ~2^63 bytes must not be allocated up front:
+	 * a plain file's size says it is short, a gzip stream's declared
+	 * size is over the limit. */
+	b = idx_bytes(0x08, 2, huge, NULL, 10);
+	expect_error(write_plain("liar", b),
+		     "truncated: header declares 9223372030412324865 bytes of data, file has 10");
+	expect_error(write_gz("liar.gz", b),
+		     "too large: header declares 4294967295 x 2147483647 = 9223372030412324865 bytes of data, more than 8589934592");
+	free(b.p);
 }
 
 static void test_trailing(void **state)
@@ -486,6 +503,260 @@ static void test_dataset_ranks(void **state)
 	expect_dataset_error(im, in_dir("rk-none"), want);
 }
 
+/* ---- bounds: bombs, endless streams, junk ---- */
+
+/* Peak resident memory of this process so far, in KB. */
+static long peak_kb(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* Deflate in (raw) with a full flush: byte-aligned, dictionary reset. */
+static size_t deflate_flush(z_stream *zs, const uint8_t *in, size_t n,
+			    uint8_t *out, size_t size)
+{
+	zs->next_in = (Bytef *)in;
+	zs->avail_in = (uInt)n;
+	zs->next_out = out;
+	zs->avail_out = (uInt)size;
+	assert_int_equal(deflate(zs, Z_FULL_FLUSH), Z_OK);
+	assert_int_equal(zs->avail_in, 0);
+	assert_true(zs->avail_out > 0);
+	return size - zs->avail_out;
+}
+
+/* A gzip bomb: an IDX header for dims (rank 3), then GiB gibibytes of
+ * zeros (the first of them its data), about 1 MB on disk per GiB. After a full flush
+ * deflate codes every MiB of zeros to the same bytes, so they are
+ * compressed once and repeated; the trailer's CRC is combined. */
+static const char *write_bomb(const char *name, const uint32_t *dims, int gib)
+{
+	const size_t mib = (size_t)1 << 20;
+	size_t n, na, nb;
+	struct buf b = idx_bytes(0x08, 3, dims, NULL, 0);
+	uint8_t *zeros = calloc(mib, 1), *out = malloc(2 * mib), *rep;
+	static const uint8_t gzhdr[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3 };
+	uLong crc = crc32(0, b.p, (uInt)b.n), zcrc = crc32(0, zeros, (uInt)mib);
+	unsigned long long total = b.n;
+	const char *path = in_dir(name);
+	FILE *f = fopen(path, "wb");
+	z_stream zs;
+
+	assert_non_null(zeros);
+	assert_non_null(out);
+	assert_non_null(f);
+	memset(&zs, 0, sizeof(zs));
+	assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, -15, 8,
+				      Z_DEFAULT_STRATEGY), Z_OK);
+	assert_int_equal(fwrite(gzhdr, 1, 10, f), 10);
+	n = deflate_flush(&zs, b.p, b.n, out, 2 * mib);
+	assert_int_equal(fwrite(out, 1, n, f), n);
+	na = deflate_flush(&zs, zeros, mib, out, mib);
+	rep = out + mib;
+	nb = deflate_flush(&zs, zeros, mib, rep, mib);
+	assert_int_equal(na, nb);
+	assert_memory_equal(out, rep, na);
+	for (long i = 0; i < 1024L * gib; i++) {
+		assert_int_equal(fwrite(rep, 1, nb, f), nb);
+		crc = crc32_combine(crc, zcrc, (z_off_t)mib);
+		total += mib;
+	}
+	zs.next_in = NULL;
+	zs.avail_in = 0;
+	zs.next_out = out;
+	zs.avail_out = (uInt)mib;
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	n = mib - zs.avail_out;
+	assert_int_equal(fwrite(out, 1, n, f), n);
+	deflateEnd(&zs);
+	for (int i = 0; i < 4; i++)
+		fputc((int)(crc >> 8 * i & 0xff), f);
+	for (int i = 0; i < 4; i++)
+		fputc((int)(total >> 8 * i & 0xff), f);
+	assert_int_equal(fclose(f), 0);
+	free(zeros);
+	free(out);
+	free(b.p);
+	return path;
+}
+
+static void test_gzip_bomb(void **state)
+{
+	uint32_t small[3] = { 10, 28, 28 }, big[3] = { 4000000, 28, 28 };
+	struct stat st;
+	const char *path;
+	long before = peak_kb();
+
+	(void)state;
+	/* 1 GiB of zeros after 10 images: inflating stops 64 KiB past the
+	 * declared 7840 bytes. */
+	path = write_bomb("bomb.gz", small, 1);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size < 2000000);
+	expect_error(path, "trailing garbage: header declares 7840 bytes of data, file has more than 73376");
+	/* 4,000,000 images declared: more than a file of this size can
+	 * inflate to, refused before anything is inflated. */
+	path = write_bomb("bomb-big.gz", big, 1);
+	assert_int_equal(stat(path, &st), 0);
+	char want[200];
+	snprintf(want, sizeof(want), "implausible: header declares 3136000000 bytes of data, more than a gzip file of %lld bytes can hold",
+		 (long long)st.st_size);
+	expect_error(path, want);
+	/* Bounded memory: nothing near the gibibyte was held. */
+	assert_true(peak_kb() - before < 64 * 1024);
+}
+
+/* A FIFO fed by a child: an IDX header for dims, its data, then extra
+ * zero bytes. Returns the child's pid. */
+static pid_t feed_fifo(const char *path, const uint32_t *dims, size_t data,
+		       size_t extra)
+{
+	struct buf b = idx_bytes(0x08, 3, dims, NULL, data);
+	pid_t pid;
+
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static uint8_t zeros[65536];
+		int fd;
+		signal(SIGPIPE, SIG_IGN);
+		fd = open(path, O_WRONLY);
+		if (fd < 0 || write(fd, b.p, b.n) != (ssize_t)b.n)
+			_exit(1);
+		while (extra) {
+			size_t n = extra < sizeof(zeros) ? extra : sizeof(zeros);
+			ssize_t w = write(fd, zeros, n);
+			if (w <= 0)
+				_exit(0);	/* the reader stopped */
+			extra -= (size_t)w;
+		}
+		_exit(0);
+	}
+	free(b.p);
+	return pid;
+}
+
+static void test_fifo_bounded(void **state)
+{
+	uint32_t dims[3] = { 10, 28, 28 }, huge[3] = { 0xffffffffu, 2, 2 };
+	const char *path = in_dir("fifo");
+	int status;
+	pid_t pid;
+
+	(void)state;
+	/* 8 MiB after the data: read up to 64 KiB past it, no further. */
+	pid = feed_fifo(path, dims, 7840, (size_t)8 << 20);
+	expect_error(path, "trailing garbage: header declares 7840 bytes of data, file has more than 73376");
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	/* A stream that declares more than the limit is refused at once. */
+	pid = feed_fifo(path, huge, 0, (size_t)8 << 20);
+	expect_error(path, "too large: header declares 4294967295 x 2 x 2 = 17179869180 bytes of data, more than 8589934592");
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	/* The right amount through a FIFO loads. */
+	pid = feed_fifo(path, dims, 7840, 0);
+	{
+		struct akk_idx x;
+		struct akk_err e;
+		assert_int_equal(akk_idx_load(&x, path, &e), 0);
+		assert_int_equal(x.count, 10);
+		akk_idx_release(&x);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+static void test_gzip_junk(void **state)
+{
+	uint32_t dims[3] = { 3, 4, 5 };
+	struct buf raw = idx_bytes(0x08, 3, dims, NULL, 60);
+	struct buf z = gz_bytes(raw.p, raw.n);
+	struct buf half1 = gz_bytes(raw.p, 30), half2 = gz_bytes(raw.p + 30, 46);
+	uint8_t *copy = malloc(z.n + half1.n + half2.n + 16);
+	struct buf c = { copy, 0 };
+	char want[200];
+	struct akk_idx x;
+	struct akk_err e;
+
+	(void)state;
+	assert_non_null(copy);
+	/* Junk after the stream. */
+	memcpy(copy, z.p, z.n);
+	memcpy(copy + z.n, "junk", 4);
+	c.n = z.n + 4;
+	snprintf(want, sizeof(want), "junk after the gzip stream at byte %zu", z.n);
+	expect_error(write_plain("junk.gz", c), want);
+	/* Zero padding is junk too. */
+	memset(copy + z.n, 0, 16);
+	c.n = z.n + 16;
+	expect_error(write_plain("pad.gz", c), want);
+	/* Two members, as `cat a.gz b.gz` makes, are one stream. */
+	memcpy(copy, half1.p, half1.n);
+	memcpy(copy + half1.n, half2.p, half2.n);
+	c.n = half1.n + half2.n;
+	assert_int_equal(akk_idx_load(&x, write_plain("two.gz", c), &e), 0);
+	assert_memory_equal(x.data, raw.p + 16, 60);
+	akk_idx_release(&x);
+	free(copy);
+	free(z.p);
+	free(half1.p);
+	free(half2.p);
+	free(raw.p);
+}
+
+/* A label past the network's classes is reported at the label file. */
+static void test_label_range_names_labels(void **state)
+{
+	static const char cfg[] =
+		"data:\n  train: {images: i, labels: l}\n"
+		"network:\n  input: [6]\n  gates:\n    - layers: [{dense: 3}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_dataset d;
+	struct akk_err e;
+	const char *im, *lb;
+
+	(void)state;
+	write_pair("lr-im.gz", 8, "lr-lb", 8, 5);
+	im = in_dir("lr-im.gz");
+	lb = in_dir("lr-lb");
+	assert_int_equal(akk_spec_parse(&s, cfg, strlen(cfg), "t.yaml", NULL,
+					NULL, 0, &e), 0);
+	free(s.data.train_images);
+	free(s.data.train_labels);
+	s.data.train_images = strdup(im);
+	s.data.train_labels = strdup(lb);
+	assert_int_equal(akk_model_plan(&m, &s, &e), 0);
+	assert_int_equal(akk_dataset_load(&d, im, lb, &e), 0);
+	assert_int_equal(akk_run_check_data(&m, &d, NULL, &e), -1);
+	assert_string_equal(e.file, lb);
+	assert_string_equal(e.msg, "training labels go up to 5, but the network outputs 3 classes");
+	akk_dataset_release(&d);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
+/* Sizes that overflow are refused, not wrapped into a small allocation. */
+static void test_sizes_overflow(void **state)
+{
+	struct akk_batch b;
+	struct akk_dataset d;
+	struct akk_err e;
+
+	(void)state;
+	assert_int_equal(akk_batch_alloc(&b, 65536, SIZE_MAX / 4096 + 2, 10), -1);
+	assert_null(b.x);
+	assert_int_equal(akk_batch_alloc(&b, 4, 784, 10), 0);
+	akk_batch_release(&b);
+	assert_int_equal(akk_dataset_synthetic(&d, ((size_t)1 << 62) + 1, 4, 10, 1, &e), -1);
+	assert_string_equal(e.msg, "cannot make 4611686018427387905 synthetic samples of 4 values in 10 classes");
+	assert_null(d.images.data);
+}
+
 static int remove_one(const char *path, const struct stat *st, int flag,
 		      struct FTW *ftw)
 {
@@ -517,6 +788,11 @@ int main(void)
 		cmocka_unit_test(test_dataset_good),
 		cmocka_unit_test(test_dataset_mismatch),
 		cmocka_unit_test(test_dataset_ranks),
+		cmocka_unit_test(test_gzip_bomb),
+		cmocka_unit_test(test_fifo_bounded),
+		cmocka_unit_test(test_gzip_junk),
+		cmocka_unit_test(test_label_range_names_labels),
+		cmocka_unit_test(test_sizes_overflow),
 	};
 
 	dir = tu_tmpdir();

@@ -992,6 +992,239 @@ static void test_set_errors(void **ctx)
 		 "t.yaml:8:7: 'seed' must be an integer, got 'x'");
 }
 
+/* --- limits, tags and floats as stored ------------------------------------ */
+
+/* text, then n copies of c, then tail; caller frees. */
+static char *repeat(const char *text, char ch, size_t n, const char *tail)
+{
+	size_t a = strlen(text), b = strlen(tail);
+	char *t = malloc(a + n + b + 1);
+
+	assert_non_null(t);
+	memcpy(t, text, a);
+	memset(t + a, ch, n);
+	memcpy(t + a + n, tail, b + 1);
+	return t;
+}
+
+static void test_gate_limit(void **ctx)
+{
+	char *text = malloc(64 + (AKK_MAX_GATES + 1) * 32 + sizeof(OPT));
+	struct akk_spec s;
+	size_t n;
+
+	(void)ctx;
+	assert_non_null(text);
+	n = (size_t)sprintf(text, DATA "network:\n  input: [784]\n  gates:\n");
+	for (int i = 0; i < AKK_MAX_GATES; i++)
+		n += (size_t)sprintf(text + n, "    - layers: [relu]\n");
+	strcpy(text + n, OPT);
+	ok(&s, text, NULL, 0);
+	assert_int_equal(s.ngates, AKK_MAX_GATES);
+	akk_spec_release(&s);
+	/* Gate 257 is reported where it starts: line 5 + 257. */
+	n += (size_t)sprintf(text + n, "    - layers: [relu]\n");
+	strcpy(text + n, OPT);
+	bad(text, "t.yaml:262:7: too many gates: 257, at most 256");
+	free(text);
+}
+
+static void test_size_limit(void **ctx)
+{
+	char want[200], *text;
+	struct akk_spec s;
+	struct akk_err e;
+	const char *set[1];
+
+	(void)ctx;
+	/* Exactly the limit parses (a comment pads it); one byte more is
+	 * reported where the limit is passed. */
+	text = repeat(MIN "#", 'x', AKK_SPEC_MAX_BYTES - strlen(MIN "#") - 1,
+		      "\n");
+	assert_int_equal(strlen(text), AKK_SPEC_MAX_BYTES);
+	ok(&s, text, NULL, 0);
+	akk_spec_release(&s);
+	free(text);
+	text = repeat(MIN "#", 'x', AKK_SPEC_MAX_BYTES - strlen(MIN "#"),
+		      "\n");
+	snprintf(want, sizeof(want), "t.yaml:8:%d: the config is larger than "
+		 "1048576 bytes", (int)(AKK_SPEC_MAX_BYTES - strlen(MIN)) + 1);
+	bad(text, want);
+	free(text);
+	/* A file that never ends is read only up to the limit. */
+	assert_int_equal(akk_spec_load(&s, "/dev/zero", NULL, 0, &e), -1);
+	akk_err_format(&e, want, sizeof(want));
+	assert_string_equal(want, "/dev/zero:1:1048577: the config is larger "
+			    "than 1048576 bytes");
+	/* A --set value too. */
+	set[0] = text = repeat("name=", 'x', AKK_SPEC_MAX_BYTES + 1, "");
+	assert_int_equal(parse(&s, MIN, NULL, set, 1, &e), -1);
+	assert_string_equal(e.msg, "the value is longer than 1048576 bytes");
+	assert_memory_equal(e.file, "--set name=xxx", 14);
+	free(text);
+}
+
+static void test_depth_limit(void **ctx)
+{
+	char *text;
+	const char *set[1];
+	struct akk_spec s;
+
+	(void)ctx;
+	/* The top mapping is level 1: 63 lists more still parse (and fail
+	 * on the unknown key), 64 do not, and are reported at the list that
+	 * passes the limit, before libyaml builds anything. */
+	text = repeat(MIN "x: ", '[', 63, "");
+	{
+		char *closed = repeat(text, ']', 63, "\n");
+		bad(closed, "t.yaml:8:1: unknown key 'x'");
+		free(closed);
+	}
+	free(text);
+	text = repeat(MIN "x: ", '[', 64, "\n");
+	bad(text, "t.yaml:8:67: nested too deeply: more than 64 levels of "
+	    "lists and mappings");
+	free(text);
+	/* 100,000 of them, unclosed: the same, at once. */
+	text = repeat(MIN "x: ", '[', 100000, "\n");
+	bad(text, "t.yaml:8:67: nested too deeply: more than 64 levels of "
+	    "lists and mappings");
+	free(text);
+	/* --set values, unclosed too. */
+	set[0] = text = repeat("network.input=", '[', 100000, "");
+	{
+		struct akk_err e;
+		assert_int_equal(parse(&s, MIN, NULL, set, 1, &e), -1);
+		assert_string_equal(e.msg, "the value is nested too deeply");
+	}
+	free(text);
+}
+
+static void test_tags(void **ctx)
+{
+	struct akk_spec s;
+	const char *set[1];
+
+	(void)ctx;
+	/* Tags that fit are honoured. */
+	ok(&s, MIN "seed: !!int 7\nname: !!str 42\n", NULL, 0);
+	assert_int_equal(s.seed, 7);
+	assert_string_equal(s.name, "42");
+	akk_spec_release(&s);
+	ok(&s, DATA NET "optimizer: {type: !!str sgd, lr: !!float 0.5, "
+	   "clip_norm: !!int 2}\n", NULL, 0);
+	assert_int_equal(s.optim.kind, AKK_OPT_SGD);
+	assert_float(s.optim.lr, 0.5);
+	assert_float(s.optim.clip_norm, 2);
+	akk_spec_release(&s);
+	ok(&s, DATA "network: !!map\n  input: !!seq [784]\n  gates:\n"
+	   "    - layers: [{dense: 10}]\n" OPT, NULL, 0);
+	akk_spec_release(&s);
+	/* Tags that do not fit the key, at the value. */
+	bad(MIN "seed: !!str 42\n",
+	    "t.yaml:8:7: 'seed' must be an integer, got the string '42'");
+	bad(MIN "seed: ! 42\n",
+	    "t.yaml:8:7: 'seed' must be an integer, got the string '42'");
+	bad(MIN "seed: !!float 42\n",
+	    "t.yaml:8:7: 'seed' must be an integer, got !!float '42'");
+	bad(MIN "name: !!int 42\n",
+	    "t.yaml:8:7: 'name' must be a string, got !!int '42'");
+	bad(MIN "schedule: {weight_stashing: !!str true}\n",
+	    "t.yaml:8:29: 'weight_stashing' must be true or false, got the "
+	    "string 'true'");
+	bad(MIN "schedule: {epochs: !!null 3}\n",
+	    "t.yaml:8:20: 'epochs' must be an integer, got null");
+	bad(DATA NET "optimizer: {type: sgd, lr: !!int 0.5}\n",
+	    "t.yaml:7:28: 'lr' must be a number, got !!int '0.5'");
+	bad(DATA NET "optimizer: {type: !!bool sgd, lr: 1}\n",
+	    "t.yaml:7:19: 'type' must be a name, got !!bool 'sgd'");
+	bad(MIN "!!int 5: 3\n",
+	    "t.yaml:8:1: a key must be a name, got !!int '5'");
+	/* Tags that fit no value here, or that nobody knows. */
+	bad(MIN "seed: !!binary 42\n",
+	    "t.yaml:8:7: tag '!!binary' does not fit a scalar");
+	bad(DATA "network:\n  input: !!map [784]\n", 
+	    "t.yaml:4:10: tag '!!map' does not fit a list");
+	bad(MIN "seed: !foo 42\n", "t.yaml:8:7: unknown tag '!foo'");
+	bad(MIN "seed: !<tag:example.com,2000:x> 42\n",
+	    "t.yaml:8:7: unknown tag 'tag:example.com,2000:x'");
+	/* In --set values the same. */
+	set[0] = "seed=!!str 5";
+	bad_sets(MIN, set, 1, "--set seed=!!str 5: 'seed' must be an integer, "
+		 "got the string '5'");
+	set[0] = "seed=!!int 5";
+	ok(&s, MIN, set, 1);
+	assert_int_equal(s.seed, 5);
+	akk_spec_release(&s);
+	set[0] = "network.input=!x [1]";
+	bad_sets(MIN, set, 1, "--set network.input=!x [1]: unknown tag '!x'");
+}
+
+static void test_floats_as_stored(void **ctx)
+{
+	struct akk_spec s;
+
+	(void)ctx;
+	/* A value that the float it is stored as puts on the wrong side of
+	 * a bound, or that becomes 0 (or subnormal) as a float. */
+	bad(DATA NET "optimizer: {type: sgd, lr: 1e-50}\n",
+	    "t.yaml:7:28: 'lr' is too small for a float: 1e-50 is stored as 0");
+	bad(DATA NET "optimizer: {type: sgd, lr: 1e-40}\n",
+	    "t.yaml:7:28: 'lr' is too small for a float: 1e-40 is stored as "
+	    "9.9999461e-41");
+	bad(DATA NET "optimizer: {type: momentum, lr: 1, momentum: "
+	    "0.99999999999}\n",
+	    "t.yaml:7:46: 'momentum' must be less than 1, got 0.99999999999 "
+	    "(1 as a float)");
+	bad(DATA NET "optimizer: {type: adam, lr: 1, beta2: 0.999999999}\n",
+	    "t.yaml:7:39: 'beta2' must be less than 1, got 0.999999999 "
+	    "(1 as a float)");
+	bad(DATA NET "optimizer: {type: sgd, lr: 1, schedule: {type: cosine, "
+	    "min_lr: 1e-50}}\n",
+	    "t.yaml:7:64: 'min_lr' is too small for a float: 1e-50 is stored "
+	    "as 0");
+	bad("data:\n  train: {images: a, labels: b}\n"
+	    "  normalize: {mean: 0.5, std: 1e-50}\n" NET OPT,
+	    "t.yaml:3:31: 'std' is too small for a float: 1e-50 is stored as 0");
+	/* What fits is stored as its float. */
+	ok(&s, DATA NET "optimizer: {type: momentum, lr: 1e-30, momentum: "
+	   "0.9999999}\n", NULL, 0);
+	assert_true(s.optim.lr == 1e-30f);
+	assert_true(s.optim.momentum == 0.9999999f && s.optim.momentum < 1);
+	akk_spec_release(&s);
+}
+
+static void test_layer_limit(void **ctx)
+{
+	/* Aliases repeat one list of 300 layers in 256 gates: 76,800 layers
+	 * from 3 KB of text. The first layer past 65,536 is reported, in
+	 * gate 219 (218 x 300 = 65,400), at its item of the anchored list. */
+	char *text = malloc(64 * 1024), *p = text;
+
+	(void)ctx;
+	assert_non_null(text);
+	p += sprintf(p, DATA "network:\n  input: [784]\n  gates:\n"
+		     "    - layers: &l [relu");
+	for (int i = 1; i < 300; i++)
+		p += sprintf(p, ", relu");
+	p += sprintf(p, "]\n");
+	for (int i = 1; i < AKK_MAX_GATES; i++)
+		p += sprintf(p, "    - layers: *l\n");
+	strcpy(p, OPT);
+	/* item 137 (0-based 136) starts at column 19 + 6 * 136 */
+	bad(text, "t.yaml:6:835: too many layers: more than 65536 in the network");
+	free(text);
+}
+
+static void test_pixel_overflow(void **ctx)
+{
+	(void)ctx;
+	bad("data:\n  train: {images: a, labels: b}\n  scale: 1e-30\n"
+	    "  normalize: {mean: 0.5, std: 1e-30}\n" NET OPT,
+	    "t.yaml:1:1: pixels would become (pixel / 1e-30 - 0.5) / 1e-30, "
+	    "which overflows a float");
+}
+
 /* --- release ------------------------------------------------------------- */
 
 static void test_release(void **ctx)
@@ -1028,6 +1261,13 @@ int main(void)
 		cmocka_unit_test(test_applies),
 		cmocka_unit_test(test_sets),
 		cmocka_unit_test(test_set_errors),
+		cmocka_unit_test(test_gate_limit),
+		cmocka_unit_test(test_size_limit),
+		cmocka_unit_test(test_depth_limit),
+		cmocka_unit_test(test_tags),
+		cmocka_unit_test(test_floats_as_stored),
+		cmocka_unit_test(test_layer_limit),
+		cmocka_unit_test(test_pixel_overflow),
 		cmocka_unit_test(test_release),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
