@@ -225,7 +225,10 @@ static void *link_main(void *arg)
 		struct out o;
 		MPI_Status st;
 		int idle = 1, flag = 0, rc, busy;
-
+		/* Read before the outbox is emptied, never after: everything
+		 * posted before akk_mpi_link_stop set it is then taken below,
+		 * so the thread leaves only once all of it is sent. */
+		int stopping = atomic_load(&l->stop);
 		double t0 = now();
 
 		while ((rc = akk_mailbox_tryrecv(&l->outbox, &o)) == 0) {
@@ -243,7 +246,7 @@ static void *link_main(void *arg)
 		}
 		if (!idle)
 			atomic_fetch_add(&l->busy_ns, (long)((now() - t0) * 1e9));
-		if (reap(l) && !busy && (rc < 0 || atomic_load(&l->stop)) && !flag)
+		if (reap(l) && !busy && (rc < 0 || stopping) && !flag)
 			break;
 		if (idle)
 			nanosleep(&nap, NULL);
