@@ -81,3 +81,14 @@ int akk_world_bcast(struct akk_world *w, long *v, int n)
 	(void)n;
 	return 0;
 }
+
+int akk_world_check_split(size_t n, int batch, int ranks, struct akk_err *e)
+{
+	size_t step = (size_t)batch * (size_t)(ranks > 1 ? ranks : 1);
+	size_t last = n % step ? n % step : step;	/* the last batch */
+
+	if (ranks <= 1 || !n || last >= (size_t)ranks)
+		return 0;
+	return akk_err_set(e, "data parallel over %d ranks: the last batch of each epoch would leave a rank without samples; change schedule.batch_size",
+			   ranks);
+}

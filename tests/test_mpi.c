@@ -603,6 +603,46 @@ static void data_parallel_np3_partial(void **unused)
 	assert_close_ckpt(a, b, 1e-4);
 }
 
+/* The lines of out that start with "akkctl: " (akkctl's own reports, not
+ * mpirun's): how many, and the first in line. */
+static int akkctl_lines(const char *out, char *line, size_t size)
+{
+	int n = 0;
+
+	line[0] = '\0';
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "akkctl: ", 8) && !n++) {
+			size_t len = strcspn(p, "\n");
+			snprintf(line, size, "%.*s", (int)(len < size ? len : size - 1), p);
+		}
+	return n;
+}
+
+/* 640 samples in batches of 3 x 71 leave one for the last batch: a rank
+ * without samples is a config error at schedule.batch_size (exit 2,
+ * before anything starts), said once, by rank 0. */
+static void data_parallel_batch_too_big(void **unused)
+{
+	char cfg[700], err[8192], want[1200], line[1200];
+	const char *set[] = { "--set", "schedule.batch_size=71", NULL };
+	static const char msg[] = "data parallel over 3 ranks: the last batch of each epoch would leave a rank without samples; change schedule.batch_size";
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_dp_cfg(cfg, sizeof(cfg), "dp-split", 71, "data", "train");
+	assert_int_equal(train(3, cfg, NULL, err, sizeof(err)), 2);
+	snprintf(want, sizeof(want), "akkctl: %s:10:40: %s", cfg, msg);
+	assert_int_equal(akkctl_lines(err, line, sizeof(line)), 1);
+	assert_string_equal(line, want);
+	/* given by --set, it is reported there */
+	write_dp_cfg(cfg, sizeof(cfg), "dp-split2", 32, "data", "train");
+	assert_int_equal(train(3, cfg, set, err, sizeof(err)), 2);
+	snprintf(want, sizeof(want), "akkctl: --set schedule.batch_size=71: %s", msg);
+	assert_int_equal(akkctl_lines(err, line, sizeof(line)), 1);
+	assert_string_equal(line, want);
+}
+
 /* Without mpirun, a gate on another rank is a config error naming it. */
 static void placement_needs_mpirun(void **unused)
 {
@@ -763,6 +803,7 @@ int main(void)
 		cmocka_unit_test(resume_np2),
 		cmocka_unit_test(data_parallel_np2),
 		cmocka_unit_test(data_parallel_np3_partial),
+		cmocka_unit_test(data_parallel_batch_too_big),
 		cmocka_unit_test(interrupt_pipeline),
 		cmocka_unit_test(interrupt_data_parallel),
 		cmocka_unit_test(killed_rank_ends_job),
