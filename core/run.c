@@ -250,6 +250,10 @@ join:
 		if (r->val)
 			akk_provider_stop(&r->vprov);
 	}
+	/* A failed MPI link is the cause of whatever else failed here (on a
+	 * rank without the sentinel, nothing else notices it). */
+	if (akk_mpi_link_error(&r->tr, &r->err))
+		r->failed = 1;
 	/* Under MPI the link ends with the run: one communication thread per
 	 * rank at a time, and the next run's link starts clean. */
 	if (!r->failed) {

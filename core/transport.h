@@ -81,6 +81,9 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,
 			   int n, int dbl, int notify,
 			   const struct akk_msg *note);
+/* -1 and the reason in e when an MPI call of this rank's link failed (the
+ * link has then failed every local actor); 0 otherwise. */
+int akk_mpi_link_error(const struct akk_transport *t, struct akk_err *e);
 /* What this rank's link has done so far. Zero without a link. */
 struct akk_link_stats {
 	long messages, bytes;	/* sent: headers and data */
