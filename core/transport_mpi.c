@@ -79,6 +79,7 @@ struct akk_mpi_link {
 	int nfree, freelist[NREQ];
 	pthread_t thread;
 	atomic_int stop;
+	int stopped;			/* akk_mpi_link_stop has run (main thread) */
 	/* An MPI call of the thread failed: err says which (written before
 	 * failed is set). The thread then fails every local actor and
 	 * answers what is still posted with failures until it is stopped. */
@@ -429,10 +430,25 @@ void akk_mpi_link_stop(struct akk_transport *t)
 {
 	struct akk_mpi_link *l = t->link;
 
-	if (!l)
+	if (!l || l->stopped)
 		return;
 	atomic_store(&l->stop, 1);
 	pthread_join(l->thread, NULL);
+	for (int c = 0; c < l->channels; c++)
+		MPI_Comm_free(&l->comms[c]);
+	/* From now on posts and reductions fail at once. */
+	akk_mailbox_close(&l->outbox);
+	akk_mailbox_close(&l->reduces);
+	l->stopped = 1;
+}
+
+void akk_mpi_link_free(struct akk_transport *t)
+{
+	struct akk_mpi_link *l = t->link;
+
+	if (!l)
+		return;
+	akk_mpi_link_stop(t);
 	for (int a = 0; a < l->nactors; a++) {
 		akk_free(l->fwd[a].buf);
 		akk_free(l->bwd[a].buf);
@@ -440,8 +456,6 @@ void akk_mpi_link_stop(struct akk_transport *t)
 		akk_free(l->state[a].buf);
 	}
 	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-	for (int c = 0; c < l->channels; c++)
-		MPI_Comm_free(&l->comms[c]);
 	free(l->comms), free(l->active), free(l->posted);
 	akk_mailbox_release(&l->outbox);
 	akk_mailbox_release(&l->reduces);
@@ -556,6 +570,11 @@ int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
 }
 
 void akk_mpi_link_stop(struct akk_transport *t)
+{
+	(void)t;
+}
+
+void akk_mpi_link_free(struct akk_transport *t)
 {
 	(void)t;
 }
