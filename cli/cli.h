@@ -48,6 +48,11 @@ int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
  * its line. */
 int cli_start_world(const struct akk_spec *s, struct akk_world *w,
 		    int **gate_rank, struct akk_err *e);
+/* With data parallelism over w's ranks, every rank must get samples of
+ * each epoch's last batch (n training samples): else a config error at
+ * schedule.batch_size (same on every rank). */
+int cli_check_split(const struct akk_spec *s, const struct akk_world *w,
+		    size_t n, struct akk_err *e);
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -424,6 +424,8 @@ int cmd_bench(int argc, char **argv)
 	counts[1] = (long)val.n;
 	if (akk_world_bcast(&world, counts, 2))
 		goto report;
+	if (dp && cli_check_split(&s, &world, (size_t)counts[0], &e))
+		goto report;	/* EXIT_USAGE, the same on every rank */
 	if (!root) {
 		train.n = (size_t)counts[0];
 		if (!dp)

@@ -537,6 +537,8 @@ int cmd_train(int argc, char **argv)
 			goto report;
 		goto out;	/* rank 0 reports it */
 	}
+	if (dp && cli_check_split(&s, &world, (size_t)counts[0], &e))
+		goto report;	/* EXIT_USAGE, the same on every rank */
 	if (world.rank != 0) {
 		if (!dp)
 			train.n = (size_t)counts[0];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "world.h"
 
 static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 		     const char *what, const char *path, const char *lpath,
@@ -90,12 +91,8 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->V = s->sched.conc_val;
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
 	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
-	if (r->shards > 1 &&
-	    train->n - (size_t)(r->per_epoch - 1) * bs * r->shards < (size_t)r->shards) {
-		akk_err_set(e, "data parallel over %d ranks: the last batch of each epoch would leave a rank without samples; change schedule.batch_size",
-			    r->shards);
+	if (akk_world_check_split(train->n, bs, r->shards, e))
 		goto fail;
-	}
 	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
 	r->root = !cfg->gate_rank || cfg->rank == 0;
 	if (r->root && akk_run_check_data(m, train, val, e))
@@ -254,6 +251,10 @@ join:
 		if (r->val)
 			akk_provider_stop(&r->vprov);
 	}
+	/* A failed MPI link is the cause of whatever else failed here (on a
+	 * rank without the sentinel, nothing else notices it). */
+	if (akk_mpi_link_error(&r->tr, &r->err))
+		r->failed = 1;
 	/* Under MPI the link ends with the run: one communication thread per
 	 * rank at a time, and the next run's link starts clean. */
 	if (!r->failed) {

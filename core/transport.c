@@ -22,6 +22,7 @@ int akk_transport_init(struct akk_transport *t, int nactors, int cap)
 
 void akk_transport_release(struct akk_transport *t)
 {
+	akk_mpi_link_free(t);
 	for (int i = 0; t->boxes && i < t->nactors; i++)
 		akk_mailbox_release(&t->boxes[i]);
 	free(t->boxes);

@@ -67,8 +67,13 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       struct akk_err *e);
 /* Hand a message for an actor on another rank to the link. */
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m);
-/* Send what is queued, stop the thread, free the link. */
+/* Send what is queued and stop the thread; afterwards akk_mpi_post and
+ * the reductions fail at once (a late post, such as a signal thread's
+ * INTERRUPT, is safe: the link's memory stays until akk_transport_release
+ * frees it). Does nothing the second time. */
 void akk_mpi_link_stop(struct akk_transport *t);
+/* Stop the link if it runs and free it (akk_transport_release does). */
+void akk_mpi_link_free(struct akk_transport *t);
 /* Data parallelism: sum n values (floats, or doubles when dbl) over every
  * rank, in place, on reduction channel `chan` (one per gate and one for
  * the sentinel, so that reductions running at once never cross). Blocks
@@ -81,6 +86,9 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,
 			   int n, int dbl, int notify,
 			   const struct akk_msg *note);
+/* -1 and the reason in e when an MPI call of this rank's link failed (the
+ * link has then failed every local actor); 0 otherwise. */
+int akk_mpi_link_error(const struct akk_transport *t, struct akk_err *e);
 /* What this rank's link has done so far. Zero without a link. */
 struct akk_link_stats {
 	long messages, bytes;	/* sent: headers and data */

@@ -14,12 +14,14 @@
  * local actor exactly as a local sender would. */
 #include "transport.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef AKK_MPI
 #include <mpi.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -48,7 +50,7 @@ struct reduce {
 	MPI_Request req;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int done;
+	int done, failed;
 	int notify;		/* -1: wake the waiter; else the actor to tell */
 	struct akk_msg note;
 	double t0;		/* when the link started it */
@@ -77,6 +79,12 @@ struct akk_mpi_link {
 	int nfree, freelist[NREQ];
 	pthread_t thread;
 	atomic_int stop;
+	int stopped;			/* akk_mpi_link_stop has run (main thread) */
+	/* An MPI call of the thread failed: err says which (written before
+	 * failed is set). The thread then fails every local actor and
+	 * answers what is still posted with failures until it is stopped. */
+	atomic_int failed;
+	struct akk_err err;
 	atomic_long sent_msgs, sent_bytes;	/* written by the thread */
 	atomic_long busy_ns, reduce_ns, nreduce, reduce_bytes;
 };
@@ -96,45 +104,88 @@ static float *slot(const struct slots *s, long i, long need)
 	return s->buf + (i % s->n) * s->len;
 }
 
+/* The link fails: keep the first reason, and fail every local actor
+ * (their sends and receives return -1) so that this rank's run ends and
+ * reports it. Returns -1. */
+static int link_fail(struct akk_mpi_link *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int link_fail(struct akk_mpi_link *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!atomic_load(&l->failed)) {
+		va_start(ap, fmt);
+		vsnprintf(l->err.msg, sizeof(l->err.msg), fmt, ap);
+		va_end(ap);
+		atomic_store(&l->failed, 1);
+	}
+	akk_transport_close(l->t);
+	return -1;
+}
+
+/* An MPI call of the thread returned rc: 0, or the link fails. */
+static int mpi_check(struct akk_mpi_link *l, int rc, const char *call)
+{
+	char why[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	if (rc == MPI_SUCCESS)
+		return 0;
+	if (MPI_Error_string(rc, why, &len) != MPI_SUCCESS)
+		snprintf(why, sizeof(why), "error %d", rc);
+	return link_fail(l, "MPI: %s failed: %s", call, why);
+}
+
+/* A free request slot, waiting for a send to finish if none is; -1 when
+ * MPI fails. */
 static int take_req(struct akk_mpi_link *l)
 {
 	while (!l->nfree) {	/* everything in flight: wait for one */
 		int i;
-		MPI_Waitany(NREQ, l->req, &i, MPI_STATUS_IGNORE);
+		if (mpi_check(l, MPI_Waitany(NREQ, l->req, &i, MPI_STATUS_IGNORE),
+			      "MPI_Waitany"))
+			return -1;
 		if (i != MPI_UNDEFINED)
 			l->freelist[l->nfree++] = i;
 	}
 	return l->freelist[--l->nfree];
 }
 
-/* Return finished sends to the free list; 1 when none is left in flight. */
+/* Return finished sends to the free list; 1 when none is left in flight,
+ * -1 when MPI fails. */
 static int reap(struct akk_mpi_link *l)
 {
 	int idx[NREQ], n;
 
-	if (MPI_Testsome(NREQ, l->req, &n, idx, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
-	    n != MPI_UNDEFINED)
+	if (mpi_check(l, MPI_Testsome(NREQ, l->req, &n, idx, MPI_STATUSES_IGNORE),
+		      "MPI_Testsome"))
+		return -1;
+	if (n != MPI_UNDEFINED)
 		for (int k = 0; k < n; k++)
 			l->freelist[l->nfree++] = idx[k];
 	return l->nfree == NREQ;
 }
 
-static void send_out(struct akk_mpi_link *l, const struct out *o)
+static int send_out(struct akk_mpi_link *l, const struct out *o)
 {
 	int dest = l->t->actor_rank[o->to];
-	int h = take_req(l);
+	int h = take_req(l), d;
 
+	if (h < 0)
+		return -1;
 	l->hdr[h] = *o;
-	MPI_Isend(&l->hdr[h], sizeof(struct out), MPI_BYTE, dest, TAG_HDR,
-		  MPI_COMM_WORLD, &l->req[h]);
+	if (mpi_check(l, MPI_Isend(&l->hdr[h], sizeof(struct out), MPI_BYTE, dest,
+				   TAG_HDR, MPI_COMM_WORLD, &l->req[h]), "MPI_Isend"))
+		return -1;
 	atomic_fetch_add(&l->sent_msgs, 1);
 	atomic_fetch_add(&l->sent_bytes, (long)sizeof(struct out) +
 			 (o->m.n > 0 ? o->m.n * (long)sizeof(float) : 0));
-	if (o->m.n > 0) {
-		int d = take_req(l);
-		MPI_Isend((void *)o->m.data, (int)o->m.n, MPI_FLOAT, dest, TAG_DATA,
-			  MPI_COMM_WORLD, &l->req[d]);
-	}
+	if (o->m.n <= 0)
+		return 0;
+	if ((d = take_req(l)) < 0)
+		return -1;
+	return mpi_check(l, MPI_Isend((void *)o->m.data, (int)o->m.n, MPI_FLOAT, dest,
+				      TAG_DATA, MPI_COMM_WORLD, &l->req[d]), "MPI_Isend");
 }
 
 static float *recv_buffer(struct akk_mpi_link *l, const struct out *o)
@@ -156,24 +207,45 @@ static float *recv_buffer(struct akk_mpi_link *l, const struct out *o)
 	}
 }
 
-/* Take one message whose header is waiting from src; deliver it. */
+/* Take one message whose header is waiting from src; deliver it. A
+ * message this rank cannot take means the ranks disagree about the run:
+ * the link fails. (A closed mailbox is not a failure of the link: this
+ * rank's run has failed already and says why.) */
 static int receive(struct akk_mpi_link *l, int src)
 {
 	struct out o;
 	float *buf = NULL;
 
-	MPI_Recv(&o, sizeof(o), MPI_BYTE, src, TAG_HDR, MPI_COMM_WORLD,
-		 MPI_STATUS_IGNORE);
-	if (o.to < 0 || o.to >= l->nactors || l->t->actor_rank[o.to] != l->t->rank)
+	if (mpi_check(l, MPI_Recv(&o, sizeof(o), MPI_BYTE, src, TAG_HDR, MPI_COMM_WORLD,
+				  MPI_STATUS_IGNORE), "MPI_Recv"))
 		return -1;
-	if (o.m.n > 0) {
-		if (!(buf = recv_buffer(l, &o)))
-			return -1;
-		MPI_Recv(buf, (int)o.m.n, MPI_FLOAT, src, TAG_DATA, MPI_COMM_WORLD,
-			 MPI_STATUS_IGNORE);
-	}
+	if (o.to < 0 || o.to >= l->nactors || l->t->actor_rank[o.to] != l->t->rank ||
+	    (o.m.n > 0 && !(buf = recv_buffer(l, &o))))
+		return link_fail(l, "rank %d sent a message this rank cannot take (actor %d, kind %d, %ld floats)",
+				 src, o.to, o.m.kind, o.m.n);
+	if (o.m.n > 0 &&
+	    mpi_check(l, MPI_Recv(buf, (int)o.m.n, MPI_FLOAT, src, TAG_DATA, MPI_COMM_WORLD,
+				  MPI_STATUS_IGNORE), "MPI_Recv"))
+		return -1;
 	o.m.data = buf;
-	return akk_mailbox_send(&l->t->boxes[o.to], &o.m);
+	akk_mailbox_send(&l->t->boxes[o.to], &o.m);
+	return 0;
+}
+
+/* A reduction is over (failed: it never will be): wake its waiter, or
+ * tell its actor. */
+static void finish(struct akk_mpi_link *l, struct reduce *q, int failed)
+{
+	if (q->notify >= 0) {
+		/* a failed link has closed the actor's mailbox: that tells it */
+		akk_mailbox_send(&l->t->boxes[q->notify], &q->note);
+		return;
+	}
+	pthread_mutex_lock(&q->mu);
+	q->done = 1;
+	q->failed = failed;
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->mu);
 }
 
 /* Start waiting reductions; finish those MPI has completed. Returns the
@@ -185,16 +257,19 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 
 	while (akk_mailbox_tryrecv(&l->reduces, &q) == 0) {
 		q->t0 = now();
-		MPI_Iallreduce(MPI_IN_PLACE, q->buf, q->n, q->dbl ? MPI_DOUBLE : MPI_FLOAT,
-			       MPI_SUM, l->comms[q->chan], &q->req);
 		l->active[q->chan] = q;
 		*idle = 0;
+		if (mpi_check(l, MPI_Iallreduce(MPI_IN_PLACE, q->buf, q->n,
+						q->dbl ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
+						l->comms[q->chan], &q->req), "MPI_Iallreduce"))
+			return -1;
 	}
 	for (int c = 0; c < l->channels; c++) {
 		int flag = 0;
 		if (!(q = l->active[c]))
 			continue;
-		MPI_Test(&q->req, &flag, MPI_STATUS_IGNORE);
+		if (mpi_check(l, MPI_Test(&q->req, &flag, MPI_STATUS_IGNORE), "MPI_Test"))
+			return -1;
 		if (!flag) {
 			busy++;
 			continue;
@@ -204,16 +279,27 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 		atomic_fetch_add(&l->reduce_ns, (long)((now() - q->t0) * 1e9));
 		atomic_fetch_add(&l->nreduce, 1);
 		atomic_fetch_add(&l->reduce_bytes, (long)q->n * (q->dbl ? 8 : 4));
-		if (q->notify >= 0) {
-			akk_mailbox_send(&l->t->boxes[q->notify], &q->note);
-			continue;
-		}
-		pthread_mutex_lock(&q->mu);
-		q->done = 1;
-		pthread_cond_signal(&q->cv);
-		pthread_mutex_unlock(&q->mu);
+		finish(l, q, 0);
 	}
 	return busy;
+}
+
+/* After a failure: no more MPI. Drop what actors post and fail the
+ * reductions they wait for, until the link is stopped. */
+static void failed_round(struct akk_mpi_link *l)
+{
+	struct out o;
+	struct reduce *q;
+
+	while (akk_mailbox_tryrecv(&l->outbox, &o) == 0)
+		continue;
+	while (akk_mailbox_tryrecv(&l->reduces, &q) == 0)
+		finish(l, q, 1);
+	for (int c = 0; c < l->channels; c++)
+		if ((q = l->active[c])) {
+			l->active[c] = NULL;
+			finish(l, q, 1);
+		}
 }
 
 static void *link_main(void *arg)
@@ -224,26 +310,40 @@ static void *link_main(void *arg)
 	for (;;) {
 		struct out o;
 		MPI_Status st;
-		int idle = 1, flag = 0, rc, busy;
-
+		int idle = 1, flag = 0, rc, busy, sent;
+		/* Read before the outbox is emptied, never after: everything
+		 * posted before akk_mpi_link_stop set it is then taken below,
+		 * so the thread leaves only once all of it is sent. */
+		int stopping = atomic_load(&l->stop);
 		double t0 = now();
 
+		if (atomic_load(&l->failed)) {
+			failed_round(l);
+			if (stopping)
+				break;
+			nanosleep(&nap, NULL);
+			continue;
+		}
 		while ((rc = akk_mailbox_tryrecv(&l->outbox, &o)) == 0) {
-			send_out(l, &o);
 			idle = 0;
+			if (send_out(l, &o))
+				break;
 		}
 		busy = reductions(l, &idle);
-		MPI_Iprobe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &st);
+		if (atomic_load(&l->failed) ||
+		    mpi_check(l, MPI_Iprobe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &st),
+			      "MPI_Iprobe"))
+			continue;
 		if (flag) {
-			if (receive(l, st.MPI_SOURCE)) {
-				/* a message this rank cannot take: the job is broken */
-				MPI_Abort(MPI_COMM_WORLD, 1);
-			}
 			idle = 0;
+			if (receive(l, st.MPI_SOURCE))
+				continue;
 		}
 		if (!idle)
 			atomic_fetch_add(&l->busy_ns, (long)((now() - t0) * 1e9));
-		if (reap(l) && !busy && (rc < 0 || atomic_load(&l->stop)) && !flag)
+		if ((sent = reap(l)) < 0)
+			continue;
+		if (sent && !busy && (rc < 0 || stopping) && !flag)
 			break;
 		if (idle)
 			nanosleep(&nap, NULL);
@@ -255,7 +355,7 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       struct akk_err *e)
 {
 	struct akk_mpi_link *l = calloc(1, sizeof(*l));
-	int n = t->nactors, fail = 0;
+	int n = t->nactors, fail = 0, ndup = 0;
 
 	if (!l)
 		return akk_err_set(e, "out of memory");
@@ -276,8 +376,12 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	       akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n)) ||
 	       akk_mailbox_init(&l->reduces, sizeof(struct reduce *), p->channels + 1);
 	/* collective, so here on the main thread before the link thread runs */
-	for (int c = 0; !fail && c < p->channels; c++)
-		fail = MPI_Comm_dup(MPI_COMM_WORLD, &l->comms[c]) != MPI_SUCCESS;
+	for (int c = 0; !fail && c < p->channels; c++, ndup++)
+		if (MPI_Comm_dup(MPI_COMM_WORLD, &l->comms[c]) != MPI_SUCCESS) {
+			akk_err_set(e, "MPI: MPI_Comm_dup failed");
+			fail = 2;
+			break;
+		}
 	for (int a = 0; !fail && p->fwd_width && a < n; a++) {
 		if (t->actor_rank[a] != t->rank)
 			continue;	/* nothing arrives here for it */
@@ -304,11 +408,13 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 			if (l->state) akk_free(l->state[a].buf);
 		}
 		free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+		for (int c = 0; c < ndup; c++)
+			MPI_Comm_free(&l->comms[c]);
 		free(l->comms), free(l->active), free(l->posted);
 		akk_mailbox_release(&l->outbox);
 		akk_mailbox_release(&l->reduces);
 		free(l);
-		return akk_err_set(e, "cannot start the MPI communication thread");
+		return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
 	}
 	return 0;
 }
@@ -324,10 +430,25 @@ void akk_mpi_link_stop(struct akk_transport *t)
 {
 	struct akk_mpi_link *l = t->link;
 
-	if (!l)
+	if (!l || l->stopped)
 		return;
 	atomic_store(&l->stop, 1);
 	pthread_join(l->thread, NULL);
+	for (int c = 0; c < l->channels; c++)
+		MPI_Comm_free(&l->comms[c]);
+	/* From now on posts and reductions fail at once. */
+	akk_mailbox_close(&l->outbox);
+	akk_mailbox_close(&l->reduces);
+	l->stopped = 1;
+}
+
+void akk_mpi_link_free(struct akk_transport *t)
+{
+	struct akk_mpi_link *l = t->link;
+
+	if (!l)
+		return;
+	akk_mpi_link_stop(t);
 	for (int a = 0; a < l->nactors; a++) {
 		akk_free(l->fwd[a].buf);
 		akk_free(l->bwd[a].buf);
@@ -335,8 +456,6 @@ void akk_mpi_link_stop(struct akk_transport *t)
 		akk_free(l->state[a].buf);
 	}
 	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-	for (int c = 0; c < l->channels; c++)
-		MPI_Comm_free(&l->comms[c]);
 	free(l->comms), free(l->active), free(l->posted);
 	akk_mailbox_release(&l->outbox);
 	akk_mailbox_release(&l->reduces);
@@ -365,7 +484,7 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 {
 	struct akk_mpi_link *l = t->link;
 	struct reduce q = { buf, n, dbl, chan, MPI_REQUEST_NULL,
-			    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0,
+			    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
 			    -1, { 0 }, 0 };
 	struct reduce *qp = &q;
 
@@ -375,7 +494,17 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 	while (!q.done)
 		pthread_cond_wait(&q.cv, &q.mu);
 	pthread_mutex_unlock(&q.mu);
-	return 0;
+	return q.failed ? -1 : 0;
+}
+
+int akk_mpi_link_error(const struct akk_transport *t, struct akk_err *e)
+{
+	struct akk_mpi_link *l = t->link;
+
+	if (!l || !atomic_load(&l->failed))
+		return 0;
+	*e = l->err;
+	return -1;
 }
 
 void akk_mpi_link_stats(const struct akk_transport *t,
@@ -395,6 +524,12 @@ void akk_mpi_link_stats(const struct akk_transport *t,
 }
 
 #else	/* no MPI */
+
+int akk_mpi_link_error(const struct akk_transport *t, struct akk_err *e)
+{
+	(void)t, (void)e;
+	return 0;
+}
 
 void akk_mpi_link_stats(const struct akk_transport *t,
 			struct akk_link_stats *st)
@@ -435,6 +570,11 @@ int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
 }
 
 void akk_mpi_link_stop(struct akk_transport *t)
+{
+	(void)t;
+}
+
+void akk_mpi_link_free(struct akk_transport *t)
 {
 	(void)t;
 }

@@ -38,8 +38,16 @@ int akk_world_init(struct akk_world *w, int *argc, char ***argv,
 		return akk_err_set(e, "the MPI library does not support threads (MPI_THREAD_SERIALIZED)");
 	}
 	w->active = 1;
-	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+	/* Failures come back as return codes (each one checked, and the
+	 * CLI ends the job with the reason) instead of aborting inside MPI;
+	 * communicators duplicated from it inherit this. */
+	if (MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
+	    MPI_Comm_rank(MPI_COMM_WORLD, &w->rank) != MPI_SUCCESS ||
+	    MPI_Comm_size(MPI_COMM_WORLD, &w->size) != MPI_SUCCESS) {
+		w->rank = 0;
+		w->size = 1;
+		return akk_err_set(e, "MPI: cannot learn this process's rank");
+	}
 	w->local_size = local ? atoi(local) : 1;
 	if (w->local_size < 1)
 		w->local_size = 1;
@@ -80,4 +88,15 @@ int akk_world_bcast(struct akk_world *w, long *v, int n)
 	(void)v;
 	(void)n;
 	return 0;
+}
+
+int akk_world_check_split(size_t n, int batch, int ranks, struct akk_err *e)
+{
+	size_t step = (size_t)batch * (size_t)(ranks > 1 ? ranks : 1);
+	size_t last = n % step ? n % step : step;	/* the last batch */
+
+	if (ranks <= 1 || !n || last >= (size_t)ranks)
+		return 0;
+	return akk_err_set(e, "data parallel over %d ranks: the last batch of each epoch would leave a rank without samples; change schedule.batch_size",
+			   ranks);
 }

@@ -7,6 +7,8 @@
 #ifndef AKK_WORLD_H
 #define AKK_WORLD_H
 
+#include <stddef.h>
+
 #include "err.h"
 
 struct akk_world {
@@ -29,5 +31,10 @@ void akk_world_finalize(struct akk_world *w);
 void akk_world_abort(struct akk_world *w, int code);
 /* Broadcast n longs from rank 0 (collective; main thread only). */
 int akk_world_bcast(struct akk_world *w, long *v, int n);
+/* Data parallelism over `ranks` ranks: n samples in batches of
+ * ranks x batch, each batch split over the ranks. Fails (without a
+ * location: the caller knows where batch came from) when the last,
+ * partial batch would leave a rank without samples. */
+int akk_world_check_split(size_t n, int batch, int ranks, struct akk_err *e);
 
 #endif

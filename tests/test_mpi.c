@@ -4,11 +4,15 @@
  * checkpoints rank 0 writes with a single-process run's: flip-flop across
  * ranks must give the same parameters bit for bit. Skipped when this build
  * has no MPI or mpirun is missing (CI installs Open MPI and runs them).
- * Nothing waits on timing to pass: a killed rank is detected by waiting
- * for mpirun under `timeout`. Under `make check` the ranks run with ASan
- * and UBSan but without the leak check (see main). */
+ * Nothing waits on timing to pass, but no job may hang either: every
+ * mpirun runs under a deadline (AKK_MPI_DEADLINE seconds, default 30,
+ * where a job takes a few), after which the test names the ranks still
+ * running, kills the job and fails. Under `make check` the ranks run with
+ * ASan and UBSan but without the leak check (see main). */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +27,255 @@
 
 static char g_dir[512];
 
-static const char *mpirun_args[] = { "timeout", "120", "mpirun", "--oversubscribe",
+static const char *mpirun_args[] = { "mpirun", "--oversubscribe",
 				     "--allow-run-as-root", "-np" };
+
+/* --- jobs under a deadline ------------------------------------------------ */
+
+struct job {
+	pid_t pid;		/* mpirun */
+	int fd;			/* its stdout and stderr, or -1 (/dev/null) */
+	char *out;		/* what it wrote, NUL-terminated, truncated */
+	size_t size, len;
+	double deadline;	/* CLOCK_MONOTONIC seconds */
+	int seconds;		/* allowed */
+	char what[256];		/* "mpirun ... -np 3 akkctl train np3.yaml" */
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int deadline_seconds(void)
+{
+	const char *d = getenv("AKK_MPI_DEADLINE");
+
+	return d && atoi(d) > 0 ? atoi(d) : 30;
+}
+
+/* Start argv with stdin from /dev/null and stdout and stderr into out
+ * (NULL: to /dev/null); it must end within `seconds`. */
+static void job_start(struct job *j, const char *const *argv, char *out,
+		      size_t size, int seconds)
+{
+	int p[2] = { -1, -1 };
+	size_t n = 0;
+
+	memset(j, 0, sizeof(*j));
+	j->fd = -1;
+	j->out = out;
+	j->size = size;
+	if (out && size)
+		out[0] = '\0';
+	for (int i = 0; argv[i] && n + 1 < sizeof(j->what); i++) {
+		const char *base = strrchr(argv[i], '/');	/* paths by name */
+		n += snprintf(j->what + n, sizeof(j->what) - n, "%s%s", i ? " " : "",
+			      base ? base + 1 : argv[i]);
+	}
+	assert_true(!out || pipe(p) == 0);
+	j->seconds = seconds;
+	j->deadline = mono() + seconds;
+	j->pid = fork();
+	assert_true(j->pid >= 0);
+	if (j->pid == 0) {
+		int dn = open("/dev/null", O_RDWR);
+		dup2(dn, 0);
+		dup2(out ? p[1] : dn, 1);
+		dup2(out ? p[1] : dn, 2);
+		if (out)
+			close(p[0]);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (out) {
+		close(p[1]);
+		j->fd = p[0];
+	}
+}
+
+/* The parent of pid, from /proc/PID/stat (0 when it is gone). */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[1024], *r;
+	FILE *f;
+	size_t len;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold anything but ")" ends it */
+	if ((r = strrchr(buf, ')')) && sscanf(r + 1, " %*c %d", &ppid) == 1)
+		return (pid_t)ppid;
+	return 0;
+}
+
+/* The MPI rank of process pid ($OMPI_COMM_WORLD_RANK), -1 when none. */
+static int rank_of(pid_t pid)
+{
+	char path[64], buf[65536];
+	FILE *f;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+		if (!strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21))
+			return atoi(buf + i + 21);
+	return -1;
+}
+
+/* The processes that descend from root (mpirun's ranks and helpers). */
+static int descendants(pid_t root, pid_t *out, int max)
+{
+	int n = 0, grew = 1;
+	pid_t all[4096], par[4096];
+	int nall = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	while (d && (de = readdir(d)) && nall < 4096) {
+		pid_t p = (pid_t)atoi(de->d_name);
+		if (p > 0) {
+			all[nall] = p;
+			par[nall++] = parent_of(p);
+		}
+	}
+	if (d)
+		closedir(d);
+	while (grew) {		/* children of root, then theirs */
+		grew = 0;
+		for (int i = 0; i < nall; i++) {
+			int known = 0, under = par[i] == root;
+			for (int k = 0; k < n; k++) {
+				known |= out[k] == all[i];
+				under |= out[k] == par[i];
+			}
+			if (under && !known && n < max) {
+				out[n++] = all[i];
+				grew = 1;
+			}
+		}
+	}
+	return n;
+}
+
+/* The pid of rank `rank` of job j, 0 while there is none. */
+static pid_t job_rank_pid(const struct job *j, int rank)
+{
+	pid_t kids[64];
+	int n = descendants(j->pid, kids, 64);
+
+	for (int i = 0; i < n; i++)
+		if (rank_of(kids[i]) == rank)
+			return kids[i];
+	return 0;
+}
+
+/* At the deadline: say which ranks still run, then kill them and mpirun. */
+static void job_kill(struct job *j, char *msg, size_t size)
+{
+	pid_t kids[64];
+	int n = descendants(j->pid, kids, 64), len = 0, ranks = 0;
+
+	msg[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		int r = rank_of(kids[i]);
+		if (r >= 0 && len < (int)size)
+			len += snprintf(msg + len, size - len, "%srank %d (pid %d)",
+					ranks++ ? ", " : "", r, (int)kids[i]);
+	}
+	if (!ranks)
+		snprintf(msg, size, "no rank (mpirun itself)");
+	for (int i = 0; i < n; i++)
+		kill(kids[i], SIGKILL);
+	kill(j->pid, SIGKILL);
+	waitpid(j->pid, NULL, 0);
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = -1;
+}
+
+/* Wait for job j: its exit status (128+signal when killed), or -2 at the
+ * deadline, when it has been killed and msg says which ranks were still
+ * running. */
+static int job_wait_msg(struct job *j, char *msg, size_t size)
+{
+	int status;
+
+	for (;;) {
+		double left = j->deadline - mono();
+		pid_t w;
+		if (left <= 0) {
+			job_kill(j, msg, size);
+			return -2;
+		}
+		if (j->fd >= 0) {
+			struct pollfd pf = { j->fd, POLLIN, 0 };
+			char tmp[4096];
+			ssize_t r;
+			if (poll(&pf, 1, left > 0.1 ? 100 : 1) < 0 && errno != EINTR)
+				fail_msg("%s: poll: %s", j->what, strerror(errno));
+			if (!pf.revents)
+				continue;
+			r = read(j->fd, tmp, sizeof(tmp));
+			if (r > 0) {
+				size_t k = (size_t)r;
+				if (j->out && j->len + 1 < j->size) {
+					if (k > j->size - 1 - j->len)
+						k = j->size - 1 - j->len;
+					memcpy(j->out + j->len, tmp, k);
+					j->len += k;
+					j->out[j->len] = '\0';
+				}
+				continue;
+			}
+			close(j->fd);	/* every rank has closed it */
+			j->fd = -1;
+		}
+		w = waitpid(j->pid, &status, WNOHANG);
+		if (w == j->pid)
+			break;
+		nap_ms(10);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+/* The same, failing the test at the deadline. */
+static int job_wait(struct job *j)
+{
+	char msg[1024];
+	int rc = job_wait_msg(j, msg, sizeof(msg));
+
+	if (rc == -2) {
+		if (j->len)	/* what the job said before it hung, the end of it */
+			print_message("output of the killed job:\n%s\n",
+				      j->out + (j->len > 2000 ? j->len - 2000 : 0));
+		fail_msg("%s did not finish within %d s; still running: %s; killed the job",
+			 j->what, j->seconds, msg);
+	}
+	return rc;
+}
 
 static int have_mpi(void)
 {
@@ -88,13 +339,15 @@ static void write_cfg(char *path, size_t size, const char *name,
 	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
 }
 
-/* akkctl train CFG EXTRA... under mpirun -np np (np 0: no mpirun). */
+/* akkctl train CFG EXTRA... under mpirun -np np, within the deadline
+ * (np 0: no mpirun). Returns the exit status, stdout and stderr in err. */
 static int train(int np, const char *cfg, const char *const *extra, char *err,
 		 size_t errsz)
 {
 	const char *argv[32];
 	char nps[8];
 	int n = 0;
+	struct job j;
 
 	if (np) {
 		for (size_t i = 0; i < sizeof(mpirun_args) / sizeof(*mpirun_args); i++)
@@ -108,7 +361,10 @@ static int train(int np, const char *cfg, const char *const *extra, char *err,
 	for (int i = 0; extra && extra[i]; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	return tu_run(argv, NULL, 0, err, errsz);
+	if (!np)
+		return tu_run(argv, NULL, 0, err, errsz);
+	job_start(&j, argv, err, errsz, deadline_seconds());
+	return job_wait(&j);
 }
 
 /* Every tensor, step and RNG of two checkpoints, bit for bit. */
@@ -347,6 +603,46 @@ static void data_parallel_np3_partial(void **unused)
 	assert_close_ckpt(a, b, 1e-4);
 }
 
+/* The lines of out that start with "akkctl: " (akkctl's own reports, not
+ * mpirun's): how many, and the first in line. */
+static int akkctl_lines(const char *out, char *line, size_t size)
+{
+	int n = 0;
+
+	line[0] = '\0';
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "akkctl: ", 8) && !n++) {
+			size_t len = strcspn(p, "\n");
+			snprintf(line, size, "%.*s", (int)(len < size ? len : size - 1), p);
+		}
+	return n;
+}
+
+/* 640 samples in batches of 3 x 71 leave one for the last batch: a rank
+ * without samples is a config error at schedule.batch_size (exit 2,
+ * before anything starts), said once, by rank 0. */
+static void data_parallel_batch_too_big(void **unused)
+{
+	char cfg[700], err[8192], want[1200], line[1200];
+	const char *set[] = { "--set", "schedule.batch_size=71", NULL };
+	static const char msg[] = "data parallel over 3 ranks: the last batch of each epoch would leave a rank without samples; change schedule.batch_size";
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_dp_cfg(cfg, sizeof(cfg), "dp-split", 71, "data", "train");
+	assert_int_equal(train(3, cfg, NULL, err, sizeof(err)), 2);
+	snprintf(want, sizeof(want), "akkctl: %s:10:40: %s", cfg, msg);
+	assert_int_equal(akkctl_lines(err, line, sizeof(line)), 1);
+	assert_string_equal(line, want);
+	/* given by --set, it is reported there */
+	write_dp_cfg(cfg, sizeof(cfg), "dp-split2", 32, "data", "train");
+	assert_int_equal(train(3, cfg, set, err, sizeof(err)), 2);
+	snprintf(want, sizeof(want), "akkctl: --set schedule.batch_size=71: %s", msg);
+	assert_int_equal(akkctl_lines(err, line, sizeof(line)), 1);
+	assert_string_equal(line, want);
+}
+
 /* Without mpirun, a gate on another rank is a config error naming it. */
 static void placement_needs_mpirun(void **unused)
 {
@@ -358,14 +654,41 @@ static void placement_needs_mpirun(void **unused)
 	assert_non_null(strstr(err, ":10:7: gate 2 is placed on rank 1, but there is 1 rank (mpirun -np 1)"));
 }
 
+/* Wait until metrics file csv has `rows` lines: the run is in training.
+ * Fails when the job ends first or at its deadline. */
+static void wait_rows(struct job *j, const char *csv, int rows)
+{
+	char msg[1024];
+
+	for (;;) {
+		FILE *f = fopen(csv, "r");
+		char line[256];
+		int n = 0;
+		while (f && fgets(line, sizeof(line), f))
+			n++;
+		if (f)
+			fclose(f);
+		if (n >= rows)
+			return;
+		if (waitpid(j->pid, NULL, WNOHANG) == j->pid)
+			fail_msg("%s ended before its first epoch", j->what);
+		if (mono() > j->deadline) {
+			job_kill(j, msg, sizeof(msg));
+			fail_msg("%s wrote no epoch within %d s; still running: %s; killed the job",
+				 j->what, j->seconds, msg);
+		}
+		nap_ms(10);
+	}
+}
+
 /* Ctrl-C to mpirun: every rank stops at the same point, rank 0 writes a
  * final checkpoint that loads, and the job ends (not killed for hanging). */
 static void interrupt_job(const char *name, const char *const *sets)
 {
 	char cfg[700], csv[900], last[900];
 	const char *argv[40];
-	int n = 0, status = 0;
-	pid_t child, w = 0;
+	int n = 0;
+	struct job j;
 	struct akk_checkpoint c;
 	struct akk_err e;
 
@@ -386,41 +709,10 @@ static void interrupt_job(const char *name, const char *const *sets)
 	argv[n] = NULL;
 	ckpt_path(csv, sizeof(csv), name, "metrics.csv");
 	ckpt_path(last, sizeof(last), name, "last.bin");
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		int dn = open("/dev/null", O_WRONLY);
-		dup2(dn, 1);
-		dup2(dn, 2);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	/* into training: epoch 1's metrics rows exist */
-	for (int tries = 0; tries < 6000; tries++) {
-		FILE *f = fopen(csv, "r");
-		char line[256];
-		int rows = 0;
-		while (f && fgets(line, sizeof(line), f))
-			rows++;
-		if (f)
-			fclose(f);
-		if (rows >= 2)
-			break;
-		struct timespec ts = { 0, 10000000 };
-		nanosleep(&ts, NULL);
-	}
-	kill(child, SIGINT);
-	for (int tries = 0; tries < 6000 && !w; tries++) {	/* up to 60 s */
-		struct timespec ts = { 0, 10000000 };
-		w = waitpid(child, &status, WNOHANG);
-		if (!w)
-			nanosleep(&ts, NULL);
-	}
-	if (!w) {
-		kill(child, SIGKILL);
-		waitpid(child, &status, 0);
-		fail_msg("mpirun did not end within 60 s of SIGINT");
-	}
+	job_start(&j, argv, NULL, 0, deadline_seconds());
+	wait_rows(&j, csv, 2);	/* into training: epoch 1's metrics rows exist */
+	kill(j.pid, SIGINT);
+	job_wait(&j);		/* mpirun itself exits 1 */
 	if (akk_checkpoint_read(&c, last, &e))
 		fail_msg("no loadable final checkpoint: %s", e.msg);
 	assert_true(c.pos.id > 0);
@@ -444,81 +736,53 @@ static void interrupt_data_parallel(void **unused)
 }
 
 /* A rank killed mid-run ends the whole job, with an error, not a hang:
- * mpirun must return (under `timeout`, which would say 124) non-zero. */
+ * mpirun must return non-zero before the deadline. */
 static void killed_rank_ends_job(void **unused)
 {
-	char cfg[700];
-	pid_t child;
-	int status;
+	char cfg[700], csv[900];
+	const char *argv[] = { "mpirun", "--oversubscribe", "--allow-run-as-root",
+			       "-np", "2", tu_akkctl(), "train", cfg, "--quiet",
+			       "--epochs", "100000", NULL };	/* cannot finish */
+	struct job j;
+	pid_t victim;
 
 	(void)unused;
 	if (!have_mpi())
 		skip();
 	write_cfg(cfg, sizeof(cfg), "killed", "flip-flop", "contiguous", "", "", "");
-	/* many epochs: it cannot finish before the kill */
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		int dn = open("/dev/null", 1);
-		dup2(dn, 1);
-		dup2(dn, 2);
-		execlp("timeout", "timeout", "120", "mpirun", "--oversubscribe",
-		       "--allow-run-as-root", "-np", "2", tu_akkctl(), "train", cfg,
-		       "--quiet", "--epochs", "100000", (char *)NULL);
-		_exit(127);
-	}
-	/* find rank 1 of this job: an akkctl whose environment says so */
-	pid_t victim = 0;
-	for (int tries = 0; tries < 6000 && !victim; tries++) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-		while (d && (de = readdir(d)) && !victim) {
-			char path[300], buf[65536];
-			FILE *f;
-			size_t len;
-			if (de->d_name[0] < '1' || de->d_name[0] > '9')
-				continue;
-			snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-			if (!(f = fopen(path, "r")))
-				continue;
-			len = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[len] = '\0';
-			for (size_t i = 0; i < len; i++)
-				if (!buf[i])
-					buf[i] = ' ';
-			if (!strstr(buf, "akkctl train") || !strstr(buf, "killed.yaml") ||
-			    strstr(buf, "mpirun"))
-				continue;
-			snprintf(path, sizeof(path), "/proc/%s/environ", de->d_name);
-			if (!(f = fopen(path, "r")))
-				continue;
-			len = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			for (size_t i = 0; i + 23 < len; i++)
-				if (!memcmp(buf + i, "OMPI_COMM_WORLD_RANK=1", 22) && buf[i + 22] == '\0')
-					victim = (pid_t)atoi(de->d_name);
-		}
-		if (d)
-			closedir(d);
-		if (!victim) {
-			struct timespec ts = { 0, 10000000 };
-			nanosleep(&ts, NULL);
-		}
-	}
-	assert_true(victim > 0);
-	/* let it get into training first: wait for epoch 1's metrics row */
-	char csv[900];
 	ckpt_path(csv, sizeof(csv), "killed", "metrics.csv");
-	for (int tries = 0; tries < 6000 && access(csv, F_OK); tries++) {
-		struct timespec ts = { 0, 10000000 };
-		nanosleep(&ts, NULL);
+	job_start(&j, argv, NULL, 0, deadline_seconds());
+	wait_rows(&j, csv, 2);	/* let it get into training first */
+	if (!(victim = job_rank_pid(&j, 1))) {
+		char msg[1024];
+		job_kill(&j, msg, sizeof(msg));
+		fail_msg("no rank 1 under %s (running: %s)", j.what, msg);
 	}
 	kill(victim, SIGKILL);
-	assert_int_equal(waitpid(child, &status, 0), child);
-	assert_true(WIFEXITED(status));
-	assert_int_not_equal(WEXITSTATUS(status), 0);
-	assert_int_not_equal(WEXITSTATUS(status), 124);	/* not a hang */
+	assert_int_not_equal(job_wait(&j), 0);
+}
+
+/* The deadline itself: a job whose ranks never end is killed at it, and
+ * the report names every rank still running. */
+static void deadline_names_hung_ranks(void **unused)
+{
+	const char *argv[] = { "mpirun", "--oversubscribe", "--allow-run-as-root",
+			       "-np", "2", "sleep", "600", NULL };
+	char msg[1024];
+	struct job j;
+	double t0 = mono();
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	job_start(&j, argv, NULL, 0, 3);
+	while (job_rank_pid(&j, 1) == 0 && mono() < t0 + 3)	/* both started */
+		nap_ms(10);
+	assert_int_equal(job_wait_msg(&j, msg, sizeof(msg)), -2);
+	assert_true(mono() - t0 < 10);
+	assert_non_null(strstr(msg, "rank 0 (pid "));
+	assert_non_null(strstr(msg, "rank 1 (pid "));
+	assert_int_equal(kill(j.pid, 0), -1);	/* mpirun is gone, reaped */
 }
 
 int main(void)
@@ -529,6 +793,8 @@ int main(void)
 	 * the ranks still run under ASan and UBSan, without the leak check. */
 	setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
 #endif
+	if (getenv("AKK_TEST_FILTER"))	/* e.g. AKK_TEST_FILTER='*np3*' */
+		cmocka_set_test_filter(getenv("AKK_TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(placement_needs_mpirun),
 		cmocka_unit_test(pipeline_contiguous_np2),
@@ -537,9 +803,11 @@ int main(void)
 		cmocka_unit_test(resume_np2),
 		cmocka_unit_test(data_parallel_np2),
 		cmocka_unit_test(data_parallel_np3_partial),
+		cmocka_unit_test(data_parallel_batch_too_big),
 		cmocka_unit_test(interrupt_pipeline),
 		cmocka_unit_test(interrupt_data_parallel),
 		cmocka_unit_test(killed_rank_ends_job),
+		cmocka_unit_test(deadline_names_hung_ranks),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }
