@@ -285,6 +285,8 @@ int cmd_train(int argc, char **argv)
 		rc = EXIT_OK;
 		goto out;
 	}
+	if (resume && akk_checkpoint_position(&ck, s.sched.batch_size, dp ? world.size : 1, train.n, ckpath, &e))
+		goto report;	/* exit 2: the position does not fit this run */
 	rc = EXIT_RUNTIME;
 	if (world.rank == 0 && mkdirs(s.out.dir, &e))
 		goto report;
