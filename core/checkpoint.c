@@ -471,6 +471,10 @@ static int read_file(const char *path, unsigned char **out, size_t *len,
 					  version, AKK_CKPT_VERSION);
 		}
 	}
+	if (head[12] | head[13] | head[14] | head[15]) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "corrupt checkpoint: header.reserved is not 0");
+	}
 	total = le64(head + 16);
 	if (regular && total != size) {
 		fclose(f);
@@ -547,10 +551,12 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 	if (p->samples < 0 || p->correct < 0 || p->correct > p->samples)
 		return BAD("position.correct is %ld of position.samples %ld",
 			   p->correct, p->samples);
-	if (!finite_nonneg(p->seconds))
-		return BAD("position.seconds is %g (finite, at least 0)", p->seconds);
+	if (!finite_nonneg(p->seconds) || p->seconds > 1e9)
+		return BAD("position.seconds is %g (0 to 1e9)", p->seconds);
 	if (!p->index && (p->loss_sum || p->samples))
 		return BAD("position.index is 0 (an epoch boundary) but the epoch's running sums are not");
+	if (!p->samples && p->loss_sum)
+		return BAD("position.loss_sum is %g over 0 samples", p->loss_sum);
 	if (m->epoch < 0 || m->epoch > p->epoch)
 		return BAD("metrics.epoch is %d with position.epoch %d", m->epoch, p->epoch);
 	if (!finite_nonneg(m->train_loss))

@@ -1230,7 +1230,7 @@ static void forged_fields_rejected(void **unused)
 	/* hostile running totals went into metrics.csv and best.bin */
 	forged("position.loss_sum", 1, NAN, 0, "position.loss_sum is nan");
 	forged("position.loss_sum", 1, -1, 0, "position.loss_sum is -1");
-	forged("position.seconds", 1, INFINITY, 0, "position.seconds is inf");
+	forged("position.seconds", 1, INFINITY, 0, "position.seconds is inf (0 to 1e9)");
 	forged("metrics.best_val_acc", 1, INFINITY, 0, "metrics.best_val_acc is inf");
 	forged("metrics.val_acc", 1, NAN, 0, "metrics.val_acc is nan");
 	forged("metrics.train_loss", 1, -INFINITY, 0, "metrics.train_loss is -inf");
