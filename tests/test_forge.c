@@ -61,7 +61,8 @@ static const char *cfg_text =
 	"network:\n"
 	"  input: [64]\n"
 	"  gates:\n"
-	"    - layers: [{dense: {units: 8, bias: false}}, batchnorm, tanh]\n"
+	/* room to forge a huge width in place */
+	"    - layers: [{dense: {units: 8        , bias: false}}, batchnorm, tanh]\n"
 	"    - layers: [{dense: 4}]\n"
 	"optimizer: {type: adam, lr: 0.01}\n"
 	"schedule: {mode: flip-flop, epochs: 2, batch_size: 16}\n"
@@ -404,12 +405,39 @@ static void divergence_guard_and_overflowing_weights(void **unused)
 		fail_msg("eval of overflowing weights: exit %d\n%s", rc, g_err);
 }
 
+/* The stored config forged, in place, to plan a network of 26 GB of
+ * weights (a first layer 10^8 wide) around the file's tensors: eval and
+ * inspect refuse it with exit 2 under the 1 GB limit, before allocating
+ * it (eval used to allocate the network first). */
+static void stored_config_of_a_huge_network(void **unused)
+{
+	const char *eval[] = { "eval", g_ck, NULL };
+	const char *inspect[] = { "inspect", g_ck, NULL };
+	struct forge fg;
+	unsigned char *at;
+
+	(void)unused;
+	assert_int_equal(forge_load(&fg, g_base), 0);
+	at = memmem(fg.p, fg.len, "units: 8        ,", 17);
+	assert_non_null(at);
+	memcpy(at, "units: 100000000,", 17);
+	assert_int_equal(forge_save(&fg, g_ck), 0);
+	forge_release(&fg);
+	for (int c = 0; c < 2; c++) {
+		int rc = run_limited(c ? inspect : eval);
+		if (rc != 2 || !strstr(g_err, "akkctl: ") || !strstr(g_err, g_ck) ||
+		    !strstr(g_err, "checkpoint does not match the network: 'g1.l1.dense.weight' has shape 8x64, the network needs 100000000x64"))
+			fail_msg("%s: exit %d\n%s", c ? "inspect" : "eval", rc, g_err);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(forged_fields_every_command),
 		cmocka_unit_test(resume_at_another_batch_size),
 		cmocka_unit_test(divergence_guard_and_overflowing_weights),
+		cmocka_unit_test(stored_config_of_a_huge_network),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
