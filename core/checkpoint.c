@@ -483,11 +483,13 @@ static int read_file(const char *path, unsigned char **out, size_t *len,
 				  total > size ? "truncated" : "corrupt",
 				  (unsigned long long)total, (unsigned long long)size);
 	}
-	if (total > SIZE_MAX / 2) {
+	if (total > SIZE_MAX / 2 || (!regular && total > AKK_CKPT_MAX_STREAM)) {
 		fclose(f);
 		return akk_err_at(e, path, 0, 0,
-				  "corrupt checkpoint: the header says %llu bytes",
-				  (unsigned long long)total);
+				  "%s: the header says %llu bytes, more than %llu",
+				  regular ? "corrupt checkpoint" : "checkpoint stream too long",
+				  (unsigned long long)total,
+				  (unsigned long long)AKK_CKPT_MAX_STREAM);
 	}
 	if (read_rest(f, head, n, total, out, len)) {
 		fclose(f);

@@ -25,6 +25,9 @@
  * record: 2^40, far beyond any run, and small enough that no position
  * arithmetic overflows. */
 #define AKK_CKPT_MAX_STEPS (1L << 40)
+/* The longest checkpoint read from a pipe or device, which has no size to
+ * check the header against: 4 GiB. A regular file is bounded by its size. */
+#define AKK_CKPT_MAX_STREAM (4ull << 30)
 
 /* Where training stands: the next batch to train. */
 struct akk_position {

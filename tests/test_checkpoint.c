@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -1323,6 +1325,74 @@ static void stored_config_of_a_huge_network_rejected(void **unused)
 		fail_msg("%s", e.msg);
 }
 
+/* Through a pipe (no size to check the header against): a 400 KB
+ * checkpoint reads whole, the buffer growing with what arrives; the same
+ * bytes with a header saying 1 TB are refused before reading on. */
+static void read_from_a_pipe(void **unused)
+{
+	static const char *yaml =
+		"data: {train: {images: x, labels: y}}\n"
+		"network: {input: [256], gates: [{layers: [{dense: 128}]}, {layers: [{dense: 4}]}]}\n"
+		"optimizer: {type: adam, lr: 0.01}\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate *g;
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	char *dir = tmpdir(), path[600], fifo[640];
+	unsigned char *data;
+	size_t len;
+
+	(void)unused;
+	parse(&s, &m, yaml, NULL, 0);
+	g = fresh_gates(&m, 3);
+	snprintf(path, sizeof(path), "%s/big.bin", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	if (write_ckpt(path, &s, g, m.ngates, 0, (struct akk_position){ 0 },
+		       (struct akk_ckpt_metrics){ 0 }, &e))
+		fail_msg("write: %s", e.msg);
+	free_gates(g, m.ngates);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	data = slurp(path, &len);
+	assert_true(len > 400000);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	for (int forged = 0; forged < 2; forged++) {
+		pid_t pid;
+		int status;
+
+		if (forged) {
+			for (int i = 0; i < 8; i++)
+				data[16 + i] = (unsigned char)((1ull << 40) >> (8 * i));
+			fix_crc(data, len);
+		}
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			FILE *f = fopen(fifo, "wb");
+			if (f) {
+				fwrite(data, 1, len, f);
+				fclose(f);
+			}
+			_exit(0);
+		}
+		if (!forged) {
+			if (akk_checkpoint_read(&c, fifo, &e))
+				fail_msg("pipe: %s", e.msg);
+			assert_int_equal(c.ngates, 2);
+			akk_checkpoint_release(&c);
+		} else {
+			assert_read_fails(fifo, &e);
+			if (!strstr(e.msg, "checkpoint stream too long: the header says 1099511627776 bytes"))
+				fail_msg("%s", e.msg);
+		}
+		/* the writer may still be blocked on a pipe nobody reads */
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	free(data);
+}
+
 /* The writer keeps the one gate limit, AKK_MAX_GATES. */
 static void writer_refuses_too_many_gates(void **unused)
 {
@@ -1576,6 +1646,7 @@ int main(void)
 		cmocka_unit_test_teardown(forged_valid_values_accepted, remove_dirs),
 		cmocka_unit_test_teardown(stored_config_of_a_huge_network_rejected, remove_dirs),
 		cmocka_unit_test_teardown(writer_refuses_too_many_gates, remove_dirs),
+		cmocka_unit_test_teardown(read_from_a_pipe, remove_dirs),
 		cmocka_unit_test_teardown(position_against_the_run, remove_dirs),
 		cmocka_unit_test_teardown(write_is_atomic_and_clean, remove_dirs),
 		cmocka_unit_test_teardown(write_1099_char_path_renames, remove_dirs),

@@ -431,6 +431,21 @@ static void stored_config_of_a_huge_network(void **unused)
 	}
 }
 
+/* Reading is bounded by what the file holds: /dev/zero is refused at its
+ * magic (eval used to read about 2 GB of it first). */
+static void endless_device_refused_at_once(void **unused)
+{
+	const char *eval[] = { "eval", "/dev/zero", NULL };
+	const char *inspect[] = { "inspect", "/dev/zero", NULL };
+
+	(void)unused;
+	for (int c = 0; c < 2; c++) {
+		int rc = run_limited(c ? inspect : eval);
+		if (rc != 2 || !strstr(g_err, "akkctl: /dev/zero: not an akkctl checkpoint (bad magic)"))
+			fail_msg("%s: exit %d\n%s", c ? "inspect" : "eval", rc, g_err);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +453,7 @@ int main(void)
 		cmocka_unit_test(resume_at_another_batch_size),
 		cmocka_unit_test(divergence_guard_and_overflowing_weights),
 		cmocka_unit_test(stored_config_of_a_huge_network),
+		cmocka_unit_test(endless_device_refused_at_once),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
