@@ -325,6 +325,10 @@ static void forged_fields_every_command(void **unused)
 				if (rc == 0 && !same && !valid_value(f->name, f->type, v))
 					fail_msg("%s = %s: %s accepted it", f->name,
 						 value_names[v], cmds[c]);
+				if (getenv("AKK_TEST_VERBOSE") && atoi(getenv("AKK_TEST_VERBOSE")) > 1)
+					fprintf(stderr, "  %s = %s: %s exit %d%s\n", f->name,
+						value_names[v], cmds[c], rc,
+						same ? " (unchanged)" : "");
 				if (rc && strncmp(g_err, "akkctl: ", 8))
 					fail_msg("%s = %s: %s: exit %d without a message:\n%s",
 						 f->name, value_names[v], cmds[c], rc, g_err);
