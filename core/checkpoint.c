@@ -3,7 +3,10 @@
  * The file is built in memory, then written whole: header, config, position,
  * metrics, gates, CRC-32. Every field goes through put_* / get_*, which fix
  * the byte order; the reader's get_* never read past the end and latch an
- * error instead, so a damaged file can only produce a message. */
+ * error instead, so a damaged file can only produce a message. A file that
+ * parses is then validated as a whole (validate): every field's range, the
+ * fields against each other, and every tensor against the network its
+ * stored config plans, before any caller builds anything from it. */
 #include "checkpoint.h"
 
 #include <errno.h>
