@@ -387,6 +387,35 @@ static void max_loss_stops_a_diverging_run(void **unused)
 	}
 }
 
+/* A start past the epoch's batches is refused at init: the sentinel used
+ * to wait for batches the provider never made (a resume at a larger batch
+ * size hung until killed). The end of the epoch itself is a valid start. */
+static void start_past_the_epoch_refused(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	struct akk_run_config cfg;
+
+	(void)unused;
+	setup_net(&f, "flip-flop", 2, 1, 0, NULL);
+	cfg = (struct akk_run_config){ .mode = AKK_MODE_FLIPFLOP, .epochs = 2,
+				       .blas_threads = 1,
+				       .start = { .epoch = 0, .index = 64, .id = 64 } };
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), -1);
+	if (!strstr(e.msg, "cannot start at epoch 1, batch 64, step 64: an epoch has 63 batches"))
+		fail_msg("%s", e.msg);
+	cfg.start.index = 63;
+	cfg.start.id = 63;
+	cfg.start.samples = 1000;
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+	assert_int_equal(akk_run_train(&r, &e), 0);
+	assert_int_equal(r.pos.epoch, 2);
+	assert_int_equal(r.pos.id, 63 + 63);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
 static void interrupt_at(void *ctx, const struct akk_progress *p)
 {
 	struct akk_run *r = ctx;
@@ -432,6 +461,7 @@ int main(void)
 		cmocka_unit_test(nan_stops_the_run),
 		cmocka_unit_test(nonfinite_output_names_the_gate),
 		cmocka_unit_test(max_loss_stops_a_diverging_run),
+		cmocka_unit_test(start_past_the_epoch_refused),
 		cmocka_unit_test(interrupt_stops_cleanly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
