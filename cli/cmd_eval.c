@@ -88,6 +88,7 @@ int cmd_eval(int argc, char **argv)
 	struct akk_eval_result res = { 0 };
 	struct akk_err e = { 0 };
 	FILE *pf = NULL;
+	int made_preds = 0;	/* remove the predictions file on failure */
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:i:l:b:cp:h", opts, NULL)) != -1) {
@@ -179,6 +180,7 @@ int cmd_eval(int argc, char **argv)
 			akk_err_set(&e, "cannot open '%s': %s", preds, strerror(errno));
 			goto report;
 		}
+		made_preds = 1;
 		fprintf(pf, "index,label,predicted,probability\n");
 	}
 	akk_float_mode();
@@ -195,8 +197,6 @@ int cmd_eval(int argc, char **argv)
 	if (!isfinite(res.loss)) {
 		akk_err_at(&e, ckpath, 0, 0, "evaluation gives %s: the weights are not usable",
 			   isnan(res.loss) ? "a loss of NaN" : "an infinite loss");
-		if (preds)
-			unlink(preds);
 		rc = EXIT_USAGE;
 		goto report;
 	}
@@ -205,6 +205,12 @@ int cmd_eval(int argc, char **argv)
 	goto out;
 report:
 	cli_report(&e, rc);
+	if (made_preds) {
+		if (pf)
+			fclose(pf);
+		pf = NULL;
+		unlink(preds);
+	}
 out:
 	if (pf)
 		fclose(pf);

@@ -546,6 +546,10 @@ int cmd_train(int argc, char **argv)
 		have_val = have_val && !dp;	/* rank 0 alone validates */
 		ui.quiet = 1;
 	}
+	if (resume && !start_over &&
+	    akk_checkpoint_position(&ck, s.sched.batch_size, dp ? world.size : 1,
+				    train.n, ckpath, &e))
+		goto report;	/* exit 2: the position does not fit this run */
 	rc = EXIT_RUNTIME;
 	if (!(metrics = ckpt_join(s.out.dir, s.out.metrics, &e)))
 		goto report;

@@ -3,12 +3,17 @@
  * The file is built in memory, then written whole: header, config, position,
  * metrics, gates, CRC-32. Every field goes through put_* / get_*, which fix
  * the byte order; the reader's get_* never read past the end and latch an
- * error instead, so a damaged file can only produce a message. */
+ * error instead, so a damaged file can only produce a message. A file that
+ * parses is then validated as a whole (validate): every field's range, the
+ * fields against each other, and every tensor against the network its
+ * stored config plans, before any caller builds anything from it. */
 #include "checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "batch.h"
+#include "model.h"
 #include "spec.h"
 
 struct wbuf {
@@ -161,6 +168,11 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 		return akk_err_set(e, "out of memory writing checkpoint '%s'", path);
 	}
 	tmp[0] = '\0';
+	if (src->ngates < 1 || src->ngates > AKK_MAX_GATES) {
+		akk_err_set(e, "cannot checkpoint %d gates to '%s' (1 to %d)",
+			    src->ngates, path, AKK_MAX_GATES);
+		goto out;
+	}
 
 	put(&w, AKK_CKPT_MAGIC, 8);
 	put_u32(&w, AKK_CKPT_VERSION);
@@ -239,8 +251,27 @@ out:
 struct rbuf {
 	const unsigned char *p;
 	size_t len, off;
-	const char *bad;	/* what was being read when the data ran out */
+	const char *bad;	/* what was wrong: a field, or why[] */
+	char why[240];
 };
+
+/* Latch the first problem, with a formatted description. */
+static void bad(struct rbuf *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->bad)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	r->bad = r->why;
+}
+
+static size_t left(const struct rbuf *r)
+{
+	return r->len - r->off;
+}
 
 static const unsigned char *take(struct rbuf *r, size_t n, const char *what)
 {
@@ -298,6 +329,12 @@ static char *get_str(struct rbuf *r, const char *what)
 	return s;
 }
 
+/* The smallest tensor on disk: name length, rank, one dim, count, one
+ * value. */
+#define MIN_TENSOR_BYTES (4 + 4 + 4 + 8 + 4)
+/* The smallest gate: step, RNG, tensor count. */
+#define MIN_GATE_BYTES (8 + 32 + 4)
+
 static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
 {
 	uint64_t product = 1;
@@ -321,6 +358,7 @@ static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
 	t->count = get_u64(r, "a tensor size");
 	if (!r->bad && t->count != product)
 		r->bad = "a tensor size";
+	/* take() bounds the allocation by the bytes the file holds */
 	if (r->bad || !(b = take(r, t->count * 4, "tensor data")))
 		return -1;
 	if (!(t->data = akk_alloc(t->count))) {
@@ -330,45 +368,280 @@ static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
 	for (uint64_t i = 0; i < t->count; i++) {
 		uint32_t v = b[4 * i] | b[4 * i + 1] << 8 | b[4 * i + 2] << 16 |
 			     (uint32_t)b[4 * i + 3] << 24;
+		/* inf and NaN: every exponent bit set */
+		if ((v & 0x7f800000u) == 0x7f800000u) {
+			bad(r, "tensor '%s' holds a non-finite value (%s) at index %llu",
+			    t->name, v & 0x007fffffu ? "NaN" : "Inf",
+			    (unsigned long long)i);
+			return -1;
+		}
 		memcpy(&t->data[i], &v, 4);
 	}
 	return 0;
 }
 
-static int read_file(const char *path, unsigned char **out, size_t *len,
-		     struct akk_err *e)
+/* Read all of f into *out, at most max bytes (more is reported as
+ * *len = max + 1 would be: the caller compares with what it expects). The
+ * buffer grows with what is actually read, so a short stream never costs
+ * more than twice its size, whatever max says. */
+static int read_rest(FILE *f, unsigned char *head, size_t nhead, uint64_t max,
+		     unsigned char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
 	unsigned char *p = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = nhead, cap = 0;
 
-	if (!f)
-		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
 	for (;;) {
-		if (n == cap) {
+		if (n >= cap) {
 			unsigned char *q;
-			cap = cap ? cap * 2 : 1 << 16;
-			if (!(q = realloc(p, cap))) {
+			size_t want = cap ? cap * 2 : 1 << 16;
+			if (want > max + 1)
+				want = (size_t)max + 1;
+			if (want <= cap)
+				break;
+			if (!(q = realloc(p, want))) {
 				free(p);
-				fclose(f);
-				return akk_err_at(e, path, 0, 0, "out of memory");
+				return -1;
 			}
+			if (!p)
+				memcpy(q, head, nhead);
 			p = q;
+			cap = want;
 		}
 		size_t k = fread(p + n, 1, cap - n, f);
 		n += k;
 		if (k == 0)
 			break;
 	}
+	*out = p;
+	*len = n;
+	return 0;
+}
+
+static uint64_t le64(const unsigned char *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+/* Read path whole after checking its header: magic, version and the
+ * declared length, which must equal the file's size before the rest is
+ * read (a regular file) or bounds what is read (a pipe or device). */
+static int read_file(const char *path, unsigned char **out, size_t *len,
+		     struct akk_err *e)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char head[24];
+	size_t n;
+	uint64_t total, size;
+	struct stat st;
+	int regular;
+
+	if (!f)
+		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
+	regular = !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
+	n = fread(head, 1, sizeof(head), f);
 	if (ferror(f)) {
-		free(p);
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
+	}
+	if (n < 8 || memcmp(head, AKK_CKPT_MAGIC, 7)) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "not an akkctl checkpoint (bad magic)");
+	}
+	if (head[7] != (unsigned char)AKK_CKPT_MAGIC[7]) {
+		int c = head[7] >= 32 && head[7] < 127 ? head[7] : '?';
+		fclose(f);
+		return akk_err_at(e, path, 0, 0,
+				  "unsupported checkpoint format version: magic 'AKKCKPT%c' (this akkctl reads '%s')",
+				  c, AKK_CKPT_MAGIC);
+	}
+	size = regular ? (uint64_t)st.st_size : n;
+	if (size < 28 && (regular || n < 24)) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header",
+				  (size_t)size);
+	}
+	{
+		uint32_t version = head[8] | head[9] << 8 | head[10] << 16 |
+				   (uint32_t)head[11] << 24;
+		if (version != AKK_CKPT_VERSION) {
+			fclose(f);
+			return akk_err_at(e, path, 0, 0,
+					  "checkpoint format version %u is not supported (this akkctl reads version %d)",
+					  version, AKK_CKPT_VERSION);
+		}
+	}
+	if (head[12] | head[13] | head[14] | head[15]) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "corrupt checkpoint: header.reserved is not 0");
+	}
+	total = le64(head + 16);
+	if (regular && total != size) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0,
+				  "%s checkpoint: the header says %llu bytes, the file has %llu",
+				  total > size ? "truncated" : "corrupt",
+				  (unsigned long long)total, (unsigned long long)size);
+	}
+	if (total > SIZE_MAX / 2 || (!regular && total > AKK_CKPT_MAX_STREAM)) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0,
+				  "%s: the header says %llu bytes, more than %llu",
+				  regular ? "corrupt checkpoint" : "checkpoint stream too long",
+				  (unsigned long long)total,
+				  (unsigned long long)AKK_CKPT_MAX_STREAM);
+	}
+	if (read_rest(f, head, n, total, out, len)) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "out of memory");
+	}
+	if (ferror(f)) {
+		free(*out);
 		fclose(f);
 		return akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
 	}
 	fclose(f);
-	*out = p;
-	*len = n;
+	if (*len < 28) {
+		free(*out);
+		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header", *len);
+	}
+	if (*len != total) {
+		free(*out);
+		return akk_err_at(e, path, 0, 0,
+				  "%s checkpoint: the header says %llu bytes, the file has %s%zu",
+				  total > *len ? "truncated" : "corrupt",
+				  (unsigned long long)total, total > *len ? "" : "more than ",
+				  *len > total ? (size_t)total : *len);
+	}
 	return 0;
+}
+
+/* ---- validation as a whole ------------------------------------------ */
+
+static int match_gate(const struct akk_ckpt_gate *cg, const struct akk_gate_plan *p,
+		      struct akk_gate *gate, const char *path, struct akk_err *e);
+
+#define BAD(...) akk_err_at(e, path, 0, 0, "corrupt checkpoint: " __VA_ARGS__)
+
+static int finite_nonneg(double x)
+{
+	return isfinite(x) && x >= 0;
+}
+
+/* Every field against the format and against each other. */
+static int check_fields(const struct akk_checkpoint *c, const char *path,
+			struct akk_err *e)
+{
+	const struct akk_position *p = &c->pos;
+	const struct akk_ckpt_metrics *m = &c->metrics;
+	const double acc[3] = { m->train_acc, m->val_acc, m->best_val_acc };
+	static const char *const acc_names[3] = { "metrics.train_acc",
+		"metrics.val_acc", "metrics.best_val_acc" };
+
+	if (c->mode != AKK_MODE_FLIPFLOP && c->mode != AKK_MODE_WHEELS)
+		return BAD("mode is %d (0 flip-flop or 1 wheels)", c->mode);
+	if (p->id < 0 || p->id > AKK_CKPT_MAX_STEPS)
+		return BAD("position.id is %ld (0 to %ld)", p->id, AKK_CKPT_MAX_STEPS);
+	if (p->epoch < 0 || p->epoch > p->id)
+		return BAD("position.epoch is %d with position.id %ld (every epoch trains at least one batch)",
+			   p->epoch, p->id);
+	if (p->index < 0 || p->index > p->id - p->epoch)
+		return BAD("position.index is %ld with position.epoch %d and position.id %ld",
+			   p->index, p->epoch, p->id);
+	if (!finite_nonneg(p->loss_sum))
+		return BAD("position.loss_sum is %g (finite, at least 0)", p->loss_sum);
+	if (p->samples < 0 || p->correct < 0 || p->correct > p->samples)
+		return BAD("position.correct is %ld of position.samples %ld",
+			   p->correct, p->samples);
+	if (!finite_nonneg(p->seconds) || p->seconds > 1e9)
+		return BAD("position.seconds is %g (0 to 1e9)", p->seconds);
+	if (!p->index && (p->loss_sum || p->samples))
+		return BAD("position.index is 0 (an epoch boundary) but the epoch's running sums are not");
+	if (!p->samples && p->loss_sum)
+		return BAD("position.loss_sum is %g over 0 samples", p->loss_sum);
+	if (m->epoch < 0 || m->epoch > p->epoch)
+		return BAD("metrics.epoch is %d with position.epoch %d", m->epoch, p->epoch);
+	if (!finite_nonneg(m->train_loss))
+		return BAD("metrics.train_loss is %g (finite, at least 0)", m->train_loss);
+	if (!finite_nonneg(m->val_loss))
+		return BAD("metrics.val_loss is %g (finite, at least 0)", m->val_loss);
+	for (int i = 0; i < 3; i++)
+		if (!(acc[i] >= 0 && acc[i] <= 1))
+			return BAD("%s is %g (0 to 1)", acc_names[i], acc[i]);
+	for (int g = 0; g < c->ngates; g++)
+		if (c->gates[g].step != p->id)
+			return BAD("gate %d's step is %ld, but position.id is %ld (every gate steps once per training batch)",
+				   g + 1, c->gates[g].step, p->id);
+	return 0;
+}
+
+/* Values a tensor's meaning bounds: variances and second moments are
+ * never negative (their square roots are taken). */
+static int check_values(const struct akk_checkpoint *c, const struct akk_model *m,
+			const char *path, struct akk_err *e)
+{
+	for (int g = 0; g < c->ngates; g++) {
+		const struct akk_ckpt_gate *cg = &c->gates[g];
+		int kind = m->gates[g].optim->kind;
+		for (int t = 0; t < cg->ntensors; t++) {
+			const struct akk_ckpt_tensor *x = &cg->tensors[t];
+			size_t n = strlen(x->name), from = x->count;
+			if (n > 12 && !strcmp(x->name + n - 12, ".running_var"))
+				from = 0;
+			else if (strstr(x->name, ".optimizer.") && kind == AKK_OPT_RMSPROP)
+				from = 0;
+			else if (strstr(x->name, ".optimizer.") &&
+				 akk_optim_state_per_param(kind) == 2)
+				from = x->count / 2;
+			for (size_t i = from; i < x->count; i++)
+				if (x->data[i] < 0)
+					return BAD("tensor '%s' holds %g at index %zu (a variance, at least 0)",
+						   x->name, x->data[i], i);
+		}
+	}
+	return 0;
+}
+
+/* The stored config must parse and plan, and the checkpoint must be
+ * what that config describes: mode, epochs, batch size and every
+ * tensor's name and shape. Nothing big is allocated: a plan is shapes. */
+static int validate(struct akk_checkpoint *c, const char *path, struct akk_err *e)
+{
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	int rc = -1;
+
+	if (check_fields(c, path, e))
+		return -1;
+	if (akk_checkpoint_spec(c, &s, NULL, 0, e) || akk_model_plan(&m, &s, e)) {
+		char msg[1000];
+		akk_err_format(e, msg, sizeof(msg));
+		akk_err_at(e, path, 0, 0, "the stored config no longer parses: %s", msg);
+		goto out;
+	}
+	if (c->pos.epoch > s.sched.epochs ||
+	    (c->pos.epoch == s.sched.epochs && c->pos.index)) {
+		BAD("position.epoch %d, batch %ld is past the %d epochs of its stored config",
+		    c->pos.epoch, c->pos.index, s.sched.epochs);
+		goto out;
+	}
+	if (c->pos.samples > c->pos.index * s.sched.batch_size) {
+		BAD("position.samples is %ld after %ld batches of at most %d",
+		    c->pos.samples, c->pos.index, s.sched.batch_size);
+		goto out;
+	}
+	if (akk_checkpoint_match(c, &m, path, e) || check_values(c, &m, path, e))
+		goto out;
+	c->batch_size = s.sched.batch_size;
+	c->epochs = s.sched.epochs;
+	rc = 0;
+out:
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	return rc;
 }
 
 int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
@@ -377,45 +650,11 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	unsigned char *data = NULL;
 	size_t len = 0;
 	struct rbuf r;
-	uint64_t total;
 	uint32_t crc, want;
 
 	memset(c, 0, sizeof(*c));
 	if (read_file(path, &data, &len, e))
 		return -1;
-	r = (struct rbuf){ data, len, 0, NULL };
-	if (len < 8 || memcmp(data, AKK_CKPT_MAGIC, 7)) {
-		free(data);
-		return akk_err_at(e, path, 0, 0, "not an akkctl checkpoint (bad magic)");
-	}
-	if (data[7] != (unsigned char)AKK_CKPT_MAGIC[7]) {
-		int c = data[7] >= 32 && data[7] < 127 ? data[7] : '?';
-		free(data);
-		return akk_err_at(e, path, 0, 0,
-				  "unsupported checkpoint format version: magic 'AKKCKPT%c' (this akkctl reads '%s')",
-				  c, AKK_CKPT_MAGIC);
-	}
-	if (len < 28) {
-		free(data);
-		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header", len);
-	}
-	r.off = 8;
-	c->version = get_u32(&r, "the header");
-	if (c->version != AKK_CKPT_VERSION) {
-		free(data);
-		return akk_err_at(e, path, 0, 0,
-				  "checkpoint format version %u is not supported (this akkctl reads version %d)",
-				  c->version, AKK_CKPT_VERSION);
-	}
-	get_u32(&r, "the header");
-	total = get_u64(&r, "the header");
-	if (total != len) {
-		free(data);
-		return akk_err_at(e, path, 0, 0,
-				  "%s checkpoint: the header says %llu bytes, the file has %zu",
-				  total > len ? "truncated" : "corrupt",
-				  (unsigned long long)total, len);
-	}
 	crc = (uint32_t)crc32(0L, data, (uInt)(len - 4));
 	want = data[len - 4] | data[len - 3] << 8 | data[len - 2] << 16 |
 	       (uint32_t)data[len - 1] << 24;
@@ -425,12 +664,17 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 				  "corrupt checkpoint: CRC-32 mismatch (stored %08x, computed %08x)",
 				  want, crc);
 	}
+	memset(&r, 0, sizeof(r));
+	r.p = data;
 	r.len = len - 4;
+	r.off = 24;
+	c->version = AKK_CKPT_VERSION;
 	c->config_name = get_str(&r, "the config");
 	c->base_dir = get_str(&r, "the config");
 	c->config = get_str(&r, "the config");
 	c->nsets = (int)get_u32(&r, "the config");
-	if (!r.bad && (c->nsets < 0 || c->nsets > 4096))
+	/* every count is bounded by the bytes that could hold its items */
+	if (!r.bad && (c->nsets < 0 || c->nsets > 4096 || (size_t)c->nsets > left(&r) / 4))
 		r.bad = "the config overrides";
 	if (!r.bad && !(c->sets = calloc(c->nsets + 1, sizeof(char *))))
 		r.bad = "memory";
@@ -451,7 +695,8 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	c->metrics.val_acc = get_f64(&r, "the metrics");
 	c->metrics.best_val_acc = get_f64(&r, "the metrics");
 	c->ngates = (int)get_u32(&r, "the gates");
-	if (!r.bad && (c->ngates < 1 || c->ngates > 4096))
+	if (!r.bad && (c->ngates < 1 || c->ngates > AKK_MAX_GATES ||
+		       (size_t)c->ngates > left(&r) / MIN_GATE_BYTES))
 		r.bad = "the gate count";
 	if (!r.bad && !(c->gates = calloc(c->ngates, sizeof(*c->gates))))
 		r.bad = "memory";
@@ -461,7 +706,8 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 		for (int i = 0; i < 4; i++)
 			cg->rng.s[i] = get_u64(&r, "a gate");
 		cg->ntensors = (int)get_u32(&r, "a gate");
-		if (!r.bad && (cg->ntensors < 0 || cg->ntensors > 4096))
+		if (!r.bad && (cg->ntensors < 0 || cg->ntensors > 4096 ||
+			       (size_t)cg->ntensors > left(&r) / MIN_TENSOR_BYTES))
 			r.bad = "a gate's tensor count";
 		if (!r.bad && !(cg->tensors = calloc(cg->ntensors + 1, sizeof(*cg->tensors))))
 			r.bad = "memory";
@@ -471,10 +717,15 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	if (!r.bad && r.off != r.len)
 		r.bad = "the end (extra bytes after the last gate)";
 	free(data);
-	if (r.bad || c->mode < 0 || c->mode > AKK_MODE_WHEELS || c->pos.epoch < 0 ||
-	    c->pos.index < 0) {
-		akk_err_at(e, path, 0, 0, "corrupt checkpoint: bad data in %s",
-			   r.bad ? r.bad : "the run state");
+	if (r.bad) {
+		if (r.bad == r.why)
+			akk_err_at(e, path, 0, 0, "corrupt checkpoint: %s", r.why);
+		else
+			akk_err_at(e, path, 0, 0, "corrupt checkpoint: bad data in %s", r.bad);
+		akk_checkpoint_release(c);
+		return -1;
+	}
+	if (validate(c, path, e)) {
 		akk_checkpoint_release(c);
 		return -1;
 	}
@@ -642,5 +893,38 @@ int akk_checkpoint_restore(const struct akk_checkpoint *c,
 		gates[g]->step = c->gates[g].step;
 		gates[g]->rng = c->gates[g].rng;
 	}
+	return 0;
+}
+
+int akk_checkpoint_position(struct akk_checkpoint *c, int batch_size, int shards,
+			    size_t n, const char *path, struct akk_err *e)
+{
+	struct akk_position *p = &c->pos;
+	long span = (long)batch_size * (shards > 1 ? shards : 1);
+	long old_span = (long)c->batch_size * (shards > 1 ? shards : 1);
+	long per_epoch = akk_batches_per_epoch(n, (int)span);
+	long old_per_epoch = akk_batches_per_epoch(n, (int)old_span);
+
+	if (!p->index)
+		return 0;
+	if (p->index > old_per_epoch)
+		return akk_err_at(e, path, 0, 0,
+				  "cannot resume: position.index %ld is past the %ld batches of an epoch of %zu samples at the checkpoint's batch size %d",
+				  p->index, old_per_epoch, n, c->batch_size);
+	if (span == old_span)
+		return 0;
+	if (p->index == old_per_epoch) {
+		/* the epoch's training is done, its validation is not */
+		p->index = per_epoch;
+		return 0;
+	}
+	/* Mid-epoch at another batch size: go on from the same sample when
+	 * it starts a batch of the new size. */
+	if ((p->index * old_span) % span)
+		return akk_err_at(e, path, 0, 0,
+				  "cannot resume mid-epoch with schedule.batch_size %d: the checkpoint stopped after %ld samples of epoch %d at batch size %d, not a multiple of %d; resume with schedule.batch_size %d, or from a checkpoint at an epoch boundary",
+				  batch_size, p->index * old_span, p->epoch + 1, c->batch_size,
+				  batch_size, c->batch_size);
+	p->index = p->index * old_span / span;
 	return 0;
 }

@@ -21,6 +21,13 @@
 
 #define AKK_CKPT_MAGIC "AKKCKPT1"
 #define AKK_CKPT_VERSION 1
+/* The most training batches (and optimizer steps) a checkpoint may
+ * record: 2^40, far beyond any run, and small enough that no position
+ * arithmetic overflows. */
+#define AKK_CKPT_MAX_STEPS (1L << 40)
+/* The longest checkpoint read from a pipe or device, which has no size to
+ * check the header against: 4 GiB. A regular file is bounded by its size. */
+#define AKK_CKPT_MAX_STREAM (4ull << 30)
 
 /* Where training stands: the next batch to train. */
 struct akk_position {
@@ -68,6 +75,8 @@ struct akk_checkpoint {
 	struct akk_ckpt_metrics metrics;
 	struct akk_ckpt_gate *gates;	/* owned */
 	int ngates;
+	/* From the stored config, which the reader parsed. */
+	int batch_size, epochs;
 };
 
 /* Everything a writer needs. */
@@ -84,7 +93,13 @@ struct akk_ckpt_source {
 /* Write atomically to path. */
 int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 			 struct akk_err *e);
-/* Read and verify path. On error c is left empty. */
+/* Read and verify path as a whole: the header, the CRC, every field's
+ * range and their consistency (position, steps, running sums and metrics
+ * finite and in range, every gate's step equal to the position's id), the
+ * stored config, which must parse and plan, and every tensor's name and
+ * shape against that plan, every value finite. Nothing is allocated
+ * beyond what the file's bytes can hold. On error c is left empty and e
+ * names the file and the field. */
 int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 			struct akk_err *e);
 void akk_checkpoint_release(struct akk_checkpoint *c);
@@ -97,6 +112,15 @@ int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
 struct akk_model;
 int akk_checkpoint_match(const struct akk_checkpoint *c, const struct akk_model *m,
 			 const char *path, struct akk_err *e);
+/* Resuming with batch_size on shards ranks over n training samples:
+ * check c's position against that run and express it in its batches. A
+ * position at the end of an epoch's training (its validation interrupted)
+ * is kept as the end; mid-epoch at another batch size, the position is
+ * converted when the samples done fill whole batches of the new size,
+ * else refused. Fails, with e naming path, when the position does not
+ * fit the data. */
+int akk_checkpoint_position(struct akk_checkpoint *c, int batch_size, int shards,
+			    size_t n, const char *path, struct akk_err *e);
 /* Copy a checkpoint's gates into gates of the same network: every tensor's
  * name and shape must match. A NULL entry in gates is skipped (a gate this
  * process does not hold). path is for error messages. */

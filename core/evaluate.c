@@ -1,6 +1,7 @@
 /* evaluate.c - loss, accuracy and confusion matrix of a set of gates. */
 #include "evaluate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,12 +33,29 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	akk_pixel_map(&map, &s->data);
 	for (long i = 0; i < nb; i++) {
 		const float *h = b.x;
+		double loss;
 
 		akk_batch_fill(&b, d, NULL, i, bs, &map);
-		for (int g = 0; g < m->ngates; g++)
-			h = akk_gate_eval(gates[g], 0, h, b.B);
-		sum += akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
-				C, &correct) * b.B;
+		for (int g = 0; g < m->ngates; g++) {
+			const float *y = akk_gate_eval(gates[g], 0, h, b.B);
+			size_t n = (size_t)b.B * akk_shape_size(m->gates[g].out);
+			/* finite weights can still overflow: name where */
+			for (size_t k = 0; k < n; k++)
+				if (!isfinite(y[k])) {
+					akk_err_set(e, "non-finite output of gate %d on sample %ld: the weights overflow",
+						    g + 1, i * bs + (long)(k / (n / b.B)) + 1);
+					goto out;
+				}
+			h = y;
+		}
+		loss = akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
+				C, &correct);
+		if (!isfinite(loss)) {
+			akk_err_set(e, "non-finite loss on samples %ld to %ld", i * bs + 1,
+				    i * bs + b.B);
+			goto out;
+		}
+		sum += loss * b.B;
 		for (int j = 0; j < b.B; j++) {
 			const float *row = h + (size_t)j * C;
 			int best = 0;

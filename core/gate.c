@@ -128,6 +128,9 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 			      long id, struct akk_err *e)
 {
 	struct akk_tape *t;
+	const float *y;
+	uint32_t acc = 0;
+	size_t n;
 
 	if (g->count == g->ntapes) {
 		akk_err_set(e, "gate %d: more than %d training batches in flight",
@@ -142,7 +145,21 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 	t->version = g->step;
 	if (t->stash)
 		memcpy(t->stash, g->params, g->plan->nparams * sizeof(float));
-	return run_forward(g, t, x, g->params, B, 1);
+	y = run_forward(g, t, x, g->params, B, 1);
+	/* one pass over the output, small next to the products that made
+	 * it: a non-finite value is named here, in the gate it came from */
+	n = (size_t)B * akk_shape_size(g->plan->out);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+		memcpy(&b, &y[i], sizeof(b));
+		acc |= (b & 0x7f800000u) + 0x00800000u;
+	}
+	if (acc & 0x80000000u) {
+		akk_err_set(e, "non-finite output of gate %d at step %ld (training batch %ld)",
+			    g->plan->index + 1, g->step, id + 1);
+		return NULL;
+	}
+	return y;
 }
 
 const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,

@@ -61,7 +61,13 @@ float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs)
 {
 	const struct akk_lr_spec *s = &o->sched;
 	double lr = o->lr, e = epoch > 0 ? epoch : 0, v = lr;
+	double W = s->warmup_epochs > 0 ? s->warmup_epochs : 0;
 
+	/* Warm-up ramps linearly to the configured lr; the schedule then
+	 * starts from it, its own epochs counted after the warm-up. */
+	if (e < W)
+		return (float)(lr * e / W);
+	e -= W;
 	switch (s->kind) {
 	case AKK_LR_CONSTANT:
 		break;
@@ -73,14 +79,12 @@ float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs)
 		v = lr * pow(s->gamma, e);
 		break;
 	case AKK_LR_COSINE: {
-		double E = epochs > 0 ? epochs : 1, x = e < E ? e / E : 1;
+		double E = epochs - W, x = E > 0 && e < E ? e / E : 1;
 
 		v = s->min_lr + (lr - s->min_lr) * (1 + cos(M_PI * x)) / 2;
 		break;
 	}
 	}
-	if (s->warmup_epochs > 0 && e < s->warmup_epochs)
-		v *= e / s->warmup_epochs;
 	return (float)v;
 }
 

@@ -73,8 +73,10 @@ extern const char *const akk_lr_names[];
 int akk_optim_state_per_param(enum akk_optim_kind k);
 
 /* The learning rate at fractional epoch position `epoch` (0 = start of
- * training) of a run of `epochs` epochs: the schedule's value there times
- * the warm-up factor min(1, epoch / warmup_epochs) (1 without warm-up).
+ * training) of a run of `epochs` epochs. With warm-up W > 0 epochs the
+ * rate ramps linearly from 0 to the configured lr over [0, W), and the
+ * schedule then starts from lr at W, as a schedule of epochs - W epochs
+ * whose epoch 0 is W (so the configured peak is reached).
  * A step covers [steps_done, steps_done + 1) / steps_per_epoch; callers
  * pass its midpoint, (steps_done + 0.5) / steps_per_epoch, so that the
  * first warm-up step never has rate 0 and no step sits exactly on a

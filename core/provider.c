@@ -18,6 +18,12 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	p->shards = shards > 1 ? shards : 1;
 	p->shard = shards > 1 ? shard : 0;
 	p->per_epoch = akk_batches_per_epoch(d->n, bs * p->shards);
+	/* a position at the end of an epoch's batches (stopped during its
+	 * validation) streams from the next epoch's first */
+	if (index >= p->per_epoch) {
+		epoch++;
+		index = 0;
+	}
 	p->epoch = epoch;
 	p->index = index;
 	p->npool = npool;

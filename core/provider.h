@@ -33,7 +33,8 @@ struct akk_provider {
 	int started;
 };
 
-/* Stream starting at batch `index` of `epoch`. With shards > 1, batch i
+/* Stream starting at batch `index` of `epoch` (the next epoch's first
+ * when index is the epoch's batch count). With shards > 1, batch i
  * of an epoch is this shard's even slice of samples [i*shards*bs,
  * (i+1)*shards*bs) of the epoch's order, the same on every rank. */
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,

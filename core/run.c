@@ -93,6 +93,16 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
 	if (akk_world_check_split(train->n, bs, r->shards, e))
 		goto fail;
+	/* A position past the epoch's batches would leave the sentinel
+	 * waiting for batches that never come (akk_checkpoint_position
+	 * converts and checks a checkpoint's position before). */
+	if (cfg->start.index < 0 || cfg->start.index > r->per_epoch ||
+	    cfg->start.epoch < 0 || cfg->start.id < 0) {
+		akk_err_set(e, "cannot start at epoch %d, batch %ld, step %ld: an epoch has %ld batches",
+			    cfg->start.epoch + 1, cfg->start.index, cfg->start.id,
+			    r->per_epoch);
+		goto fail;
+	}
 	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
 	r->root = !cfg->gate_rank || cfg->rank == 0;
 	if (r->root && akk_run_check_data(m, train, val, e))

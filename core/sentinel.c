@@ -193,9 +193,18 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			double loss = akk_loss(s->loss, s->huber_delta, b->dlogits,
 					       m.data, b->labels, b->B, classes,
 					       &ph->correct);
+			/* a gate's non-finite output stops the run in that
+			 * gate; finite logits can still overflow the loss */
 			if (!isfinite(loss)) {
-				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld)",
-					    epoch + 1, b->index + 1, m.id + 1);
+				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld) from the output of gate %d",
+					    epoch + 1, b->index + 1, m.id + 1, G);
+				akk_run_fail(r, e);
+				return -1;
+			}
+			if (s->sched.max_loss > 0 && loss > s->sched.max_loss) {
+				akk_err_set(e, "training loss %.4g at epoch %d, batch %ld (step %ld) is above schedule.max_loss %g: the run diverged",
+					    loss, epoch + 1, b->index + 1, m.id + 1,
+					    s->sched.max_loss);
 				akk_run_fail(r, e);
 				return -1;
 			}

@@ -1311,6 +1311,8 @@ static const struct key sched_keys[] = {
 	{ "weight_stashing", YAML_SCALAR_NODE, h_bool, "true or false",
 	  offsetof(struct akk_schedule_spec, stashing), 0, 0, 0, 0 },
 	SCHED_INT("threads", threads, F_LO | F_HI, 0, 256),
+	{ "max_loss", YAML_SCALAR_NODE, h_float, "a number",
+	  offsetof(struct akk_schedule_spec, max_loss), F_LO, 0, 0, 0 },
 	{ "parallel", YAML_NO_NODE, h_parallel, "a name", 0, 0, 0, 0, 0 },
 	LEND,
 };

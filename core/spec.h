@@ -69,6 +69,8 @@ struct akk_schedule_spec {
 	int conc_val;			/* concurrency.validation, default 1 */
 	int stashing;			/* weight_stashing, default 1 */
 	int threads;			/* BLAS threads; 0 = automatic */
+	float max_loss;			/* divergence guard: stop when a training
+					 * batch's loss exceeds it; 0 = off */
 	int data_parallel;		/* parallel: data (under mpirun: one whole
 					 * pipeline per rank, gradients averaged);
 					 * default pipeline */

@@ -12,14 +12,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "testutil.h"
+#include "forge.h"
 #include "checkpoint.h"
 #include "model.h"
 #include "provider.h"
@@ -108,8 +112,11 @@ static int write_ckpt(const char *path, const struct akk_spec *s,
 	const struct akk_gate *gp[64];
 
 	assert_true(ngates <= 64);
-	for (int i = 0; i < ngates; i++)
+	/* a gate steps once per training batch: the reader checks it */
+	for (int i = 0; i < ngates; i++) {
+		((struct akk_gate *)&gates[i])->step = pos.id;
 		gp[i] = &gates[i];
+	}
 	struct akk_ckpt_source src = {
 		.spec = s, .base_dir = "/base/dir", .mode = mode, .gates = gp,
 		.ngates = ngates, .pos = pos, .metrics = met,
@@ -256,7 +263,7 @@ static void round_trip(const char *text, const char *const *sets, int nsets)
 	struct akk_gate *fresh;
 	struct akk_err e = { 0 };
 	char *dir = tmpdir(), path[600];
-	struct akk_position pos = { 1, 3, 10, 12.5, 77, 160, 1.25 };
+	struct akk_position pos = { 1, 3, 10, 12.5, 37, 48, 1.25 };
 	struct akk_ckpt_metrics met = { 1, 0.875, 0.5, 0.75, 0.625, 0.6875 };
 
 	parse(&s, &m, text, sets, nsets);
@@ -883,8 +890,9 @@ static void eighth_magic_byte_message(void **unused)
 		fail_msg("self-contradicting message: %s", e.msg);
 }
 
-/* A valid file whose stored config no longer parses: read succeeds,
- * akk_checkpoint_spec fails and names the problem. */
+/* A file whose stored config no longer parses: the reader cannot check
+ * the tensors against the network, so it rejects the file, naming it and
+ * the config's own location. */
 static void stored_config_that_no_longer_parses(void **unused)
 {
 	char *dir = tmpdir(), path[600];
@@ -901,18 +909,14 @@ static void stored_config_that_no_longer_parses(void **unused)
 	memcpy(key, "optimiser:", 10);	/* same length: no field moves */
 	fix_crc(data, len);
 	assert_int_equal(tu_write_file(path, data, len), 0);
-	if (akk_checkpoint_read(&c, path, &e))
-		fail_msg("read: %s", e.msg);
-	assert_int_equal(akk_checkpoint_spec(&c, &s, NULL, 0, &e), -1);
-	if (!strstr(e.msg, "optimiser"))
-		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	assert_string_equal(e.file, "test.yaml");
-	assert_int_equal(e.line, 7);
+	assert_read_fails(path, &e);
+	assert_string_equal(e.file, path);
+	if (!strstr(e.msg, "the stored config no longer parses: test.yaml:7:1: unknown key 'optimiser'"))
+		fail_msg("%s", e.msg);
 
 	/* an extra override that breaks it is reported too */
 	{
 		const char *extra[] = { "schedule.batch_size=0" };
-		akk_checkpoint_release(&c);
 		memcpy(key, "optimizer:", 10);
 		fix_crc(data, len);
 		assert_int_equal(tu_write_file(path, data, len), 0);
@@ -1166,6 +1170,294 @@ static void resume_at_epoch_boundary_bit_for_bit(void **unused)
 	resume_equals_uninterrupted(2, 0);
 }
 
+/* Interrupted after the epoch's last batch, during flip-flop's
+ * validation (the interrupt comes from the progress callback of batch
+ * 63 of 63, so deterministically before any validation batch): the
+ * checkpoint is at batch 63 of 63, and resuming it validates that epoch
+ * and goes on, ending as the run that never stopped. This position used
+ * to stream a batch past the end of the data ("training data out of
+ * order"). */
+static void resume_during_validation_bit_for_bit(void **unused)
+{
+	(void)unused;
+	resume_equals_uninterrupted(2, 63);
+}
+
+/* ---- forged fields, CRC recomputed ------------------------------------ */
+
+/* Forge one field of the small checkpoint; the read must fail and its
+ * message name `want`. */
+static void forged(const char *field, int is_float, double fv, uint64_t uv,
+		   const char *want)
+{
+	char *dir = tmpdir(), path[600];
+	size_t len;
+	unsigned char *data = small_ckpt(dir, path, sizeof(path), &len);
+	struct forge fg;
+	const struct forge_field *f;
+	struct akk_err e;
+
+	free(data);
+	assert_int_equal(forge_load(&fg, path), 0);
+	if (!(f = forge_find(&fg, field)))
+		fail_msg("no field %s", field);
+	if (is_float)
+		forge_set_f(&fg, f, fv);
+	else
+		forge_set_u(&fg, f, uv);
+	assert_int_equal(forge_save(&fg, path), 0);
+	forge_release(&fg);
+	assert_read_fails(path, &e);
+	assert_string_equal(e.file, path);
+	if (!strstr(e.msg, want))
+		fail_msg("%s: expected '%s' in: %s", field, want, e.msg);
+	remove_dirs(NULL);
+}
+
+static void forged_fields_rejected(void **unused)
+{
+	(void)unused;
+	/* a negative id wrote past the sentinel's slots on a wheels resume */
+	forged("position.id", 0, 0, (uint64_t)-1, "position.id is -1");
+	forged("position.id", 0, 0, 1ull << 62, "position.id is 4611686018427387904");
+	/* a negative or huge step reached assert(t >= 1) in the optimizer */
+	forged("gate1.step", 0, 0, (uint64_t)-1, "gate 1's step is -1, but position.id is 3");
+	forged("gate2.step", 0, 0, 0x7fffffffffffffffull, "gate 2's step is 9223372036854775807");
+	forged("gate1.step", 0, 0, 4, "gate 1's step is 4");
+	/* inspect printed epoch + 1 of INT_MAX */
+	forged("position.epoch", 0, 0, 0x7fffffff, "position.epoch is 2147483647");
+	forged("position.index", 0, 0, (uint64_t)-1, "position.index is -1");
+	forged("position.samples", 0, 0, 1ull << 40, "position.samples is 1099511627776 after 2 batches of at most 64");
+	forged("position.correct", 0, 0, 5, "position.correct is 5 of position.samples 0");
+	/* hostile running totals went into metrics.csv and best.bin */
+	forged("position.loss_sum", 1, NAN, 0, "position.loss_sum is nan");
+	forged("position.loss_sum", 1, -1, 0, "position.loss_sum is -1");
+	forged("position.seconds", 1, INFINITY, 0, "position.seconds is inf (0 to 1e9)");
+	forged("metrics.best_val_acc", 1, INFINITY, 0, "metrics.best_val_acc is inf");
+	forged("metrics.val_acc", 1, NAN, 0, "metrics.val_acc is nan");
+	forged("metrics.train_loss", 1, -INFINITY, 0, "metrics.train_loss is -inf");
+	forged("metrics.epoch", 0, 0, 0x7fffffff, "metrics.epoch is 2147483647");
+	/* eval printed "loss nan" and exited 0 */
+	forged("g1.l1.dense.weight.value0", 1, NAN, 0,
+	       "tensor 'g1.l1.dense.weight' holds a non-finite value (NaN) at index 0");
+	forged("g2.optimizer.adam.valueN", 1, INFINITY, 0,
+	       "tensor 'g2.optimizer.adam' holds a non-finite value (Inf)");
+	/* square roots of these are taken */
+	forged("g1.l2.batchnorm.running_var.valueN", 1, -1, 0,
+	       "tensor 'g1.l2.batchnorm.running_var' holds -1 at index 2");
+	forged("g1.optimizer.adam.valueN", 1, -0.5, 0, "tensor 'g1.optimizer.adam' holds -0.5");
+	/* counts bounded by the bytes left, not only by 4096 */
+	forged("config.nsets", 0, 0, 4000, "bad data in the config overrides");
+	forged("gate1.ntensors", 0, 0, 4000, "bad data in a gate's tensor count");
+	forged("ngates", 0, 0, 257, "bad data in the gate count");
+}
+
+/* Values that are legitimately valid read back. */
+static void forged_valid_values_accepted(void **unused)
+{
+	static const struct { const char *field; double v; } ok[] = {
+		{ "g1.optimizer.adam.value0", -0.5 },	/* a first moment */
+		{ "position.loss_sum", 0 }, { "metrics.val_acc", 1 },
+		{ "position.seconds", 0 },
+	};
+	(void)unused;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char *dir = tmpdir(), path[600];
+		size_t len;
+		unsigned char *data = small_ckpt(dir, path, sizeof(path), &len);
+		struct forge fg;
+		struct akk_checkpoint c;
+		struct akk_err e = { 0 };
+
+		free(data);
+		assert_int_equal(forge_load(&fg, path), 0);
+		assert_non_null(forge_find(&fg, ok[i].field));
+		forge_set_f(&fg, forge_find(&fg, ok[i].field), ok[i].v);
+		assert_int_equal(forge_save(&fg, path), 0);
+		forge_release(&fg);
+		if (akk_checkpoint_read(&c, path, &e))
+			fail_msg("%s = %g: %s", ok[i].field, ok[i].v, e.msg);
+		akk_checkpoint_release(&c);
+		remove_dirs(NULL);
+	}
+}
+
+/* A 1 KB checkpoint whose stored config plans a 3.6 GB network (input
+ * 10^8 wide) is rejected by the reader, which compares shapes with a plan
+ * before anything is allocated; eval used to allocate the network first. */
+static void stored_config_of_a_huge_network_rejected(void **unused)
+{
+	static const char *yaml =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  input: [4]        \n"
+		"  gates:\n"
+		"    - layers: [{dense: 3}, batchnorm]\n"
+		"    - layers: [{dense: 2}]\n"
+		"optimizer: {type: adam, lr: 0.01}\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate *g;
+	struct akk_err e = { 0 };
+	char *dir = tmpdir(), path[600];
+	unsigned char *data, *at;
+	size_t len;
+
+	(void)unused;
+	parse(&s, &m, yaml, NULL, 0);
+	g = fresh_gates(&m, 3);
+	snprintf(path, sizeof(path), "%s/huge.bin", dir);
+	if (write_ckpt(path, &s, g, m.ngates, 0, (struct akk_position){ 0 },
+		       (struct akk_ckpt_metrics){ 0 }, &e))
+		fail_msg("write: %s", e.msg);
+	free_gates(g, m.ngates);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	data = slurp(path, &len);
+	at = memmem(data, len, "[4]        ", 11);
+	assert_non_null(at);
+	memcpy(at, "[100000000]", 11);
+	fix_crc(data, len);
+	put_file(path, data, len);
+	free(data);
+	assert_read_fails(path, &e);
+	if (!strstr(e.msg, "checkpoint does not match the network: 'g1.l1.dense.weight' has shape 3x4, the network needs 3x100000000"))
+		fail_msg("%s", e.msg);
+}
+
+/* Through a pipe (no size to check the header against): a 400 KB
+ * checkpoint reads whole, the buffer growing with what arrives; the same
+ * bytes with a header saying 1 TB are refused before reading on. */
+static void read_from_a_pipe(void **unused)
+{
+	static const char *yaml =
+		"data: {train: {images: x, labels: y}}\n"
+		"network: {input: [256], gates: [{layers: [{dense: 128}]}, {layers: [{dense: 4}]}]}\n"
+		"optimizer: {type: adam, lr: 0.01}\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate *g;
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	char *dir = tmpdir(), path[600], fifo[640];
+	unsigned char *data;
+	size_t len;
+
+	(void)unused;
+	parse(&s, &m, yaml, NULL, 0);
+	g = fresh_gates(&m, 3);
+	snprintf(path, sizeof(path), "%s/big.bin", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	if (write_ckpt(path, &s, g, m.ngates, 0, (struct akk_position){ 0 },
+		       (struct akk_ckpt_metrics){ 0 }, &e))
+		fail_msg("write: %s", e.msg);
+	free_gates(g, m.ngates);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	data = slurp(path, &len);
+	assert_true(len > 400000);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	for (int forged = 0; forged < 2; forged++) {
+		pid_t pid;
+		int status;
+
+		if (forged) {
+			for (int i = 0; i < 8; i++)
+				data[16 + i] = (unsigned char)((1ull << 40) >> (8 * i));
+			fix_crc(data, len);
+		}
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			FILE *f = fopen(fifo, "wb");
+			if (f) {
+				fwrite(data, 1, len, f);
+				fclose(f);
+			}
+			_exit(0);
+		}
+		if (!forged) {
+			if (akk_checkpoint_read(&c, fifo, &e))
+				fail_msg("pipe: %s", e.msg);
+			assert_int_equal(c.ngates, 2);
+			akk_checkpoint_release(&c);
+		} else {
+			assert_read_fails(fifo, &e);
+			if (!strstr(e.msg, "checkpoint stream too long: the header says 1099511627776 bytes"))
+				fail_msg("%s", e.msg);
+		}
+		/* the writer may still be blocked on a pipe nobody reads */
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	free(data);
+}
+
+/* The writer keeps the one gate limit, AKK_MAX_GATES. */
+static void writer_refuses_too_many_gates(void **unused)
+{
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate *g;
+	const struct akk_gate *gp[AKK_MAX_GATES + 1];
+	struct akk_err e = { 0 };
+	char *dir = tmpdir(), path[600];
+
+	(void)unused;
+	parse(&s, &m, small_yaml, NULL, 0);
+	g = fresh_gates(&m, 3);
+	for (int i = 0; i <= AKK_MAX_GATES; i++)
+		gp[i] = &g[i % 2];
+	snprintf(path, sizeof(path), "%s/many.bin", dir);
+	struct akk_ckpt_source src = { .spec = &s, .base_dir = "/b", .gates = gp,
+				       .ngates = AKK_MAX_GATES + 1 };
+	assert_int_equal(akk_checkpoint_write(path, &src, &e), -1);
+	if (!strstr(e.msg, "cannot checkpoint 257 gates"))
+		fail_msg("%s", e.msg);
+	assert_int_equal(access(path, F_OK), -1);
+	free_gates(g, m.ngates);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
+/* The position against the run that resumes it: converted to another
+ * batch size when the samples done fill its batches, refused when they
+ * do not, and never past an epoch's batches (a resume at another batch
+ * size used to wait for batches that never came). */
+static void position_against_the_run(void **unused)
+{
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	memset(&c, 0, sizeof(c));
+	c.batch_size = 64;
+	c.pos = (struct akk_position){ .epoch = 1, .index = 5, .id = 20 };
+	assert_int_equal(akk_checkpoint_position(&c, 64, 1, 1000, "ck.bin", &e), 0);
+	assert_int_equal(c.pos.index, 5);
+	assert_int_equal(akk_checkpoint_position(&c, 32, 1, 1000, "ck.bin", &e), 0);
+	assert_int_equal(c.pos.index, 10);	/* 320 samples */
+	c.pos.index = 5;
+	assert_int_equal(akk_checkpoint_position(&c, 128, 1, 1000, "ck.bin", &e), -1);
+	assert_string_equal(e.file, "ck.bin");
+	if (!strstr(e.msg, "cannot resume mid-epoch with schedule.batch_size 128: the checkpoint stopped after 320 samples of epoch 2 at batch size 64"))
+		fail_msg("%s", e.msg);
+	c.pos.index = 6;
+	assert_int_equal(akk_checkpoint_position(&c, 128, 1, 1000, "ck.bin", &e), 0);
+	assert_int_equal(c.pos.index, 3);
+	/* the end of an epoch's training stays the end */
+	c.pos.index = 16;	/* 1000 / 64, rounded up */
+	assert_int_equal(akk_checkpoint_position(&c, 100, 1, 1000, "ck.bin", &e), 0);
+	assert_int_equal(c.pos.index, 10);
+	/* past the epoch of this data */
+	c.pos.index = 17;
+	assert_int_equal(akk_checkpoint_position(&c, 64, 1, 1000, "ck.bin", &e), -1);
+	if (!strstr(e.msg, "position.index 17 is past the 16 batches of an epoch of 1000 samples"))
+		fail_msg("%s", e.msg);
+	c.pos.index = 0;
+	assert_int_equal(akk_checkpoint_position(&c, 7, 1, 10, "ck.bin", &e), 0);
+}
+
 /* ---- atomic writes ---------------------------------------------------- */
 
 static int count_tmp_files(const char *dir)
@@ -1349,6 +1641,13 @@ int main(void)
 		cmocka_unit_test_teardown(restore_checks_shape_not_just_count, remove_dirs),
 		cmocka_unit_test_teardown(resume_mid_epoch_bit_for_bit, remove_dirs),
 		cmocka_unit_test_teardown(resume_at_epoch_boundary_bit_for_bit, remove_dirs),
+		cmocka_unit_test_teardown(resume_during_validation_bit_for_bit, remove_dirs),
+		cmocka_unit_test_teardown(forged_fields_rejected, remove_dirs),
+		cmocka_unit_test_teardown(forged_valid_values_accepted, remove_dirs),
+		cmocka_unit_test_teardown(stored_config_of_a_huge_network_rejected, remove_dirs),
+		cmocka_unit_test_teardown(writer_refuses_too_many_gates, remove_dirs),
+		cmocka_unit_test_teardown(read_from_a_pipe, remove_dirs),
+		cmocka_unit_test_teardown(position_against_the_run, remove_dirs),
 		cmocka_unit_test_teardown(write_is_atomic_and_clean, remove_dirs),
 		cmocka_unit_test_teardown(write_1099_char_path_renames, remove_dirs),
 		cmocka_unit_test_teardown(write_in_1099_char_dir, remove_dirs),

@@ -181,6 +181,10 @@ static void test_schedules(void **ctx)
 		struct akk_optim_spec o;
 		float got;
 
+		/* warm-up rows follow the old multiplied form: see
+		 * test_warmup_then_schedule */
+		if (warmup > 0)
+			continue;
 		memset(&o, 0, sizeof o);
 		o.kind = AKK_OPT_SGD;
 		o.lr = lr;
@@ -229,6 +233,47 @@ static void test_warmup_midpoint(void **ctx)
 		else
 			assert_float_equal(lr, 0.5f, 0);
 	}
+}
+
+/* Warm-up ramps to the configured lr, then the schedule starts from it
+ * with its own epochs counted after the warm-up: the configured peak is
+ * reached (warm-up used to multiply the schedule, so a cosine run peaked
+ * at 0.000775 for lr 0.001). */
+static void test_warmup_then_schedule(void **ctx)
+{
+	struct akk_optim_spec o;
+	const int spe = 100, E = 10;
+	float peak = 0;
+
+	(void)ctx;
+	memset(&o, 0, sizeof o);
+	o.lr = 0.001f;
+	o.sched.kind = AKK_LR_COSINE;
+	o.sched.min_lr = 1e-5f;
+	o.sched.warmup_epochs = 1;
+	for (int s = 0; s < E * spe; s++) {
+		float lr = akk_lr_at(&o, (s + 0.5) / spe, E);
+		if (lr > peak)
+			peak = lr;
+	}
+	assert_float_equal(peak, 0.001f, 0.001f * 1e-4);
+	assert_float_equal(akk_lr_at(&o, 1.0, E), 0.001f, 0);
+	assert_float_equal(akk_lr_at(&o, 0.5, E), 0.0005f, 1e-9);
+	/* cosine over the 9 epochs after the warm-up */
+	assert_float_equal(akk_lr_at(&o, 1 + 4.5, E), 1e-5f + (0.001f - 1e-5f) / 2, 1e-8);
+	assert_float_equal(akk_lr_at(&o, 10.0, E), 1e-5f, 1e-9);
+	/* step: the first decay comes step_epochs after the warm-up */
+	o.sched.kind = AKK_LR_STEP;
+	o.sched.gamma = 0.5f;
+	o.sched.step_epochs = 2;
+	o.sched.warmup_epochs = 1.5f;
+	assert_float_equal(akk_lr_at(&o, 0.75, E), 0.0005f, 1e-9);
+	assert_float_equal(akk_lr_at(&o, 3.4, E), 0.001f, 0);
+	assert_float_equal(akk_lr_at(&o, 3.6, E), 0.0005f, 1e-9);
+	/* exponential: gamma^(epoch - warm-up) */
+	o.sched.kind = AKK_LR_EXPONENTIAL;
+	o.sched.gamma = 0.8f;
+	assert_float_equal(akk_lr_at(&o, 2.5, E), 0.001 * 0.8f, 1e-9);
 }
 
 static void test_names_and_state(void **ctx)
@@ -359,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_trajectories),
 		cmocka_unit_test(test_schedules),
 		cmocka_unit_test(test_warmup_midpoint),
+		cmocka_unit_test(test_warmup_then_schedule),
 		cmocka_unit_test(test_names_and_state),
 		cmocka_unit_test(test_norm2_and_clip),
 		cmocka_unit_test(test_trains_softmax_regression),

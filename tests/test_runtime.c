@@ -335,6 +335,87 @@ static void nan_stops_the_run(void **unused)
 	teardown_net(&f);
 }
 
+/* A finite weight so large that gate 2's output overflows: the run stops
+ * naming gate 2 and its step (it used to name only the step, at the
+ * sentinel's loss). */
+static void nonfinite_output_names_the_gate(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	struct akk_run_config cfg;
+
+	(void)unused;
+	setup_net(&f, "flip-flop", 1, 1, 0, NULL);
+	cfg = (struct akk_run_config){ .mode = AKK_MODE_FLIPFLOP, .epochs = 1,
+				       .blas_threads = 1 };
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+	for (int i = 0; i < 24; i++)
+		r.gates[1].gate.params[i] = 3e38f;
+	assert_int_equal(akk_run_train(&r, &e), -1);
+	if (!strstr(e.msg, "non-finite output of gate 2 at step 0 (training batch 1)"))
+		fail_msg("%s", e.msg);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
+/* schedule.max_loss stops a run whose loss is above it, finite or not,
+ * naming the loss, where and the key (a run that diverged to a loss of
+ * 2.2e6 used to finish with exit 0). */
+static void max_loss_stops_a_diverging_run(void **unused)
+{
+	const char *modes[] = { "flip-flop", "wheels" };
+
+	(void)unused;
+	for (int k = 0; k < 2; k++) {
+		struct fixture f;
+		struct akk_run r;
+		struct akk_err e = { 0 };
+
+		setup_net(&f, modes[k], 2, 4, 1, NULL);
+		f.spec.sched.max_loss = 0.5f;	/* below the first batches' ~1.4 */
+		assert_int_equal(run_actors(&f, &r, (struct akk_observer){ 0 }, &e), -1);
+		if (!strstr(e.msg, "at epoch 1, batch 1 (step 1) is above schedule.max_loss 0.5: the run diverged"))
+			fail_msg("%s", e.msg);
+		akk_run_release(&r);
+		/* and a guard above the losses changes nothing */
+		f.spec.sched.max_loss = 100;
+		if (run_actors(&f, &r, (struct akk_observer){ 0 }, &e))
+			fail_msg("%s", e.msg);
+		akk_run_release(&r);
+		teardown_net(&f);
+	}
+}
+
+/* A start past the epoch's batches is refused at init: the sentinel used
+ * to wait for batches the provider never made (a resume at a larger batch
+ * size hung until killed). The end of the epoch itself is a valid start. */
+static void start_past_the_epoch_refused(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	struct akk_run_config cfg;
+
+	(void)unused;
+	setup_net(&f, "flip-flop", 2, 1, 0, NULL);
+	cfg = (struct akk_run_config){ .mode = AKK_MODE_FLIPFLOP, .epochs = 2,
+				       .blas_threads = 1,
+				       .start = { .epoch = 0, .index = 64, .id = 64 } };
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), -1);
+	if (!strstr(e.msg, "cannot start at epoch 1, batch 64, step 64: an epoch has 63 batches"))
+		fail_msg("%s", e.msg);
+	cfg.start.index = 63;
+	cfg.start.id = 63;
+	cfg.start.samples = 1000;
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+	assert_int_equal(akk_run_train(&r, &e), 0);
+	assert_int_equal(r.pos.epoch, 2);
+	assert_int_equal(r.pos.id, 63 + 63);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
 static void interrupt_at(void *ctx, const struct akk_progress *p)
 {
 	struct akk_run *r = ctx;
@@ -378,6 +459,9 @@ int main(void)
 		cmocka_unit_test(wheels_learns_without_stashing),
 		cmocka_unit_test(provider_covers_every_sample),
 		cmocka_unit_test(nan_stops_the_run),
+		cmocka_unit_test(nonfinite_output_names_the_gate),
+		cmocka_unit_test(max_loss_stops_a_diverging_run),
+		cmocka_unit_test(start_past_the_epoch_refused),
 		cmocka_unit_test(interrupt_stops_cleanly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
