@@ -57,7 +57,7 @@ struct bench_run {
 	double wall, cpu, median, min, max, samples_per_s, gflops;
 	long samples, val_samples;
 	long peak_rss_kb;
-	double busy[256], depth[256];
+	double busy[AKK_MAX_GATES], depth[AKK_MAX_GATES];
 };
 
 static int on_epoch(void *ctx, struct akk_run *r, const struct akk_epoch_report *rep,
@@ -185,7 +185,7 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	b->max = b->nsecs ? b->secs[b->nsecs - 1] : 0;
 	b->samples_per_s = b->median > 0 ? train->n / b->median : 0;
 	b->gflops = (b->samples * m->train_flops + b->val_samples * m->flops) / b->wall / 1e9;
-	for (int g = 0; g < m->ngates && g < 256; g++) {
+	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++) {
 		b->busy[g] = r->gates[g].busy / b->wall;
 		b->depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
 	}
@@ -286,7 +286,7 @@ static void print_mode(const struct bench_run *b, const struct akk_model *m)
 	       akk_mode_name(b->mode), b->samples_per_s, b->median, b->min, b->max,
 	       b->gflops, 100 * b->cpu, b->peak_rss_kb / 1024.0);
 	printf("%-10s", "");
-	for (int g = 0; g < m->ngates && g < 256; g++)
+	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++)
 		printf("  gate %d: busy %2.0f%%, mailbox %.2f", g + 1,
 		       100 * b->busy[g], b->depth[g]);
 	printf("\n");
@@ -297,7 +297,7 @@ static void csv_mode(FILE *f, const struct bench_run *b, const struct akk_model 
 	fprintf(f, "%s,all,%.1f,%.4f,%.4f,%.4f,%.3f,%.3f,%.1f,,\n",
 		akk_mode_name(b->mode), b->samples_per_s, b->median, b->min,
 		b->max, b->gflops, b->cpu, b->peak_rss_kb / 1024.0);
-	for (int g = 0; g < m->ngates && g < 256; g++)
+	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++)
 		fprintf(f, "%s,gate %d,,,,,,,,%.4f,%.3f\n", akk_mode_name(b->mode),
 			g + 1, b->busy[g], b->depth[g]);
 }
