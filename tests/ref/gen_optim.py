@@ -150,6 +150,11 @@ def torch_sched(make, lr, epochs):
 
 
 def closed_form(kind, lr, gamma, step_epochs, min_lr, warmup, epochs, e):
+    # Warm-up ramps linearly to lr; the schedule then starts from lr, its
+    # own epochs counted after the warm-up (cosine over epochs - warmup).
+    if warmup > 0 and e < warmup:
+        return lr * e / warmup
+    e -= warmup
     if kind == "constant":
         v = lr
     elif kind == "step":
@@ -157,9 +162,9 @@ def closed_form(kind, lr, gamma, step_epochs, min_lr, warmup, epochs, e):
     elif kind == "exponential":
         v = lr * gamma ** e
     else:
-        v = min_lr + (lr - min_lr) * (1 + math.cos(math.pi * e / epochs)) / 2
-    if warmup > 0:
-        v *= min(1.0, e / warmup)
+        E = epochs - warmup
+        x = e / E if E > 0 and e < E else 1
+        v = min_lr + (lr - min_lr) * (1 + math.cos(math.pi * x)) / 2
     return v
 
 
