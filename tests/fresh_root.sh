@@ -197,6 +197,8 @@ make_root() {
 	mount --bind /dev/pts "$m_root/dev/pts"
 	mount -t tmpfs -o mode=1777 shm "$m_root/dev/shm"
 	mount --bind "$cache/apt-archives" "$m_root/var/cache/apt/archives"
+	# apt downloads as the root's _apt user, into partial/
+	chroot "$m_root" chown _apt:root /var/cache/apt/archives/partial 2>/dev/null || true
 	git -C "$here" archive --format=tar --prefix=akkctl/ HEAD | tar -C "$m_root" -xf -
 }
 
