@@ -107,10 +107,11 @@ test: $(B)/akkctl $(TESTS)
 	@$(call run_tests,,$(TESTS),AKKCTL=$(B)/akkctl AKK_BUILD=$(B))
 
 # The suite under each of OpenBLAS's kernel choices: its own (the variable
-# unset) and each forced OPENBLAS_CORETYPE the CPU can run.
+# unset) and each forced OPENBLAS_CORETYPE the CPU can run; each run says
+# which kernels OpenBLAS took, the end lists every choice's failed programs.
 OPENBLAS_KERNELS ?= default Haswell SkylakeX Cooperlake
 test-kernels: $(B)/akkctl $(TESTS)
-	@failed=; for k in $(OPENBLAS_KERNELS); do \
+	@failed=; nk=0; for k in $(OPENBLAS_KERNELS); do \
 		case $$k in \
 		default) need=; set -- env -u OPENBLAS_CORETYPE ;; \
 		Haswell) need=avx2; set -- env OPENBLAS_CORETYPE=$$k ;; \
@@ -120,11 +121,16 @@ test-kernels: $(B)/akkctl $(TESTS)
 		esac; \
 		if [ -n "$$need" ] && ! grep -qw "$$need" /proc/cpuinfo; then \
 			echo "=== OpenBLAS kernels $$k: skipped, this CPU has no $$need"; continue; fi; \
-		echo "=== OpenBLAS kernels $$k"; \
-		"$$@" $(MAKE) --no-print-directory test || failed="$$failed $$k"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "test-kernels: FAILED with OpenBLAS kernels:$$failed"; exit 1; fi; \
-	echo "test-kernels: the suite passed with OpenBLAS kernels: $(OPENBLAS_KERNELS)"
+		nk=$$((nk+1)); echo "=== OpenBLAS kernels $$k ($$("$$@" OPENBLAS_VERBOSE=2 \
+			$(B)/akkctl help 2>&1 >/dev/null | grep '^Core:'))"; \
+		{ "$$@" $(MAKE) --no-print-directory test 2>&1; echo $$? >$(B)/kernels.rc; } | \
+			tee $(B)/kernels.log; \
+		if [ "$$(cat $(B)/kernels.rc)" != 0 ]; then failed="$$failed$$(printf '\n  %s: %s' $$k \
+			"$$(grep '^FAILED: ' $(B)/kernels.log | tail -n 1 | sed 's/^FAILED: //')")"; fi; \
+	done; rm -f $(B)/kernels.rc $(B)/kernels.log; \
+	if [ -n "$$failed" ]; then echo "test-kernels: FAILED with $$(echo "$$failed" | grep -c .) of $$nk" \
+		"OpenBLAS kernel choices:$$failed"; exit 1; fi; \
+	echo "test-kernels: the suite passed with each of $$nk OpenBLAS kernel choices"
 
 check:
 	$(MAKE) B=build/asan OPT="-O1 -g" \
