@@ -18,8 +18,8 @@
 #
 # The base root is a pristine `debootstrap --variant=minbase bookworm`,
 # kept as a tarball in $AKK_CI_CACHE (default /var/cache/akkctl-ci) and built
-# once; every run unpacks a fresh copy of it, which has never had the
-# project's packages installed. The mirror is the host's: taken at run time
+# once (delete it to rebuild); every run unpacks a fresh copy of it, which
+# has never had the project's packages installed. The mirror is the host's: taken at run time
 # from the host's apt sources (sources.list, sources.list.d/*.list and
 # *.sources), as are the CA certificates, resolv.conf and any apt proxy.
 # Downloaded .deb files are shared between runs ($AKK_CI_CACHE/apt-archives)
