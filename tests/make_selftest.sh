@@ -1,0 +1,72 @@
+#!/bin/sh
+# make_selftest.sh - checks of the Makefile itself (run by .ci/run; needs the
+# packages installed, runs from any directory):
+#   1. `make test` runs every test program, whatever fails, then names the
+#      failed ones and exits non-zero;
+#   2. `make install DESTDIR=... PREFIX=...` installs the binary, the man
+#      pages and the example configs;
+#   3. one `make deps all` builds when pkg-config finds nothing until deps
+#      has run (as on a fresh root): nothing is detected at parse time.
+# Exit status 0 when all pass, 1 otherwise.
+set -eu
+
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/akk-make.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+ok() { echo "make_selftest: ok: $*"; }
+bad() { echo "make_selftest: FAILED: $*" >&2; failed=1; }
+
+# 1. A failing program does not stop the run; the summary names it.
+printf '#!/bin/sh\nexit 3\n' >"$tmp/exits3"
+chmod +x "$tmp/exits3"
+if make --no-print-directory test TESTS="/bin/false /bin/true $tmp/exits3" \
+	>"$tmp/test.out" 2>&1; then
+	bad "make test with two failing programs exited 0"
+fi
+if grep -qx "== /bin/true" "$tmp/test.out" && grep -qx "== $tmp/exits3" "$tmp/test.out" &&
+   grep -qx "FAILED: 2 of 3 test programs: false (exit 1) exits3 (exit 3)" "$tmp/test.out"; then
+	ok "make test runs every program and lists the failed ones"
+else
+	bad "make test output:"
+	cat "$tmp/test.out" >&2
+fi
+
+# 2. make install, staged.
+stage=$tmp/stage
+if make --no-print-directory install DESTDIR="$stage" PREFIX=/opt/akk >"$tmp/install.out" 2>&1; then
+	missing=
+	for f in bin/akkctl share/man/man1/akkctl.1 share/man/man5/akkctl.5 \
+		 $(cd configs && ls *.yaml | sed 's|^|share/akkctl/configs/|'); do
+		[ -f "$stage/opt/akk/$f" ] || missing="$missing $f"
+	done
+	if [ -z "$missing" ]; then
+		ok "make install DESTDIR PREFIX installs the binary, man pages and $(ls configs/*.yaml | wc -l) configs"
+	else
+		bad "make install did not install:$missing"
+	fi
+else
+	bad "make install failed:"
+	cat "$tmp/install.out" >&2
+fi
+
+# 3. pkg-config finds nothing (an empty PKG_CONFIG_LIBDIR) until the
+# stand-in for deps copies the .pc files in; one make must then build.
+mkdir "$tmp/pc"
+pc_path=$(pkg-config --variable pc_path pkg-config)
+{
+	echo "deps:"
+	printf '\tfor d in %s; do [ -d "$$d" ] && cp -L "$$d"/*.pc %s/ 2>/dev/null; done; true\n' \
+		"$(echo "$pc_path" | tr ':' ' ')" "$tmp/pc"
+} >"$tmp/deps.mk"
+if PKG_CONFIG_LIBDIR=$tmp/pc PKG_CONFIG_PATH= make --no-print-directory -j2 \
+	-f Makefile -f "$tmp/deps.mk" B="$tmp/build" deps all >"$tmp/deps.out" 2>&1 &&
+   "$tmp/build/akkctl" help >/dev/null 2>&1; then
+	ok "one 'make deps all' builds when the packages appear only after deps"
+else
+	bad "make deps all, with pkg-config finding the packages only after deps:"
+	grep -v '^cc \|^rm -f\|overriding recipe\|ignoring old recipe' "$tmp/deps.out" | tail -n 15 >&2
+fi
+
+exit $failed
