@@ -31,10 +31,15 @@ void akk_free(void *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * op(A) is M x K, op(B) is K x N, C is M x N. A large product is split
- * across the calling thread's compute pool, if it has one (pool.h). */
+ * across the calling thread's compute pool, if it has one (pool.h).
+ * Allocates nothing, whichever kernels OpenBLAS picked for the CPU. */
 void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
 	       const float *A, int lda, const float *B, int ldb, float beta,
 	       float *C, int ldc);
+/* The same product on the calling thread alone (the pool's parts). */
+void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
+		    float alpha, const float *A, int lda, const float *B,
+		    int ldb, float beta, float *C, int ldc);
 
 /* Set flush-to-zero and denormals-are-zero on the calling thread. Every
  * compute thread calls it first. */
