@@ -3,6 +3,7 @@
 #include "pool.h"
 
 #include <cblas.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,14 @@ void akk_blas_threads(int n)
 
 int akk_cores(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long n;
+
+	/* The cores this process may run on (taskset, cgroup cpusets), not
+	 * every online core; sysconf only when the mask does not fit. */
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		n = CPU_COUNT(&set);
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : (int)n;
 }

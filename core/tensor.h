@@ -47,7 +47,7 @@ void akk_float_mode(void);
 /* Number of threads OpenBLAS may use for one call (global to the process);
  * akkctl keeps it at 1 and parallelises through pool.h. */
 void akk_blas_threads(int n);
-/* Number of online cores. */
+/* Number of cores the process may run on (its CPU affinity mask). */
 int akk_cores(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* test_tensor.c - akk_sgemm against a double-precision reference on many
- * shapes, alone and split across a compute pool.
+ * shapes (alone and split across a compute pool), and akk_cores against the
+ * CPU affinity mask.
  *
  * Tolerance rationale. Each element of C is a dot product of length K in
  * float; whatever the order of the sums (OpenBLAS's kernels, akk_sgemm's
@@ -14,6 +15,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,11 +143,36 @@ static void pool_sgemm_matches_reference(void **unused)
 	fprintf(stderr, "# pooled: worst error %.3f of the bound\n", worst);
 }
 
+/* akk_cores counts the CPUs of the affinity mask (taskset -c 0 means one
+ * compute thread), and follows it when it changes. */
+static void cores_follow_affinity(void **unused)
+{
+	cpu_set_t all, one;
+	int first = -1;
+
+	(void)unused;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(akk_cores(), CPU_COUNT(&all));
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	assert_true(first >= 0);
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_int_equal(akk_cores(), 1);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(akk_cores(), CPU_COUNT(&all));
+	if (CPU_COUNT(&all) < 2)
+		fprintf(stderr, "# one CPU only: the mask cannot shrink here\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sgemm_matches_reference),
 		cmocka_unit_test(pool_sgemm_matches_reference),
+		cmocka_unit_test(cores_follow_affinity),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
