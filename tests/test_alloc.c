@@ -16,6 +16,11 @@
  * which is why akkctl keeps OpenBLAS on one thread: the wide net's layers
  * are large enough to be split, so the pool is exercised.)
  *
+ * OpenBLAS's own kernels are checked too, whatever the CPU picks: a grid
+ * of products through akk_sgemm covering every layer kind's shapes, run in
+ * this process and again in a child per kernel choice (OPENBLAS_CORETYPE
+ * Haswell, SkylakeX, Cooperlake) that the CPU can execute.
+ *
  * ASan and TSan replace malloc themselves, so under them the interposer is
  * left out and the counting tests are skipped: plain `make test` asserts. */
 #include <errno.h>
@@ -592,6 +597,67 @@ static void sgemm_allocates_nothing(void **unused)
 	akk_free(grid_a), akk_free(grid_b), akk_free(grid_c);
 }
 
+/* OpenBLAS picks its kernels once per process (OPENBLAS_CORETYPE or the
+ * CPU), so the grid runs again in a child for every x86-64 kernel choice
+ * this CPU can execute: an AVX-512 machine checks Haswell, SkylakeX and
+ * Cooperlake whatever OPENBLAS_CORETYPE `make test` was given. */
+static void sgemm_allocates_nothing_on_every_kernel(void **unused)
+{
+#if defined(__x86_64__)
+	int avx512 = __builtin_cpu_supports("avx512f") &&
+		     __builtin_cpu_supports("avx512vl") &&
+		     __builtin_cpu_supports("avx512bw") &&
+		     __builtin_cpu_supports("avx512dq");
+	const struct { const char *name; int runs; } kernels[] = {
+		{ "Haswell", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") },
+		{ "SkylakeX", avx512 },
+		{ "Cooperlake", avx512 && __builtin_cpu_supports("avx512bf16") },
+	};
+	const char *env = getenv("OPENBLAS_CORETYPE");
+	char self[4096], err[8192], want[64], saved[64];
+	const char *const argv[] = { self, NULL };
+	ssize_t n;
+	int ran = 0;
+
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	snprintf(saved, sizeof(saved), "%s", env ? env : "");
+	setenv("AKK_ALLOC_SGEMM_ONLY", "1", 1);
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(*kernels); i++) {
+		char *line, *end;
+		int rc;
+
+		if (!kernels[i].runs) {
+			fprintf(stderr, "# %s: this CPU cannot run it\n", kernels[i].name);
+			continue;
+		}
+		setenv("OPENBLAS_CORETYPE", kernels[i].name, 1);
+		rc = tu_run(argv, NULL, 0, err, sizeof(err));
+		if (rc)
+			fail_msg("OPENBLAS_CORETYPE=%s: exit %d\n%s", kernels[i].name, rc, err);
+		/* the child ran the kernels asked for; print its summary */
+		snprintf(want, sizeof(want), "OpenBLAS's %s kernels", kernels[i].name);
+		assert_non_null(strstr(err, want));
+		line = strstr(err, "# ");
+		if (line && (end = strchr(line, '\n')))
+			fprintf(stderr, "%.*s\n", (int)(end - line), line);
+		ran++;
+	}
+	unsetenv("AKK_ALLOC_SGEMM_ONLY");
+	if (saved[0])
+		setenv("OPENBLAS_CORETYPE", saved, 1);
+	else
+		unsetenv("OPENBLAS_CORETYPE");
+	assert_true(ran > 0);
+#else
+	(void)unused;
+	skip();
+#endif
+}
+
 /* The metrics rows (fprintf + fflush on a FILE whose buffer exists since
  * the header was written) are inside the window too. */
 static void metrics_allocate_nothing(void **unused)
@@ -628,13 +694,19 @@ int main(void)
 		cmocka_unit_test(flipflop_wide_allocates_nothing),
 		cmocka_unit_test(metrics_allocate_nothing),
 		cmocka_unit_test(sgemm_allocates_nothing),
+		cmocka_unit_test(sgemm_allocates_nothing_on_every_kernel),
 		cmocka_unit_test(flipflop_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_remainder_allocates_nothing),
+	};
+	const struct CMUnitTest sgemm_only[] = {
+		cmocka_unit_test(sgemm_allocates_nothing),
 	};
 	void *warm[4];
 
 	/* glibc's backtrace() loads libgcc_s on first use, which allocates:
 	 * do it now, outside any window. */
 	backtrace(warm, 4);
+	if (getenv("AKK_ALLOC_SGEMM_ONLY"))	/* the child of the test above */
+		return cmocka_run_group_tests(sgemm_only, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
