@@ -1,7 +1,6 @@
 /* pool.c - row-split matrix products on a fixed set of threads. */
 #include "pool.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -46,10 +45,9 @@ static void run_part(const struct job *j, int part, int n)
 	const float *A = j->ta ? j->A + r0 : j->A + (size_t)r0 * j->lda;
 
 	if (r1 > r0)
-		cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans,
-			    j->tb ? CblasTrans : CblasNoTrans, r1 - r0, j->N, j->K,
-			    j->alpha, A, j->lda, j->B, j->ldb, j->beta,
-			    j->C + (size_t)r0 * j->ldc, j->ldc);
+		akk_sgemm_here(j->ta, j->tb, r1 - r0, j->N, j->K, j->alpha, A,
+			       j->lda, j->B, j->ldb, j->beta,
+			       j->C + (size_t)r0 * j->ldc, j->ldc);
 }
 
 static void *worker_main(void *arg)

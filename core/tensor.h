@@ -31,10 +31,15 @@ void akk_free(void *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * op(A) is M x K, op(B) is K x N, C is M x N. A large product is split
- * across the calling thread's compute pool, if it has one (pool.h). */
+ * across the calling thread's compute pool, if it has one (pool.h).
+ * Allocates nothing, whichever kernels OpenBLAS picked for the CPU. */
 void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
 	       const float *A, int lda, const float *B, int ldb, float beta,
 	       float *C, int ldc);
+/* The same product on the calling thread alone (the pool's parts). */
+void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
+		    float alpha, const float *A, int lda, const float *B,
+		    int ldb, float beta, float *C, int ldc);
 
 /* Set flush-to-zero and denormals-are-zero on the calling thread. Every
  * compute thread calls it first. */
@@ -42,7 +47,7 @@ void akk_float_mode(void);
 /* Number of threads OpenBLAS may use for one call (global to the process);
  * akkctl keeps it at 1 and parallelises through pool.h. */
 void akk_blas_threads(int n);
-/* Number of online cores. */
+/* Number of cores the process may run on (its CPU affinity mask). */
 int akk_cores(void);
 
 #endif

@@ -16,6 +16,11 @@
  * which is why akkctl keeps OpenBLAS on one thread: the wide net's layers
  * are large enough to be split, so the pool is exercised.)
  *
+ * OpenBLAS's own kernels are checked too, whatever the CPU picks: a grid
+ * of products through akk_sgemm covering every layer kind's shapes, run in
+ * this process and again in a child per kernel choice (OPENBLAS_CORETYPE
+ * Haswell, SkylakeX, Cooperlake) that the CPU can execute.
+ *
  * ASan and TSan replace malloc themselves, so under them the interposer is
  * left out and the counting tests are skipped: plain `make test` asserts. */
 #include <errno.h>
@@ -30,8 +35,12 @@
 
 #include "testutil.h"
 #include "model.h"
+#include "pool.h"
 #include "run.h"
 #include "spec.h"
+#include "tensor.h"
+
+#include <cblas.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
@@ -304,6 +313,23 @@ static const char *conv_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* Every BLAS-using layer kind with its products in the shapes OpenBLAS's
+ * AVX-512 small-matrix kernel used to malloc for (a row-major NN product
+ * with N mod 16 in 1..8 and K >= 32): conv forward 33 x 36 x 36 (3x3,
+ * padding 1), pointwise conv forward 4 x 36 x 33, dense dx B x 40 x 36. */
+static const char *remainder_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [1, 8, 8]\n"
+	"  gates:\n"
+	"    - layers: [{conv2d: {filters: 4, kernel: 3}}, relu]\n"
+	"    - layers: [{conv2d: {filters: 33, kernel: 3, padding: 1}}, relu,\n"
+	"               {conv2d: {filters: 4, kernel: 1}}, relu, flatten]\n"
+	"    - layers: [{dense: 40}, relu, {dense: 36}, relu, {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* What the observer saw. Written on the sentinel thread only; read after
  * akk_run_train has joined it. */
 struct window {
@@ -393,7 +419,8 @@ static void steady_state(const char *yaml, const char *mode,
 	per_epoch = r.per_epoch;
 	fprintf(stderr, "# %s %s, %d BLAS thread(s)%s: %ld steps, %ld batches, "
 		"%ld validations in the window, %ld allocation(s)\n", mode,
-		yaml == conv_yaml ? "conv" : yaml == wide_yaml ? "wide" : "dense", r.blas_threads,
+		yaml == conv_yaml ? "conv" : yaml == wide_yaml ? "wide" :
+		yaml == remainder_yaml ? "remainder" : "dense", r.blas_threads,
 		metrics_path ? ", metrics CSV" : "", w.step1 - w.step0, w.batches,
 		w.val1 - w.val0, count);
 	if (count)
@@ -441,6 +468,196 @@ static void flipflop_wide_allocates_nothing(void **unused)
 	steady_state(wide_yaml, "flip-flop", NULL);
 }
 
+static void flipflop_remainder_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(remainder_yaml, "flip-flop", NULL);
+}
+
+static void wheels_remainder_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(remainder_yaml, "wheels", NULL);
+}
+
+/* A grid of products through akk_sgemm: every (trans_a, trans_b), beta 0
+ * and 1, N over 1..40 (every N mod 16) and beyond, K below, at and above
+ * 32, M*N*K on both sides of OpenBLAS's small-matrix limit (1e6), and the
+ * layers' own shapes; then products split across a pool of 3 whose row
+ * parts are small again. Each is computed once before counting, so that
+ * OpenBLAS's one-time buffers are out of the way. The same grid through
+ * cblas_sgemm itself is counted too and printed: on an AVX-512 kernel
+ * (SkylakeX, Cooperlake) it allocates, which shows the grid reaches the
+ * shapes that matter; on Haswell it does not. */
+struct product {
+	int ta, tb, M, N, K;
+	float beta;
+};
+
+static const int grid_M[] = { 1, 6, 16, 17, 64 };
+static const int grid_K[] = { 1, 31, 32, 36, 84, 150, 400 };
+static const struct product layer_products[] = {
+	{ 0, 0, 16, 100, 150, 1 }, { 0, 1, 16, 150, 100, 1 }, { 1, 0, 150, 100, 16, 0 },
+	{ 0, 1, 64, 120, 400, 1 }, { 1, 0, 120, 400, 64, 1 }, { 0, 0, 64, 400, 120, 0 },
+	{ 0, 1, 64, 84, 120, 1 }, { 1, 0, 84, 120, 64, 1 }, { 0, 0, 64, 120, 84, 0 },
+	{ 0, 0, 6, 4, 36, 1 }, { 0, 0, 100, 100, 100, 0 }, { 0, 0, 100, 100, 101, 0 },
+	{ 0, 0, 64, 24, 512, 0 }, { 0, 0, 1000, 4, 250, 1 },
+};
+static const struct product pooled_products[] = {
+	{ 0, 0, 2048, 20, 64, 0 }, { 0, 0, 2048, 20, 64, 1 }, { 0, 0, 1500, 36, 40, 1 },
+	{ 0, 1, 2048, 20, 64, 1 }, { 1, 0, 2048, 20, 64, 0 }, { 0, 0, 256, 512, 64, 1 },
+};
+
+static float *grid_a, *grid_b, *grid_c;
+
+static void product(const struct product *p, int raw)
+{
+	int lda = p->ta ? p->M : p->K, ldb = p->tb ? p->K : p->N;
+
+	if (raw)
+		cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans,
+			    p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, 1,
+			    grid_a, lda, grid_b, ldb, p->beta, grid_c, p->N);
+	else
+		akk_sgemm(p->ta, p->tb, p->M, p->N, p->K, 1, grid_a, lda, grid_b,
+			  ldb, p->beta, grid_c, p->N);
+}
+
+/* Run the grid (and the layers' shapes) once; the number of products. */
+static long grid(int raw)
+{
+	long n = 0;
+
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++)
+			for (int b = 0; b < 2; b++)
+				for (size_t m = 0; m < sizeof(grid_M) / sizeof(*grid_M); m++)
+					for (int N = 1; N <= 48; N += N < 40 ? 1 : 8)
+						for (size_t k = 0; k < sizeof(grid_K) / sizeof(*grid_K); k++, n++) {
+							struct product p = { ta, tb, grid_M[m], N, grid_K[k], b };
+							product(&p, raw);
+						}
+	for (size_t i = 0; i < sizeof(layer_products) / sizeof(*layer_products); i++, n++)
+		product(&layer_products[i], raw);
+	return n;
+}
+
+static void sgemm_allocates_nothing(void **unused)
+{
+	struct akk_err e = { 0 };
+	struct akk_pool *pool;
+	long n, raw;
+
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	akk_blas_threads(1);	/* as akk_run_init: OpenBLAS's threads malloc */
+	grid_a = akk_alloc(1 << 20), grid_b = akk_alloc(1 << 20), grid_c = akk_alloc(1 << 20);
+	assert_non_null(grid_a), assert_non_null(grid_b), assert_non_null(grid_c);
+	tu_fill(grid_a, 1 << 20, -1, 1, 1);
+	tu_fill(grid_b, 1 << 20, -1, 1, 2);
+
+	grid(1);
+	counting_reset();
+	counting_on();
+	grid(1);
+	counting_off();
+	raw = atomic_load(&nallocs);
+
+	grid(0);
+	counting_reset();
+	counting_on();
+	n = grid(0);
+	counting_off();
+	fprintf(stderr, "# %ld products on OpenBLAS's %s kernels: cblas_sgemm "
+		"allocates %ld time(s), akk_sgemm %ld\n", n,
+		openblas_get_corename(), raw, atomic_load(&nallocs));
+	if (atomic_load(&nallocs))
+		print_sites("akk_sgemm");
+	assert_int_equal(atomic_load(&nallocs), 0);
+
+	pool = akk_pool_create(3, &e);
+	assert_non_null(pool);
+	akk_pool_attach(pool);
+	for (int pass = 0; pass < 2; pass++) {
+		counting_reset();
+		if (pass)
+			counting_on();
+		for (size_t i = 0; i < sizeof(pooled_products) / sizeof(*pooled_products); i++)
+			product(&pooled_products[i], 0);
+		counting_off();
+	}
+	akk_pool_attach(NULL);
+	akk_pool_destroy(pool);
+	fprintf(stderr, "# pooled products: %ld allocation(s)\n", atomic_load(&nallocs));
+	if (atomic_load(&nallocs))
+		print_sites("pooled akk_sgemm");
+	assert_int_equal(atomic_load(&nallocs), 0);
+	akk_free(grid_a), akk_free(grid_b), akk_free(grid_c);
+}
+
+/* OpenBLAS picks its kernels once per process (OPENBLAS_CORETYPE or the
+ * CPU), so the grid runs again in a child for every x86-64 kernel choice
+ * this CPU can execute: an AVX-512 machine checks Haswell, SkylakeX and
+ * Cooperlake whatever OPENBLAS_CORETYPE `make test` was given. */
+static void sgemm_allocates_nothing_on_every_kernel(void **unused)
+{
+#if defined(__x86_64__)
+	int avx512 = __builtin_cpu_supports("avx512f") &&
+		     __builtin_cpu_supports("avx512vl") &&
+		     __builtin_cpu_supports("avx512bw") &&
+		     __builtin_cpu_supports("avx512dq");
+	const struct { const char *name; int runs; } kernels[] = {
+		{ "Haswell", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") },
+		{ "SkylakeX", avx512 },
+		{ "Cooperlake", avx512 && __builtin_cpu_supports("avx512bf16") },
+	};
+	const char *env = getenv("OPENBLAS_CORETYPE");
+	char self[4096], err[8192], want[64], saved[64];
+	const char *const argv[] = { self, NULL };
+	ssize_t n;
+	int ran = 0;
+
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	snprintf(saved, sizeof(saved), "%s", env ? env : "");
+	setenv("AKK_ALLOC_SGEMM_ONLY", "1", 1);
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(*kernels); i++) {
+		char *line, *end;
+		int rc;
+
+		if (!kernels[i].runs) {
+			fprintf(stderr, "# %s: this CPU cannot run it\n", kernels[i].name);
+			continue;
+		}
+		setenv("OPENBLAS_CORETYPE", kernels[i].name, 1);
+		rc = tu_run(argv, NULL, 0, err, sizeof(err));
+		if (rc)
+			fail_msg("OPENBLAS_CORETYPE=%s: exit %d\n%s", kernels[i].name, rc, err);
+		/* the child ran the kernels asked for; print its summary */
+		snprintf(want, sizeof(want), "OpenBLAS's %s kernels", kernels[i].name);
+		assert_non_null(strstr(err, want));
+		line = strstr(err, "# ");
+		if (line && (end = strchr(line, '\n')))
+			fprintf(stderr, "%.*s\n", (int)(end - line), line);
+		ran++;
+	}
+	unsetenv("AKK_ALLOC_SGEMM_ONLY");
+	if (saved[0])
+		setenv("OPENBLAS_CORETYPE", saved, 1);
+	else
+		unsetenv("OPENBLAS_CORETYPE");
+	assert_true(ran > 0);
+#else
+	(void)unused;
+	skip();
+#endif
+}
+
 /* The metrics rows (fprintf + fflush on a FILE whose buffer exists since
  * the header was written) are inside the window too. */
 static void metrics_allocate_nothing(void **unused)
@@ -476,11 +693,20 @@ int main(void)
 		cmocka_unit_test(wheels_conv_allocates_nothing),
 		cmocka_unit_test(flipflop_wide_allocates_nothing),
 		cmocka_unit_test(metrics_allocate_nothing),
+		cmocka_unit_test(sgemm_allocates_nothing),
+		cmocka_unit_test(sgemm_allocates_nothing_on_every_kernel),
+		cmocka_unit_test(flipflop_remainder_allocates_nothing),
+		cmocka_unit_test(wheels_remainder_allocates_nothing),
+	};
+	const struct CMUnitTest sgemm_only[] = {
+		cmocka_unit_test(sgemm_allocates_nothing),
 	};
 	void *warm[4];
 
 	/* glibc's backtrace() loads libgcc_s on first use, which allocates:
 	 * do it now, outside any window. */
 	backtrace(warm, 4);
+	if (getenv("AKK_ALLOC_SGEMM_ONLY"))	/* the child of the test above */
+		return cmocka_run_group_tests(sgemm_only, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,179 @@
+/* test_tensor.c - akk_sgemm against a double-precision reference on many
+ * shapes (alone and split across a compute pool), and akk_cores against the
+ * CPU affinity mask.
+ *
+ * Tolerance rationale. Each element of C is a dot product of length K in
+ * float; whatever the order of the sums (OpenBLAS's kernels, akk_sgemm's
+ * slices of K, the pool's rows), its rounding error is at most about
+ * (K + 2) 2^-24 S, where S = |alpha| sum_k |a_ik b_kj| + |beta c_ij| (the
+ * classic gamma_K bound, +2 for alpha and beta). We require
+ *   |c - ref| <= (K + 2) 2^-24 S     for every element,
+ * which real rounding meets with room (the worst ratio is printed), while
+ * a dropped or doubled slice of K, beta applied twice or a wrong offset is
+ * off by O(S). */
+#include "testutil.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "tensor.h"
+
+/* Worst |c - ref| / bound seen, printed by the tests. */
+static double worst;
+
+/* C = alpha op(A) op(B) + beta C through akk_sgemm, checked element by
+ * element against the same product in double. Leading dimensions are
+ * padded by `pad` so that offsets into A, B and C are exercised; with
+ * beta == 0, C starts as NaN, which the product must not read. */
+static void check_product(int ta, int tb, int M, int N, int K, float alpha,
+			  float beta, int pad, uint32_t seed)
+{
+	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+	int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+	float *A = akk_alloc((size_t)ar * lda), *B = akk_alloc((size_t)br * ldb);
+	float *C = akk_alloc((size_t)M * ldc), *C0 = akk_alloc((size_t)M * ldc);
+
+	assert_non_null(A), assert_non_null(B), assert_non_null(C), assert_non_null(C0);
+	tu_fill(A, (size_t)ar * lda, -1, 1, seed);
+	tu_fill(B, (size_t)br * ldb, -1, 1, seed + 1);
+	tu_fill(C0, (size_t)M * ldc, -1, 1, seed + 2);
+	if (beta == 0)
+		for (size_t i = 0; i < (size_t)M * ldc; i++)
+			C0[i] = NAN;
+	memcpy(C, C0, (size_t)M * ldc * sizeof(*C));
+	akk_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double ref = 0, s = 0, err, bound;
+			for (int k = 0; k < K; k++) {
+				double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+				double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+				ref += a * b;
+				s += fabs(a * b);
+			}
+			ref *= alpha;
+			s *= fabs(alpha);
+			if (beta != 0) {
+				ref += (double)beta * C0[(size_t)i * ldc + j];
+				s += fabs(beta * C0[(size_t)i * ldc + j]);
+			}
+			err = fabs(C[(size_t)i * ldc + j] - ref);
+			bound = (K + 2) * 0x1p-24 * s;
+			if (!(err <= bound))
+				fail_msg("ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g: "
+					 "C[%d][%d] = %.9g, reference %.9g (bound %.3g)",
+					 ta, tb, M, N, K, alpha, beta, i, j,
+					 C[(size_t)i * ldc + j], ref, bound);
+			if (bound > 0 && err / bound > worst)
+				worst = err / bound;
+		}
+	/* the padding of C is untouched */
+	for (int i = 0; i < M; i++)
+		for (int j = N; j < ldc; j++)
+			assert_memory_equal(&C[(size_t)i * ldc + j],
+					    &C0[(size_t)i * ldc + j], sizeof(*C));
+	akk_free(A), akk_free(B), akk_free(C), akk_free(C0);
+}
+
+/* Shapes around every boundary the BLAS wrapper and OpenBLAS's small-matrix
+ * kernels care about: N mod 16 (0, 1..8, 9..15), K below, at and above 32
+ * (several slices of 31), M*N*K around 1e6, and the products the layers
+ * issue (LeNet's second convolution 16 x 100 x 150, its dense dx
+ * 64 x 120 x 84, the test nets' 6 x 4 x 36). */
+static void sgemm_matches_reference(void **unused)
+{
+	static const int Ms[] = { 1, 6, 16, 17, 64 };
+	static const int Ns[] = { 1, 4, 7, 8, 9, 15, 16, 20, 24, 36, 100 };
+	static const int Ks[] = { 1, 9, 31, 32, 36, 62, 63, 84, 150 };
+	static const struct { int ta, tb, M, N, K; } extra[] = {
+		{ 0, 0, 16, 100, 150 }, { 0, 0, 64, 120, 84 }, { 0, 0, 6, 4, 36 },
+		{ 0, 0, 100, 100, 100 }, { 0, 0, 100, 100, 101 }, { 0, 0, 64, 24, 512 },
+		{ 0, 0, 1000, 4, 250 }, { 0, 0, 999, 5, 200 }, { 0, 1, 16, 150, 100 },
+		{ 1, 0, 150, 100, 16 }, { 0, 1, 64, 120, 84 }, { 1, 0, 120, 84, 64 },
+	};
+	uint32_t seed = 1;
+	long n = 0;
+
+	(void)unused;
+	akk_blas_threads(1);
+	worst = 0;
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++)
+			for (size_t m = 0; m < sizeof(Ms) / sizeof(*Ms); m++)
+				for (size_t j = 0; j < sizeof(Ns) / sizeof(*Ns); j++)
+					for (size_t k = 0; k < sizeof(Ks) / sizeof(*Ks); k++, n++) {
+						float beta = n % 3 == 0 ? 0 : n % 3 == 1 ? 1 : 0.25f;
+						float alpha = n % 2 ? 1 : -0.5f;
+						check_product(ta, tb, Ms[m], Ns[j], Ks[k], alpha,
+							      beta, (int)(n % 3), seed += 3);
+					}
+	for (size_t i = 0; i < sizeof(extra) / sizeof(*extra); i++)
+		for (int b = 0; b < 2; b++, n++)
+			check_product(extra[i].ta, extra[i].tb, extra[i].M, extra[i].N,
+				      extra[i].K, 1, b ? 1.0f : 0.0f, b, seed += 3);
+	fprintf(stderr, "# %ld products, worst error %.3f of the bound\n", n, worst);
+}
+
+/* Products large enough for a pool of 3 (M*N*K >= 2^21) whose row parts,
+ * about 1/3 of M each, are small again: the parts take the same path. */
+static void pool_sgemm_matches_reference(void **unused)
+{
+	struct akk_err e = { 0 };
+	struct akk_pool *p;
+
+	(void)unused;
+	akk_blas_threads(1);
+	p = akk_pool_create(3, &e);
+	assert_non_null(p);
+	akk_pool_attach(p);
+	worst = 0;
+	check_product(0, 0, 2048, 20, 64, 1, 0, 0, 11);
+	check_product(0, 0, 2048, 20, 64, -0.5f, 1, 1, 12);
+	check_product(0, 0, 1500, 36, 40, 1, 0.25f, 2, 13);
+	check_product(0, 1, 2048, 20, 64, 1, 1, 0, 14);
+	check_product(1, 0, 2048, 20, 64, 1, 0, 0, 15);
+	check_product(0, 0, 256, 512, 64, 1, 1, 0, 16);
+	akk_pool_attach(NULL);
+	akk_pool_destroy(p);
+	fprintf(stderr, "# pooled: worst error %.3f of the bound\n", worst);
+}
+
+/* akk_cores counts the CPUs of the affinity mask (taskset -c 0 means one
+ * compute thread), and follows it when it changes. */
+static void cores_follow_affinity(void **unused)
+{
+	cpu_set_t all, one;
+	int first = -1;
+
+	(void)unused;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(akk_cores(), CPU_COUNT(&all));
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	assert_true(first >= 0);
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_int_equal(akk_cores(), 1);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(akk_cores(), CPU_COUNT(&all));
+	if (CPU_COUNT(&all) < 2)
+		fprintf(stderr, "# one CPU only: the mask cannot shrink here\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sgemm_matches_reference),
+		cmocka_unit_test(pool_sgemm_matches_reference),
+		cmocka_unit_test(cores_follow_affinity),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
