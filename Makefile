@@ -50,7 +50,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
-TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint
+TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint test_tensor
 
 .PHONY: all deps data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl
@@ -72,6 +72,9 @@ FORCE:
 $(B)/%.o: %.c $(wildcard core/*.h cli/*.h tests/*.h) Makefile $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+# test_rundir tests the progress line's formatting by including its source.
+$(B)/tests/test_rundir.o: cli/progress.c
 
 $(B)/libakk.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
