@@ -9,7 +9,6 @@
  * trainer poll the files it writes, with generous overall limits. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -112,32 +111,6 @@ static int ak(const char *arg, ...)
 	va_end(ap);
 	argv[n] = NULL;
 	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
-}
-
-/* The whole file, NUL-terminated (caller frees); NULL if unreadable. */
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-	    !(buf = malloc((size_t)n + 1))) {
-		fclose(f);
-		return NULL;
-	}
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = (size_t)n;
-	return buf;
 }
 
 static int exists(const char *path)
@@ -276,19 +249,10 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_dir[0] && !getenv("AKK_KEEP_TMP"))
-		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(g_dir);
 	return 0;
 }
 
@@ -386,7 +350,7 @@ static int any_bin(const char *dir)
 /* Number of data rows of a metrics file (0 when missing). */
 static int metrics_rows(const char *path)
 {
-	char *s = slurp(path, NULL);
+	char *s = tu_slurp(path, NULL);
 	int n = 0;
 
 	if (!s)
@@ -402,7 +366,7 @@ static int metrics_rows(const char *path)
  * final one "final" row (NVAL samples, epoch to). */
 static void check_metrics(const char *path, int from, int to, int final)
 {
-	char *s = slurp(path, NULL), *line, *save = NULL;
+	char *s = tu_slurp(path, NULL), *line, *save = NULL;
 	int want_epoch = from, want_val = 0, lines = 0, finals = 0;
 
 	assert_non_null(s);
@@ -910,7 +874,7 @@ static void eval_checkpoint(void **state)
 
 	assert_rc(ak("eval", ck, "--predictions", csv, NULL), 0);
 	{
-		char *s = slurp(csv, NULL), *line, *save = NULL;
+		char *s = tu_slurp(csv, NULL), *line, *save = NULL;
 		int i = 0;
 		assert_non_null(s);
 		line = strtok_r(s, "\n", &save);
@@ -946,7 +910,7 @@ static void bad_checkpoints(void **state)
 	const char *text = P(g_dir, "text.bin");
 	static const char *const cmds[] = { "eval", "inspect" };
 	size_t len;
-	char *data = slurp(ck, &len);
+	char *data = tu_slurp(ck, &len);
 
 	(void)state;
 	assert_non_null(data);
@@ -1092,7 +1056,7 @@ static void sigint_stops_cleanly(void **state)
 	wait_until(pid, has_metrics_row, P(d, "metrics.csv"), 60, "metrics row");
 	assert_int_equal(kill(pid, SIGINT), 0);
 	rc = wait_child(pid, 60);
-	err = slurp(errf, NULL);
+	err = tu_slurp(errf, NULL);
 	assert_non_null(err);
 	if (rc != 130) {
 		print_error("after SIGINT: %s, expected exit status 130\n--- stderr:\n%s\n",
@@ -1128,7 +1092,7 @@ static void double_sigint_stops_now(void **state)
 	assert_int_equal(kill(pid, SIGINT), 0);
 	rc = wait_child(pid, 10);
 	if (rc != 130) {
-		char *err = slurp(P(g_dir, "sigint2.err"), NULL);
+		char *err = tu_slurp(P(g_dir, "sigint2.err"), NULL);
 		print_error("after two SIGINTs: %s, expected exit status 130\n--- stderr:\n%s\n",
 			    describe(rc), err ? err : "");
 		free(err);
@@ -1167,8 +1131,8 @@ static void nonfinite_keeps_checkpoints(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	last = slurp(P(d, "last.bin"), &nlast);
-	ep1 = slurp(P(d, "epoch-0001.bin"), &nep1);
+	last = tu_slurp(P(d, "last.bin"), &nlast);
+	ep1 = tu_slurp(P(d, "epoch-0001.bin"), &nep1);
 	assert_non_null(last);
 	assert_non_null(ep1);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "3", "--out", d,
@@ -1178,10 +1142,10 @@ static void nonfinite_keeps_checkpoints(void **state)
 		print_error("no gate or step named in:\n%s\n", g_err);
 		fail();
 	}
-	last2 = slurp(P(d, "last.bin"), &n2);
+	last2 = tu_slurp(P(d, "last.bin"), &n2);
 	assert_non_null(last2);
 	assert_true(n2 == nlast && !memcmp(last, last2, n2));
-	ep12 = slurp(P(d, "epoch-0001.bin"), &n2);
+	ep12 = tu_slurp(P(d, "epoch-0001.bin"), &n2);
 	assert_non_null(ep12);
 	assert_true(n2 == nep1 && !memcmp(ep1, ep12, n2));
 	check_all_bins(d);

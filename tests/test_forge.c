@@ -15,7 +15,6 @@
  * schedule.max_loss stops a diverging run with exit 1. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,14 +130,6 @@ static int run_limited(const char *const *args)
 	       WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 /* The data, the config and a valid mid-epoch checkpoint of it: epoch 2,
  * batch 3 of 6, 8 steps done (a reference trainer's gates after 8
  * steps), with running sums and metrics. */
@@ -201,8 +192,7 @@ fail:
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_dir[0] && !getenv("AKK_KEEP_TMP"))
-		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(g_dir);
 	return 0;
 }
 

@@ -11,7 +11,6 @@
  * is compiled in) and end to end under a pseudo-terminal. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <pty.h>
@@ -91,27 +90,6 @@ static int ak(const char *arg, ...)
 	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = (size_t)n;
-	return buf;
-}
-
 static int exists(const char *path)
 {
 	return access(path, F_OK) == 0;
@@ -121,7 +99,7 @@ static int exists(const char *path)
  * train and one validation row, nothing else. */
 static void check_rows(const char *path, int n)
 {
-	char *s = slurp(path, NULL), *line, *save = NULL;
+	char *s = tu_slurp(path, NULL), *line, *save = NULL;
 	int rows = 0;
 
 	assert_non_null(s);
@@ -146,7 +124,7 @@ static void check_rows(const char *path, int n)
 static void copy_file(const char *from, const char *to)
 {
 	size_t n;
-	char *b = slurp(from, &n);
+	char *b = tu_slurp(from, &n);
 
 	assert_non_null(b);
 	assert_int_equal(tu_write_file(to, b, n), 0);
@@ -207,19 +185,10 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_dir[0] && !getenv("AKK_KEEP_TMP"))
-		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(g_dir);
 	return 0;
 }
 
@@ -233,13 +202,13 @@ static void new_run_refuses_a_used_directory(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	before = slurp(P(d, "metrics.csv"), &n1);
+	before = tu_slurp(P(d, "metrics.csv"), &n1);
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 2);
 	snprintf(want, sizeof(want),
 		 "akkctl: '%s' already holds a run ('best.bin', 'epoch-0001.bin', 'last.bin', "
 		 "'metrics.csv'): --resume %s continues it, --force starts over\n", d, d);
 	assert_string_equal(g_err, want);
-	after = slurp(P(d, "metrics.csv"), &n2);
+	after = tu_slurp(P(d, "metrics.csv"), &n2);
 	assert_true(n1 == n2 && !memcmp(before, after, n1));
 	free(before);
 	free(after);
@@ -599,7 +568,7 @@ static void summary_after_every_run(void **state)
 
 static int has_row(const char *path)
 {
-	char *s = slurp(path, NULL);
+	char *s = tu_slurp(path, NULL);
 	int n = 0;
 
 	for (char *p = s; p && *p; p++)
@@ -634,7 +603,7 @@ static void interrupted_run_says_how_to_resume(void **state)
 	waitpid(pid, &status, 0);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 130);
-	err = slurp(errf, NULL);
+	err = tu_slurp(errf, NULL);
 	assert_non_null(err);
 	assert_contains(err, "summary: interrupted in epoch ");
 	snprintf(want, sizeof(want), "to resume: akkctl train %s --resume %s --set output.keep=1 "
@@ -659,7 +628,7 @@ static void interrupted_run_says_how_to_resume(void **state)
 			akk_checkpoint_release(&c);
 			return;
 		}
-		rows = slurp(P(d, "metrics.csv"), NULL);
+		rows = tu_slurp(P(d, "metrics.csv"), NULL);
 		last = rows + strlen(rows) - 1;
 		while (last > rows && last[-1] != '\n')
 			last--;
@@ -672,7 +641,7 @@ static void interrupted_run_says_how_to_resume(void **state)
 		snprintf(epochs, sizeof(epochs), "%d", c.pos.epoch + 1);
 		assert_rc(ak("train", g_long, "--quiet", "--resume", d, "--epochs", epochs, NULL), 0);
 		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
-		rows = slurp(P(d, "metrics.csv"), NULL);
+		rows = tu_slurp(P(d, "metrics.csv"), NULL);
 		assert_null(strstr(rows, ",0.5,0.5,0.05,"));
 		free(rows);
 		akk_checkpoint_release(&c);
@@ -714,7 +683,7 @@ static void every_gates_lr_in_the_metrics(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_pergate, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	s = slurp(P(d, "metrics.csv"), NULL);
+	s = tu_slurp(P(d, "metrics.csv"), NULL);
 	assert_non_null(s);
 	assert_true(!strncmp(s, HEADER ",lr_g1,lr_g2\n", strlen(HEADER) + 13));
 	row = strchr(s, '\n') + 1;

@@ -7,7 +7,6 @@
  * Checkpoints are written directly with the checkpoint writer (no
  * training): a 64-16-4 net over 8x8 synthetic images with 4 classes. */
 #include <dirent.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -87,25 +86,6 @@ static const char *P(const char *name)
 	return b;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		buf[n] = '\0';
-		*len = (size_t)n;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 /* A checkpoint at path of the config text (stored under the config path
  * name, relative paths against base_dir), at training step id, its
  * parameters as initialised or, when fill is not 0, all equal to fill. */
@@ -172,19 +152,10 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_dir[0] && !getenv("AKK_KEEP_TMP"))
-		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(g_dir);
 	return 0;
 }
 
@@ -343,7 +314,7 @@ static void help_explains_outputs(void **state)
 static void patch_ckpt(const char *path, const char *from, const char *to)
 {
 	size_t len = 0, n = strlen(from);
-	unsigned char *b = (unsigned char *)slurp(path, &len);
+	unsigned char *b = (unsigned char *)tu_slurp(path, &len);
 	uint32_t crc;
 	size_t i;
 
@@ -417,7 +388,7 @@ static void inspect_huge_epoch(void **state)
 
 	(void)state;
 	plain_ckpt(ck, 5);
-	b = (unsigned char *)slurp(ck, &len);
+	b = (unsigned char *)tu_slurp(ck, &len);
 	assert_non_null(b);
 	assert_non_null(hit = memmem(b, len, tail, strlen(tail)));
 	/* after the config text: nsets (0), mode, then epoch u32, index u64 */
@@ -503,7 +474,7 @@ static void man_pages_format_cleanly(void **state)
 		if (!dot || dot[1] < '1' || dot[1] > '9' || dot[2])
 			continue;
 		snprintf(page, sizeof(page), "man/%s", de->d_name);
-		assert_non_null(src = slurp(page, &len));
+		assert_non_null(src = tu_slurp(page, &len));
 		pages++;
 		/* no control bytes in the source but newlines (a "\f" written
 		 * through a string that understood it becomes a form feed) */

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -193,4 +194,38 @@ void tu_write_idx(const char *path, const struct akk_dataset *d, int images)
 	memcpy(buf + hdr, x->data, len);
 	assert_int_equal(tu_write_file(path, buf, hdr + len), 0);
 	free(buf);
+}
+
+char *tu_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = '\0';
+		if (len)
+			*len = (size_t)n;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void tu_rm_tree(const char *dir)
+{
+	if (dir && dir[0] && !getenv("AKK_KEEP_TMP"))
+		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -21,6 +21,12 @@ int tu_run(const char *const *argv, char *out, size_t outsz, char *err,
 /* A fresh directory under $TMPDIR (or /tmp); the path is static storage
  * valid until the next call. */
 const char *tu_tmpdir(void);
+/* The whole file, NUL-terminated (caller frees), its length in *len when
+ * len is not NULL; NULL if it cannot be read. */
+char *tu_slurp(const char *path, size_t *len);
+/* Remove dir and everything below it, unless $AKK_KEEP_TMP is set (to look
+ * at what a test left). Does nothing for an empty path. */
+void tu_rm_tree(const char *dir);
 /* Write len bytes to path; 0 on success. */
 int tu_write_file(const char *path, const void *data, size_t len);
 /* Largest |a-b| / max(|a|, |b|, floor) over n elements. */
