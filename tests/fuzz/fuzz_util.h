@@ -80,6 +80,15 @@ static inline void fuzz_violation(const char *fmt, ...)
 	abort();
 }
 
+/* FUZZ_VERBOSE=1: say why an input was refused (for writing seeds). */
+static inline int fuzz_refused(const char *stage, const struct akk_err *e)
+{
+	if (getenv("FUZZ_VERBOSE"))
+		fprintf(stderr, "refused at %s: %s:%d:%d: %s\n", stage, e->file,
+			e->line, e->col, e->msg);
+	return 0;
+}
+
 /* A checkpoint ends with a CRC-32 of everything before it, and its header
  * holds the file length at byte 16: fix both, as a forger would, so the
  * reader's field checks are what the fuzzer exercises. */
