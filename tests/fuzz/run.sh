@@ -70,6 +70,7 @@ for t in $TARGETS; do
 	echo "== fuzz_$t for ${SECONDS_EACH}s (log: $log)"
 	timeout -k 10 $((SECONDS_EACH + 120)) $B/fuzz_$t $COMMON \
 		-max_len=$(max_len $t) -max_total_time="$SECONDS_EACH" \
+		$([ -f tests/fuzz/$t.dict ] && echo -dict=tests/fuzz/$t.dict) \
 		-artifact_prefix=$B/artifacts/$t- -print_final_stats=1 \
 		$B/corpus/$t tests/fuzz/corpus/$t >"$log" 2>&1
 	rc=$?
