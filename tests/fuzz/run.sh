@@ -68,12 +68,14 @@ for t in $TARGETS; do
 	log=$B/$t.log
 	mkdir -p $B/corpus/$t
 	echo "== fuzz_$t for ${SECONDS_EACH}s (log: $log)"
+	t0=$(date +%s)
 	timeout -k 10 $((SECONDS_EACH + 120)) $B/fuzz_$t $COMMON \
 		-max_len=$(max_len $t) -max_total_time="$SECONDS_EACH" \
 		$([ -f tests/fuzz/$t.dict ] && echo -dict=tests/fuzz/$t.dict) \
 		-artifact_prefix=$B/artifacts/$t- -print_final_stats=1 \
 		$B/corpus/$t tests/fuzz/corpus/$t >"$log" 2>&1
 	rc=$?
+	took=$(($(date +%s) - t0))
 	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
 	execs=$(echo "$last" | sed -n 's/^#\([0-9]*\).*/\1/p')
 	cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
@@ -86,7 +88,7 @@ for t in $TARGETS; do
 		fail=1
 	fi
 	summary="$summary
-fuzz     $t: ${execs:-0} executions, cov ${cov:-?}, ft ${ft:-?}, corpus ${corp:-?} in ${SECONDS_EACH}s: $r"
+fuzz     $t: ${execs:-0} executions, cov ${cov:-?}, ft ${ft:-?}, corpus ${corp:-?} in ${took}s: $r"
 done
 
 echo "== summary$summary"
