@@ -200,7 +200,8 @@ static inline void fuzz_check_spec(const struct akk_spec *s)
 }
 
 /* What a successful plan must satisfy: positive shapes, sizes that did not
- * wrap around. */
+ * wrap around (below 2^60 floats, so their bytes, times the few blocks a
+ * gate keeps, still fit in 64 bits). */
 static inline void fuzz_check_model(const struct akk_model *m)
 {
 	double sum = 0;
@@ -216,8 +217,8 @@ static inline void fuzz_check_model(const struct akk_model *m)
 				if (ly->out.d[d] < 1)
 					fuzz_violation("gate %d layer %d: planned output dimension %d is %d",
 						       g + 1, l + 1, d, ly->out.d[d]);
-			if (akk_shape_size(ly->out) < 1 || ly->nparams > ((size_t)1 << 50) ||
-			    ly->aux > ((size_t)1 << 50) || ly->work > ((size_t)1 << 50))
+			if (akk_shape_size(ly->out) < 1 || ly->nparams > ((size_t)1 << 60) ||
+			    ly->aux > ((size_t)1 << 60) || ly->work > ((size_t)1 << 60))
 				fuzz_violation("gate %d layer %d: planned sizes wrapped around (out %ld, params %zu, aux %zu, work %zu)",
 					       g + 1, l + 1, akk_shape_size(ly->out),
 					       ly->nparams, ly->aux, ly->work);
