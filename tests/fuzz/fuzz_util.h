@@ -219,7 +219,7 @@ static inline void fuzz_check_model(const struct akk_model *m)
 						       g + 1, l + 1, d, ly->out.d[d]);
 			if (akk_shape_size(ly->out) < 1 || ly->nparams > ((size_t)1 << 60) ||
 			    ly->aux > ((size_t)1 << 60) || ly->work > ((size_t)1 << 60))
-				fuzz_violation("gate %d layer %d: planned sizes wrapped around (out %ld, params %zu, aux %zu, work %zu)",
+				fuzz_violation("gate %d layer %d: planned sizes wrapped around or too large for 64-bit byte counts (out %ld, params %zu, aux %zu, work %zu)",
 					       g + 1, l + 1, akk_shape_size(ly->out),
 					       ly->nparams, ly->aux, ly->work);
 			gsum += (double)ly->nparams;
