@@ -12,6 +12,7 @@
 # FUZZ_REGRESS=0 skips the regression replay; FUZZ_TARGETS="spec idx"
 # picks fuzzers.
 set -u
+export LC_ALL=C	# the logs hold raw input bytes: sed and grep byte-wise
 SECONDS_EACH=${1:-60}
 TARGETS=${FUZZ_TARGETS:-spec idx checkpoint resume}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
