@@ -69,13 +69,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(copy);
 	if (akk_checkpoint_read(&ck, path, &e))
 		return fuzz_refused("read", &e);
-	if ((flags & 3) == 1 || (flags & 3) == 2)
+	if ((flags & 3) == 1 || (flags & 3) == 2) {
 		snprintf(mode_set, sizeof(mode_set), "schedule.mode=%s",
-			 (flags & 3) == 1 ? "flip-flop" : "wheels"),
+			 (flags & 3) == 1 ? "flip-flop" : "wheels");
 		extra[nextra++] = mode_set;
-	if (flags & 4)
-		snprintf(bs_set, sizeof(bs_set), "schedule.batch_size=%d", data[1] + 1),
+	}
+	if (flags & 4) {
+		snprintf(bs_set, sizeof(bs_set), "schedule.batch_size=%d", data[1] + 1);
 		extra[nextra++] = bs_set;
+	}
 	if (akk_checkpoint_spec(&ck, &s, extra, nextra, &e)) {
 		fuzz_refused("spec", &e);
 		goto out;
