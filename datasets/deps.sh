@@ -10,6 +10,12 @@ set -eu
 # its tests (make MPI=0 builds without it); groff-base checks the man
 # pages in test_ui.
 PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base"
+# `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
+case "${1:-}" in
+fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+'') ;;
+*) echo "usage: sh datasets/deps.sh [fuzz]" >&2; exit 2 ;;
+esac
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'

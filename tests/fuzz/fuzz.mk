@@ -6,17 +6,19 @@
 #
 # The core is compiled again with clang and the sanitizers (address,
 # undefined, fuzzer coverage; no MPI) into its own directory, so it never
-# mixes with the gcc objects of build/.
+# mixes with the gcc objects of build/. pkg-config runs when a recipe
+# needs it, not when the Makefile is read (see the top Makefile). The
+# packages: `sh datasets/deps.sh fuzz`.
 
 FUZZ_CC      ?= clang
 FUZZ_B       := build/fuzz
 FUZZ_PKGS    := yaml-0.1 openblas zlib
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -O1 -g -fno-math-errno -Wall -Wextra \
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-math-errno -Wall -Wextra \
 	-pthread -DAKK_VERSION='"fuzz"' -Icore \
 	$(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null) $(FUZZ_SAN)
-FUZZ_LIBS    := $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lm -pthread
+FUZZ_LIBS     = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lm -pthread
 FUZZ_NAMES   := spec idx checkpoint resume
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_B)/fuzz_%)
 FUZZ_CORE    := $(sort $(wildcard core/*.c))
