@@ -281,7 +281,7 @@ static void forged_fields_every_command(void **unused)
 		const char *a[][12] = {
 			{ "eval", g_base, NULL },
 			{ "inspect", g_base, NULL },
-			{ "train", g_cfg, "--quiet", "--resume", g_base, "--out", g_out, NULL },
+			{ "train", g_cfg, "--quiet", "--resume", g_base, "--out", g_out, "--force", NULL },
 		};
 		for (int c = 0; c < 3; c++)
 			if (run_limited(a[c]))
@@ -303,7 +303,7 @@ static void forged_fields_every_command(void **unused)
 				const char *a[][12] = {
 					{ "eval", g_ck, NULL },
 					{ "inspect", g_ck, NULL },
-					{ "train", g_cfg, "--quiet", "--resume", g_ck, "--out", g_out, NULL },
+					{ "train", g_cfg, "--quiet", "--resume", g_ck, "--out", g_out, "--force", NULL },
 				};
 				int rc = run_limited(a[c]);
 				runs++;
@@ -330,6 +330,14 @@ static void forged_fields_every_command(void **unused)
 		}
 	}
 	forge_release(&base);
+	/* forged values that are legitimate (an RNG word, a finite weight)
+	 * must get through every command: otherwise the command refused
+	 * for another reason (say, a run directory it would not reuse) and
+	 * the fields were never checked at all */
+	for (int c = 0; c < 3; c++)
+		if (!counts[c][0])
+			fail_msg("%s accepted no forged value: did it read the checkpoint?",
+				 cmds[c]);
 	if (getenv("AKK_TEST_VERBOSE")) {
 		fprintf(stderr, "  forged: %d fields x %d values x 3 commands = %d runs\n",
 			fields, NVALUES, runs);
