@@ -20,7 +20,8 @@
 	X(leaky_relu)                                                        \
 	X(sigmoid)                                                           \
 	X(tanh)                                                              \
-	X(softplus)
+	X(softplus)                                                          \
+	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;
 #define ENTRY(k) &akk_layer_##k,
