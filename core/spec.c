@@ -8,9 +8,13 @@
  * as a YAML value and spliced into that document (the node ids it adds are
  * remembered, so an error in them is reported against the --set argument),
  * then one walk fills struct akk_spec. Every mapping is walked with a key
- * table {key, node type, handler}: unknown keys (with the nearest key
- * suggested), duplicates and missing required keys are rejected before the
- * handlers run in table order. Messages are lowercase and quote their
+ * table {key, node type, handler, range, default}: unknown keys (with the
+ * nearest key suggested), duplicates and missing required keys are rejected
+ * before the handlers run in table order. Besides scalars, two generic key
+ * kinds are described by the table alone: a name list (h_names) and a
+ * sub-section with its own key table (h_section). A layer's keys come from
+ * its kind's option table (layer.h). Defaults sit next to their keys
+ * (apply_defaults); strings and lists have theirs in defaults(). Messages are lowercase and quote their
  * subject: "'lr' must be greater than 0, got -0.1". A float is checked
  * again as the float it is stored as. libyaml's marks are 0-based; reports
  * and stored marks are 1-based. */
