@@ -6,16 +6,36 @@
 #include "checked.h"
 #include "tensor.h"
 
-static const struct akk_layer_ops *const kinds[] = {
-	&akk_layer_dense, &akk_layer_conv2d, &akk_layer_maxpool2d,
-	&akk_layer_avgpool2d, &akk_layer_flatten, &akk_layer_dropout,
-	&akk_layer_batchnorm, &akk_layer_relu, &akk_layer_leaky_relu,
-	&akk_layer_sigmoid, &akk_layer_tanh, &akk_layer_softplus,
-};
+/* The kinds: one line each, X(name) for akk_layer_<name> in
+ * core/layer_<name>.c, whose ops->name is "name". */
+#define KINDS(X)                                                             \
+	X(dense)                                                             \
+	X(conv2d)                                                            \
+	X(maxpool2d)                                                         \
+	X(avgpool2d)                                                         \
+	X(flatten)                                                           \
+	X(dropout)                                                           \
+	X(batchnorm)                                                         \
+	X(relu)                                                              \
+	X(leaky_relu)                                                        \
+	X(sigmoid)                                                           \
+	X(tanh)                                                              \
+	X(softplus)                                                          \
+	/* a new kind: one line above */
 
-const char *const akk_layer_names[] = {
-	"dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "dropout",
-	"batchnorm", "relu", "leaky_relu", "sigmoid", "tanh", "softplus", NULL,
+#define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;
+#define ENTRY(k) &akk_layer_##k,
+#define NAME(k) #k,
+
+KINDS(DECLARE)
+
+static const struct akk_layer_ops *const kinds[] = { KINDS(ENTRY) };
+
+const char *const akk_layer_names[] = { KINDS(NAME) NULL };
+
+const char *const akk_init_names[] = {
+	"default", "xavier_uniform", "xavier_normal", "he_uniform",
+	"he_normal", "lecun_uniform", "zeros", "constant", NULL,
 };
 
 const struct akk_layer_ops *akk_layer_find(const char *name)
@@ -32,12 +52,25 @@ void akk_layer_init_none(const struct akk_layer *l, float *p, float *s,
 	(void)l, (void)p, (void)s, (void)rng;
 }
 
+const struct akk_layer_option akk_pool2d_options[] = {
+	AKK_OPTION("kernel", INT, kernel, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
+	AKK_OPTION("stride", INT, stride, AKK_OPTION_LO, 1, 0, 0),
+	AKK_OPTION("padding", INT, padding, AKK_OPTION_LO, 0, 0, 0),
+	AKK_OPTIONS_END,
+};
+
+/* The one place the default stride of a pool is decided. */
+int akk_pool2d_stride(const struct akk_layer_spec *sp)
+{
+	return sp->stride ? sp->stride : sp->kernel;
+}
+
 /* Shared by maxpool2d and avgpool2d: square kernel k, stride s (0 means
  * k), padding p at most k/2; out = [C, (H+2p-k)/s+1, (W+2p-k)/s+1]. */
 int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e)
 {
 	const struct akk_layer_spec *sp = l->spec;
-	int k = sp->kernel, s = sp->stride ? sp->stride : sp->kernel;
+	int k = sp->kernel, s = akk_pool2d_stride(sp);
 	int p = sp->padding;
 	char buf[64];
 

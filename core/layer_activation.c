@@ -100,17 +100,29 @@ ACT_BACKWARD(tanh_backward, 1.0f - u * u)
 ACT_FORWARD(softplus_forward, fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v))))
 ACT_BACKWARD(softplus_backward, -expm1f(-u))
 
-#define ACT_OPS(sym, str, fw, bw)					\
+static const struct akk_layer_option leaky_options[] = {
+	AKK_OPTION("alpha", FLOAT, alpha, AKK_OPTION_LO, 0, 0, 0.01),
+	AKK_OPTIONS_END,
+};
+
+#define ACT_OPS(sym, str, opts, sh, fw, bw)				\
 const struct akk_layer_ops sym = {					\
 	.name = str,							\
+	.options = opts,						\
+	.shorthand = sh,						\
 	.plan = act_plan,						\
 	.init = akk_layer_init_none,						\
 	.forward = fw,							\
 	.backward = bw,							\
 };
 
-ACT_OPS(akk_layer_relu, "relu", relu_forward, relu_backward)
-ACT_OPS(akk_layer_leaky_relu, "leaky_relu", leaky_forward, leaky_backward)
-ACT_OPS(akk_layer_sigmoid, "sigmoid", sigmoid_forward, sigmoid_backward)
-ACT_OPS(akk_layer_tanh, "tanh", tanh_forward, tanh_backward)
-ACT_OPS(akk_layer_softplus, "softplus", softplus_forward, softplus_backward)
+ACT_OPS(akk_layer_relu, "relu", NULL, NULL,
+	relu_forward, relu_backward)
+ACT_OPS(akk_layer_leaky_relu, "leaky_relu", leaky_options, "alpha",
+	leaky_forward, leaky_backward)
+ACT_OPS(akk_layer_sigmoid, "sigmoid", NULL, NULL,
+	sigmoid_forward, sigmoid_backward)
+ACT_OPS(akk_layer_tanh, "tanh", NULL, NULL,
+	tanh_forward, tanh_backward)
+ACT_OPS(akk_layer_softplus, "softplus", NULL, NULL,
+	softplus_forward, softplus_backward)

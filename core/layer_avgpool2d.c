@@ -23,7 +23,7 @@ static void avgpool_forward(const struct akk_layer *l, float *y, float *aux,
 	const struct akk_layer_spec *sp = l->spec;
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
 	int Ho = l->out.d[1], Wo = l->out.d[2];
-	int k = sp->kernel, st = sp->stride ? sp->stride : k, pad = sp->padding;
+	int k = sp->kernel, st = akk_pool2d_stride(sp), pad = sp->padding;
 	float scale = 1.0f / (float)(k * k);
 
 	(void)aux, (void)s, (void)work, (void)p, (void)train, (void)rng;
@@ -57,7 +57,7 @@ static void avgpool_backward(const struct akk_layer *l, float *dx, float *dp,
 	const struct akk_layer_spec *sp = l->spec;
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
 	int Ho = l->out.d[1], Wo = l->out.d[2];
-	int k = sp->kernel, st = sp->stride ? sp->stride : k, pad = sp->padding;
+	int k = sp->kernel, st = akk_pool2d_stride(sp), pad = sp->padding;
 	float scale = 1.0f / (float)(k * k);
 
 	(void)dp, (void)work, (void)x, (void)y, (void)aux, (void)p;
@@ -85,6 +85,8 @@ static void avgpool_backward(const struct akk_layer *l, float *dx, float *dp,
 
 const struct akk_layer_ops akk_layer_avgpool2d = {
 	.name = "avgpool2d",
+	.options = akk_pool2d_options,
+	.shorthand = "kernel",
 	.plan = avgpool_plan,
 	.init = akk_layer_init_none,
 	.forward = avgpool_forward,

@@ -271,8 +271,17 @@ static void bn_backward(const struct akk_layer *l, float *dx, float *dp,
 		}
 }
 
+static const struct akk_layer_option bn_options[] = {
+	AKK_OPTION("momentum", FLOAT, momentum, AKK_OPTION_LO |
+		   AKK_OPTION_LO_OPEN | AKK_OPTION_HI, 0, 1, 0.1),
+	AKK_OPTION("eps", FLOAT, eps, AKK_OPTION_LO | AKK_OPTION_LO_OPEN, 0, 0,
+		   1e-5),
+	AKK_OPTIONS_END,
+};
+
 const struct akk_layer_ops akk_layer_batchnorm = {
 	.name = "batchnorm",
+	.options = bn_options,
 	.plan = bn_plan,
 	.init = bn_init,
 	.forward = bn_forward,

@@ -267,8 +267,21 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	}
 }
 
+static const struct akk_layer_option conv_options[] = {
+	AKK_OPTION("filters", INT, filters, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0,
+		   0),
+	AKK_OPTION("kernel", INT, kernel, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
+	AKK_OPTION("stride", INT, stride, AKK_OPTION_LO, 1, 0, 1),
+	AKK_OPTION("padding", INT, padding, AKK_OPTION_LO, 0, 0, 0),
+	AKK_OPTION("bias", BOOL, bias, 0, 0, 0, 1),
+	AKK_OPTION("init", INIT, init, 0, 0, 0, AKK_INIT_DEFAULT),
+	AKK_OPTION("init_value", FLOAT, init_value, 0, 0, 0, 0),
+	AKK_OPTIONS_END,
+};
+
 const struct akk_layer_ops akk_layer_conv2d = {
 	.name = "conv2d",
+	.options = conv_options,
 	.plan = conv_plan,
 	.init = conv_init,
 	.forward = conv_forward,

@@ -114,8 +114,18 @@ static void dense_backward(const struct akk_layer *l, float *dx, float *dp,
 		akk_sgemm(0, 0, B, din, dout, 1, dy, dout, p, din, 0, dx, din);
 }
 
+static const struct akk_layer_option dense_options[] = {
+	AKK_OPTION("units", INT, units, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
+	AKK_OPTION("bias", BOOL, bias, 0, 0, 0, 1),
+	AKK_OPTION("init", INIT, init, 0, 0, 0, AKK_INIT_DEFAULT),
+	AKK_OPTION("init_value", FLOAT, init_value, 0, 0, 0, 0),
+	AKK_OPTIONS_END,
+};
+
 const struct akk_layer_ops akk_layer_dense = {
 	.name = "dense",
+	.options = dense_options,
+	.shorthand = "units",
 	.plan = dense_plan,
 	.init = dense_init,
 	.forward = dense_forward,

@@ -80,8 +80,16 @@ static void dropout_backward(const struct akk_layer *l, float *dx, float *dp,
 			dx[i] = dy[i] * aux[i];
 }
 
+static const struct akk_layer_option dropout_options[] = {
+	AKK_OPTION("rate", FLOAT, rate, AKK_OPTION_REQ | AKK_OPTION_LO |
+		   AKK_OPTION_HI | AKK_OPTION_HI_OPEN, 0, 1, 0),
+	AKK_OPTIONS_END,
+};
+
 const struct akk_layer_ops akk_layer_dropout = {
 	.name = "dropout",
+	.options = dropout_options,
+	.shorthand = "rate",
 	.plan = dropout_plan,
 	.init = akk_layer_init_none,
 	.forward = dropout_forward,

@@ -50,7 +50,7 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	const struct akk_layer_spec *sp = l->spec;
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
 	int Ho = l->out.d[1], Wo = l->out.d[2];
-	int k = sp->kernel, st = sp->stride ? sp->stride : k, pad = sp->padding;
+	int k = sp->kernel, st = akk_pool2d_stride(sp), pad = sp->padding;
 
 	(void)s, (void)work, (void)p, (void)train, (void)rng;
 	for (long bc = 0; bc < (long)B * C; bc++) {
@@ -111,6 +111,8 @@ static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 
 const struct akk_layer_ops akk_layer_maxpool2d = {
 	.name = "maxpool2d",
+	.options = akk_pool2d_options,
+	.shorthand = "kernel",
 	.plan = maxpool_plan,
 	.init = akk_layer_init_none,
 	.forward = maxpool_forward,

@@ -8,14 +8,19 @@
  * as a YAML value and spliced into that document (the node ids it adds are
  * remembered, so an error in them is reported against the --set argument),
  * then one walk fills struct akk_spec. Every mapping is walked with a key
- * table {key, node type, handler}: unknown keys (with the nearest key
- * suggested), duplicates and missing required keys are rejected before the
- * handlers run in table order. Messages are lowercase and quote their
+ * table {key, node type, handler, range, default}: unknown keys (with the
+ * nearest key suggested), duplicates and missing required keys are rejected
+ * before the handlers run in table order. Besides scalars, two generic key
+ * kinds are described by the table alone: a name list (h_names) and a
+ * sub-section with its own key table (h_section). A layer's keys come from
+ * its kind's option table (layer.h). Defaults sit next to their keys
+ * (apply_defaults); strings and lists have theirs in defaults(). Messages are lowercase and quote their
  * subject: "'lr' must be greater than 0, got -0.1". A float is checked
  * again as the float it is stored as. libyaml's marks are 0-based; reports
  * and stored marks are 1-based. */
 #include "spec.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -50,10 +55,11 @@ struct section {
 	const struct key *keys;
 	void *obj;
 	int optional;			/* 1: no key is required (gate optimizer) */
-	/* For keys that apply to some kinds only: the current kind of obj
-	 * (evaluated when the key's handler runs), its names, and what a kind
-	 * is called ("optimizer"). */
-	int (*kind)(const void *obj);
+	/* For keys that apply to some kinds only: 1 + the offset of the int
+	 * field of obj that holds the current kind (0: no kinds; read when
+	 * the key's handler runs), its names, and what a kind is called
+	 * ("optimizer"). */
+	size_t kind_off;
 	const char *const *kind_names;
 	const char *kind_what;
 };
@@ -64,17 +70,40 @@ typedef int (*handler)(struct ctx *c, const struct key *k,
 		       const struct section *sec, yaml_node_t *key,
 		       yaml_node_t *val);
 
-enum { F_REQ = 1, F_LO = 2, F_HI = 4, F_LO_OPEN = 8, F_HI_OPEN = 16 };
+/* Range flags as layer.h's options have them, then flags of our own. */
+enum {
+	F_REQ = AKK_OPTION_REQ, F_LO = AKK_OPTION_LO, F_HI = AKK_OPTION_HI,
+	F_LO_OPEN = AKK_OPTION_LO_OPEN, F_HI_OPEN = AKK_OPTION_HI_OPEN,
+	F_OPTIONAL = 32,	/* section: none of its keys is required */
+	F_SPACED = 64,		/* section named "PARENT KEY", not "PARENT.KEY" */
+	F_VAL_MARK = 128,	/* section: the mark is the value's, not the key's */
+	F_NOSTORE = 256,	/* name list: checked, not stored */
+};
 
+/* A key of a section. Scalars (h_int, h_float, h_bool, h_str, h_path) and
+ * the two generic kinds, a name list (h_names) and a sub-section
+ * (h_section), are described by the table; other keys have a handler. */
 struct key {
 	const char *name;
 	yaml_node_type_t type;	/* checked before the handler; NO_NODE: any */
 	handler fn;
 	const char *what;	/* the expected type, for messages */
-	size_t off;		/* field of obj, for the generic handlers */
+	size_t off;		/* field of obj (a section: its struct) */
 	unsigned flags;
 	double lo, hi;		/* range, per flags */
 	unsigned applies;	/* bit per kind; 0 = every kind */
+	double def;		/* default of a number, bool or name */
+	/* A name list: the names (NULL-terminated) and what one is called. */
+	const char *const *names;
+	const char *noun;
+	/* A sub-section: its keys; the key a scalar value stands for (NULL:
+	 * a mapping only); 1 + offsets in obj of the struct akk_mark to set
+	 * and of an int set to 1 when present (0: none); what its kinds are
+	 * called when some keys apply to some kinds (its "type" key). */
+	const struct key *keys;
+	const char *shorthand;
+	size_t mark_off, set_off;
+	const char *kind_what;
 };
 
 /* --- nodes and reports --------------------------------------------------- */
@@ -623,8 +652,9 @@ static int walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
 		yaml_node_t *kn, *val = map_get(c, m, k->name, &kn);
 		if (!val)
 			continue;
-		if (k->applies && sec->kind) {
-			int kind = sec->kind(sec->obj);
+		if (k->applies && sec->kind_off) {
+			int kind = *(const int *)((const char *)sec->obj +
+						  sec->kind_off - 1);
 			if (!(k->applies & (1u << kind)))
 				return fail(c, kn,
 					    "'%s' does not apply to %s '%s'",
@@ -642,240 +672,222 @@ static int walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
 	return 0;
 }
 
+/* --- the two generic key kinds: a name list and a sub-section ------------ */
+
+/* A name list: val must be one of k->names; its index goes into the int
+ * (or enum) field, unless F_NOSTORE. */
+static int h_names(struct ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key,
+		   yaml_node_t *val)
+{
+	char subject[80];
+	int kind = 0;
+
+	(void)key;
+	snprintf(subject, sizeof(subject), "'%s'", k->name);
+	if (find_name(c, subject, val, k->names, k->noun, &kind))
+		return -1;
+	if (!(k->flags & F_NOSTORE))
+		*FIELD(sec->obj, k, int) = kind;
+	return 0;
+}
+
+/* A sub-section: the mapping val walked with k->keys into the struct at
+ * k->off of obj, named "PARENT.KEY" ("PARENT KEY" with F_SPACED); a scalar
+ * sets k->shorthand, reported as k's own name. */
+static int h_section(struct ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	char name[128], subject[80];
+	struct section sub = { name, k->keys, (char *)sec->obj + k->off,
+			       !!(k->flags & F_OPTIONAL), 0, NULL,
+			       k->kind_what };
+	const struct key *sk;
+
+	if (sec->name)
+		snprintf(name, sizeof(name), "%s%c%s", sec->name,
+			 k->flags & F_SPACED ? ' ' : '.', k->name);
+	else
+		snprintf(name, sizeof(name), "%s", k->name);
+	/* The kind of the sub-section's object is its "type" key. */
+	for (sk = k->keys; k->kind_what && strcmp(sk->name, "type"); sk++)
+		;
+	if (k->kind_what) {
+		sub.kind_off = sk->off + 1;
+		sub.kind_names = sk->names;
+	}
+	if (k->mark_off)
+		*(struct akk_mark *)((char *)sec->obj + k->mark_off - 1) =
+			mark_of(c, k->flags & F_VAL_MARK ? val : key);
+	if (k->set_off)
+		*(int *)((char *)sec->obj + k->set_off - 1) = 1;
+	if (val->type == YAML_SCALAR_NODE && k->shorthand) {
+		struct key as;
+		for (sk = k->keys; strcmp(sk->name, k->shorthand); sk++)
+			;
+		as = *sk;
+		as.name = k->name;
+		return as.fn(c, &as, &sub, key, val);
+	}
+	if (val->type != YAML_MAPPING_NODE) {
+		snprintf(subject, sizeof(subject), "'%s'", k->name);
+		return fail_type(c, subject, k->what, val);
+	}
+	return walk(c, val, &sub);
+}
+
+/* Each key's default (def) into obj, sub-sections included. Strings, lists
+ * and the special keys have theirs in defaults(). */
+static void apply_defaults(const struct key *keys, void *obj)
+{
+	for (const struct key *k = keys; k->name; k++) {
+		if (k->fn == h_section)
+			apply_defaults(k->keys, (char *)obj + k->off);
+		else if (k->fn == h_float)
+			*FIELD(obj, k, float) = (float)k->def;
+		else if (k->fn == h_int || k->fn == h_bool ||
+			 (k->fn == h_names && !(k->flags & F_NOSTORE)))
+			*FIELD(obj, k, int) = (int)k->def;
+	}
+}
+
+/* Table entries; T_ is the struct of the section, F_ a field of it. */
+#define KEY(K_, N_, H_, W_, T_, F_, FL_, LO_, HI_, AP_, D_)                  \
+	{ .name = K_, .type = YAML_##N_##_NODE, .fn = H_, .what = W_,        \
+	  .off = offsetof(T_, F_), .flags = FL_, .lo = LO_, .hi = HI_,       \
+	  .applies = AP_, .def = D_ }
+#define INT(K_, T_, F_, FL_, LO_, HI_, D_)                                   \
+	KEY(K_, SCALAR, h_int, "an integer", T_, F_, FL_, LO_, HI_, 0, D_)
+#define FLOAT(K_, T_, F_, FL_, LO_, HI_, AP_, D_)                            \
+	KEY(K_, SCALAR, h_float, "a number", T_, F_, FL_, LO_, HI_, AP_, D_)
+#define BOOL(K_, T_, F_, D_)                                                 \
+	KEY(K_, SCALAR, h_bool, "true or false", T_, F_, 0, 0, 0, 0, D_)
+#define STR(K_, H_, T_, F_, FL_)                                             \
+	KEY(K_, SCALAR, H_, "a string", T_, F_, FL_, 0, 0, 0, 0)
+/* A name list: the index of the name into an int or enum field. */
+#define NAMES(K_, T_, F_, FL_, LIST_, NOUN_, D_)                             \
+	{ .name = K_, .type = YAML_NO_NODE, .fn = h_names, .what = "a name", \
+	  .off = offsetof(T_, F_), .flags = FL_, .def = D_, .names = LIST_,  \
+	  .noun = NOUN_ }
+/* A sub-section filling the struct at OFF_ of the section's (0: the same
+ * struct); MARK_: MARK(T_, F_), a struct akk_mark set from its key, or 0. */
+#define SECTION(K_, OFF_, FL_, KEYS_, MARK_)                                 \
+	{ .name = K_, .type = YAML_MAPPING_NODE, .fn = h_section,            \
+	  .what = "a mapping", .off = OFF_, .flags = FL_, .keys = KEYS_,     \
+	  .mark_off = MARK_ }
+#define MARK(T_, F_) (offsetof(T_, F_) + 1)
+#define END { .name = NULL }
+
 /* --- the optimizer and its learning-rate schedule ------------------------ */
+
+#define LRS struct akk_lr_spec
+#define LR(x) (1u << AKK_LR_##x)
+
+static int h_lr_type(struct ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val);
+
+static const struct key lr_keys[] = {
+	{ .name = "type", .type = YAML_NO_NODE, .fn = h_lr_type,
+	  .what = "a name", .off = offsetof(LRS, kind), .names = akk_lr_names,
+	  .noun = "lr schedule", .def = AKK_LR_CONSTANT },
+	FLOAT("gamma", LRS, gamma, F_LO | F_LO_OPEN | F_HI, 0, 1,
+	      LR(STEP) | LR(EXPONENTIAL), 0.1),	/* exponential: 0.95 */
+	FLOAT("step_epochs", LRS, step_epochs, F_LO | F_LO_OPEN, 0, 0,
+	      LR(STEP), 1),
+	FLOAT("min_lr", LRS, min_lr, F_LO, 0, 0, LR(COSINE), 0),
+	FLOAT("warmup_epochs", LRS, warmup_epochs, F_LO, 0, 0, 0, 0),
+	END,
+};
 
 static void lr_defaults(struct akk_lr_spec *l, enum akk_lr_kind kind)
 {
+	apply_defaults(lr_keys, l);
 	l->kind = kind;
-	l->gamma = kind == AKK_LR_EXPONENTIAL ? 0.95f : 0.1f;
-	l->step_epochs = 1;
-	l->min_lr = 0;
-	l->warmup_epochs = 0;
+	if (kind == AKK_LR_EXPONENTIAL)
+		l->gamma = 0.95f;
 }
 
 /* A schedule type: a different type than the one inherited starts from that
  * type's defaults; the same type keeps the inherited values. */
-static int set_lr_type(struct ctx *c, const char *subject,
-		       struct akk_lr_spec *l, yaml_node_t *val)
-{
-	int kind;
-
-	if (find_name(c, subject, val, akk_lr_names, "lr schedule", &kind))
-		return -1;
-	if ((int)l->kind != kind)
-		lr_defaults(l, (enum akk_lr_kind)kind);
-	return 0;
-}
-
 static int h_lr_type(struct ctx *c, const struct key *k,
 		     const struct section *sec, yaml_node_t *key,
 		     yaml_node_t *val)
 {
-	(void)k;
-	(void)key;
-	return set_lr_type(c, "'type'", sec->obj, val);
-}
+	struct akk_lr_spec *l = sec->obj;
+	enum akk_lr_kind old = l->kind;
 
-static int lr_kind(const void *obj)
-{
-	return (int)((const struct akk_lr_spec *)obj)->kind;
-}
-
-#define LR(x) (1u << AKK_LR_##x)
-#define LRF(key, field, fl, lo, hi, ap)                                      \
-	{ key, YAML_SCALAR_NODE, h_float, "a number",                        \
-	  offsetof(struct akk_lr_spec, field), fl, lo, hi, ap }
-
-static const struct key lr_keys[] = {
-	{ "type", YAML_NO_NODE, h_lr_type, "a name", 0, 0, 0, 0, 0 },
-	LRF("gamma", gamma, F_LO | F_LO_OPEN | F_HI, 0, 1,
-	    LR(STEP) | LR(EXPONENTIAL)),
-	LRF("step_epochs", step_epochs, F_LO | F_LO_OPEN, 0, 0, LR(STEP)),
-	LRF("min_lr", min_lr, F_LO, 0, 0, LR(COSINE)),
-	LRF("warmup_epochs", warmup_epochs, F_LO, 0, 0, 0),
-	{ NULL, 0, NULL, NULL, 0, 0, 0, 0, 0 },
-};
-
-static int h_lr(struct ctx *c, const struct key *k, const struct section *sec,
-		yaml_node_t *key, yaml_node_t *val)
-{
-	struct akk_optim_spec *o = sec->obj;
-	char name[96];
-
-	(void)k;
-	(void)key;
-	if (val->type == YAML_SCALAR_NODE) {
-		if (set_lr_type(c, "'schedule'", &o->sched, val))
-			return -1;
-	} else if (val->type == YAML_MAPPING_NODE) {
-		struct section sub = { name, lr_keys, &o->sched, 0, lr_kind,
-				       akk_lr_names, "schedule" };
-		snprintf(name, sizeof(name), "%s.schedule", sec->name);
-		if (walk(c, val, &sub))
-			return -1;
-	} else {
-		return fail_type(c, "'schedule'", "a name or a mapping", val);
-	}
-	o->sched.mark = mark_of(c, val);
-	return 0;
-}
-
-static int h_optim_type(struct ctx *c, const struct key *k,
-			const struct section *sec, yaml_node_t *key,
-			yaml_node_t *val)
-{
-	struct akk_optim_spec *o = sec->obj;
-	int kind;
-
-	(void)k;
-	(void)key;
-	if (find_name(c, "'type'", val, akk_optim_names, "optimizer", &kind))
+	if (h_names(c, k, sec, key, val))
 		return -1;
-	o->kind = (enum akk_optim_kind)kind;
+	if (l->kind != old)
+		lr_defaults(l, l->kind);
 	return 0;
 }
 
-static int optim_kind(const void *obj)
-{
-	return (int)((const struct akk_optim_spec *)obj)->kind;
-}
-
+#define OPTS struct akk_optim_spec
 #define OPT(x) (1u << AKK_OPT_##x)
 #define ADAMS (OPT(ADAM) | OPT(ADAMW) | OPT(RADAM))
-#define OF(key, field, fl, lo, hi, ap)                                       \
-	{ key, YAML_SCALAR_NODE, h_float, "a number",                        \
-	  offsetof(struct akk_optim_spec, field), fl, lo, hi, ap }
 
 static const struct key optim_keys[] = {
-	{ "type", YAML_NO_NODE, h_optim_type, "a name", 0, F_REQ, 0, 0, 0 },
-	OF("lr", lr, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0),
-	OF("momentum", momentum, F_LO | F_HI | F_HI_OPEN, 0, 1,
-	   OPT(MOMENTUM) | OPT(NESTEROV)),
-	OF("beta1", beta1, F_LO | F_HI | F_HI_OPEN, 0, 1, ADAMS),
-	OF("beta2", beta2, F_LO | F_HI | F_HI_OPEN, 0, 1, ADAMS),
-	OF("rho", rho, F_LO | F_HI | F_HI_OPEN, 0, 1, OPT(RMSPROP)),
-	OF("eps", eps, F_LO | F_LO_OPEN, 0, 0, OPT(RMSPROP) | ADAMS),
-	OF("weight_decay", weight_decay, F_LO, 0, 0, 0),
-	OF("clip_norm", clip_norm, F_LO, 0, 0, 0),
-	{ "schedule", YAML_NO_NODE, h_lr, "a name or a mapping", 0, 0, 0, 0,
-	  0 },
-	{ NULL, 0, NULL, NULL, 0, 0, 0, 0, 0 },
+	NAMES("type", OPTS, kind, F_REQ, akk_optim_names, "optimizer",
+	      AKK_OPT_SGD),
+	FLOAT("lr", OPTS, lr, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 0),
+	FLOAT("momentum", OPTS, momentum, F_LO | F_HI | F_HI_OPEN, 0, 1,
+	      OPT(MOMENTUM) | OPT(NESTEROV), 0.9),
+	FLOAT("beta1", OPTS, beta1, F_LO | F_HI | F_HI_OPEN, 0, 1, ADAMS, 0.9),
+	FLOAT("beta2", OPTS, beta2, F_LO | F_HI | F_HI_OPEN, 0, 1, ADAMS,
+	      0.999),
+	FLOAT("rho", OPTS, rho, F_LO | F_HI | F_HI_OPEN, 0, 1, OPT(RMSPROP),
+	      0.99),
+	FLOAT("eps", OPTS, eps, F_LO | F_LO_OPEN, 0, 0, OPT(RMSPROP) | ADAMS,
+	      1e-8),
+	FLOAT("weight_decay", OPTS, weight_decay, F_LO, 0, 0, 0, 0),
+	FLOAT("clip_norm", OPTS, clip_norm, F_LO, 0, 0, 0, 0),
+	{ .name = "schedule", .type = YAML_NO_NODE, .fn = h_section,
+	  .what = "a name or a mapping", .off = offsetof(OPTS, sched),
+	  .flags = F_VAL_MARK, .keys = lr_keys, .shorthand = "type",
+	  .mark_off = MARK(OPTS, sched.mark), .kind_what = "schedule" },
+	END,
 };
 
-static void optim_defaults(struct akk_optim_spec *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->kind = AKK_OPT_SGD;
-	o->momentum = 0.9f;
-	o->beta1 = 0.9f;
-	o->beta2 = 0.999f;
-	o->rho = 0.99f;
-	o->eps = 1e-8f;
-	lr_defaults(&o->sched, AKK_LR_CONSTANT);
-}
-
-/* The optimizer of section sec's object; name is "optimizer" or
- * "gate 2 optimizer". */
-static int walk_optim(struct ctx *c, yaml_node_t *m, const char *name,
-		      struct akk_optim_spec *o, int optional)
-{
-	struct section sec = { name, optim_keys, o, optional, optim_kind,
-			       akk_optim_names, "optimizer" };
-	return walk(c, m, &sec);
-}
+/* The optimizer, at top level and in a gate (where no key is required). */
+#define OPTIMIZER(T_, F_, FL_, SET_)                                         \
+	{ .name = "optimizer", .type = YAML_MAPPING_NODE, .fn = h_section,   \
+	  .what = "a mapping", .off = offsetof(T_, F_), .flags = FL_,        \
+	  .keys = optim_keys, .mark_off = MARK(T_, F_.mark),                 \
+	  .kind_what = "optimizer", .set_off = SET_ }
 
 /* --- layers -------------------------------------------------------------- */
 
-static const char *const init_names[] = {
-	"default", "xavier_uniform", "xavier_normal", "he_uniform",
-	"he_normal", "lecun_uniform", "zeros", "constant", NULL,
-};
-
-static int h_init(struct ctx *c, const struct key *k, const struct section *sec,
-		  yaml_node_t *key, yaml_node_t *val)
+/* The key table of a layer kind, from its option table (layer.h). */
+static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 {
-	struct akk_layer_spec *l = sec->obj;
-	int kind;
+	static const struct {
+		handler fn;
+		const char *what;
+	} types[] = {
+		[AKK_OPTION_INT] = { h_int, "an integer" },
+		[AKK_OPTION_FLOAT] = { h_float, "a number" },
+		[AKK_OPTION_BOOL] = { h_bool, "true or false" },
+		[AKK_OPTION_INIT] = { h_names, "a name" },
+	};
+	size_t n = 0;
 
-	(void)k;
-	(void)key;
-	if (find_name(c, "'init'", val, init_names, "init", &kind))
-		return -1;
-	l->init = (enum akk_init)kind;
-	return 0;
-}
-
-#define LI(key, field, fl, lo, hi)                                           \
-	{ key, YAML_SCALAR_NODE, h_int, "an integer",                        \
-	  offsetof(struct akk_layer_spec, field), fl, lo, hi, 0 }
-#define LF(key, field, fl, lo, hi)                                           \
-	{ key, YAML_SCALAR_NODE, h_float, "a number",                        \
-	  offsetof(struct akk_layer_spec, field), fl, lo, hi, 0 }
-#define LBIAS { "bias", YAML_SCALAR_NODE, h_bool, "true or false",          \
-		offsetof(struct akk_layer_spec, bias), 0, 0, 0, 0 }
-#define LINIT { "init", YAML_NO_NODE, h_init, "a name", 0, 0, 0, 0, 0 },    \
-	LF("init_value", init_value, 0, 0, 0)
-#define LEND { NULL, 0, NULL, NULL, 0, 0, 0, 0, 0 }
-
-static const struct key dense_keys[] = {
-	LI("units", units, F_REQ | F_LO, 1, 0), LBIAS, LINIT, LEND,
-};
-static const struct key conv_keys[] = {
-	LI("filters", filters, F_REQ | F_LO, 1, 0),
-	LI("kernel", kernel, F_REQ | F_LO, 1, 0),
-	LI("stride", stride, F_LO, 1, 0),
-	LI("padding", padding, F_LO, 0, 0),
-	LBIAS, LINIT, LEND,
-};
-static const struct key pool_keys[] = {
-	LI("kernel", kernel, F_REQ | F_LO, 1, 0),
-	LI("stride", stride, F_LO, 1, 0),
-	LI("padding", padding, F_LO, 0, 0),
-	LEND,
-};
-static const struct key dropout_keys[] = {
-	LF("rate", rate, F_REQ | F_LO | F_HI | F_HI_OPEN, 0, 1), LEND,
-};
-static const struct key batchnorm_keys[] = {
-	LF("momentum", momentum, F_LO | F_LO_OPEN | F_HI, 0, 1),
-	LF("eps", eps, F_LO | F_LO_OPEN, 0, 0),
-	LEND,
-};
-static const struct key leaky_keys[] = {
-	LF("alpha", alpha, F_LO, 0, 0), LEND,
-};
-static const struct key no_keys[] = { LEND };
-
-/* Each kind's options; a scalar value stands for the shorthand key. */
-static const struct layer_kind {
-	const char *name;
-	const struct key *keys;
-	const char *shorthand;
-	const char *what;	/* what its value may be, for messages */
-} layer_kinds[] = {
-	{ "dense", dense_keys, "units", "an integer or a mapping" },
-	{ "conv2d", conv_keys, NULL, "a mapping" },
-	{ "maxpool2d", pool_keys, "kernel", "an integer or a mapping" },
-	{ "avgpool2d", pool_keys, "kernel", "an integer or a mapping" },
-	{ "flatten", no_keys, NULL, "a mapping" },
-	{ "dropout", dropout_keys, "rate", "a number or a mapping" },
-	{ "batchnorm", batchnorm_keys, NULL, "a mapping" },
-	{ "relu", no_keys, NULL, "a mapping" },
-	{ "leaky_relu", leaky_keys, "alpha", "a number or a mapping" },
-	{ "sigmoid", no_keys, NULL, "a mapping" },
-	{ "tanh", no_keys, NULL, "a mapping" },
-	{ "softplus", no_keys, NULL, "a mapping" },
-};
-
-static void layer_defaults(struct akk_layer_spec *l)
-{
-	memset(l, 0, sizeof(*l));
-	l->stride = 0;		/* set after: pools = kernel, others 1 */
-	l->bias = 1;
-	l->alpha = 0.01f;
-	l->momentum = 0.1f;
-	l->eps = 1e-5f;
-	l->init = AKK_INIT_DEFAULT;
+	for (const struct akk_layer_option *o = ops->options; o && o->name;
+	     o++) {
+		int init = o->type == AKK_OPTION_INIT;
+		assert(n < AKK_MAX_OPTIONS);
+		keys[n++] = (struct key){
+			.name = o->name,
+			.type = init ? YAML_NO_NODE : YAML_SCALAR_NODE,
+			.fn = types[o->type].fn, .what = types[o->type].what,
+			.off = o->off, .flags = o->flags, .lo = o->lo,
+			.hi = o->hi, .def = o->def,
+			.names = init ? akk_init_names : NULL, .noun = "init",
+		};
+	}
+	keys[n] = (struct key){ .name = NULL };
 }
 
 /* One item of a gate's layers: NAME, or {NAME: OPTIONS}. */
@@ -883,10 +895,10 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 		      struct akk_layer_spec *l)
 {
 	yaml_node_t *name, *opts = NULL;
-	const struct layer_kind *kind = NULL;
-	char buf[96], secname[64], subject[64];
+	struct key keys[AKK_MAX_OPTIONS + 1];
+	char buf[96], secname[64];
 
-	layer_defaults(l);
+	memset(l, 0, sizeof(*l));
 	l->mark = mark_of(c, item);
 	if (item->type == YAML_SEQUENCE_NODE || is_null(item))
 		return fail_type(c, "a layer", "a name or a mapping", item);
@@ -910,31 +922,28 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 	}
 	if (name->type != YAML_SCALAR_NODE || is_null(name) || tag_type(name))
 		return fail_type(c, "a layer name", "a name", name);
-	for (size_t i = 0; i < sizeof(layer_kinds) / sizeof(layer_kinds[0]);
-	     i++)
-		if (!strcmp(layer_kinds[i].name, text(name)))
-			kind = &layer_kinds[i];
 	l->ops = akk_layer_find(text(name));
-	if (!kind || !l->ops)
+	if (!l->ops)
 		return fail(c, name, "unknown layer '%s'%s", text(name),
 			    suggest(text(name), akk_layer_names,
 				    count_names(akk_layer_names),
 				    sizeof(akk_layer_names[0]), buf,
 				    sizeof(buf)));
-	snprintf(secname, sizeof(secname), "layer '%s'", kind->name);
-	snprintf(subject, sizeof(subject), "'%s'", kind->name);
-	struct section sec = { secname, kind->keys, l, 0, NULL, NULL, NULL };
+	layer_keys(l->ops, keys);
+	apply_defaults(keys, l);
+	snprintf(secname, sizeof(secname), "layer '%s'", l->ops->name);
+	struct section sec = { secname, keys, l, 0, 0, NULL, NULL };
 	if (!opts || is_null(opts)) {
 		/* No options: only the required keys can be wrong. */
-		for (const struct key *k = kind->keys; k->name; k++)
+		for (const struct key *k = keys; k->name; k++)
 			if (k->flags & F_REQ)
 				return fail(c, opts && node_set(c, opts) >= 0 ?
 					    opts : item,
 					    "missing required key '%s' in %s",
 					    k->name, secname);
-	} else if (opts->type == YAML_SCALAR_NODE && kind->shorthand) {
-		const struct key *k = kind->keys;
-		while (strcmp(k->name, kind->shorthand))
+	} else if (opts->type == YAML_SCALAR_NODE && l->ops->shorthand) {
+		const struct key *k = keys;
+		while (strcmp(k->name, l->ops->shorthand))
 			k++;
 		if (k->fn(c, k, &sec, NULL, opts))
 			return -1;
@@ -945,14 +954,19 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 		iv = map_get(c, opts, "init_value", &kn);
 		if (iv && l->init != AKK_INIT_CONSTANT)
 			return fail(c, kn, "'init_value' does not apply to "
-				    "init '%s'", init_names[l->init]);
+				    "init '%s'", akk_init_names[l->init]);
 	} else {
-		return fail_type(c, subject, kind->what, opts);
-	}
-	if (!l->stride) {
-		int pool = l->ops == &akk_layer_maxpool2d ||
-			   l->ops == &akk_layer_avgpool2d;
-		l->stride = pool ? l->kernel : 1;
+		char subject[64], what[64];
+		const struct key *k = keys;
+		snprintf(subject, sizeof(subject), "'%s'", l->ops->name);
+		if (l->ops->shorthand) {
+			while (strcmp(k->name, l->ops->shorthand))
+				k++;
+			snprintf(what, sizeof(what), "%s or a mapping", k->what);
+		} else {
+			snprintf(what, sizeof(what), "a mapping");
+		}
+		return fail_type(c, subject, what, opts);
 	}
 	return 0;
 }
@@ -990,28 +1004,14 @@ static int h_layers(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-static int h_gate_optim(struct ctx *c, const struct key *k,
-			const struct section *sec, yaml_node_t *key,
-			yaml_node_t *val)
-{
-	struct akk_gate_spec *g = sec->obj;
-	char name[64];
-
-	(void)k;
-	snprintf(name, sizeof(name), "%s optimizer", sec->name);
-	g->optim.mark = mark_of(c, key);
-	g->has_optim = 1;
-	return walk_optim(c, val, name, &g->optim, 1);
-}
+#define GATE struct akk_gate_spec
 
 static const struct key gate_keys[] = {
-	{ "layers", YAML_SEQUENCE_NODE, h_layers, "a list", 0, F_REQ, 0, 0,
-	  0 },
-	{ "optimizer", YAML_MAPPING_NODE, h_gate_optim, "a mapping", 0, 0, 0,
-	  0, 0 },
-	{ "rank", YAML_SCALAR_NODE, h_int, "an integer",
-	  offsetof(struct akk_gate_spec, rank), F_LO | F_HI, 0, 4095, 0 },
-	LEND,
+	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_layers,
+	  .what = "a list", .flags = F_REQ },
+	OPTIMIZER(GATE, optim, F_OPTIONAL | F_SPACED, MARK(GATE, has_optim)),
+	INT("rank", GATE, rank, F_LO | F_HI, 0, 4095, -1),
+	END,
 };
 
 static int h_gates(struct ctx *c, const struct key *k,
@@ -1037,11 +1037,11 @@ static int h_gates(struct ctx *c, const struct key *k,
 	for (int i = 0; i < n; i++) {
 		struct akk_gate_spec *g = &s->gates[i];
 		yaml_node_t *item = node(c, items[i]);
-		struct section gs = { name, gate_keys, g, 0, NULL, NULL, NULL };
+		struct section gs = { name, gate_keys, g, 0, 0, NULL, NULL };
 
 		snprintf(name, sizeof(name), "gate %d", i + 1);
+		apply_defaults(gate_keys, g);
 		g->optim = s->optim;
-		g->rank = -1;
 		g->mark = mark_of(c, item);
 		if (item->type != YAML_MAPPING_NODE)
 			return fail_type(c, name, "a mapping", item);
@@ -1058,8 +1058,8 @@ static int h_input(struct ctx *c, const struct key *k,
 	struct akk_spec *s = sec->obj;
 	yaml_node_item_t *items = val->data.sequence.items.start;
 	int n = (int)(val->data.sequence.items.top - items);
-	const struct key dim = { "input", YAML_SCALAR_NODE, NULL, NULL, 0,
-				 F_LO | F_HI, 1, INT_MAX, 0 };
+	const struct key dim = { .name = "input", .flags = F_LO | F_HI,
+				 .lo = 1, .hi = INT_MAX };
 
 	(void)k;
 	(void)key;
@@ -1079,242 +1079,89 @@ static int h_input(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-static int h_loss_type(struct ctx *c, const struct key *k,
-		       const struct section *sec, yaml_node_t *key,
-		       yaml_node_t *val)
-{
-	struct akk_spec *s = sec->obj;
-	char subject[16];
-	int kind;
-
-	(void)key;
-	/* k is "type" in the mapping form, "loss" in the short one. */
-	snprintf(subject, sizeof(subject), "'%s'", k->name);
-	if (find_name(c, subject, val, akk_loss_names, "loss", &kind))
-		return -1;
-	s->loss = (enum akk_loss_kind)kind;
-	return 0;
-}
-
-static int loss_kind(const void *obj)
-{
-	return (int)((const struct akk_spec *)obj)->loss;
-}
+#define SPEC struct akk_spec
 
 static const struct key loss_keys[] = {
-	{ "type", YAML_NO_NODE, h_loss_type, "a name", 0, F_REQ, 0, 0, 0 },
-	{ "delta", YAML_SCALAR_NODE, h_float, "a number",
-	  offsetof(struct akk_spec, huber_delta), F_LO | F_LO_OPEN, 0, 0,
-	  1u << AKK_LOSS_HUBER },
-	LEND,
+	NAMES("type", SPEC, loss, F_REQ, akk_loss_names, "loss",
+	      AKK_LOSS_SOFTMAX_CE),
+	FLOAT("delta", SPEC, huber_delta, F_LO | F_LO_OPEN, 0, 0,
+	      1u << AKK_LOSS_HUBER, 1),
+	END,
 };
-
-static int h_loss(struct ctx *c, const struct key *k,
-		  const struct section *sec, yaml_node_t *key,
-		  yaml_node_t *val)
-{
-	struct akk_spec *s = sec->obj;
-	struct section ls = { "network.loss", loss_keys, s, 0, loss_kind,
-			      akk_loss_names, "loss" };
-
-	s->loss_mark = mark_of(c, val);
-	if (val->type == YAML_SCALAR_NODE)
-		return h_loss_type(c, k, sec, key, val);
-	if (val->type == YAML_MAPPING_NODE)
-		return walk(c, val, &ls);
-	return fail_type(c, "'loss'", "a name or a mapping", val);
-}
 
 static const char *const placement_names[] = { "explicit", "contiguous", NULL };
 
-static int h_placement(struct ctx *c, const struct key *k,
-		       const struct section *sec, yaml_node_t *key,
-		       yaml_node_t *val)
-{
-	struct akk_spec *s = sec->obj;
-	int kind;
-
-	(void)k;
-	(void)key;
-	if (find_name(c, "'placement'", val, placement_names, "placement", &kind))
-		return -1;
-	s->placement = (enum akk_placement)kind;
-	return 0;
-}
-
 static const struct key network_keys[] = {
-	{ "input", YAML_SEQUENCE_NODE, h_input, "a list", 0, F_REQ, 0, 0, 0 },
-	{ "gates", YAML_SEQUENCE_NODE, h_gates, "a list", 0, F_REQ, 0, 0, 0 },
-	{ "loss", YAML_NO_NODE, h_loss, "a name or a mapping", 0, 0, 0, 0,
-	  0 },
-	{ "placement", YAML_NO_NODE, h_placement, "a name", 0, 0, 0, 0, 0 },
-	LEND,
+	{ .name = "input", .type = YAML_SEQUENCE_NODE, .fn = h_input,
+	  .what = "a list", .flags = F_REQ },
+	{ .name = "gates", .type = YAML_SEQUENCE_NODE, .fn = h_gates,
+	  .what = "a list", .flags = F_REQ },
+	{ .name = "loss", .type = YAML_NO_NODE, .fn = h_section,
+	  .what = "a name or a mapping", .flags = F_VAL_MARK,
+	  .keys = loss_keys, .shorthand = "type",
+	  .mark_off = MARK(SPEC, loss_mark), .kind_what = "loss" },
+	NAMES("placement", SPEC, placement, 0, placement_names, "placement",
+	      AKK_PLACE_EXPLICIT),
+	END,
 };
 
 /* --- data, schedule, output ---------------------------------------------- */
 
-#define DATA(f) offsetof(struct akk_data_spec, f)
+#define DATA struct akk_data_spec
 
 static const struct key train_keys[] = {
-	{ "images", YAML_SCALAR_NODE, h_path, "a string", DATA(train_images),
-	  F_REQ, 0, 0, 0 },
-	{ "labels", YAML_SCALAR_NODE, h_path, "a string", DATA(train_labels),
-	  F_REQ, 0, 0, 0 },
-	LEND,
+	STR("images", h_path, DATA, train_images, F_REQ),
+	STR("labels", h_path, DATA, train_labels, F_REQ),
+	END,
 };
 static const struct key val_keys[] = {
-	{ "images", YAML_SCALAR_NODE, h_path, "a string", DATA(val_images),
-	  F_REQ, 0, 0, 0 },
-	{ "labels", YAML_SCALAR_NODE, h_path, "a string", DATA(val_labels),
-	  F_REQ, 0, 0, 0 },
-	LEND,
+	STR("images", h_path, DATA, val_images, F_REQ),
+	STR("labels", h_path, DATA, val_labels, F_REQ),
+	END,
 };
 static const struct key normalize_keys[] = {
-	{ "mean", YAML_SCALAR_NODE, h_float, "a number", DATA(mean), F_REQ,
-	  0, 0, 0 },
-	{ "std", YAML_SCALAR_NODE, h_float, "a number", DATA(std),
-	  F_REQ | F_LO | F_LO_OPEN, 0, 0, 0 },
-	LEND,
+	FLOAT("mean", DATA, mean, F_REQ, 0, 0, 0, 0),
+	FLOAT("std", DATA, std, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 1),
+	END,
 };
 
-static int h_train(struct ctx *c, const struct key *k,
-		   const struct section *sec, yaml_node_t *key,
-		   yaml_node_t *val)
-{
-	struct akk_data_spec *d = sec->obj;
-	struct section ts = { "data.train", train_keys, d, 0, NULL, NULL,
-			      NULL };
-
-	(void)k;
-	d->train_mark = mark_of(c, key);
-	return walk(c, val, &ts);
-}
-
-static int h_val(struct ctx *c, const struct key *k,
-		 const struct section *sec, yaml_node_t *key,
-		 yaml_node_t *val)
-{
-	struct akk_data_spec *d = sec->obj;
-	struct section vs = { "data.validation", val_keys, d, 0, NULL, NULL,
-			      NULL };
-
-	(void)k;
-	d->val_mark = mark_of(c, key);
-	return walk(c, val, &vs);
-}
-
-static int h_normalize(struct ctx *c, const struct key *k,
-		       const struct section *sec, yaml_node_t *key,
-		       yaml_node_t *val)
-{
-	struct akk_data_spec *d = sec->obj;
-	struct section ns = { "data.normalize", normalize_keys, d, 0, NULL,
-			      NULL, NULL };
-
-	(void)k;
-	(void)key;
-	d->normalize = 1;
-	return walk(c, val, &ns);
-}
-
+/* idx is the only format, and the default (data.format in defaults()). */
 static const char *const format_names[] = { "idx", NULL };
 
-static int h_format(struct ctx *c, const struct key *k,
-		    const struct section *sec, yaml_node_t *key,
-		    yaml_node_t *val)
-{
-	int kind;
-
-	(void)k;
-	(void)sec;
-	(void)key;
-	/* idx is the only format, and the default. */
-	return find_name(c, "'format'", val, format_names, "data format",
-			 &kind);
-}
-
 static const struct key data_keys[] = {
-	{ "format", YAML_NO_NODE, h_format, "a name", 0, 0, 0, 0, 0 },
-	{ "train", YAML_MAPPING_NODE, h_train, "a mapping", 0, F_REQ, 0, 0,
-	  0 },
-	{ "validation", YAML_MAPPING_NODE, h_val, "a mapping", 0, 0, 0, 0,
-	  0 },
-	{ "scale", YAML_SCALAR_NODE, h_float, "a number", DATA(scale),
-	  F_LO | F_LO_OPEN, 0, 0, 0 },
-	{ "normalize", YAML_MAPPING_NODE, h_normalize, "a mapping", 0, 0, 0,
-	  0, 0 },
-	LEND,
+	NAMES("format", DATA, format, F_NOSTORE, format_names, "data format",
+	      0),
+	SECTION("train", 0, F_REQ, train_keys, MARK(DATA, train_mark)),
+	SECTION("validation", 0, 0, val_keys, MARK(DATA, val_mark)),
+	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
+	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
+	  .what = "a mapping", .keys = normalize_keys,
+	  .set_off = MARK(DATA, normalize) },
+	END,
 };
 
 static const char *const mode_names[] = { "flip-flop", "wheels", NULL };
-
-static int h_mode(struct ctx *c, const struct key *k,
-		  const struct section *sec, yaml_node_t *key,
-		  yaml_node_t *val)
-{
-	struct akk_schedule_spec *sc = sec->obj;
-	int kind;
-
-	(void)k;
-	(void)key;
-	if (find_name(c, "'mode'", val, mode_names, "mode", &kind))
-		return -1;
-	sc->mode = (enum akk_mode)kind;
-	return 0;
-}
-
 static const char *const parallel_names[] = { "pipeline", "data", NULL };
 
-static int h_parallel(struct ctx *c, const struct key *k,
-		      const struct section *sec, yaml_node_t *key,
-		      yaml_node_t *val)
-{
-	struct akk_schedule_spec *sc = sec->obj;
-	int kind;
-
-	(void)k;
-	(void)key;
-	if (find_name(c, "'parallel'", val, parallel_names, "parallel", &kind))
-		return -1;
-	sc->data_parallel = kind == 1;
-	return 0;
-}
-
-#define SCHED_INT(key, field, fl, lo, hi)                                    \
-	{ key, YAML_SCALAR_NODE, h_int, "an integer",                        \
-	  offsetof(struct akk_schedule_spec, field), fl, lo, hi, 0 }
+#define SCHED struct akk_schedule_spec
 
 static const struct key conc_keys[] = {
-	SCHED_INT("train", conc_train, F_LO | F_HI, 1, 64),
-	SCHED_INT("validation", conc_val, F_LO | F_HI, 1, 64),
-	LEND,
+	INT("train", SCHED, conc_train, F_LO | F_HI, 1, 64, 4),
+	INT("validation", SCHED, conc_val, F_LO | F_HI, 1, 64, 1),
+	END,
 };
 
-static int h_conc(struct ctx *c, const struct key *k,
-		  const struct section *sec, yaml_node_t *key,
-		  yaml_node_t *val)
-{
-	struct section cs = { "schedule.concurrency", conc_keys, sec->obj, 0,
-			      NULL, NULL, NULL };
-
-	(void)k;
-	(void)key;
-	return walk(c, val, &cs);
-}
-
 static const struct key sched_keys[] = {
-	{ "mode", YAML_NO_NODE, h_mode, "a name", 0, 0, 0, 0, 0 },
-	SCHED_INT("epochs", epochs, F_LO, 1, 0),
-	SCHED_INT("batch_size", batch_size, F_LO | F_HI, 1, 65536),
-	{ "concurrency", YAML_MAPPING_NODE, h_conc, "a mapping", 0, 0, 0, 0,
-	  0 },
-	{ "weight_stashing", YAML_SCALAR_NODE, h_bool, "true or false",
-	  offsetof(struct akk_schedule_spec, stashing), 0, 0, 0, 0 },
-	SCHED_INT("threads", threads, F_LO | F_HI, 0, 256),
-	{ "max_loss", YAML_SCALAR_NODE, h_float, "a number",
-	  offsetof(struct akk_schedule_spec, max_loss), F_LO, 0, 0, 0 },
-	{ "parallel", YAML_NO_NODE, h_parallel, "a name", 0, 0, 0, 0, 0 },
-	LEND,
+	NAMES("mode", SCHED, mode, 0, mode_names, "mode", AKK_MODE_WHEELS),
+	INT("epochs", SCHED, epochs, F_LO, 1, 0, 10),
+	INT("batch_size", SCHED, batch_size, F_LO | F_HI, 1, 65536, 64),
+	SECTION("concurrency", 0, 0, conc_keys, 0),
+	BOOL("weight_stashing", SCHED, stashing, 1),
+	INT("threads", SCHED, threads, F_LO | F_HI, 0, 256, 0),
+	FLOAT("max_loss", SCHED, max_loss, F_LO, 0, 0, 0, 0),
+	NAMES("parallel", SCHED, data_parallel, 0, parallel_names, "parallel",
+	      0),
+	END,
 };
 
 static int h_metrics(struct ctx *c, const struct key *k,
@@ -1332,17 +1179,14 @@ static int h_metrics(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-#define OUT(f) offsetof(struct akk_output_spec, f)
+#define OUT struct akk_output_spec
 
 static const struct key output_keys[] = {
-	{ "dir", YAML_SCALAR_NODE, h_path, "a string", OUT(dir), 0, 0, 0, 0 },
-	{ "checkpoint_every", YAML_SCALAR_NODE, h_int, "an integer",
-	  OUT(checkpoint_every), F_LO, 0, 0, 0 },
-	{ "keep", YAML_SCALAR_NODE, h_int, "an integer", OUT(keep), F_LO, 1,
-	  0, 0 },
-	{ "metrics", YAML_SCALAR_NODE, h_metrics, "a string", OUT(metrics), 0,
-	  0, 0, 0 },
-	LEND,
+	STR("dir", h_path, OUT, dir, 0),
+	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
+	INT("keep", OUT, keep, F_LO, 1, 0, 3),
+	STR("metrics", h_metrics, OUT, metrics, 0),
+	END,
 };
 
 /* --- the top level ------------------------------------------------------- */
@@ -1364,80 +1208,19 @@ static int h_seed(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-/* A section of struct akk_spec: name, keys and field. */
-static int sub(struct ctx *c, yaml_node_t *val, const char *name,
-	       const struct key *keys, void *obj)
-{
-	struct section sec = { name, keys, obj, 0, NULL, NULL, NULL };
-	return walk(c, val, &sec);
-}
-
-static int h_data(struct ctx *c, const struct key *k,
-		  const struct section *sec, yaml_node_t *key,
-		  yaml_node_t *val)
-{
-	struct akk_spec *s = sec->obj;
-
-	(void)k;
-	s->data.mark = mark_of(c, key);
-	return sub(c, val, "data", data_keys, &s->data);
-}
-
-static int h_optim(struct ctx *c, const struct key *k,
-		   const struct section *sec, yaml_node_t *key,
-		   yaml_node_t *val)
-{
-	struct akk_spec *s = sec->obj;
-
-	(void)k;
-	s->optim.mark = mark_of(c, key);
-	return walk_optim(c, val, "optimizer", &s->optim, 0);
-}
-
-static int h_network(struct ctx *c, const struct key *k,
-		     const struct section *sec, yaml_node_t *key,
-		     yaml_node_t *val)
-{
-	(void)k;
-	(void)key;
-	return sub(c, val, "network", network_keys, sec->obj);
-}
-
-static int h_schedule(struct ctx *c, const struct key *k,
-		      const struct section *sec, yaml_node_t *key,
-		      yaml_node_t *val)
-{
-	struct akk_spec *s = sec->obj;
-
-	(void)k;
-	s->sched.mark = mark_of(c, key);
-	return sub(c, val, "schedule", sched_keys, &s->sched);
-}
-
-static int h_output(struct ctx *c, const struct key *k,
-		    const struct section *sec, yaml_node_t *key,
-		    yaml_node_t *val)
-{
-	(void)k;
-	(void)key;
-	return sub(c, val, "output", output_keys,
-		   &((struct akk_spec *)sec->obj)->out);
-}
-
 /* The optimizer comes before the network: gates start from it. */
 static const struct key top_keys[] = {
-	{ "name", YAML_SCALAR_NODE, h_str, "a string",
-	  offsetof(struct akk_spec, name), 0, 0, 0, 0 },
-	{ "seed", YAML_SCALAR_NODE, h_seed, "an integer", 0, 0, 0, 0, 0 },
-	{ "data", YAML_MAPPING_NODE, h_data, "a mapping", 0, F_REQ, 0, 0, 0 },
-	{ "optimizer", YAML_MAPPING_NODE, h_optim, "a mapping", 0, F_REQ, 0,
-	  0, 0 },
-	{ "network", YAML_MAPPING_NODE, h_network, "a mapping", 0, F_REQ, 0,
-	  0, 0 },
-	{ "schedule", YAML_MAPPING_NODE, h_schedule, "a mapping", 0, 0, 0, 0,
-	  0 },
-	{ "output", YAML_MAPPING_NODE, h_output, "a mapping", 0, 0, 0, 0, 0 },
-	LEND,
+	STR("name", h_str, SPEC, name, 0),
+	{ .name = "seed", .type = YAML_SCALAR_NODE, .fn = h_seed,
+	  .what = "an integer" },
+	SECTION("data", offsetof(SPEC, data), F_REQ, data_keys,
+		MARK(SPEC, data.mark)),
+	OPTIMIZER(SPEC, optim, F_REQ, 0),
+	SECTION("network", 0, F_REQ, network_keys, 0),
+	SECTION("schedule", offsetof(SPEC, sched), 0, sched_keys,
+		MARK(SPEC, sched.mark)),
+	SECTION("output", offsetof(SPEC, out), 0, output_keys, 0),
+	END,
 };
 
 /* --- loading and overrides ----------------------------------------------- */
@@ -1915,22 +1698,9 @@ static char *base_name(const char *path)
 
 static int defaults(struct akk_spec *s, const char *name)
 {
+	apply_defaults(top_keys, s);
 	s->seed = 42;
 	s->data.format = strdup("idx");
-	s->data.scale = 255;
-	s->data.std = 1;
-	s->loss = AKK_LOSS_SOFTMAX_CE;
-	s->huber_delta = 1;
-	optim_defaults(&s->optim);
-	s->sched.mode = AKK_MODE_WHEELS;
-	s->sched.epochs = 10;
-	s->sched.batch_size = 64;
-	s->sched.conc_train = 4;
-	s->sched.conc_val = 1;
-	s->sched.stashing = 1;
-	s->sched.threads = 0;
-	s->out.checkpoint_every = 1;
-	s->out.keep = 3;
 	s->out.metrics = strdup("metrics.csv");
 	s->name = base_name(name);
 	return s->data.format && s->out.metrics && s->name ? 0 : -1;
@@ -1999,8 +1769,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 	}
 	c.nsets = nsets;
 	{
-		struct section top = { NULL, top_keys, s, 0, NULL, NULL,
-				       NULL };
+		struct section top = { NULL, top_keys, s, 0, 0, NULL, NULL };
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}

@@ -886,6 +886,55 @@ static void t_plans(void **state)
 	assert_memory_equal(&l.out, &l.in, sizeof(l.in));
 }
 
+/* Every kind's option table is well formed: fields inside the spec, no
+ * name twice, the shorthand one of them, every default inside its range;
+ * and the pools' stride default is the kernel, decided in one place. */
+static void t_option_tables(void **state)
+{
+	int nkinds = 0;
+
+	(void)state;
+	for (int i = 0; akk_layer_names[i]; i++, nkinds++) {
+		const struct akk_layer_ops *ops = akk_layer_find(akk_layer_names[i]);
+		const struct akk_layer_option *o = ops->options;
+		int n = 0, shorthand = ops->shorthand == NULL;
+
+		for (; o && o->name; o++, n++) {
+			assert_true(o->off < sizeof(struct akk_layer_spec));
+			for (const struct akk_layer_option *p = ops->options;
+			     p < o; p++)
+				assert_string_not_equal(p->name, o->name);
+			if (ops->shorthand && !strcmp(ops->shorthand, o->name))
+				shorthand = 1;
+			/* Required: no default. A pool's stride: 0 = the
+			 * kernel (akk_pool2d_stride). */
+			if ((o->flags & AKK_OPTION_REQ) ||
+			    (o->off == offsetof(struct akk_layer_spec, stride) &&
+			     ops->options == akk_pool2d_options))
+				continue;
+			if (o->flags & AKK_OPTION_LO)
+				assert_true(o->flags & AKK_OPTION_LO_OPEN ?
+					    o->def > o->lo : o->def >= o->lo);
+			if (o->flags & AKK_OPTION_HI)
+				assert_true(o->flags & AKK_OPTION_HI_OPEN ?
+					    o->def < o->hi : o->def <= o->hi);
+		}
+		assert_true(n <= AKK_MAX_OPTIONS);
+		assert_true(shorthand);
+	}
+	assert_int_equal(nkinds, 12);
+	assert_ptr_equal(akk_layer_maxpool2d.options, akk_pool2d_options);
+	assert_ptr_equal(akk_layer_avgpool2d.options, akk_pool2d_options);
+	struct akk_layer_spec sp = spec_of(&akk_layer_maxpool2d);
+	sp.kernel = 3;
+	sp.stride = 0;
+	assert_int_equal(akk_pool2d_stride(&sp), 3);
+	sp.stride = 2;
+	assert_int_equal(akk_pool2d_stride(&sp), 2);
+	assert_string_equal(akk_init_names[AKK_INIT_CONSTANT], "constant");
+	assert_null(akk_init_names[AKK_INIT_CONSTANT + 1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +955,7 @@ int main(void)
 		cmocka_unit_test(t_init_stats),
 		cmocka_unit_test(t_layer_init),
 		cmocka_unit_test(t_plans),
+		cmocka_unit_test(t_option_tables),
 	};
 
 	akk_blas_threads(1);

@@ -180,7 +180,8 @@ static void test_full(void **ctx)
 	l = &s.gates[0].layers[2];
 	assert_ptr_equal(l->ops, &akk_layer_maxpool2d);
 	assert_int_equal(l->kernel, 2);
-	assert_int_equal(l->stride, 2);
+	assert_int_equal(l->stride, 0);	/* the default: the kernel */
+	assert_int_equal(akk_pool2d_stride(l), 2);
 	assert_int_equal(l->padding, 0);
 	assert_ptr_equal(s.gates[0].layers[3].ops, &akk_layer_flatten);
 
@@ -268,12 +269,12 @@ static void test_defaults(void **ctx)
 	l = &s.gates[0].layers[0];
 	assert_int_equal(l->units, 10);
 	assert_int_equal(l->bias, 1);
-	assert_int_equal(l->stride, 1);
-	assert_int_equal(l->padding, 0);
 	assert_int_equal(l->init, AKK_INIT_DEFAULT);
-	assert_float(l->alpha, 0.01);
-	assert_float(l->momentum, 0.1);
-	assert_float(l->eps, 1e-5);
+	assert_float(l->init_value, 0);
+	/* Not dense options: left zero. */
+	assert_int_equal(l->stride, 0);
+	assert_float(l->alpha, 0);
+	assert_float(l->momentum, 0);
 
 	assert_int_equal(s.optim.kind, AKK_OPT_ADAM);
 	assert_float(s.optim.momentum, 0.9);
@@ -408,7 +409,7 @@ static void test_shorthands(void **ctx)
 		assert_int_equal(l[i].mark.col, 11);
 	}
 	assert_int_equal(l[1].kernel, 3);
-	assert_int_equal(l[1].stride, 3);
+	assert_int_equal(akk_pool2d_stride(&l[1]), 3);
 	assert_int_equal(l[2].stride, 1);
 	assert_int_equal(l[2].padding, 1);
 	assert_float(l[3].momentum, 0.1);
@@ -824,6 +825,55 @@ static void test_names(void **ctx)
 	    "t.yaml:6:41: unknown init 'he_norma' (did you mean 'he_normal'?)");
 	bad("data:\n  format: csv\n  train: {images: a, labels: b}\n" NET OPT,
 	    "t.yaml:2:11: unknown data format 'csv'");
+}
+
+/* The two generic key kinds (name lists and sub-sections) and the layer
+ * option tables report exactly what the per-kind handlers did. */
+#define GATE DATA "network:\n  input: [784]\n  gates:\n    - layers: "
+
+static void test_generic_keys(void **ctx)
+{
+	(void)ctx;
+	bad(MIN "schedule: {mode: wheel}\n",
+	    "t.yaml:8:18: unknown mode 'wheel'"
+	    " (did you mean 'wheels'?)");
+	bad(MIN "schedule: {parallel: [data]}\n",
+	    "t.yaml:8:22: 'parallel' must be a name, got a list");
+	bad(DATA "network:\n  input: [784]\n  placement: contig\n  gates:\n"
+	    "    - layers: [relu]\n" OPT,
+	    "t.yaml:5:14: unknown placement 'contig'");
+	bad(MIN "schedule: {concurrency: {trian: 2}}\n",
+	    "t.yaml:8:26: unknown key 'trian' in schedule.concurrency"
+	    " (did you mean 'train'?)");
+	bad(MIN "schedule: {concurrency: 3}\n",
+	    "t.yaml:8:25: 'concurrency' must be a mapping, got '3'");
+	bad("data:\n  train: {images: ti, labels: tl}\n  normalize: {mean: 0.1}\n"
+	    NET OPT,
+	    "t.yaml:3:14: missing required key 'std' in data.normalize");
+	bad("data:\n  train: {images: ti}\n" NET OPT,
+	    "t.yaml:2:10: missing required key 'labels' in data.train");
+	bad(MIN "output: {keep: 0}\n",
+	    "t.yaml:8:16: 'keep' must be at least 1, got 0");
+	bad(GATE "[{dropout: [1]}]\n" OPT,
+	    "t.yaml:6:26: 'dropout' must be a number or a mapping, got a list");
+	bad(GATE "[{conv2d: 3}]\n" OPT,
+	    "t.yaml:6:25: 'conv2d' must be a mapping, got '3'");
+	bad(GATE "[{maxpool2d: {kernel: 2, strid: 1}}]\n" OPT,
+	    "t.yaml:6:40: unknown key 'strid' in layer 'maxpool2d'"
+	    " (did you mean 'stride'?)");
+	bad(GATE "[{dense: {units: 0}}]\n" OPT,
+	    "t.yaml:6:32: 'units' must be at least 1, got 0");
+	bad(GATE "[{batchnorm: {momentum: 0}}]\n" OPT,
+	    "t.yaml:6:39: 'momentum' must be greater than 0, got 0");
+	bad(GATE "[dropout]\n" OPT,
+	    "t.yaml:6:16: missing required key 'rate' in layer 'dropout'");
+	bad(GATE "[{leaky_relu: -1}]\n" OPT,
+	    "t.yaml:6:29: 'alpha' must be at least 0, got -1");
+	bad(GATE "[{dense: {units: 2, bias: 1}}]\n" OPT,
+	    "t.yaml:6:41: 'bias' must be true or false, got '1'");
+	bad(GATE "[relu]\n"
+	    "      optimizer: 1\n" OPT,
+	    "t.yaml:7:18: 'optimizer' must be a mapping, got '1'");
 }
 
 /* Keys that do not apply to the chosen kind. */
@@ -1258,6 +1308,7 @@ int main(void)
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_generic_keys),
 		cmocka_unit_test(test_applies),
 		cmocka_unit_test(test_sets),
 		cmocka_unit_test(test_set_errors),
