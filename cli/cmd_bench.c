@@ -338,8 +338,11 @@ int cmd_bench(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
-	struct bench_run *runs = calloc(2, sizeof(*runs));
-	struct akk_run *r = calloc(2, sizeof(*r));
+	int nknown = 0;	/* the schedules there are, one run each at most */
+	while (akk_mode_name((enum akk_mode)nknown))
+		nknown++;
+	struct bench_run *runs = calloc(nknown, sizeof(*runs));
+	struct akk_run *r = calloc(nknown, sizeof(*r));
 	int ready[2] = { 0, 0 };
 	struct akk_err e = { 0 };
 	FILE *cf = NULL, *tf = NULL;
@@ -462,10 +465,9 @@ int cmd_bench(int argc, char **argv)
 		       akk_cores(), s.sched.conc_train, s.sched.conc_val,
 		       s.sched.stashing ? ", weight stashing" : "");
 	}
-	if (strcmp(mode, "wheels"))
-		runs[nmodes++].mode = AKK_MODE_FLIPFLOP;
-	if (strcmp(mode, "flip-flop"))
-		runs[nmodes++].mode = AKK_MODE_WHEELS;
+	for (int i = 0; akk_mode_name((enum akk_mode)i); i++)
+		if (!strcmp(mode, "both") || !strcmp(mode, akk_mode_name((enum akk_mode)i)))
+			runs[nmodes++].mode = (enum akk_mode)i;
 	printf("%-10s %10s %9s %13s %8s %7s %10s\n", "mode", "samples/s", "s/epoch",
 	       "(min-max)", "GFLOP/s", "CPU", "peak RSS");
 	if (cf)

@@ -594,10 +594,15 @@ int cmd_train(int argc, char **argv)
 			.shards = dp ? world.size : 1,
 		};
 		/* Ranks on one machine share its cores. */
-		if (!cfg.blas_threads && world.local_size > 1)
-			cfg.blas_threads = s.sched.mode == AKK_MODE_WHEELS ? 1 :
-				akk_cores() / world.local_size > 1 ?
-				akk_cores() / world.local_size : 1;
+		if (!cfg.blas_threads && world.local_size > 1) {
+			struct akk_schedule plan;
+			int cores = akk_cores() / world.local_size;
+
+			if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
+					      0, cores > 1 ? cores : 1, &e))
+				goto report;
+			cfg.blas_threads = plan.compute_threads;
+		}
 		ui.tty = progress_enabled(2);
 		/* the data was checked above: what fails here is the run's
 		 * own setup (memory, threads, the metrics file) */

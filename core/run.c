@@ -76,7 +76,6 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 {
 	const struct akk_spec *s = m->spec;
 	int G = m->ngates, bs = s->sched.batch_size;
-	int wheels = cfg->mode == AKK_MODE_WHEELS;
 	size_t in = akk_shape_size(s->input);
 
 	memset(r, 0, sizeof(*r));
@@ -87,8 +86,16 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->val = val;
 	r->cfg = *cfg;
 	r->pos = cfg->start;
-	r->K = wheels ? s->sched.conc_train : 1;
-	r->V = s->sched.conc_val;
+	/* One busy gate in flip-flop may use every core; pipelined gates
+	 * compute at once, so each gets one (the schedule decides).
+	 * OpenBLAS itself stays on one thread (its threaded driver allocates
+	 * per call): the gate's large products are split across our own
+	 * pool instead. */
+	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
+			      cfg->blas_threads, akk_cores(), e))
+		goto fail;
+	r->K = r->sched.K;
+	r->V = r->sched.V;
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
 	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
 	if (akk_world_check_split(train->n, bs, r->shards, e))
@@ -107,12 +114,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->root = !cfg->gate_rank || cfg->rank == 0;
 	if (r->root && akk_run_check_data(m, train, val, e))
 		goto fail;
-	/* One busy gate in flip-flop may use every core; pipelined gates
-	 * compute at once, so each gets one. OpenBLAS itself stays on one
-	 * thread (its threaded driver allocates per call): the gate's large
-	 * products are split across our own pool instead. */
-	r->blas_threads = cfg->blas_threads > 0 ? cfg->blas_threads :
-			  wheels ? 1 : akk_cores();
+	r->blas_threads = r->sched.compute_threads;
 	akk_blas_threads(1);
 	if (r->blas_threads > 1 && !(r->pool = akk_pool_create(r->blas_threads, e)))
 		goto fail;
@@ -134,7 +136,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			continue;
 		if (akk_gate_init(&a->gate, &m->gates[i], bs,
 				  a->local ? r->K : 1, a->local ? r->V : 1,
-				  a->local && wheels && s->sched.stashing && r->K > 1 &&
+				  a->local && r->sched.stash &&
 				  akk_gate_needs_stash(&m->gates[i]),
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
@@ -155,9 +157,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
 			      m->classes, r->V + 2, 0, 0, 1, 0, e))
 		goto fail;
-	/* Per gate at most K forwards, K backwards, V validations and a
-	 * SYNC in flight, plus an INTERRUPT or STOP. */
-	if (akk_transport_init(&r->tr, G + 1, 2 * r->K + r->V + 4 + G)) {
+	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}

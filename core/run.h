@@ -19,6 +19,7 @@
 #include "pool.h"
 #include "model.h"
 #include "provider.h"
+#include "schedule.h"
 #include "transport.h"
 
 struct akk_progress {
@@ -113,6 +114,7 @@ struct akk_run {
 	const struct akk_spec *spec;
 	const struct akk_dataset *train, *val;	/* val may be NULL */
 	struct akk_run_config cfg;
+	struct akk_schedule sched;	/* what the schedule decided */
 	int K, V;		/* training / validation batches in flight */
 	int shards;		/* ranks sharing every batch (data parallelism) */
 	long per_epoch, val_batches;
