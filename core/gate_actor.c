@@ -51,14 +51,11 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
 	struct akk_err e = { 0 };
 	struct akk_msg o = *m;
-	static const char *const names[] = { "forward", "backward", "validate",
-					     "sync", "interrupt", "stop",
-					     "snapshot", "state" };
 
 	if (strict && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
 	    m->kind != AKK_MSG_SYNC && m->kind != AKK_MSG_SNAPSHOT) {
 		akk_err_set(&e, "gate %d: %s message in its %s state", a->self,
-			    names[m->kind], *backward_state ? "backward" : "forward");
+			    akk_msg_name(m->kind), *backward_state ? "backward" : "forward");
 		return fail(r, &e);
 	}
 	double t0 = akk_now(), t1;

@@ -22,7 +22,11 @@ enum akk_msg_kind {
 	AKK_MSG_SNAPSHOT,	/* to a gate on another rank: send your state */
 	AKK_MSG_STATE,		/* its reply to the sentinel (slot = the gate) */
 	AKK_MSG_REDUCED,	/* a posted reduction finished (data parallelism) */
+	AKK_MSG_NKINDS		/* how many kinds there are; keep it last */
 };
+
+/* The kind's name for error messages ("forward"), "unknown" out of range. */
+const char *akk_msg_name(int kind);
 
 struct akk_msg {
 	int kind;
