@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "checkpoint.h"
+#include "clock.h"
 #include "gate.h"
 #include "pool.h"
 #include "model.h"
@@ -158,17 +159,10 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e);
 
 
 
-/* Under MPI: a gate's state as one array of floats (parameters, running
- * state, optimizer moments, then the step and RNG words bit for bit), for
- * the sentinel to gather before a checkpoint. */
-long akk_gate_pack_len(const struct akk_gate_plan *p);
-void akk_gate_pack(const struct akk_gate *g, float *out);
-void akk_gate_unpack(struct akk_gate *g, const float *in);
 
-/* Internal to the runtime: the actors' loops and a monotonic clock. */
+/* Internal to the runtime: the actors' loops. */
 void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
-double akk_now(void);
 static inline void akk_trace_add(struct akk_trace *t, int kind, long id,
 				 double t0, double t1)
 {

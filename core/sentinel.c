@@ -18,21 +18,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "loss.h"
 #include "metrics.h"
 #include "run.h"
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
-
-double akk_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct phase {
 	long ntrain, nval;		/* batches to run */

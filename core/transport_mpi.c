@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "clock.h"
 #include "tensor.h"
 
 enum { TAG_HDR = 71, TAG_DATA = 72, NREQ = 512 };
@@ -55,14 +56,6 @@ struct reduce {
 	struct akk_msg note;
 	double t0;		/* when the link started it */
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct akk_mpi_link {
 	struct akk_transport *t;
@@ -256,7 +249,7 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 	int busy = 0;
 
 	while (akk_mailbox_tryrecv(&l->reduces, &q) == 0) {
-		q->t0 = now();
+		q->t0 = akk_now();
 		l->active[q->chan] = q;
 		*idle = 0;
 		if (mpi_check(l, MPI_Iallreduce(MPI_IN_PLACE, q->buf, q->n,
@@ -276,7 +269,7 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 		}
 		l->active[c] = NULL;
 		*idle = 0;
-		atomic_fetch_add(&l->reduce_ns, (long)((now() - q->t0) * 1e9));
+		atomic_fetch_add(&l->reduce_ns, (long)((akk_now() - q->t0) * 1e9));
 		atomic_fetch_add(&l->nreduce, 1);
 		atomic_fetch_add(&l->reduce_bytes, (long)q->n * (q->dbl ? 8 : 4));
 		finish(l, q, 0);
@@ -315,7 +308,7 @@ static void *link_main(void *arg)
 		 * posted before akk_mpi_link_stop set it is then taken below,
 		 * so the thread leaves only once all of it is sent. */
 		int stopping = atomic_load(&l->stop);
-		double t0 = now();
+		double t0 = akk_now();
 
 		if (atomic_load(&l->failed)) {
 			failed_round(l);
@@ -340,7 +333,7 @@ static void *link_main(void *arg)
 				continue;
 		}
 		if (!idle)
-			atomic_fetch_add(&l->busy_ns, (long)((now() - t0) * 1e9));
+			atomic_fetch_add(&l->busy_ns, (long)((akk_now() - t0) * 1e9));
 		if ((sent = reap(l)) < 0)
 			continue;
 		if (sent && !busy && (rc < 0 || stopping) && !flag)
