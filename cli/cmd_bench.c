@@ -514,7 +514,7 @@ usage:
 report:
 	cli_report(&e, rc);
 	if (world.size > 1 && rc == EXIT_RUNTIME)
-		akk_world_abort(&world, rc);	/* the others would wait */
+		cli_world_abort(&world, rc);	/* the others would wait */
 out:
 	if (cf)
 		fclose(cf);

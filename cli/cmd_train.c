@@ -708,7 +708,7 @@ report:
 			fprintf(stderr, "akkctl: rank %d: %s\n", world.rank, msg ? msg : e.msg);
 			fflush(stderr);
 			free(msg);
-			akk_world_abort(&world, rc);
+			cli_world_abort(&world, rc);
 		}
 	} else {
 		cli_report(&e, rc);
