@@ -344,6 +344,26 @@ static void *link_main(void *arg)
 	return NULL;
 }
 
+/* Everything a link holds, whether akk_mpi_link_start got half way or the
+ * link ran: the one teardown. ncomms: communicators still to free (the
+ * link thread's stop frees them once it ran). */
+static void free_link(struct akk_mpi_link *l, int ncomms)
+{
+	for (int a = 0; a < l->nactors; a++) {
+		if (l->fwd) akk_free(l->fwd[a].buf);
+		if (l->bwd) akk_free(l->bwd[a].buf);
+		if (l->val) akk_free(l->val[a].buf);
+		if (l->state) akk_free(l->state[a].buf);
+	}
+	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+	for (int c = 0; c < ncomms; c++)
+		MPI_Comm_free(&l->comms[c]);
+	free(l->comms), free(l->active), free(l->posted);
+	akk_mailbox_release(&l->outbox);
+	akk_mailbox_release(&l->reduces);
+	free(l);
+}
+
 int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       struct akk_err *e)
 {
@@ -392,24 +412,11 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	}
 	l->nfree = NREQ;
 	t->link = l;
-	if (fail || pthread_create(&l->thread, NULL, link_main, l)) {
-		t->link = NULL;
-		for (int a = 0; a < n; a++) {
-			if (l->fwd) akk_free(l->fwd[a].buf);
-			if (l->bwd) akk_free(l->bwd[a].buf);
-			if (l->val) akk_free(l->val[a].buf);
-			if (l->state) akk_free(l->state[a].buf);
-		}
-		free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-		for (int c = 0; c < ndup; c++)
-			MPI_Comm_free(&l->comms[c]);
-		free(l->comms), free(l->active), free(l->posted);
-		akk_mailbox_release(&l->outbox);
-		akk_mailbox_release(&l->reduces);
-		free(l);
-		return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
-	}
-	return 0;
+	if (!fail && !pthread_create(&l->thread, NULL, link_main, l))
+		return 0;
+	t->link = NULL;
+	free_link(l, ndup);
+	return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
 }
 
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
@@ -441,18 +448,8 @@ void akk_mpi_link_free(struct akk_transport *t)
 
 	if (!l)
 		return;
-	akk_mpi_link_stop(t);
-	for (int a = 0; a < l->nactors; a++) {
-		akk_free(l->fwd[a].buf);
-		akk_free(l->bwd[a].buf);
-		akk_free(l->val[a].buf);
-		akk_free(l->state[a].buf);
-	}
-	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-	free(l->comms), free(l->active), free(l->posted);
-	akk_mailbox_release(&l->outbox);
-	akk_mailbox_release(&l->reduces);
-	free(l);
+	akk_mpi_link_stop(t);	/* freed the communicators */
+	free_link(l, 0);
 	t->link = NULL;
 }
 
