@@ -47,6 +47,7 @@ static const char builtin_config[] =
 
 struct bench_run {
 	enum akk_mode mode;
+	int ready;		/* its run was set up: release it */
 	double secs[MAX_EPOCHS];
 	int nsecs;
 	long steps_limit;	/* --steps: interrupt after this many batches */
@@ -98,6 +99,26 @@ static double cpu_seconds(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* Close an output file (NULL: nothing), failing, once, on any write
+ * error since it opened: fprintf's as well as fclose's. */
+static void close_output(FILE *f, const char *path, struct akk_err *e)
+{
+	int bad, err;
+
+	if (!f)
+		return;
+	errno = 0;
+	bad = ferror(f);
+	err = errno;
+	if (fclose(f)) {
+		bad = 1;
+		err = errno;
+	}
+	if (bad && !e->msg[0])
+		akk_err_set(e, "cannot write '%s': %s", path,
+			    err ? strerror(err) : "write error");
 }
 
 /* Reset the process's peak RSS (Linux: clear_refs 5), or read it in KB. */
@@ -343,7 +364,6 @@ int cmd_bench(int argc, char **argv)
 		nknown++;
 	struct bench_run *runs = calloc(nknown, sizeof(*runs));
 	struct akk_run *r = calloc(nknown, sizeof(*r));
-	int ready[2] = { 0, 0 };
 	struct akk_err e = { 0 };
 	FILE *cf = NULL, *tf = NULL;
 	struct akk_world world = { .size = 1, .local_size = 1 };
@@ -485,7 +505,7 @@ int cmd_bench(int argc, char **argv)
 			     steps ? MAX_EPOCHS : epochs,
 			     threads ? threads : s.sched.threads, cap, &mpi, &r[i], &e))
 			goto report;
-		ready[i] = 1;
+		runs[i].ready = 1;
 		print_mode(&runs[i], &m);
 		if (cf)
 			csv_mode(cf, &runs[i], &m);
@@ -500,12 +520,14 @@ int cmd_bench(int argc, char **argv)
 			trace_write(tf, &runs[i], &r[i], i + 1, &first);
 		fprintf(tf, "\n]}\n");
 	}
-	if ((cf && fclose(cf)) || (tf && fclose(tf))) {
-		cf = tf = NULL;
-		akk_err_set(&e, "cannot write the --csv or --trace file: %s", strerror(errno));
+	/* both closed whatever the first says; the first failure is reported */
+	close_output(cf, csv, &e);
+	close_output(tf, trace, &e);
+	cf = tf = NULL;
+	if (e.msg[0]) {
+		rc = EXIT_RUNTIME;
 		goto report;
 	}
-	cf = tf = NULL;
 	rc = EXIT_OK;
 	goto out;
 usage:
@@ -520,8 +542,8 @@ out:
 		fclose(cf);
 	if (tf)
 		fclose(tf);
-	for (int i = 0; i < 2; i++)
-		if (ready[i])
+	for (int i = 0; i < nmodes; i++)
+		if (runs[i].ready)
 			akk_run_release(&r[i]);
 	free(r);
 	free(runs);
