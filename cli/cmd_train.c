@@ -611,10 +611,7 @@ int cmd_train(int argc, char **argv)
 		run_ready = 1;
 	}
 	if (resume && !start_over) {
-		struct akk_gate *gates[AKK_MAX_GATES];
-		for (int i = 0; i < m.ngates; i++)
-			gates[i] = run.gates[i].ready ? &run.gates[i].gate : NULL;
-		if (akk_checkpoint_restore(&ck, gates, m.ngates, ckpath, &e)) {
+		if (akk_run_restore(&run, &ck, ckpath, &e)) {
 			rc = EXIT_USAGE;
 			goto report;
 		}

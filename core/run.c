@@ -189,6 +189,17 @@ fail:
 	return -1;
 }
 
+int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
+		    const char *path, struct akk_err *e)
+{
+	struct akk_gate *gates[AKK_MAX_GATES];
+	int G = r->model->ngates;
+
+	for (int i = 0; i < G; i++)
+		gates[i] = r->gates[i].ready ? &r->gates[i].gate : NULL;
+	return akk_checkpoint_restore(c, gates, G, path, e);
+}
+
 void akk_run_fail(struct akk_run *r, const struct akk_err *e)
 {
 	pthread_mutex_lock(&r->mu);

@@ -147,6 +147,12 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		 const struct akk_dataset *train, const struct akk_dataset *val,
 		 const struct akk_run_config *cfg, struct akk_err *e);
+/* Resume: copy checkpoint c (read once by the caller, its position given
+ * to akk_run_init as cfg->start) into the gates this process holds. path
+ * is for error messages. Fails, as bad input, when c is not of this
+ * network (akk_checkpoint_restore). */
+int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
+		    const char *path, struct akk_err *e);
 /* Train; 0 when every epoch ran or the run was interrupted cleanly (see
  * r->interrupted), -1 with e filled on failure. */
 int akk_run_train(struct akk_run *r, struct akk_err *e);
