@@ -179,24 +179,25 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	b->wall = akk_now() - t0;
 	b->cpu = (cpu_seconds() - c0) / b->wall;
 	b->peak_rss_kb = peak_rss_kb();
+	struct akk_run_stats st = akk_run_stats(r);
 	if (b->steps_limit) {
 		/* one repeat: the steps over the time they took */
 		b->samples = b->steps_done * m->spec->sched.batch_size;
 		b->nsecs = 1;
-		b->secs[0] = b->wall * r->per_epoch / (double)b->steps_done;
+		b->secs[0] = b->wall * st.per_epoch / (double)b->steps_done;
 	}
 	if (mpi->size > 1) {
 		/* every rank: what its link moved, per training step */
-		long steps = b->steps_limit ? b->steps_done : (long)epochs * r->per_epoch;
-		struct akk_link_stats st = r->link_stats;
+		long steps = b->steps_limit ? b->steps_done : (long)epochs * st.per_epoch;
+		const struct akk_link_stats *ln = &st.link;
 		fprintf(stderr, "rank %d %s: %.0f bytes and %.1f messages sent per step, link busy %.1f us per step",
 			mpi->rank, akk_mode_name(b->mode),
-			steps ? (double)st.bytes / steps : 0, steps ? (double)st.messages / steps : 0,
-			steps ? 1e6 * st.busy / steps : 0);
-		if (st.reductions)
+			steps ? (double)ln->bytes / steps : 0, steps ? (double)ln->messages / steps : 0,
+			steps ? 1e6 * ln->busy / steps : 0);
+		if (ln->reductions)
 			fprintf(stderr, ", reduced %.0f bytes per step, reductions %.1f us each (%ld)",
-				steps ? (double)st.reduce_bytes / steps : 0,
-				1e6 * st.reduce_wait / st.reductions, st.reductions);
+				steps ? (double)ln->reduce_bytes / steps : 0,
+				1e6 * ln->reduce_wait / ln->reductions, ln->reductions);
 		fprintf(stderr, "\n");
 	}
 	qsort(b->secs, b->nsecs, sizeof(double), cmp_double);
@@ -207,8 +208,8 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	b->samples_per_s = b->median > 0 ? train->n / b->median : 0;
 	b->gflops = (b->samples * m->train_flops + b->val_samples * m->flops) / b->wall / 1e9;
 	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++) {
-		b->busy[g] = r->gates[g].busy / b->wall;
-		b->depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
+		b->busy[g] = st.busy[g] / b->wall;
+		b->depth[g] = st.depth[g];
 	}
 	return 0;
 }
@@ -237,7 +238,7 @@ static void trace_actor(FILE *f, int pid, int tid, const struct akk_trace *t,
 static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run *r,
 			int pid, int *first)
 {
-	int G = r->model->ngates;
+	int G = akk_run_stats(r).ngates;
 
 	fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
 		*first ? "" : ",", pid, akk_mode_name(b->mode));
@@ -246,9 +247,8 @@ static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run
 	for (int g = 0; g < G; g++)
 		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"gate %d\"}}",
 			pid, g + 1, g + 1);
-	trace_actor(f, pid, 0, &r->sentinel_trace, b->t_start, first);
-	for (int g = 0; g < G; g++)
-		trace_actor(f, pid, g + 1, &r->gates[g].trace, b->t_start, first);
+	for (int a = 0; a <= G; a++)	/* the sentinel, then the gates */
+		trace_actor(f, pid, a, akk_run_trace(r, a), b->t_start, first);
 }
 
 /* --hops: one message between two actor threads, measured as half the

@@ -138,16 +138,17 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 		    const char *config, const char *dir, const char *metrics,
 		    char *const *opts, int nopts, int interrupted)
 {
+	struct akk_run_stats st = akk_run_stats(run);
 	char t[32];
 	char *path;
 
 	progress_duration(t, sizeof(t), akk_now() - ui->start);
 	if (interrupted)
 		fprintf(stderr, "summary: interrupted in epoch %d of %d after %s",
-			run->pos.epoch + 1, run->cfg.epochs, t);
+			st.pos.epoch + 1, st.epochs, t);
 	else
-		fprintf(stderr, "summary: %d of %d epochs done in %s", run->cfg.epochs,
-			run->cfg.epochs, t);
+		fprintf(stderr, "summary: %d of %d epochs done in %s", st.epochs,
+			st.epochs, t);
 	if (ui->best.epoch)
 		fprintf(stderr, "; best validation accuracy %.2f%% at epoch %d%s",
 			100 * ui->best.accuracy, ui->best.epoch,
@@ -163,7 +164,7 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 	free(path);
 	if ((path = ckpt_join(dir, "best.bin", NULL)))
 		fprintf(stderr, "  best:    %s%s\n", path, !access(path, F_OK) ? "" :
-			run->val ? " (not written yet)" : " (not written: no validation data)");
+			st.has_val ? " (not written yet)" : " (not written: no validation data)");
 	free(path);
 	if ((path = ckpt_join(dir, "last.bin", NULL)))
 		fprintf(stderr, "  last:    %s\n", path);
@@ -630,8 +631,8 @@ int cmd_train(int argc, char **argv)
 	if (!ui.quiet) {
 		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
-			train.n, have_val ? val.n : 0, run.blas_threads,
-			run.blas_threads == 1 ? "" : "s");
+			train.n, have_val ? val.n : 0, akk_run_stats(&run).compute_threads,
+			akk_run_stats(&run).compute_threads == 1 ? "" : "s");
 		if (dp)
 			fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
 				world.size, s.sched.batch_size, s.sched.batch_size * world.size);
@@ -649,18 +650,19 @@ int cmd_train(int argc, char **argv)
 	}
 	ui.start = ui.epoch_mark = akk_now();
 	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
-	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
+	     akk_run_stats(&run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 	signals_stop(sigthread);
-	if (world.size > 1 && rc != EXIT_RUNTIME) {
-		/* where training stopped, which only rank 0's sentinel knows in
-		 * a pipeline (every rank reaches here: failures abort) */
-		long stop_at = run.pos.id;
-		akk_world_bcast(&world, &stop_at, 1);
-		run.pos.id = stop_at;
+	/* where training stopped, which only rank 0's sentinel knows in a
+	 * pipeline (every rank reaches here: failures abort) */
+	if (world.size > 1 && rc != EXIT_RUNTIME && akk_run_agree_position(&run, &world)) {
+		akk_err_set(&e, "MPI: cannot share where training stopped");
+		rc = EXIT_RUNTIME;
+		goto report;
 	}
 	if ((gate_rank || dp) && !user_quiet) {
-		long steps = run.pos.id - ck.pos.id;
-		struct akk_link_stats st = run.link_stats;
+		struct akk_run_stats rs = akk_run_stats(&run);
+		long steps = rs.pos.id - ck.pos.id;
+		struct akk_link_stats st = rs.link;
 		fprintf(stderr, "rank %d: sent %ld messages, %ld bytes: %.0f bytes per training step",
 			world.rank, st.messages, st.bytes,
 			steps > 0 ? (double)st.bytes / steps : 0.0);
@@ -684,7 +686,8 @@ int cmd_train(int argc, char **argv)
 		ui.drawn = 0;
 		if (rc == EXIT_INTERRUPTED)
 			fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
-				run.pos.epoch + 1, run.pos.index, s.out.dir);
+				akk_run_stats(&run).pos.epoch + 1,
+				akk_run_stats(&run).pos.index, s.out.dir);
 		summary(&ui, &run, argv[optind], s.out.dir, s.out.metrics, words, nwords,
 			rc == EXIT_INTERRUPTED);
 	}

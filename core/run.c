@@ -200,6 +200,52 @@ int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
 	return akk_checkpoint_restore(c, gates, G, path, e);
 }
 
+struct akk_run_stats akk_run_stats(const struct akk_run *r)
+{
+	struct akk_run_stats st = {
+		.pos = r->pos, .epochs = r->cfg.epochs,
+		.interrupted = atomic_load(&r->interrupted),
+		.has_val = r->val != NULL, .compute_threads = r->blas_threads,
+		.per_epoch = r->per_epoch, .ngates = r->model->ngates,
+		.link = r->link_stats,
+	};
+
+	for (int g = 0; g < st.ngates && g < AKK_MAX_GATES && r->gates; g++) {
+		st.busy[g] = r->gates[g].busy;
+		st.depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
+	}
+	return st;
+}
+
+const struct akk_trace *akk_run_trace(const struct akk_run *r, int actor)
+{
+	return actor ? &r->gates[actor - 1].trace : &r->sentinel_trace;
+}
+
+int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
+			     const struct akk_spec *spec, const char *base_dir,
+			     const struct akk_ckpt_metrics *metrics,
+			     struct akk_err *e)
+{
+	const struct akk_gate *gates[AKK_MAX_GATES];
+	int G = r->model->ngates;
+
+	if (G > AKK_MAX_GATES)	/* the spec refuses more */
+		return akk_err_set(e, "too many gates to checkpoint (%d)", G);
+	for (int i = 0; i < G; i++)
+		gates[i] = &r->gates[i].gate;
+	struct akk_ckpt_source src = {
+		.spec = spec, .base_dir = base_dir, .mode = r->cfg.mode,
+		.gates = gates, .ngates = G, .pos = r->pos, .metrics = *metrics,
+	};
+	return akk_checkpoint_write(path, &src, e);
+}
+
+int akk_run_agree_position(struct akk_run *r, struct akk_world *w)
+{
+	return akk_world_bcast(w, &r->pos.id, 1);
+}
+
 void akk_run_fail(struct akk_run *r, const struct akk_err *e)
 {
 	pthread_mutex_lock(&r->mu);

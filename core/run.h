@@ -22,6 +22,7 @@
 #include "provider.h"
 #include "schedule.h"
 #include "transport.h"
+#include "world.h"
 
 struct akk_progress {
 	int epoch, epochs;	/* 1-based */
@@ -159,6 +160,35 @@ int akk_run_train(struct akk_run *r, struct akk_err *e);
 /* Thread-safe, not async-signal-safe: call it from a signal-waiting thread. */
 void akk_run_interrupt(struct akk_run *r);
 void akk_run_release(struct akk_run *r);
+
+/* What a caller may read of a run, by value: after akk_run_train, or from
+ * the observer's epoch_end (everything drained). */
+struct akk_run_stats {
+	struct akk_position pos;	/* where training stands after the last drain */
+	int epochs;			/* asked for (cfg.epochs) */
+	int interrupted;		/* stopped early on akk_run_interrupt */
+	int has_val;			/* it validates */
+	int compute_threads;		/* of a busy gate */
+	long per_epoch;			/* training batches per epoch */
+	int ngates;
+	double busy[AKK_MAX_GATES];	/* seconds each gate computed */
+	double depth[AKK_MAX_GATES];	/* each gate's mean mailbox depth */
+	struct akk_link_stats link;	/* its MPI link's */
+};
+struct akk_run_stats akk_run_stats(const struct akk_run *r);
+/* What actor `actor` traced (0 the sentinel, g gate g); empty without
+ * cfg.trace_events. Valid until akk_run_release. */
+const struct akk_trace *akk_run_trace(const struct akk_run *r, int actor);
+/* Write the run's gates and position as a checkpoint to path (atomically;
+ * akk_checkpoint_write), with spec, base_dir and metrics as given. Only
+ * when drained: after akk_run_train or from epoch_end. */
+int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
+			     const struct akk_spec *spec, const char *base_dir,
+			     const struct akk_ckpt_metrics *metrics,
+			     struct akk_err *e);
+/* Under MPI (collective, main thread, after akk_run_train): every rank
+ * takes rank 0's position, which only its sentinel knows in a pipeline. */
+int akk_run_agree_position(struct akk_run *r, struct akk_world *w);
 
 /* Record the first failure and close every mailbox. */
 void akk_run_fail(struct akk_run *r, const struct akk_err *e);

@@ -444,6 +444,22 @@ static void interrupt_stops_cleanly(void **unused)
 	/* every gate stepped exactly as often as batches came back */
 	for (int g = 0; g < f.model.ngates; g++)
 		assert_int_equal(r.gates[g].gate.step, r.gates[g].backwards);
+	/* what a caller sees of it, by value */
+	struct akk_run_stats st = akk_run_stats(&r);
+	assert_int_equal(st.interrupted, 1);
+	assert_int_equal(st.epochs, 5);
+	assert_int_equal(st.has_val, 1);
+	assert_int_equal(st.compute_threads, 1);
+	assert_int_equal(st.ngates, f.model.ngates);
+	assert_int_equal(st.per_epoch, r.per_epoch);
+	assert_int_equal(st.pos.epoch, r.pos.epoch);
+	assert_int_equal(st.pos.index, r.pos.index);
+	assert_int_equal(st.pos.id, r.pos.id);
+	assert_int_equal(st.pos.id, r.gates[0].gate.step);
+	for (int g = 0; g < f.model.ngates; g++)
+		assert_true(st.busy[g] > 0);
+	assert_ptr_equal(akk_run_trace(&r, 0), &r.sentinel_trace);
+	assert_ptr_equal(akk_run_trace(&r, 2), &r.gates[1].trace);
 	assert_int_equal(threads_now(), before);
 	akk_run_release(&r);
 	teardown_net(&f);
