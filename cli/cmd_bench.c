@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "cli.h"
 #include "idx.h"
 #include "model.h"
@@ -47,7 +48,6 @@ static const char builtin_config[] =
 
 struct bench_run {
 	enum akk_mode mode;
-	int ready;		/* its run was set up: release it */
 	double secs[MAX_EPOCHS];
 	int nsecs;
 	long steps_limit;	/* --steps: interrupt after this many batches */
@@ -156,9 +156,10 @@ struct bench_mpi {
 static int run_mode(struct bench_run *b, const struct akk_model *m,
 		    const struct akk_dataset *train, const struct akk_dataset *val,
 		    int epochs, int threads, long trace_events,
-		    const struct bench_mpi *mpi, struct akk_run *r,
+		    const struct bench_mpi *mpi, struct akk_run **rp,
 		    struct akk_err *e)
 {
+	struct akk_run *r;
 	double c0, t0;
 	struct akk_run_config cfg = {
 		.mode = b->mode, .epochs = epochs, .blas_threads = threads,
@@ -168,7 +169,7 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	};
 
 	peak_rss_reset();
-	if (akk_run_init(r, m, train, val, &cfg, e))
+	if (!(r = *rp = akk_run_create(m, train, val, &cfg, e)))
 		return -1;
 	b->run = r;
 	c0 = cpu_seconds();
@@ -363,7 +364,7 @@ int cmd_bench(int argc, char **argv)
 	while (akk_mode_name((enum akk_mode)nknown))
 		nknown++;
 	struct bench_run *runs = calloc(nknown, sizeof(*runs));
-	struct akk_run *r = calloc(nknown, sizeof(*r));
+	struct akk_run **r = calloc(nknown, sizeof(*r));	/* one per run */
 	struct akk_err e = { 0 };
 	FILE *cf = NULL, *tf = NULL;
 	struct akk_world world = { .size = 1, .local_size = 1 };
@@ -505,7 +506,6 @@ int cmd_bench(int argc, char **argv)
 			     steps ? MAX_EPOCHS : epochs,
 			     threads ? threads : s.sched.threads, cap, &mpi, &r[i], &e))
 			goto report;
-		runs[i].ready = 1;
 		print_mode(&runs[i], &m);
 		if (cf)
 			csv_mode(cf, &runs[i], &m);
@@ -517,7 +517,7 @@ int cmd_bench(int argc, char **argv)
 		int first = 1;
 		fprintf(tf, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
 		for (int i = 0; i < nmodes; i++)
-			trace_write(tf, &runs[i], &r[i], i + 1, &first);
+			trace_write(tf, &runs[i], r[i], i + 1, &first);
 		fprintf(tf, "\n]}\n");
 	}
 	/* both closed whatever the first says; the first failure is reported */
@@ -543,8 +543,7 @@ out:
 	if (tf)
 		fclose(tf);
 	for (int i = 0; i < nmodes; i++)
-		if (runs[i].ready)
-			akk_run_release(&r[i]);
+		akk_run_free(r[i]);
 	free(r);
 	free(runs);
 	free(sets);

@@ -8,7 +8,7 @@
  * the optimizer step, so the upstream gate works while this one updates. */
 #include <limits.h>
 
-#include "run.h"
+#include "run_internal.h"
 
 static int fail(struct akk_run *r, struct akk_err *e)
 {

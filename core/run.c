@@ -1,5 +1,5 @@
 /* run.c - building, starting and stopping the actor system. */
-#include "run.h"
+#include "run_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -187,6 +187,32 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 fail:
 	akk_run_release(r);
 	return -1;
+}
+
+struct akk_run *akk_run_create(const struct akk_model *m,
+			       const struct akk_dataset *train,
+			       const struct akk_dataset *val,
+			       const struct akk_run_config *cfg, struct akk_err *e)
+{
+	struct akk_run *r = malloc(sizeof(*r));
+
+	if (!r) {
+		akk_err_set(e, "out of memory");
+		return NULL;
+	}
+	if (akk_run_init(r, m, train, val, cfg, e)) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void akk_run_free(struct akk_run *r)
+{
+	if (!r)
+		return;
+	akk_run_release(r);
+	free(r);
 }
 
 int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,

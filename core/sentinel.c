@@ -21,7 +21,7 @@
 
 #include "loss.h"
 #include "metrics.h"
-#include "run.h"
+#include "run_internal.h"
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
 

@@ -5,7 +5,8 @@
 # a concept: a .c file and its .h are one node (core/tensor.c and
 # core/tensor.h are "core/tensor"), so tensor.c including pool.h while
 # pool.c includes tensor.h is the circle core/tensor -> core/pool ->
-# core/tensor. A name resolves in the including file's directory first,
+# core/tensor; a concept's internal header (run_internal.h) belongs to
+# it too (core/run). A name resolves in the including file's directory first,
 # then core/ (cli/ builds with -Icore); system headers (<...>) are left out.
 # Prints one "a -> b" line per edge, then every circle found as
 # "circle: a -> b -> a"; exits 1 if there is one, 0 otherwise.
@@ -19,7 +20,8 @@ for f in core/*.[ch] cli/*.[ch]; do
 		elif [ -f "core/$inc" ]; then to="core/$inc"
 		else continue
 		fi
-		echo "${f%.*} ${to%.*}"
+		from=${f%.*} to=${to%.*}
+		echo "${from%_internal} ${to%_internal}"
 	done
 done | awk '$1 != $2' | sort -u | awk '
 {

@@ -13,7 +13,7 @@
 #include "model.h"
 #include "provider.h"
 #include "reference.h"
-#include "run.h"
+#include "run_internal.h"
 #include "spec.h"
 
 #define SIDE 8
