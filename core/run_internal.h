@@ -17,6 +17,7 @@
 #include "run.h"
 #include "schedule.h"
 #include "transport.h"
+#include "transport_mpi.h"
 
 struct akk_gate_actor {
 	struct akk_gate gate;

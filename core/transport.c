@@ -33,6 +33,7 @@ int akk_transport_init(struct akk_transport *t, int nactors, int cap)
 	t->actor_rank = NULL;
 	t->rank = 0;
 	t->link = NULL;
+	t->ops = NULL;
 	if (!t->boxes)
 		return -1;
 	for (int i = 0; i < nactors; i++)
@@ -45,7 +46,8 @@ int akk_transport_init(struct akk_transport *t, int nactors, int cap)
 
 void akk_transport_release(struct akk_transport *t)
 {
-	akk_mpi_link_free(t);
+	if (t->ops)
+		t->ops->release(t);
 	for (int i = 0; t->boxes && i < t->nactors; i++)
 		akk_mailbox_release(&t->boxes[i]);
 	free(t->boxes);
@@ -55,7 +57,7 @@ void akk_transport_release(struct akk_transport *t)
 int akk_send(struct akk_transport *t, int to, const struct akk_msg *m)
 {
 	if (t->actor_rank && t->actor_rank[to] != t->rank)
-		return akk_mpi_post(t->link, to, m);
+		return t->ops ? t->ops->post(t, to, m) : -1;
 	return akk_mailbox_send(&t->boxes[to], m);
 }
 

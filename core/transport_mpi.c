@@ -12,7 +12,7 @@
  * a gate's STATE to that gate's buffer. The credit protocol guarantees a
  * slot is free again before it is reused, so the receiver lends it to the
  * local actor exactly as a local sender would. */
-#include "transport.h"
+#include "transport_mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +344,14 @@ static void *link_main(void *arg)
 	return NULL;
 }
 
+static int post_hook(struct akk_transport *t, int to, const struct akk_msg *m)
+{
+	return akk_mpi_post(t->link, to, m);
+}
+
+/* What the transport calls to reach other ranks (transport.h). */
+static const struct akk_link_ops link_ops = { post_hook, akk_mpi_link_free };
+
 /* Everything a link holds, whether akk_mpi_link_start got half way or the
  * link ran: the one teardown. ncomms: communicators still to free (the
  * link thread's stop frees them once it ran). */
@@ -412,8 +420,10 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	}
 	l->nfree = NREQ;
 	t->link = l;
-	if (!fail && !pthread_create(&l->thread, NULL, link_main, l))
+	if (!fail && !pthread_create(&l->thread, NULL, link_main, l)) {
+		t->ops = &link_ops;
 		return 0;
+	}
 	t->link = NULL;
 	free_link(l, ndup);
 	return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
@@ -451,6 +461,7 @@ void akk_mpi_link_free(struct akk_transport *t)
 	akk_mpi_link_stop(t);	/* freed the communicators */
 	free_link(l, 0);
 	t->link = NULL;
+	t->ops = NULL;
 }
 
 int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,

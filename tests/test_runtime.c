@@ -480,9 +480,53 @@ static void every_message_kind_named(void **state)
 	assert_string_equal(akk_msg_name(-1), "unknown");
 }
 
+/* The transport reaches other ranks only through the hook a link
+ * registers: a message for a remote actor goes to its post, release to
+ * its release; without a hook such a send fails. */
+static int fake_posts, fake_to, fake_releases;
+
+static int fake_post(struct akk_transport *t, int to, const struct akk_msg *m)
+{
+	(void)t;
+	(void)m;
+	fake_posts++;
+	fake_to = to;
+	return 0;
+}
+
+static void fake_release(struct akk_transport *t)
+{
+	fake_releases++;
+	t->ops = NULL;
+}
+
+static void transport_link_hook(void **state)
+{
+	static const struct akk_link_ops fake = { fake_post, fake_release };
+	static const int ranks[3] = { 0, 1, 0 };	/* actor 1 on rank 1 */
+	struct akk_transport t;
+	struct akk_msg m = { .kind = AKK_MSG_SYNC }, got;
+
+	(void)state;
+	assert_int_equal(akk_transport_init(&t, 3, 4), 0);
+	t.actor_rank = ranks;
+	assert_int_equal(akk_send(&t, 1, &m), -1);	/* no link */
+	t.ops = &fake;
+	assert_int_equal(akk_send(&t, 1, &m), 0);
+	assert_int_equal(fake_posts, 1);
+	assert_int_equal(fake_to, 1);
+	assert_int_equal(akk_send(&t, 2, &m), 0);	/* local: its mailbox */
+	assert_int_equal(fake_posts, 1);
+	assert_int_equal(akk_recv(&t, 2, &got), 0);
+	assert_int_equal(got.kind, AKK_MSG_SYNC);
+	akk_transport_release(&t);
+	assert_int_equal(fake_releases, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(transport_link_hook),
 		cmocka_unit_test(every_message_kind_named),
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(wheels_one_equals_flipflop),
