@@ -30,21 +30,12 @@ char *ckpt_join(const char *dir, const char *name, struct akk_err *e)
 int ckpt_save(struct ckpt_policy *p, struct akk_run *r, const char *name,
 	      struct akk_err *e)
 {
-	const struct akk_gate *gates[AKK_MAX_GATES];
 	char *path;
-	int G = r->model->ngates, rc;
+	int rc;
 
-	if (G > AKK_MAX_GATES)	/* the spec refuses more */
-		return akk_err_set(e, "too many gates to checkpoint (%d)", G);
-	for (int i = 0; i < G; i++)
-		gates[i] = &r->gates[i].gate;
 	if (!(path = ckpt_join(p->dir, name, e)))
 		return -1;
-	struct akk_ckpt_source src = {
-		.spec = p->spec, .base_dir = p->base_dir, .mode = r->cfg.mode,
-		.gates = gates, .ngates = G, .pos = r->pos, .metrics = p->metrics,
-	};
-	rc = akk_checkpoint_write(path, &src, e);
+	rc = akk_run_write_checkpoint(r, path, p->spec, p->base_dir, &p->metrics, e);
 	free(path);
 	return rc;
 }

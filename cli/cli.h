@@ -53,6 +53,8 @@ int cli_start_world(const struct akk_spec *s, struct akk_world *w,
  * schedule.batch_size (same on every rank). */
 int cli_check_split(const struct akk_spec *s, const struct akk_world *w,
 		    size_t n, struct akk_err *e);
+/* End every rank of the job at once (after a failure on this rank). */
+void cli_world_abort(struct akk_world *w, int code);
 
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

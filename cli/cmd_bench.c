@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "cli.h"
 #include "idx.h"
 #include "model.h"
@@ -100,6 +101,26 @@ static double cpu_seconds(void)
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* Close an output file (NULL: nothing), failing, once, on any write
+ * error since it opened: fprintf's as well as fclose's. */
+static void close_output(FILE *f, const char *path, struct akk_err *e)
+{
+	int bad, err;
+
+	if (!f)
+		return;
+	errno = 0;
+	bad = ferror(f);
+	err = errno;
+	if (fclose(f)) {
+		bad = 1;
+		err = errno;
+	}
+	if (bad && !e->msg[0])
+		akk_err_set(e, "cannot write '%s': %s", path,
+			    err ? strerror(err) : "write error");
+}
+
 /* Reset the process's peak RSS (Linux: clear_refs 5), or read it in KB. */
 static void peak_rss_reset(void)
 {
@@ -135,9 +156,10 @@ struct bench_mpi {
 static int run_mode(struct bench_run *b, const struct akk_model *m,
 		    const struct akk_dataset *train, const struct akk_dataset *val,
 		    int epochs, int threads, long trace_events,
-		    const struct bench_mpi *mpi, struct akk_run *r,
+		    const struct bench_mpi *mpi, struct akk_run **rp,
 		    struct akk_err *e)
 {
+	struct akk_run *r;
 	double c0, t0;
 	struct akk_run_config cfg = {
 		.mode = b->mode, .epochs = epochs, .blas_threads = threads,
@@ -147,7 +169,7 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	};
 
 	peak_rss_reset();
-	if (akk_run_init(r, m, train, val, &cfg, e))
+	if (!(r = *rp = akk_run_create(m, train, val, &cfg, e)))
 		return -1;
 	b->run = r;
 	c0 = cpu_seconds();
@@ -158,24 +180,25 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	b->wall = akk_now() - t0;
 	b->cpu = (cpu_seconds() - c0) / b->wall;
 	b->peak_rss_kb = peak_rss_kb();
+	struct akk_run_stats st = akk_run_stats(r);
 	if (b->steps_limit) {
 		/* one repeat: the steps over the time they took */
 		b->samples = b->steps_done * m->spec->sched.batch_size;
 		b->nsecs = 1;
-		b->secs[0] = b->wall * r->per_epoch / (double)b->steps_done;
+		b->secs[0] = b->wall * st.per_epoch / (double)b->steps_done;
 	}
 	if (mpi->size > 1) {
 		/* every rank: what its link moved, per training step */
-		long steps = b->steps_limit ? b->steps_done : (long)epochs * r->per_epoch;
-		struct akk_link_stats st = r->link_stats;
+		long steps = b->steps_limit ? b->steps_done : (long)epochs * st.per_epoch;
+		const struct akk_link_stats *ln = &st.link;
 		fprintf(stderr, "rank %d %s: %.0f bytes and %.1f messages sent per step, link busy %.1f us per step",
 			mpi->rank, akk_mode_name(b->mode),
-			steps ? (double)st.bytes / steps : 0, steps ? (double)st.messages / steps : 0,
-			steps ? 1e6 * st.busy / steps : 0);
-		if (st.reductions)
+			steps ? (double)ln->bytes / steps : 0, steps ? (double)ln->messages / steps : 0,
+			steps ? 1e6 * ln->busy / steps : 0);
+		if (ln->reductions)
 			fprintf(stderr, ", reduced %.0f bytes per step, reductions %.1f us each (%ld)",
-				steps ? (double)st.reduce_bytes / steps : 0,
-				1e6 * st.reduce_wait / st.reductions, st.reductions);
+				steps ? (double)ln->reduce_bytes / steps : 0,
+				1e6 * ln->reduce_wait / ln->reductions, ln->reductions);
 		fprintf(stderr, "\n");
 	}
 	qsort(b->secs, b->nsecs, sizeof(double), cmp_double);
@@ -186,8 +209,8 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	b->samples_per_s = b->median > 0 ? train->n / b->median : 0;
 	b->gflops = (b->samples * m->train_flops + b->val_samples * m->flops) / b->wall / 1e9;
 	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++) {
-		b->busy[g] = r->gates[g].busy / b->wall;
-		b->depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
+		b->busy[g] = st.busy[g] / b->wall;
+		b->depth[g] = st.depth[g];
 	}
 	return 0;
 }
@@ -216,7 +239,7 @@ static void trace_actor(FILE *f, int pid, int tid, const struct akk_trace *t,
 static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run *r,
 			int pid, int *first)
 {
-	int G = r->model->ngates;
+	int G = akk_run_stats(r).ngates;
 
 	fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
 		*first ? "" : ",", pid, akk_mode_name(b->mode));
@@ -225,9 +248,8 @@ static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run
 	for (int g = 0; g < G; g++)
 		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"gate %d\"}}",
 			pid, g + 1, g + 1);
-	trace_actor(f, pid, 0, &r->sentinel_trace, b->t_start, first);
-	for (int g = 0; g < G; g++)
-		trace_actor(f, pid, g + 1, &r->gates[g].trace, b->t_start, first);
+	for (int a = 0; a <= G; a++)	/* the sentinel, then the gates */
+		trace_actor(f, pid, a, akk_run_trace(r, a), b->t_start, first);
 }
 
 /* --hops: one message between two actor threads, measured as half the
@@ -338,9 +360,11 @@ int cmd_bench(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
-	struct bench_run *runs = calloc(2, sizeof(*runs));
-	struct akk_run *r = calloc(2, sizeof(*r));
-	int ready[2] = { 0, 0 };
+	int nknown = 0;	/* the schedules there are, one run each at most */
+	while (akk_mode_name((enum akk_mode)nknown))
+		nknown++;
+	struct bench_run *runs = calloc(nknown, sizeof(*runs));
+	struct akk_run **r = calloc(nknown, sizeof(*r));	/* one per run */
 	struct akk_err e = { 0 };
 	FILE *cf = NULL, *tf = NULL;
 	struct akk_world world = { .size = 1, .local_size = 1 };
@@ -462,10 +486,9 @@ int cmd_bench(int argc, char **argv)
 		       akk_cores(), s.sched.conc_train, s.sched.conc_val,
 		       s.sched.stashing ? ", weight stashing" : "");
 	}
-	if (strcmp(mode, "wheels"))
-		runs[nmodes++].mode = AKK_MODE_FLIPFLOP;
-	if (strcmp(mode, "flip-flop"))
-		runs[nmodes++].mode = AKK_MODE_WHEELS;
+	for (int i = 0; akk_mode_name((enum akk_mode)i); i++)
+		if (!strcmp(mode, "both") || !strcmp(mode, akk_mode_name((enum akk_mode)i)))
+			runs[nmodes++].mode = (enum akk_mode)i;
 	printf("%-10s %10s %9s %13s %8s %7s %10s\n", "mode", "samples/s", "s/epoch",
 	       "(min-max)", "GFLOP/s", "CPU", "peak RSS");
 	if (cf)
@@ -483,7 +506,6 @@ int cmd_bench(int argc, char **argv)
 			     steps ? MAX_EPOCHS : epochs,
 			     threads ? threads : s.sched.threads, cap, &mpi, &r[i], &e))
 			goto report;
-		ready[i] = 1;
 		print_mode(&runs[i], &m);
 		if (cf)
 			csv_mode(cf, &runs[i], &m);
@@ -495,15 +517,17 @@ int cmd_bench(int argc, char **argv)
 		int first = 1;
 		fprintf(tf, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
 		for (int i = 0; i < nmodes; i++)
-			trace_write(tf, &runs[i], &r[i], i + 1, &first);
+			trace_write(tf, &runs[i], r[i], i + 1, &first);
 		fprintf(tf, "\n]}\n");
 	}
-	if ((cf && fclose(cf)) || (tf && fclose(tf))) {
-		cf = tf = NULL;
-		akk_err_set(&e, "cannot write the --csv or --trace file: %s", strerror(errno));
+	/* both closed whatever the first says; the first failure is reported */
+	close_output(cf, csv, &e);
+	close_output(tf, trace, &e);
+	cf = tf = NULL;
+	if (e.msg[0]) {
+		rc = EXIT_RUNTIME;
 		goto report;
 	}
-	cf = tf = NULL;
 	rc = EXIT_OK;
 	goto out;
 usage:
@@ -512,15 +536,14 @@ usage:
 report:
 	cli_report(&e, rc);
 	if (world.size > 1 && rc == EXIT_RUNTIME)
-		akk_world_abort(&world, rc);	/* the others would wait */
+		cli_world_abort(&world, rc);	/* the others would wait */
 out:
 	if (cf)
 		fclose(cf);
 	if (tf)
 		fclose(tf);
-	for (int i = 0; i < 2; i++)
-		if (ready[i])
-			akk_run_release(&r[i]);
+	for (int i = 0; i < nmodes; i++)
+		akk_run_free(r[i]);
 	free(r);
 	free(runs);
 	free(sets);

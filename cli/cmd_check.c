@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "model.h"
 #include "optim.h"
+#include "schedule.h"
 #include "spec.h"
 
 static void print_count(char *buf, int size, double v)
@@ -20,11 +21,10 @@ static void print_count(char *buf, int size, double v)
 		snprintf(buf, size, "%.0f", v);
 }
 
-static void print_plan(const struct akk_spec *s, const struct akk_model *m)
+static void print_plan(const struct akk_spec *s, const struct akk_model *m,
+		       const struct akk_schedule *p)
 {
-	int wheels = s->sched.mode == AKK_MODE_WHEELS;
-	int K = wheels ? s->sched.conc_train : 1, V = s->sched.conc_val;
-	int bs = s->sched.batch_size, stash = wheels && s->sched.stashing && K > 1;
+	int K = p->K, V = p->V, bs = s->sched.batch_size, stash = p->stash;
 	char shape[64], flops[32];
 	double mem_total = 0, stash_total = 0;
 
@@ -65,6 +65,12 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m)
 	       "%.1f KB of activations, %.1f KB of stashed weights\n",
 	       bs, K, V, stash ? " (weight stashing)" : "", mem_total / 1024,
 	       stash_total / 1024);
+	printf("schedule %s: validation %s%s, %s gate states, %d compute thread%s per busy gate, "
+	       "mailboxes of %d messages\n", akk_mode_name(p->mode),
+	       p->validate_during ? "during the epoch" : "after the epoch",
+	       p->final_pass ? " and a final drained pass" : "",
+	       p->strict_states ? "strict forward/backward" : "free",
+	       p->compute_threads, p->compute_threads == 1 ? "" : "s", p->mailbox_cap);
 }
 
 int cmd_check(int argc, char **argv)
@@ -77,6 +83,7 @@ int cmd_check(int argc, char **argv)
 	const char **sets = calloc(argc, sizeof(*sets));
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
+	struct akk_schedule plan;
 	struct akk_err e = { 0 };
 	int nsets = 0, c, rc;
 
@@ -111,8 +118,11 @@ int cmd_check(int argc, char **argv)
 	free(sets);
 	if (akk_model_plan(&m, &s, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
+	} else if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
+				     s.sched.threads, akk_cores(), &e)) {
+		rc = cli_report(&e, EXIT_USAGE);
 	} else {
-		print_plan(&s, &m);
+		print_plan(&s, &m, &plan);
 		rc = EXIT_OK;
 	}
 	akk_model_release(&m);

@@ -28,6 +28,7 @@
 #include "model.h"
 #include "progress.h"
 #include "run.h"
+#include "schedule.h"
 #include "spec.h"
 #include "world.h"
 
@@ -138,16 +139,17 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 		    const char *config, const char *dir, const char *metrics,
 		    char *const *opts, int nopts, int interrupted)
 {
+	struct akk_run_stats st = akk_run_stats(run);
 	char t[32];
 	char *path;
 
 	progress_duration(t, sizeof(t), akk_now() - ui->start);
 	if (interrupted)
 		fprintf(stderr, "summary: interrupted in epoch %d of %d after %s",
-			run->pos.epoch + 1, run->cfg.epochs, t);
+			st.pos.epoch + 1, st.epochs, t);
 	else
-		fprintf(stderr, "summary: %d of %d epochs done in %s", run->cfg.epochs,
-			run->cfg.epochs, t);
+		fprintf(stderr, "summary: %d of %d epochs done in %s", st.epochs,
+			st.epochs, t);
 	if (ui->best.epoch)
 		fprintf(stderr, "; best validation accuracy %.2f%% at epoch %d%s",
 			100 * ui->best.accuracy, ui->best.epoch,
@@ -163,7 +165,7 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 	free(path);
 	if ((path = ckpt_join(dir, "best.bin", NULL)))
 		fprintf(stderr, "  best:    %s%s\n", path, !access(path, F_OK) ? "" :
-			run->val ? " (not written yet)" : " (not written: no validation data)");
+			st.has_val ? " (not written yet)" : " (not written: no validation data)");
 	free(path);
 	if ((path = ckpt_join(dir, "last.bin", NULL)))
 		fprintf(stderr, "  last:    %s\n", path);
@@ -390,14 +392,14 @@ int cmd_train(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
-	struct akk_run run;
+	struct akk_run *run = NULL;
 	struct akk_err e = { 0 };
 	struct akk_checkpoint ck = { 0 };
 	struct akk_world world = { 0 };
 	int *gate_rank = NULL, dp = 0;
 	long counts[3];
 	pthread_t sigthread;
-	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val, run_ready = 0;
+	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val;
 
 	if (!sets || !words || !owned) {
 		free(sets);
@@ -594,22 +596,23 @@ int cmd_train(int argc, char **argv)
 			.shards = dp ? world.size : 1,
 		};
 		/* Ranks on one machine share its cores. */
-		if (!cfg.blas_threads && world.local_size > 1)
-			cfg.blas_threads = s.sched.mode == AKK_MODE_WHEELS ? 1 :
-				akk_cores() / world.local_size > 1 ?
-				akk_cores() / world.local_size : 1;
+		if (!cfg.blas_threads && world.local_size > 1) {
+			struct akk_schedule plan;
+			int cores = akk_cores() / world.local_size;
+
+			if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
+					      0, cores > 1 ? cores : 1, &e))
+				goto report;
+			cfg.blas_threads = plan.compute_threads;
+		}
 		ui.tty = progress_enabled(2);
 		/* the data was checked above: what fails here is the run's
 		 * own setup (memory, threads, the metrics file) */
-		if (akk_run_init(&run, &m, &train, have_val ? &val : NULL, &cfg, &e))
+		if (!(run = akk_run_create(&m, &train, have_val ? &val : NULL, &cfg, &e)))
 			goto report;
-		run_ready = 1;
 	}
 	if (resume && !start_over) {
-		struct akk_gate *gates[AKK_MAX_GATES];
-		for (int i = 0; i < m.ngates; i++)
-			gates[i] = run.gates[i].ready ? &run.gates[i].gate : NULL;
-		if (akk_checkpoint_restore(&ck, gates, m.ngates, ckpath, &e)) {
+		if (akk_run_restore(run, &ck, ckpath, &e)) {
 			rc = EXIT_USAGE;
 			goto report;
 		}
@@ -628,8 +631,8 @@ int cmd_train(int argc, char **argv)
 	if (!ui.quiet) {
 		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
-			train.n, have_val ? val.n : 0, run.blas_threads,
-			run.blas_threads == 1 ? "" : "s");
+			train.n, have_val ? val.n : 0, akk_run_stats(run).compute_threads,
+			akk_run_stats(run).compute_threads == 1 ? "" : "s");
 		if (dp)
 			fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
 				world.size, s.sched.batch_size, s.sched.batch_size * world.size);
@@ -641,24 +644,25 @@ int cmd_train(int argc, char **argv)
 			fprintf(stderr, " (%d ranks; rank 0 runs the sentinel)\n", world.size);
 		}
 	}
-	if (signals_start(&run, &sigthread)) {
+	if (signals_start(run, &sigthread)) {
 		akk_err_set(&e, "cannot start the signal thread: %s", strerror(errno));
 		goto report;
 	}
 	ui.start = ui.epoch_mark = akk_now();
-	rc = akk_run_train(&run, &e) ? EXIT_RUNTIME :
-	     atomic_load(&run.interrupted) ? EXIT_INTERRUPTED : EXIT_OK;
+	rc = akk_run_train(run, &e) ? EXIT_RUNTIME :
+	     akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 	signals_stop(sigthread);
-	if (world.size > 1 && rc != EXIT_RUNTIME) {
-		/* where training stopped, which only rank 0's sentinel knows in
-		 * a pipeline (every rank reaches here: failures abort) */
-		long stop_at = run.pos.id;
-		akk_world_bcast(&world, &stop_at, 1);
-		run.pos.id = stop_at;
+	/* where training stopped, which only rank 0's sentinel knows in a
+	 * pipeline (every rank reaches here: failures abort) */
+	if (world.size > 1 && rc != EXIT_RUNTIME && akk_run_agree_position(run, &world)) {
+		akk_err_set(&e, "MPI: cannot share where training stopped");
+		rc = EXIT_RUNTIME;
+		goto report;
 	}
 	if ((gate_rank || dp) && !user_quiet) {
-		long steps = run.pos.id - ck.pos.id;
-		struct akk_link_stats st = run.link_stats;
+		struct akk_run_stats rs = akk_run_stats(run);
+		long steps = rs.pos.id - ck.pos.id;
+		struct akk_link_stats st = rs.link;
 		fprintf(stderr, "rank %d: sent %ld messages, %ld bytes: %.0f bytes per training step",
 			world.rank, st.messages, st.bytes,
 			steps > 0 ? (double)st.bytes / steps : 0.0);
@@ -672,7 +676,7 @@ int cmd_train(int argc, char **argv)
 		goto report;
 	/* Every thread has stopped: the final state, complete or interrupted
 	 * (under MPI, rank 0 gathered the other ranks' gates at the drain). */
-	if (world.rank == 0 && ckpt_save(&ui.ckpt, &run, "last.bin", &e)) {
+	if (world.rank == 0 && ckpt_save(&ui.ckpt, run, "last.bin", &e)) {
 		rc = EXIT_RUNTIME;
 		goto report;
 	}
@@ -682,8 +686,9 @@ int cmd_train(int argc, char **argv)
 		ui.drawn = 0;
 		if (rc == EXIT_INTERRUPTED)
 			fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
-				run.pos.epoch + 1, run.pos.index, s.out.dir);
-		summary(&ui, &run, argv[optind], s.out.dir, s.out.metrics, words, nwords,
+				akk_run_stats(run).pos.epoch + 1,
+				akk_run_stats(run).pos.index, s.out.dir);
+		summary(&ui, run, argv[optind], s.out.dir, s.out.metrics, words, nwords,
 			rc == EXIT_INTERRUPTED);
 	}
 	goto out;
@@ -703,14 +708,13 @@ report:
 			fprintf(stderr, "akkctl: rank %d: %s\n", world.rank, msg ? msg : e.msg);
 			fflush(stderr);
 			free(msg);
-			akk_world_abort(&world, rc);
+			cli_world_abort(&world, rc);
 		}
 	} else {
 		cli_report(&e, rc);
 	}
 out:
-	if (run_ready)
-		akk_run_release(&run);
+	akk_run_free(run);
 	akk_checkpoint_release(&ck);
 	akk_dataset_release(&train);
 	akk_dataset_release(&val);

@@ -541,7 +541,7 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 	static const char *const acc_names[3] = { "metrics.train_acc",
 		"metrics.val_acc", "metrics.best_val_acc" };
 
-	if (c->mode != AKK_MODE_FLIPFLOP && c->mode != AKK_MODE_WHEELS)
+	if (!akk_mode_name(c->mode))
 		return BAD("mode is %d (0 flip-flop or 1 wheels)", c->mode);
 	if (p->id < 0 || p->id > AKK_CKPT_MAX_STEPS)
 		return BAD("position.id is %ld (0 to %ld)", p->id, AKK_CKPT_MAX_STEPS);

@@ -247,3 +247,42 @@ size_t akk_gate_stash_bytes(const struct akk_gate *g)
 	return g->ntapes && g->tapes[0].stash ?
 		g->plan->nparams * sizeof(float) * g->ntapes : 0;
 }
+
+long akk_gate_pack_len(const struct akk_gate_plan *p)
+{
+	return (long)(p->nparams * (1 + akk_optim_state_per_param(p->optim->kind)) +
+		      p->nstate) + 2 + 8;
+}
+
+void akk_gate_pack(const struct akk_gate *g, float *out)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int64_t step = g->step;
+
+	memcpy(out, g->params, p->nparams * sizeof(float));
+	out += p->nparams;
+	memcpy(out, g->state, p->nstate * sizeof(float));
+	out += p->nstate;
+	memcpy(out, g->opt, nopt * sizeof(float));
+	out += nopt;
+	memcpy(out, &step, sizeof(step));
+	memcpy(out + 2, g->rng.s, sizeof(g->rng.s));
+}
+
+void akk_gate_unpack(struct akk_gate *g, const float *in)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int64_t step;
+
+	memcpy(g->params, in, p->nparams * sizeof(float));
+	in += p->nparams;
+	memcpy(g->state, in, p->nstate * sizeof(float));
+	in += p->nstate;
+	memcpy(g->opt, in, nopt * sizeof(float));
+	in += nopt;
+	memcpy(&step, in, sizeof(step));
+	memcpy(g->rng.s, in + 2, sizeof(g->rng.s));
+	g->step = (long)step;
+}

@@ -84,4 +84,11 @@ const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x,
 /* Bytes of the weight stash the gate allocated. */
 size_t akk_gate_stash_bytes(const struct akk_gate *g);
 
+/* Under MPI: a gate's state as one array of floats (parameters, running
+ * state, optimizer moments, then the step and RNG words bit for bit), for
+ * the sentinel to gather before a checkpoint. */
+long akk_gate_pack_len(const struct akk_gate_plan *p);
+void akk_gate_pack(const struct akk_gate *g, float *out);
+void akk_gate_unpack(struct akk_gate *g, const float *in);
+
 #endif

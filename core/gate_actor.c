@@ -8,7 +8,7 @@
  * the optimizer step, so the upstream gate works while this one updates. */
 #include <limits.h>
 
-#include "run.h"
+#include "run_internal.h"
 
 static int fail(struct akk_run *r, struct akk_err *e)
 {
@@ -45,20 +45,17 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 {
 	struct akk_run *r = a->run;
 	struct akk_gate *g = &a->gate;
-	int flipflop = r->cfg.mode == AKK_MODE_FLIPFLOP;
+	int strict = r->sched.strict_states;
 	int up = a->self - 1;
 	int down = a->self == r->model->ngates ? 0 : a->self + 1;
 	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
 	struct akk_err e = { 0 };
 	struct akk_msg o = *m;
-	static const char *const names[] = { "forward", "backward", "validate",
-					     "sync", "interrupt", "stop",
-					     "snapshot", "state" };
 
-	if (flipflop && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
+	if (strict && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
 	    m->kind != AKK_MSG_SYNC && m->kind != AKK_MSG_SNAPSHOT) {
 		akk_err_set(&e, "gate %d: %s message in its %s state", a->self,
-			    names[m->kind], *backward_state ? "backward" : "forward");
+			    akk_msg_name(m->kind), *backward_state ? "backward" : "forward");
 		return fail(r, &e);
 	}
 	double t0 = akk_now(), t1;

@@ -148,3 +148,16 @@ int akk_pool_sgemm(int trans_a, int trans_b, int M, int N, int K,
 	pthread_mutex_unlock(&p->busy);
 	return 0;
 }
+
+/* Declared in tensor.h: the product every layer calls lives beside the
+ * pool it may split across, so tensor.c does not depend on pool.c. */
+void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+	       const float *A, int lda, const float *B, int ldb, float beta,
+	       float *C, int ldc)
+{
+	if (!akk_pool_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
+			    beta, C, ldc))
+		return;
+	akk_sgemm_here(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
+		       C, ldc);
+}

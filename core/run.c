@@ -1,5 +1,5 @@
 /* run.c - building, starting and stopping the actor system. */
-#include "run.h"
+#include "run_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,7 +76,6 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 {
 	const struct akk_spec *s = m->spec;
 	int G = m->ngates, bs = s->sched.batch_size;
-	int wheels = cfg->mode == AKK_MODE_WHEELS;
 	size_t in = akk_shape_size(s->input);
 
 	memset(r, 0, sizeof(*r));
@@ -87,8 +86,16 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->val = val;
 	r->cfg = *cfg;
 	r->pos = cfg->start;
-	r->K = wheels ? s->sched.conc_train : 1;
-	r->V = s->sched.conc_val;
+	/* One busy gate in flip-flop may use every core; pipelined gates
+	 * compute at once, so each gets one (the schedule decides).
+	 * OpenBLAS itself stays on one thread (its threaded driver allocates
+	 * per call): the gate's large products are split across our own
+	 * pool instead. */
+	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
+			      cfg->blas_threads, akk_cores(), e))
+		goto fail;
+	r->K = r->sched.K;
+	r->V = r->sched.V;
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
 	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
 	if (akk_world_check_split(train->n, bs, r->shards, e))
@@ -107,12 +114,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->root = !cfg->gate_rank || cfg->rank == 0;
 	if (r->root && akk_run_check_data(m, train, val, e))
 		goto fail;
-	/* One busy gate in flip-flop may use every core; pipelined gates
-	 * compute at once, so each gets one. OpenBLAS itself stays on one
-	 * thread (its threaded driver allocates per call): the gate's large
-	 * products are split across our own pool instead. */
-	r->blas_threads = cfg->blas_threads > 0 ? cfg->blas_threads :
-			  wheels ? 1 : akk_cores();
+	r->blas_threads = r->sched.compute_threads;
 	akk_blas_threads(1);
 	if (r->blas_threads > 1 && !(r->pool = akk_pool_create(r->blas_threads, e)))
 		goto fail;
@@ -134,7 +136,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			continue;
 		if (akk_gate_init(&a->gate, &m->gates[i], bs,
 				  a->local ? r->K : 1, a->local ? r->V : 1,
-				  a->local && wheels && s->sched.stashing && r->K > 1 &&
+				  a->local && r->sched.stash &&
 				  akk_gate_needs_stash(&m->gates[i]),
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
@@ -155,9 +157,7 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
 			      m->classes, r->V + 2, 0, 0, 1, 0, e))
 		goto fail;
-	/* Per gate at most K forwards, K backwards, V validations and a
-	 * SYNC in flight, plus an INTERRUPT or STOP. */
-	if (akk_transport_init(&r->tr, G + 1, 2 * r->K + r->V + 4 + G)) {
+	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}
@@ -187,6 +187,89 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 fail:
 	akk_run_release(r);
 	return -1;
+}
+
+struct akk_run *akk_run_create(const struct akk_model *m,
+			       const struct akk_dataset *train,
+			       const struct akk_dataset *val,
+			       const struct akk_run_config *cfg, struct akk_err *e)
+{
+	struct akk_run *r = malloc(sizeof(*r));
+
+	if (!r) {
+		akk_err_set(e, "out of memory");
+		return NULL;
+	}
+	if (akk_run_init(r, m, train, val, cfg, e)) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void akk_run_free(struct akk_run *r)
+{
+	if (!r)
+		return;
+	akk_run_release(r);
+	free(r);
+}
+
+int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
+		    const char *path, struct akk_err *e)
+{
+	struct akk_gate *gates[AKK_MAX_GATES];
+	int G = r->model->ngates;
+
+	for (int i = 0; i < G; i++)
+		gates[i] = r->gates[i].ready ? &r->gates[i].gate : NULL;
+	return akk_checkpoint_restore(c, gates, G, path, e);
+}
+
+struct akk_run_stats akk_run_stats(const struct akk_run *r)
+{
+	struct akk_run_stats st = {
+		.pos = r->pos, .epochs = r->cfg.epochs,
+		.interrupted = atomic_load(&r->interrupted),
+		.has_val = r->val != NULL, .compute_threads = r->blas_threads,
+		.per_epoch = r->per_epoch, .ngates = r->model->ngates,
+		.link = r->link_stats,
+	};
+
+	for (int g = 0; g < st.ngates && g < AKK_MAX_GATES && r->gates; g++) {
+		st.busy[g] = r->gates[g].busy;
+		st.depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
+	}
+	return st;
+}
+
+const struct akk_trace *akk_run_trace(const struct akk_run *r, int actor)
+{
+	return actor ? &r->gates[actor - 1].trace : &r->sentinel_trace;
+}
+
+int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
+			     const struct akk_spec *spec, const char *base_dir,
+			     const struct akk_ckpt_metrics *metrics,
+			     struct akk_err *e)
+{
+	const struct akk_gate *gates[AKK_MAX_GATES];
+	int G = r->model->ngates;
+
+	if (G > AKK_MAX_GATES)	/* the spec refuses more */
+		return akk_err_set(e, "too many gates to checkpoint (%d)", G);
+	for (int i = 0; i < G; i++)
+		gates[i] = &r->gates[i].gate;
+	struct akk_ckpt_source src = {
+		.spec = spec, .base_dir = base_dir, .mode = r->cfg.mode,
+		.gates = gates, .ngates = G, .pos = r->pos, .metrics = *metrics,
+	};
+	return akk_checkpoint_write(path, &src, e);
+}
+
+int akk_run_agree_position(struct akk_run *r, struct akk_world *w)
+{
+	return akk_world_bcast(w, &r->pos.id, 1);
 }
 
 void akk_run_fail(struct akk_run *r, const struct akk_err *e)
@@ -301,43 +384,4 @@ void akk_run_release(struct akk_run *r)
 		fclose(r->metrics);
 	r->metrics = NULL;
 	pthread_mutex_destroy(&r->mu);
-}
-
-long akk_gate_pack_len(const struct akk_gate_plan *p)
-{
-	return (long)(p->nparams * (1 + akk_optim_state_per_param(p->optim->kind)) +
-		      p->nstate) + 2 + 8;
-}
-
-void akk_gate_pack(const struct akk_gate *g, float *out)
-{
-	const struct akk_gate_plan *p = g->plan;
-	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
-	int64_t step = g->step;
-
-	memcpy(out, g->params, p->nparams * sizeof(float));
-	out += p->nparams;
-	memcpy(out, g->state, p->nstate * sizeof(float));
-	out += p->nstate;
-	memcpy(out, g->opt, nopt * sizeof(float));
-	out += nopt;
-	memcpy(out, &step, sizeof(step));
-	memcpy(out + 2, g->rng.s, sizeof(g->rng.s));
-}
-
-void akk_gate_unpack(struct akk_gate *g, const float *in)
-{
-	const struct akk_gate_plan *p = g->plan;
-	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
-	int64_t step;
-
-	memcpy(g->params, in, p->nparams * sizeof(float));
-	in += p->nparams;
-	memcpy(g->state, in, p->nstate * sizeof(float));
-	in += p->nstate;
-	memcpy(g->opt, in, nopt * sizeof(float));
-	in += nopt;
-	memcpy(&step, in, sizeof(step));
-	memcpy(g->rng.s, in + 2, sizeof(g->rng.s));
-	g->step = (long)step;
 }

@@ -1,25 +1,24 @@
 /* run.h - a training run: the actor system of one sentinel, one actor per
  * gate and two data providers, on pthreads.
  *
- * akk_run_init plans all memory (gates, tapes, batch pools, mailboxes) and
- * sets the BLAS thread count; akk_run_train starts the threads, lets the
+ * akk_run_create plans all memory (gates, tapes, batch pools, mailboxes)
+ * and sets the BLAS thread count; akk_run_train starts the threads, lets the
  * sentinel drive the epochs and joins everything. The first actor to fail
  * records its error and closes every mailbox, so all threads leave at once
  * and akk_run_train returns that error. akk_run_interrupt asks the sentinel
- * to stop at a clean point (in-flight batches drained). */
+ * to stop at a clean point (in-flight batches drained). A run is opaque:
+ * callers read it through akk_run_stats and friends; the actors' structs
+ * are in run_internal.h, for the runtime's own files. */
 #ifndef AKK_RUN_H
 #define AKK_RUN_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-
 #include "checkpoint.h"
-#include "gate.h"
-#include "pool.h"
+#include "clock.h"
+#include "idx.h"
 #include "model.h"
-#include "provider.h"
+#include "spec.h"
 #include "transport.h"
+#include "world.h"
 
 struct akk_progress {
 	int epoch, epochs;	/* 1-based */
@@ -91,87 +90,57 @@ struct akk_run_config {
 	struct akk_observer obs;
 };
 
-struct akk_gate_actor {
-	struct akk_gate gate;
-	struct akk_run *run;
-	int self;		/* actor number: gate index + 1 */
-	pthread_t thread;
-	int started;
-	/* Statistics, written by the actor thread, read after join. */
-	double busy;		/* seconds spent computing */
-	long forwards, backwards, validations;
-	struct akk_trace trace;
-	int local;		/* runs in this process */
-	int ready;		/* its state is allocated here: a local gate,
-				 * or on rank 0 a mirror of a remote one */
-	float *pack;		/* under MPI: its state, for the sentinel */
-	long pack_len;
-};
-
-struct akk_run {
-	const struct akk_model *model;	/* not owned */
-	const struct akk_spec *spec;
-	const struct akk_dataset *train, *val;	/* val may be NULL */
-	struct akk_run_config cfg;
-	int K, V;		/* training / validation batches in flight */
-	int shards;		/* ranks sharing every batch (data parallelism) */
-	long per_epoch, val_batches;
-	struct akk_gate_actor *gates;	/* ngates */
-	struct akk_provider tprov, vprov;
-	struct akk_transport tr;
-	FILE *metrics;
-	pthread_mutex_t mu;	/* guards err and failed */
-	struct akk_err err;
-	int failed;
-	atomic_int stop;	/* akk_run_interrupt was called */
-	atomic_int interrupted;	/* the run stopped early on it */
-	struct akk_position pos;	/* where training stands after the last
-					 * drain (sentinel thread; read after join) */
-	int epochs_done;
-	int blas_threads;	/* compute threads a busy gate uses */
-	struct akk_pool *pool;	/* for them, when more than one */
-	struct akk_trace sentinel_trace;
-	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
-	struct akk_link_stats link_stats;	/* its MPI link's, after the run */
-	int root;		/* this process runs the sentinel */
-};
-
 /* Whether the data fits the network (values per sample, label range, not
  * empty); akk_run_init checks it too, but a caller may want to tell bad
  * input from a runtime failure. */
 int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *train,
 		       const struct akk_dataset *val, struct akk_err *e);
-int akk_run_init(struct akk_run *r, const struct akk_model *m,
-		 const struct akk_dataset *train, const struct akk_dataset *val,
-		 const struct akk_run_config *cfg, struct akk_err *e);
+/* Plan all memory and start nothing yet; NULL with e filled on failure.
+ * akk_run_free releases it (NULL: nothing). */
+struct akk_run *akk_run_create(const struct akk_model *m,
+			       const struct akk_dataset *train,
+			       const struct akk_dataset *val,
+			       const struct akk_run_config *cfg, struct akk_err *e);
+void akk_run_free(struct akk_run *r);
+/* Resume: copy checkpoint c (read once by the caller, its position given
+ * to akk_run_init as cfg->start) into the gates this process holds. path
+ * is for error messages. Fails, as bad input, when c is not of this
+ * network (akk_checkpoint_restore). */
+int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
+		    const char *path, struct akk_err *e);
 /* Train; 0 when every epoch ran or the run was interrupted cleanly (see
- * r->interrupted), -1 with e filled on failure. */
+ * akk_run_stats' interrupted), -1 with e filled on failure. */
 int akk_run_train(struct akk_run *r, struct akk_err *e);
 /* Thread-safe, not async-signal-safe: call it from a signal-waiting thread. */
 void akk_run_interrupt(struct akk_run *r);
-void akk_run_release(struct akk_run *r);
 
-/* Record the first failure and close every mailbox. */
-void akk_run_fail(struct akk_run *r, const struct akk_err *e);
-
-
-
-/* Under MPI: a gate's state as one array of floats (parameters, running
- * state, optimizer moments, then the step and RNG words bit for bit), for
- * the sentinel to gather before a checkpoint. */
-long akk_gate_pack_len(const struct akk_gate_plan *p);
-void akk_gate_pack(const struct akk_gate *g, float *out);
-void akk_gate_unpack(struct akk_gate *g, const float *in);
-
-/* Internal to the runtime: the actors' loops and a monotonic clock. */
-void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
-int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
-double akk_now(void);
-static inline void akk_trace_add(struct akk_trace *t, int kind, long id,
-				 double t0, double t1)
-{
-	if (t->n < t->cap)
-		t->ev[t->n++] = (struct akk_trace_event){ t0, t1, kind, id };
-}
+/* What a caller may read of a run, by value: after akk_run_train, or from
+ * the observer's epoch_end (everything drained). */
+struct akk_run_stats {
+	struct akk_position pos;	/* where training stands after the last drain */
+	int epochs;			/* asked for (cfg.epochs) */
+	int interrupted;		/* stopped early on akk_run_interrupt */
+	int has_val;			/* it validates */
+	int compute_threads;		/* of a busy gate */
+	long per_epoch;			/* training batches per epoch */
+	int ngates;
+	double busy[AKK_MAX_GATES];	/* seconds each gate computed */
+	double depth[AKK_MAX_GATES];	/* each gate's mean mailbox depth */
+	struct akk_link_stats link;	/* its MPI link's */
+};
+struct akk_run_stats akk_run_stats(const struct akk_run *r);
+/* What actor `actor` traced (0 the sentinel, g gate g); empty without
+ * cfg.trace_events. Valid until akk_run_release. */
+const struct akk_trace *akk_run_trace(const struct akk_run *r, int actor);
+/* Write the run's gates and position as a checkpoint to path (atomically;
+ * akk_checkpoint_write), with spec, base_dir and metrics as given. Only
+ * when drained: after akk_run_train or from epoch_end. */
+int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
+			     const struct akk_spec *spec, const char *base_dir,
+			     const struct akk_ckpt_metrics *metrics,
+			     struct akk_err *e);
+/* Under MPI (collective, main thread, after akk_run_train): every rank
+ * takes rank 0's position, which only its sentinel knows in a pipeline. */
+int akk_run_agree_position(struct akk_run *r, struct akk_world *w);
 
 #endif

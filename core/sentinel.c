@@ -18,21 +18,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "loss.h"
 #include "metrics.h"
-#include "run.h"
+#include "run_internal.h"
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
-
-double akk_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct phase {
 	long ntrain, nval;		/* batches to run */
@@ -118,7 +109,7 @@ static int post_vote(struct akk_run *r, struct phase *ph, struct akk_err *e)
 	return 0;
 }
 
-/* Accepts in flip-flop, by state. */
+/* Accepts with strict states (flip-flop), by state. */
 static int flipflop_accepts(int state, int kind)
 {
 	switch (state) {
@@ -135,7 +126,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		     long *next_id, double t0, struct akk_err *e)
 {
 	const struct akk_spec *s = r->spec;
-	int flipflop = r->cfg.mode == AKK_MODE_FLIPFLOP;
+	int during = r->sched.validate_during;
 	int G = r->model->ngates, classes = r->model->classes;
 	struct akk_msg m;
 
@@ -157,7 +148,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 						return -1;
 			}
 			/* flip-flop validates after the epoch's last backward */
-			if (!ph->stopping && (!flipflop || ph->done == ph->ntrain)) {
+			if (!ph->stopping && (during || ph->done == ph->ntrain)) {
 				if (ph->vissued < ph->nval)
 					ph->state = VALIDATION;
 				while (ph->vinflight < r->V && ph->vissued < ph->nval)
@@ -183,7 +174,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 				return -1;
 			continue;
 		}
-		if (flipflop && !flipflop_accepts(ph->state, m.kind))
+		if (r->sched.strict_states && !flipflop_accepts(ph->state, m.kind))
 			return protocol(r, e, "message out of turn in flip-flop");
 		switch (m.kind) {
 		case AKK_MSG_FORWARD: {
@@ -415,7 +406,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
 			goto fail;
 	}
-	if (!atomic_load(&r->interrupted) && r->cfg.mode == AKK_MODE_WHEELS &&
+	if (!atomic_load(&r->interrupted) && r->sched.final_pass &&
 	    r->val_batches && !atomic_load(&r->stop)) {
 		double t0 = akk_now();
 

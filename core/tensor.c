@@ -1,6 +1,5 @@
 /* tensor.c - aligned buffers, cblas wrapper, FTZ/DAZ. */
 #include "tensor.h"
-#include "pool.h"
 
 #include <cblas.h>
 #include <sched.h>
@@ -80,17 +79,6 @@ void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
 		    B, ldb, beta, C, ldc);
-}
-
-void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
-	       const float *A, int lda, const float *B, int ldb, float beta,
-	       float *C, int ldc)
-{
-	if (!akk_pool_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
-			    beta, C, ldc))
-		return;
-	akk_sgemm_here(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
-		       C, ldc);
 }
 
 void akk_float_mode(void)

@@ -31,7 +31,8 @@ void akk_free(void *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * op(A) is M x K, op(B) is K x N, C is M x N. A large product is split
- * across the calling thread's compute pool, if it has one (pool.h).
+ * across the calling thread's compute pool, if it has one (defined in
+ * pool.c, beside that pool).
  * Allocates nothing, whichever kernels OpenBLAS picked for the CPU. */
 void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
 	       const float *A, int lda, const float *B, int ldb, float beta,

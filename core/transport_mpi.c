@@ -12,7 +12,7 @@
  * a gate's STATE to that gate's buffer. The credit protocol guarantees a
  * slot is free again before it is reused, so the receiver lends it to the
  * local actor exactly as a local sender would. */
-#include "transport.h"
+#include "transport_mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "clock.h"
 #include "tensor.h"
 
 enum { TAG_HDR = 71, TAG_DATA = 72, NREQ = 512 };
@@ -55,14 +56,6 @@ struct reduce {
 	struct akk_msg note;
 	double t0;		/* when the link started it */
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct akk_mpi_link {
 	struct akk_transport *t;
@@ -256,7 +249,7 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 	int busy = 0;
 
 	while (akk_mailbox_tryrecv(&l->reduces, &q) == 0) {
-		q->t0 = now();
+		q->t0 = akk_now();
 		l->active[q->chan] = q;
 		*idle = 0;
 		if (mpi_check(l, MPI_Iallreduce(MPI_IN_PLACE, q->buf, q->n,
@@ -276,7 +269,7 @@ static int reductions(struct akk_mpi_link *l, int *idle)
 		}
 		l->active[c] = NULL;
 		*idle = 0;
-		atomic_fetch_add(&l->reduce_ns, (long)((now() - q->t0) * 1e9));
+		atomic_fetch_add(&l->reduce_ns, (long)((akk_now() - q->t0) * 1e9));
 		atomic_fetch_add(&l->nreduce, 1);
 		atomic_fetch_add(&l->reduce_bytes, (long)q->n * (q->dbl ? 8 : 4));
 		finish(l, q, 0);
@@ -315,7 +308,7 @@ static void *link_main(void *arg)
 		 * posted before akk_mpi_link_stop set it is then taken below,
 		 * so the thread leaves only once all of it is sent. */
 		int stopping = atomic_load(&l->stop);
-		double t0 = now();
+		double t0 = akk_now();
 
 		if (atomic_load(&l->failed)) {
 			failed_round(l);
@@ -340,7 +333,7 @@ static void *link_main(void *arg)
 				continue;
 		}
 		if (!idle)
-			atomic_fetch_add(&l->busy_ns, (long)((now() - t0) * 1e9));
+			atomic_fetch_add(&l->busy_ns, (long)((akk_now() - t0) * 1e9));
 		if ((sent = reap(l)) < 0)
 			continue;
 		if (sent && !busy && (rc < 0 || stopping) && !flag)
@@ -349,6 +342,34 @@ static void *link_main(void *arg)
 			nanosleep(&nap, NULL);
 	}
 	return NULL;
+}
+
+static int post_hook(struct akk_transport *t, int to, const struct akk_msg *m)
+{
+	return akk_mpi_post(t->link, to, m);
+}
+
+/* What the transport calls to reach other ranks (transport.h). */
+static const struct akk_link_ops link_ops = { post_hook, akk_mpi_link_free };
+
+/* Everything a link holds, whether akk_mpi_link_start got half way or the
+ * link ran: the one teardown. ncomms: communicators still to free (the
+ * link thread's stop frees them once it ran). */
+static void free_link(struct akk_mpi_link *l, int ncomms)
+{
+	for (int a = 0; a < l->nactors; a++) {
+		if (l->fwd) akk_free(l->fwd[a].buf);
+		if (l->bwd) akk_free(l->bwd[a].buf);
+		if (l->val) akk_free(l->val[a].buf);
+		if (l->state) akk_free(l->state[a].buf);
+	}
+	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+	for (int c = 0; c < ncomms; c++)
+		MPI_Comm_free(&l->comms[c]);
+	free(l->comms), free(l->active), free(l->posted);
+	akk_mailbox_release(&l->outbox);
+	akk_mailbox_release(&l->reduces);
+	free(l);
 }
 
 int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
@@ -399,24 +420,13 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	}
 	l->nfree = NREQ;
 	t->link = l;
-	if (fail || pthread_create(&l->thread, NULL, link_main, l)) {
-		t->link = NULL;
-		for (int a = 0; a < n; a++) {
-			if (l->fwd) akk_free(l->fwd[a].buf);
-			if (l->bwd) akk_free(l->bwd[a].buf);
-			if (l->val) akk_free(l->val[a].buf);
-			if (l->state) akk_free(l->state[a].buf);
-		}
-		free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-		for (int c = 0; c < ndup; c++)
-			MPI_Comm_free(&l->comms[c]);
-		free(l->comms), free(l->active), free(l->posted);
-		akk_mailbox_release(&l->outbox);
-		akk_mailbox_release(&l->reduces);
-		free(l);
-		return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
+	if (!fail && !pthread_create(&l->thread, NULL, link_main, l)) {
+		t->ops = &link_ops;
+		return 0;
 	}
-	return 0;
+	t->link = NULL;
+	free_link(l, ndup);
+	return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
 }
 
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
@@ -448,19 +458,10 @@ void akk_mpi_link_free(struct akk_transport *t)
 
 	if (!l)
 		return;
-	akk_mpi_link_stop(t);
-	for (int a = 0; a < l->nactors; a++) {
-		akk_free(l->fwd[a].buf);
-		akk_free(l->bwd[a].buf);
-		akk_free(l->val[a].buf);
-		akk_free(l->state[a].buf);
-	}
-	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-	free(l->comms), free(l->active), free(l->posted);
-	akk_mailbox_release(&l->outbox);
-	akk_mailbox_release(&l->reduces);
-	free(l);
+	akk_mpi_link_stop(t);	/* freed the communicators */
+	free_link(l, 0);
 	t->link = NULL;
+	t->ops = NULL;
 }
 
 int akk_mpi_allreduce_post(struct akk_transport *t, int chan, void *buf,

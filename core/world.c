@@ -68,16 +68,6 @@ void akk_world_finalize(struct akk_world *w)
 	w->active = 0;
 }
 
-void akk_world_abort(struct akk_world *w, int code)
-{
-#ifdef AKK_MPI
-	if (w->active)
-		MPI_Abort(MPI_COMM_WORLD, code);
-#endif
-	(void)w;
-	(void)code;
-}
-
 int akk_world_bcast(struct akk_world *w, long *v, int n)
 {
 #ifdef AKK_MPI

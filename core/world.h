@@ -27,8 +27,6 @@ int akk_world_available(void);
 int akk_world_init(struct akk_world *w, int *argc, char ***argv,
 		   struct akk_err *e);
 void akk_world_finalize(struct akk_world *w);
-/* End every rank of the job at once (after a failure on this rank). */
-void akk_world_abort(struct akk_world *w, int code);
 /* Broadcast n longs from rank 0 (collective; main thread only). */
 int akk_world_bcast(struct akk_world *w, long *v, int n);
 /* Data parallelism over `ranks` ranks: n samples in batches of

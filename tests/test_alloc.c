@@ -36,7 +36,7 @@
 #include "testutil.h"
 #include "model.h"
 #include "pool.h"
-#include "run.h"
+#include "run_internal.h"
 #include "spec.h"
 #include "tensor.h"
 

@@ -28,7 +28,7 @@
 #include "model.h"
 #include "provider.h"
 #include "reference.h"
-#include "run.h"
+#include "run_internal.h"
 #include "spec.h"
 
 #define SIDE 8
@@ -1123,9 +1123,7 @@ static void resume_equals_uninterrupted(int stop_epoch, long stop_batch)
 		fail_msg("stored spec: %s", e.msg);
 	run_init(&c, &m2, &train, &val, 3, ck.pos,
 		 (struct akk_observer){ &rc, NULL, collect });
-	for (int g = 0; g < m2.ngates; g++)
-		gates[g] = &c.gates[g].gate;
-	if (akk_checkpoint_restore(&ck, gates, m2.ngates, path, &e))
+	if (akk_run_restore(&c, &ck, path, &e))
 		fail_msg("restore: %s", e.msg);
 	if (akk_run_train(&c, &e))
 		fail_msg("run C: %s", e.msg);

@@ -26,7 +26,7 @@
 
 #include "checkpoint.h"
 #include "fuzz_util.h"
-#include "run.h"
+#include "run_internal.h"
 #include "synthetic.h"
 
 #define MAX_FLOATS (16.0 * 1024 * 1024)	/* 64 MB */

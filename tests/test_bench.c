@@ -1,0 +1,59 @@
+/* test_bench.c - akkctl bench's output files: a write error on --csv or
+ * --trace fails the command with the file's name, and the other file is
+ * still closed and complete. Synthetic data (no data files), three steps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static const char *cfg_yaml =
+	"data: {train: {images: nope, labels: nope}}\n"
+	"network:\n"
+	"  input: [16]\n"
+	"  gates:\n"
+	"    - layers: [{dense: 8}, relu]\n"
+	"    - layers: [{dense: 4}]\n"
+	"optimizer: {type: sgd, lr: 0.1}\n"
+	"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
+
+static int bench(const char *cfg, const char *csv, const char *trace,
+		 char *err, size_t errsz)
+{
+	const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--steps", "3",
+			       "--mode", "flip-flop", "--csv", csv, "--trace", trace, NULL };
+	return tu_run(argv, NULL, 0, err, errsz);
+}
+
+static void csv_write_error_names_the_file(void **state)
+{
+	char cfg[4096], trace[4096], err[4096];
+	const char *dir = tu_tmpdir();
+	char *text;
+	size_t len;
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	snprintf(trace, sizeof(trace), "%s/t.json", dir);
+	assert_int_equal(tu_write_file(cfg, cfg_yaml, strlen(cfg_yaml)), 0);
+	assert_int_equal(bench(cfg, "/dev/full", trace, err, sizeof(err)), 1);
+	assert_string_equal(err, "akkctl: cannot write '/dev/full': No space left on device\n");
+	/* the trace was closed all the same: whole JSON */
+	text = tu_slurp(trace, &len);
+	assert_non_null(text);
+	assert_true(len > 4);
+	assert_string_equal(text + len - 4, "\n]}\n");
+	free(text);
+	/* and the other way round */
+	assert_int_equal(bench(cfg, trace, "/dev/full", err, sizeof(err)), 1);
+	assert_string_equal(err, "akkctl: cannot write '/dev/full': No space left on device\n");
+	tu_rm_tree(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(csv_write_error_names_the_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
