@@ -8,6 +8,8 @@
 #   make test-kernels the suite under each OpenBLAS kernel choice
 #   make check        the test suite again under AddressSanitizer + UBSan
 #   make tsan         the actor tests under ThreadSanitizer
+#   make fuzz         libFuzzer harnesses (tests/fuzz/; sh datasets/deps.sh fuzz)
+#   make deps-graph   the include graph; fails on a circle
 #   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
 #                     the example configs in PREFIX/share/akkctl/configs
 #   make MPI=1        build with Open MPI (the default when mpicc is found;
@@ -166,6 +168,12 @@ install: $(B)/akkctl
 
 clean:
 	rm -rf build akkctl
+
+# The include graph of core/ and cli/ from their #include lines, one
+# "a -> b" edge per line; fails on a circle.
+.PHONY: deps-graph
+deps-graph:
+	@sh tests/deps_graph.sh
 
 # `make fuzz` and its helpers, when present.
 -include tests/fuzz/fuzz.mk
