@@ -309,7 +309,7 @@ static void forged_fields_every_command(void **unused)
 					fprintf(stderr, "  %s = %s: %s exit %d%s\n", f->name,
 						value_names[v], cmds[c], rc,
 						same ? " (unchanged)" : "");
-				if (rc && strncmp(g_err, "akkctl: ", 8))
+				if (rc && !tu_check_prefix(g_err, "akkctl: "))
 					fail_msg("%s = %s: %s: exit %d without a message:\n%s",
 						 f->name, value_names[v], cmds[c], rc, g_err);
 				if (rc == 2 && c < 2 && !strstr(g_err, g_ck) &&
