@@ -53,15 +53,10 @@ static char g_out[1 << 16], g_err[1 << 16];
 
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
-/* "g_dir/name" in one of 16 rotating buffers. */
+/* "g_dir/name" (tu_path's rotating buffers). */
 static const char *P(const char *name)
 {
-	static char bufs[16][1024];
-	static int next;
-	char *b = bufs[next++ % 16];
-
-	snprintf(b, sizeof(bufs[0]), "%s/%s", g_dir, name);
-	return b;
+	return tu_path(g_dir, name);
 }
 
 /* A checkpoint at path of the config text (stored under the config path
