@@ -437,86 +437,90 @@ static int read_file(const char *path, unsigned char **out, size_t *len,
 	size_t n;
 	uint64_t total, size;
 	struct stat st;
-	int regular;
+	uint32_t version;
+	int regular, rc = -1;
 
+	*out = NULL;
 	if (!f)
 		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
 	regular = !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
 	n = fread(head, 1, sizeof(head), f);
 	if (ferror(f)) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
+		akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
+		goto out;
 	}
 	if (n < 8 || memcmp(head, AKK_CKPT_MAGIC, 7)) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0, "not an akkctl checkpoint (bad magic)");
+		akk_err_at(e, path, 0, 0, "not an akkctl checkpoint (bad magic)");
+		goto out;
 	}
 	if (head[7] != (unsigned char)AKK_CKPT_MAGIC[7]) {
 		int c = head[7] >= 32 && head[7] < 127 ? head[7] : '?';
-		fclose(f);
-		return akk_err_at(e, path, 0, 0,
-				  "unsupported checkpoint format version: magic 'AKKCKPT%c' (this akkctl reads '%s')",
-				  c, AKK_CKPT_MAGIC);
+		akk_err_at(e, path, 0, 0,
+			   "unsupported checkpoint format version: magic 'AKKCKPT%c' (this akkctl reads '%s')",
+			   c, AKK_CKPT_MAGIC);
+		goto out;
 	}
 	size = regular ? (uint64_t)st.st_size : n;
 	if (size < 28 && (regular || n < 24)) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header",
-				  (size_t)size);
+		akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header",
+			   (size_t)size);
+		goto out;
 	}
-	{
-		uint32_t version = head[8] | head[9] << 8 | head[10] << 16 |
-				   (uint32_t)head[11] << 24;
-		if (version != AKK_CKPT_VERSION) {
-			fclose(f);
-			return akk_err_at(e, path, 0, 0,
-					  "checkpoint format version %u is not supported (this akkctl reads version %d)",
-					  version, AKK_CKPT_VERSION);
-		}
+	version = head[8] | head[9] << 8 | head[10] << 16 | (uint32_t)head[11] << 24;
+	if (version != AKK_CKPT_VERSION) {
+		akk_err_at(e, path, 0, 0,
+			   "checkpoint format version %u is not supported (this akkctl reads version %d)",
+			   version, AKK_CKPT_VERSION);
+		goto out;
 	}
 	if (head[12] | head[13] | head[14] | head[15]) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0, "corrupt checkpoint: header.reserved is not 0");
+		akk_err_at(e, path, 0, 0, "corrupt checkpoint: header.reserved is not 0");
+		goto out;
 	}
 	total = le64(head + 16);
 	if (regular && total != size) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0,
-				  "%s checkpoint: the header says %llu bytes, the file has %llu",
-				  total > size ? "truncated" : "corrupt",
-				  (unsigned long long)total, (unsigned long long)size);
+		akk_err_at(e, path, 0, 0,
+			   "%s checkpoint: the header says %llu bytes, the file has %llu",
+			   total > size ? "truncated" : "corrupt",
+			   (unsigned long long)total, (unsigned long long)size);
+		goto out;
 	}
 	if (total > SIZE_MAX / 2 || (!regular && total > AKK_CKPT_MAX_STREAM)) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0,
-				  "%s: the header says %llu bytes, more than %llu",
-				  regular ? "corrupt checkpoint" : "checkpoint stream too long",
-				  (unsigned long long)total,
-				  (unsigned long long)AKK_CKPT_MAX_STREAM);
+		akk_err_at(e, path, 0, 0,
+			   "%s: the header says %llu bytes, more than %llu",
+			   regular ? "corrupt checkpoint" : "checkpoint stream too long",
+			   (unsigned long long)total,
+			   (unsigned long long)AKK_CKPT_MAX_STREAM);
+		goto out;
 	}
 	if (read_rest(f, head, n, total, out, len)) {
-		fclose(f);
-		return akk_err_at(e, path, 0, 0, "out of memory");
+		akk_err_at(e, path, 0, 0, "out of memory");
+		goto out;
 	}
 	if (ferror(f)) {
-		free(*out);
-		fclose(f);
-		return akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
+		akk_err_at(e, path, 0, 0, "cannot read: %s", strerror(errno));
+		goto out;
 	}
-	fclose(f);
 	if (*len < 28) {
-		free(*out);
-		return akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header", *len);
+		akk_err_at(e, path, 0, 0, "truncated checkpoint: %zu bytes, too short for the header", *len);
+		goto out;
 	}
 	if (*len != total) {
-		free(*out);
-		return akk_err_at(e, path, 0, 0,
-				  "%s checkpoint: the header says %llu bytes, the file has %s%zu",
-				  total > *len ? "truncated" : "corrupt",
-				  (unsigned long long)total, total > *len ? "" : "more than ",
-				  *len > total ? (size_t)total : *len);
+		akk_err_at(e, path, 0, 0,
+			   "%s checkpoint: the header says %llu bytes, the file has %s%zu",
+			   total > *len ? "truncated" : "corrupt",
+			   (unsigned long long)total, total > *len ? "" : "more than ",
+			   *len > total ? (size_t)total : *len);
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	fclose(f);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 /* ---- validation as a whole ------------------------------------------ */
@@ -651,18 +655,19 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	size_t len = 0;
 	struct rbuf r;
 	uint32_t crc, want;
+	int rc = -1;
 
 	memset(c, 0, sizeof(*c));
 	if (read_file(path, &data, &len, e))
-		return -1;
+		goto out;
 	crc = (uint32_t)crc32(0L, data, (uInt)(len - 4));
 	want = data[len - 4] | data[len - 3] << 8 | data[len - 2] << 16 |
 	       (uint32_t)data[len - 1] << 24;
 	if (crc != want) {
-		free(data);
-		return akk_err_at(e, path, 0, 0,
-				  "corrupt checkpoint: CRC-32 mismatch (stored %08x, computed %08x)",
-				  want, crc);
+		akk_err_at(e, path, 0, 0,
+			   "corrupt checkpoint: CRC-32 mismatch (stored %08x, computed %08x)",
+			   want, crc);
+		goto out;
 	}
 	memset(&r, 0, sizeof(r));
 	r.p = data;
@@ -716,20 +721,24 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	}
 	if (!r.bad && r.off != r.len)
 		r.bad = "the end (extra bytes after the last gate)";
+	/* the bytes are parsed: free them before validating */
 	free(data);
+	data = NULL;
 	if (r.bad) {
 		if (r.bad == r.why)
 			akk_err_at(e, path, 0, 0, "corrupt checkpoint: %s", r.why);
 		else
 			akk_err_at(e, path, 0, 0, "corrupt checkpoint: bad data in %s", r.bad);
-		akk_checkpoint_release(c);
-		return -1;
+		goto out;
 	}
-	if (validate(c, path, e)) {
+	if (validate(c, path, e))
+		goto out;
+	rc = 0;
+out:
+	free(data);
+	if (rc)
 		akk_checkpoint_release(c);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 void akk_checkpoint_release(struct akk_checkpoint *c)

@@ -38,7 +38,12 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		struct akk_batch *b = &p->pool[i];
 		if (akk_batch_alloc(b, bs, in, classes))
 			goto oom;
-		akk_mailbox_send(&p->free, &b);
+		/* the box holds npool and is open: this cannot fail, but a
+		 * batch lost here would hang the stream, so say it */
+		if (akk_mailbox_send(&p->free, &b)) {
+			akk_provider_release(p);
+			return akk_err_set(e, "cannot queue data batch %d of %d", i + 1, npool);
+		}
 	}
 	if (shuffle)
 		akk_shuffle(p->perm, d->n, seed, epoch);
@@ -90,9 +95,9 @@ struct akk_batch *akk_provider_next(struct akk_provider *p)
 	return akk_mailbox_recv(&p->ready, &b) ? NULL : b;
 }
 
-void akk_provider_recycle(struct akk_provider *p, struct akk_batch *b)
+int akk_provider_recycle(struct akk_provider *p, struct akk_batch *b)
 {
-	akk_mailbox_send(&p->free, &b);
+	return akk_mailbox_send(&p->free, &b);
 }
 
 void akk_provider_stop(struct akk_provider *p)

@@ -45,7 +45,8 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 int akk_provider_start(struct akk_provider *p, struct akk_err *e);
 /* The next batch, in stream order; NULL once stopped. */
 struct akk_batch *akk_provider_next(struct akk_provider *p);
-void akk_provider_recycle(struct akk_provider *p, struct akk_batch *b);
+/* Give b back to the pool: 0, or -1 once stopped (b is not queued). */
+int akk_provider_recycle(struct akk_provider *p, struct akk_batch *b);
 /* Stop the thread (if started) and wait for it. */
 void akk_provider_stop(struct akk_provider *p);
 void akk_provider_release(struct akk_provider *p);

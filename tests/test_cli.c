@@ -48,22 +48,6 @@ static char g_out[1 << 17], g_err[1 << 17];
 
 /* ---- small helpers ---------------------------------------------------- */
 
-#define assert_contains(hay, needle) do { \
-	const char *h_ = (hay), *n_ = (needle); \
-	if (!strstr(h_, n_)) { \
-		print_error("expected \"%s\" in:\n%s\n", n_, h_); \
-		fail(); \
-	} \
-} while (0)
-
-#define assert_not_contains(hay, needle) do { \
-	const char *h_ = (hay), *n_ = (needle); \
-	if (strstr(h_, n_)) { \
-		print_error("did not expect \"%s\" in:\n%s\n", n_, h_); \
-		fail(); \
-	} \
-} while (0)
-
 #define assert_rc(rc, want) do { \
 	int r_ = (rc), w_ = (want); \
 	if (r_ != w_) { \
@@ -73,50 +57,16 @@ static char g_out[1 << 17], g_err[1 << 17];
 	} \
 } while (0)
 
-/* "dir/name" in one of 32 rotating buffers. */
-static const char *P(const char *dir, const char *name)
-{
-	static char bufs[32][1024];
-	static int next;
-	char *b = bufs[next++ % 32];
-	size_t ld = strlen(dir), ln = strlen(name);
-
-	assert_true(ld + 1 + ln < sizeof(bufs[0]));
-	memmove(b, dir, ld);	/* dir may be an older buffer, never b itself */
-	b[ld] = '/';
-	memcpy(b + ld + 1, name, ln + 1);
-	return b;
-}
-
 /* A fresh subdirectory of the group's directory. */
 static const char *subdir(const char *name)
 {
-	const char *p = P(g_dir, name);
+	const char *p = tu_path(g_dir, name);
 
 	assert_int_equal(mkdir(p, 0777), 0);
 	return p;
 }
 
-/* Run akkctl with the NULL-terminated arguments; output in g_out/g_err. */
-static int ak(const char *arg, ...)
-{
-	const char *argv[64];
-	int n = 0;
-	va_list ap;
-
-	argv[n++] = tu_akkctl();
-	va_start(ap, arg);
-	for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
-}
-
-static int exists(const char *path)
-{
-	return access(path, F_OK) == 0;
-}
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
 static void sleep_ms(long ms)
 {
@@ -142,51 +92,43 @@ static uint32_t lcg(uint32_t *s)
 	return *s >> 8;
 }
 
-static void put_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
 /* NAME-images (n x 8 x 8) and NAME-labels (n) in dir: class c is the
  * image whose quadrant c is bright. The first cut bytes of the image file
  * are written only (0: all); nlabels labels. */
 static void write_set(const char *dir, const char *name, int n, int nlabels,
 		      size_t cut, uint32_t seed, unsigned char *labels_out)
 {
-	size_t isz = 16 + (size_t)n * 64, lsz = 8 + (size_t)nlabels;
-	unsigned char *img = malloc(isz), *lab = malloc(lsz);
+	uint32_t idims[3] = { (uint32_t)n, 8, 8 }, ldims[1] = { (uint32_t)nlabels };
+	unsigned char *pix = malloc((size_t)n * 64), *lab = malloc((size_t)nlabels + 1);
+	unsigned char *img, *lfile;
 	char path[1024];
+	size_t isz, lsz;
 	uint32_t s = seed;
 
-	assert_non_null(img);
+	assert_non_null(pix);
 	assert_non_null(lab);
-	memcpy(img, "\0\0\x08\x03", 4);
-	put_be32(img + 4, (uint32_t)n);
-	put_be32(img + 8, 8);
-	put_be32(img + 12, 8);
-	memcpy(lab, "\0\0\x08\x01", 4);
-	put_be32(lab + 4, (uint32_t)nlabels);
 	for (int i = 0; i < n; i++) {
 		int c = (int)(lcg(&s) % CLASSES);
 		if (i < nlabels)
-			lab[8 + i] = (unsigned char)c;
+			lab[i] = (unsigned char)c;
 		if (labels_out && i < nlabels)
 			labels_out[i] = (unsigned char)c;
 		for (int p = 0; p < 64; p++) {
 			int q = (p / 8 / 4) * 2 + (p % 8) / 4;
-			img[16 + (size_t)i * 64 + p] = (unsigned char)
+			pix[(size_t)i * 64 + p] = (unsigned char)
 				(q == c ? 150 + lcg(&s) % 100 : lcg(&s) % 70);
 		}
 	}
+	img = tu_idx_bytes(0x08, 3, idims, pix, (size_t)n * 64, &isz);
+	lfile = tu_idx_bytes(0x08, 1, ldims, lab, (size_t)nlabels, &lsz);
 	snprintf(path, sizeof(path), "%s/%s-images", dir, name);
 	assert_int_equal(tu_write_file(path, img, cut ? cut : isz), 0);
 	snprintf(path, sizeof(path), "%s/%s-labels", dir, name);
-	assert_int_equal(tu_write_file(path, lab, lsz), 0);
-	free(img);
+	assert_int_equal(tu_write_file(path, lfile, lsz), 0);
+	free(pix);
 	free(lab);
+	free(img);
+	free(lfile);
 }
 
 /* A config in g_dir; data paths relative to it, output.dir "out". */
@@ -316,7 +258,7 @@ static int check_all_bins(const char *dir)
 
 		if (len < 5 || strcmp(de->d_name + len - 4, ".bin"))
 			continue;
-		if (akk_checkpoint_read(&c, P(dir, de->d_name), &e)) {
+		if (akk_checkpoint_read(&c, tu_path(dir, de->d_name), &e)) {
 			char msg[1200];
 			akk_err_format(&e, msg, sizeof(msg));
 			print_error("unloadable checkpoint: %s\n", msg);
@@ -519,11 +461,11 @@ static void help_lists_commands(void **state)
 	for (int f = 0; f < 2; f++) {
 		assert_rc(ak(flags[f], NULL), 0);
 		assert_string_equal(g_err, "");
-		assert_true(!strncmp(g_out, "usage: akkctl ", 14));
+		tu_assert_prefix(g_out, "usage: akkctl ");
 		for (int i = 0; i < NCOMMANDS; i++) {
 			char line[64];
 			snprintf(line, sizeof(line), "\n  %s ", commands[i]);
-			assert_contains(g_out, line);
+			tu_assert_contains(g_out, line);
 		}
 		if (f == 0)
 			snprintf(first, sizeof(first), "%s", g_out);
@@ -554,8 +496,8 @@ static void no_arguments(void **state)
 	(void)state;
 	assert_rc(ak(NULL), 2);
 	assert_string_equal(g_out, "");
-	assert_true(!strncmp(g_err, "usage: akkctl ", 14));
-	assert_contains(g_err, "\n  train ");
+	tu_assert_prefix(g_err, "usage: akkctl ");
+	tu_assert_contains(g_err, "\n  train ");
 }
 
 static void unknown_command(void **state)
@@ -576,7 +518,7 @@ static void unknown_global_option(void **state)
 	(void)state;
 	assert_rc(ak("--frobnicate", NULL), 2);
 	assert_string_equal(g_out, "");
-	assert_true(!strncmp(g_err, "akkctl: unknown option '--frobnicate'\nusage: akkctl ", 51));
+	tu_assert_prefix(g_err, "akkctl: unknown option '--frobnicate'\nusage: akkctl ");
 }
 
 static void help_command(void **state)
@@ -589,7 +531,7 @@ static void help_command(void **state)
 		snprintf(prefix, sizeof(prefix), "usage: akkctl %s", commands[i]);
 		assert_rc(ak("help", commands[i], NULL), 0);
 		assert_string_equal(g_err, "");
-		assert_true(!strncmp(g_out, prefix, strlen(prefix)));
+		tu_assert_prefix(g_out, prefix);
 		snprintf(viahelp, sizeof(viahelp), "%s", g_out);
 		/* COMMAND --help and -h print the same, on stdout */
 		assert_rc(ak(commands[i], "--help", NULL), 0);
@@ -603,7 +545,7 @@ static void help_command(void **state)
 	assert_rc(ak("help", "train", NULL), 0);
 	for (const char *const *o = (const char *const[]){ "--mode", "--epochs", "--out",
 		     "--resume", "--set", "--quiet", NULL }; *o; o++)
-		assert_contains(g_out, *o);
+		tu_assert_contains(g_out, *o);
 }
 
 static void unknown_option_per_command(void **state)
@@ -633,10 +575,10 @@ static void unknown_option_message(void **state)
 	(void)state;
 	for (int i = 0; i < NCOMMANDS; i++) {
 		ak(commands[i], "--frobnicate", NULL);
-		if (strncmp(g_err, "akkctl: ", 8) || !strstr(g_err, "'--frobnicate'") ||
-		    strstr(g_err, "is not an akkctl command")) {
-			print_error("akkctl %s --frobnicate: stderr starts '%.*s'\n", commands[i],
-				    (int)strcspn(g_err, "\n"), g_err);
+		if (!tu_check_prefix(g_err, "akkctl: ") ||
+		    !tu_check_contains(g_err, "'--frobnicate'") ||
+		    !tu_check_not_contains(g_err, "is not an akkctl command")) {
+			print_error("(from akkctl %s --frobnicate)\n", commands[i]);
 			bad++;
 		}
 	}
@@ -656,16 +598,16 @@ static void missing_operand(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		assert_rc(ak(cases[i].cmd, NULL), 2);
 		assert_string_equal(g_out, "");
-		assert_true(!strncmp(g_err, cases[i].line, strlen(cases[i].line)));
+		tu_assert_prefix(g_err, cases[i].line);
 	}
 	/* a missing file is bad input too */
-	assert_rc(ak("check", P(g_dir, "nonexistent.yaml"), NULL), 2);
-	assert_contains(g_err, "nonexistent.yaml");
-	assert_rc(ak("eval", P(g_dir, "nonexistent.bin"), NULL), 2);
-	assert_contains(g_err, "nonexistent.bin");
+	assert_rc(ak("check", tu_path(g_dir, "nonexistent.yaml"), NULL), 2);
+	tu_assert_contains(g_err, "nonexistent.yaml");
+	assert_rc(ak("eval", tu_path(g_dir, "nonexistent.bin"), NULL), 2);
+	tu_assert_contains(g_err, "nonexistent.bin");
 	/* extra operands */
 	assert_rc(ak("check", g_cfg, "extra", NULL), 2);
-	assert_true(!strncmp(g_err, "akkctl: unexpected argument 'extra'\n", 36));
+	tu_assert_prefix(g_err, "akkctl: unexpected argument 'extra'\n");
 	assert_rc(ak("train", g_cfg, "--epochs", "0", NULL), 2);
 }
 
@@ -679,7 +621,7 @@ static void check_prints_table(void **state)
 	(void)state;
 	assert_rc(ak("check", g_cfg, NULL), 0);
 	assert_string_equal(g_err, "");
-	assert_true(!strncmp(g_out, "synth: 2 gates, input [64], loss softmax_cross_entropy, mode flip-flop\n", 71));
+	tu_assert_prefix(g_out, "synth: 2 gates, input [64], loss softmax_cross_entropy, mode flip-flop\n");
 	for (line = strtok_r(g_out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		int g, l;
 		char kind[32], shape[32];
@@ -717,7 +659,7 @@ static void check_bad_set(void **state)
 		"akkctl: --set schedule.batch_size=0: 'batch_size' must be at least 1, got 0\n");
 	/* a good --set is taken */
 	assert_rc(ak("check", g_cfg, "--set", "network.gates.0.layers.0.dense=8", NULL), 0);
-	assert_contains(g_out, "\ntotal ");
+	tu_assert_contains(g_out, "\ntotal ");
 	{
 		size_t params;
 		const char *t = strstr(g_out, "\ntotal ");
@@ -730,28 +672,28 @@ static void check_bad_set(void **state)
 
 static void train_quiet(void **state)
 {
-	const char *out = P(g_dir, "out");
+	const char *out = tu_path(g_dir, "out");
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", NULL), 0);
 	assert_string_equal(g_out, "");
 	assert_string_equal(g_err, "");
 	/* output.dir is relative to the config */
-	check_metrics(P(out, "metrics.csv"), 1, 4, 0);
-	assert_true(exists(P(out, "last.bin")));
-	assert_true(exists(P(out, "best.bin")));
+	check_metrics(tu_path(out, "metrics.csv"), 1, 4, 0);
+	assert_true(tu_exists(tu_path(out, "last.bin")));
+	assert_true(tu_exists(tu_path(out, "best.bin")));
 	/* keep: 2 of 4 */
-	assert_false(exists(P(out, "epoch-0001.bin")));
-	assert_false(exists(P(out, "epoch-0002.bin")));
-	assert_true(exists(P(out, "epoch-0003.bin")));
-	assert_true(exists(P(out, "epoch-0004.bin")));
+	assert_false(tu_exists(tu_path(out, "epoch-0001.bin")));
+	assert_false(tu_exists(tu_path(out, "epoch-0002.bin")));
+	assert_true(tu_exists(tu_path(out, "epoch-0003.bin")));
+	assert_true(tu_exists(tu_path(out, "epoch-0004.bin")));
 	assert_int_equal(check_all_bins(out), 4);
 	/* last.bin and epoch-0004.bin hold the same weights */
-	assert_same_tensors(P(out, "last.bin"), P(out, "epoch-0004.bin"));
+	assert_same_tensors(tu_path(out, "last.bin"), tu_path(out, "epoch-0004.bin"));
 	{
 		struct akk_checkpoint c;
 		long steps = (NTRAIN + BATCH - 1) / BATCH * 4;
-		load_ckpt(&c, P(out, "last.bin"));
+		load_ckpt(&c, tu_path(out, "last.bin"));
 		assert_int_equal(c.pos.epoch, 4);
 		assert_int_equal(c.pos.index, 0);
 		assert_int_equal(c.pos.id, steps);
@@ -764,34 +706,34 @@ static void train_quiet(void **state)
 static void train_options(void **state)
 {
 	const char *o = subdir("opts");
-	const char *unused = P(g_dir, "out-unused");
+	const char *unused = tu_path(g_dir, "out-unused");
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--mode", "wheels", "--epochs", "2",
 		     "--out", o, "--set", "output.keep=1", NULL), 0);
 	assert_string_equal(g_err, "");
-	check_metrics(P(o, "metrics.csv"), 1, 2, 1);
-	assert_false(exists(unused));
-	assert_false(exists(P(o, "epoch-0001.bin")));
-	assert_true(exists(P(o, "epoch-0002.bin")));
-	assert_true(exists(P(o, "last.bin")));
-	assert_rc(ak("inspect", P(o, "last.bin"), NULL), 0);
-	assert_contains(g_out, "\nschedule     wheels\n");
-	assert_contains(g_out, "\noverride     --set output.keep=1\n");
-	assert_contains(g_out, "\nposition     epoch 2, batch 0 ");
+	check_metrics(tu_path(o, "metrics.csv"), 1, 2, 1);
+	assert_false(tu_exists(unused));
+	assert_false(tu_exists(tu_path(o, "epoch-0001.bin")));
+	assert_true(tu_exists(tu_path(o, "epoch-0002.bin")));
+	assert_true(tu_exists(tu_path(o, "last.bin")));
+	assert_rc(ak("inspect", tu_path(o, "last.bin"), NULL), 0);
+	tu_assert_contains(g_out, "\nschedule     wheels\n");
+	tu_assert_contains(g_out, "\noverride     --set output.keep=1\n");
+	tu_assert_contains(g_out, "\nposition     epoch 2, batch 0 ");
 	/* short options too */
 	o = subdir("opts-short");
 	assert_rc(ak("train", g_cfg, "-q", "-m", "flip-flop", "-e", "1", "-o", o,
 		     "-s", "output.checkpoint_every=0", NULL), 0);
-	check_metrics(P(o, "metrics.csv"), 1, 1, 0);
-	assert_true(exists(P(o, "last.bin")));
-	assert_false(exists(P(o, "epoch-0001.bin")));
+	check_metrics(tu_path(o, "metrics.csv"), 1, 1, 0);
+	assert_true(tu_exists(tu_path(o, "last.bin")));
+	assert_false(tu_exists(tu_path(o, "epoch-0001.bin")));
 	/* bad option values */
 	assert_rc(ak("train", g_cfg, "--mode", "sideways", "--out", o, NULL), 2);
-	assert_contains(g_err, "sideways");
+	tu_assert_contains(g_err, "sideways");
 	assert_rc(ak("train", g_cfg, "--epochs", "zero", "--out", o, NULL), 2);
 	assert_rc(ak("train", g_cfg, "--set", "schedule.frobnicate=1", "--out", o, NULL), 2);
-	assert_contains(g_err, "frobnicate");
+	tu_assert_contains(g_err, "frobnicate");
 }
 
 /* ---- 4. plain progress -------------------------------------------------- */
@@ -805,8 +747,8 @@ static void train_progress_lines(void **state)
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--epochs", "3", "--out", o, NULL), 0);
 	assert_string_equal(g_out, "");
-	assert_not_contains(g_err, "\r");
-	assert_not_contains(g_err, "\033");
+	tu_assert_not_contains(g_err, "\r");
+	tu_assert_not_contains(g_err, "\033");
 	for (line = strtok_r(g_err, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		int n, m, k = 0;
 		if (strncmp(line, "epoch ", 6))
@@ -836,21 +778,21 @@ static const char *trained(void)
 
 static void eval_checkpoint(void **state)
 {
-	const char *ck = P(trained(), "last.bin");
-	const char *csv = P(g_dir, "pred.csv");
+	const char *ck = tu_path(trained(), "last.bin");
+	const char *csv = tu_path(g_dir, "pred.csv");
 	double acc;
 
 	(void)state;
 	assert_rc(ak("eval", ck, NULL), 0);
 	assert_string_equal(g_err, "");
-	assert_contains(g_out, "accuracy");
-	assert_true(!strncmp(g_out, "samples 200 ", 12));
+	tu_assert_contains(g_out, "accuracy");
+	tu_assert_prefix(g_out, "samples 200 ");
 	assert_int_equal(sscanf(strstr(g_out, "accuracy"), "accuracy %lf%%", &acc), 1);
 	assert_true(acc > 90);
-	assert_not_contains(g_out, "confusion");
+	tu_assert_not_contains(g_out, "confusion");
 
 	assert_rc(ak("eval", ck, "--confusion", "--batch", "7", NULL), 0);
-	assert_contains(g_out, "confusion matrix");
+	tu_assert_contains(g_out, "confusion matrix");
 	{
 		/* the matrix sums to the sample count */
 		const char *m = strstr(g_out, "confusion matrix");
@@ -893,21 +835,21 @@ static void eval_checkpoint(void **state)
 		free(s);
 	}
 
-	assert_rc(ak("eval", ck, "--images", P(g_dir, "train-images"),
-		     "--labels", P(g_dir, "train-labels"), NULL), 0);
-	assert_true(!strncmp(g_out, "samples 600 ", 12));
+	assert_rc(ak("eval", ck, "--images", tu_path(g_dir, "train-images"),
+		     "--labels", tu_path(g_dir, "train-labels"), NULL), 0);
+	tu_assert_prefix(g_out, "samples 600 ");
 	/* --images without --labels, --data with --images */
-	assert_rc(ak("eval", ck, "--images", P(g_dir, "train-images"), NULL), 2);
-	assert_rc(ak("eval", ck, "--data", g_dir, "--images", P(g_dir, "train-images"),
-		     "--labels", P(g_dir, "train-labels"), NULL), 2);
+	assert_rc(ak("eval", ck, "--images", tu_path(g_dir, "train-images"), NULL), 2);
+	assert_rc(ak("eval", ck, "--data", g_dir, "--images", tu_path(g_dir, "train-images"),
+		     "--labels", tu_path(g_dir, "train-labels"), NULL), 2);
 	assert_rc(ak("eval", ck, "--batch", "0", NULL), 2);
 }
 
 static void bad_checkpoints(void **state)
 {
-	const char *ck = P(trained(), "last.bin");
-	const char *cut = P(g_dir, "cut.bin"), *flip = P(g_dir, "flip.bin");
-	const char *text = P(g_dir, "text.bin");
+	const char *ck = tu_path(trained(), "last.bin");
+	const char *cut = tu_path(g_dir, "cut.bin"), *flip = tu_path(g_dir, "flip.bin");
+	const char *text = tu_path(g_dir, "text.bin");
 	static const char *const cmds[] = { "eval", "inspect" };
 	size_t len;
 	char *data = tu_slurp(ck, &len);
@@ -923,45 +865,45 @@ static void bad_checkpoints(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_rc(ak(cmds[i], cut, NULL), 2);
 		assert_string_equal(g_out, "");
-		assert_true(!strncmp(g_err, "akkctl: ", 8));
-		assert_contains(g_err, cut);
-		assert_contains(g_err, "truncated");
+		tu_assert_prefix(g_err, "akkctl: ");
+		tu_assert_contains(g_err, cut);
+		tu_assert_contains(g_err, "truncated");
 
 		assert_rc(ak(cmds[i], flip, NULL), 2);
 		assert_string_equal(g_out, "");
-		assert_contains(g_err, flip);
-		assert_contains(g_err, "corrupt");
+		tu_assert_contains(g_err, flip);
+		tu_assert_contains(g_err, "corrupt");
 
 		assert_rc(ak(cmds[i], text, NULL), 2);
 		assert_string_equal(g_out, "");
-		assert_contains(g_err, text);
-		assert_contains(g_err, "not an akkctl checkpoint");
+		tu_assert_contains(g_err, text);
+		tu_assert_contains(g_err, "not an akkctl checkpoint");
 
 		/* an empty file is not a checkpoint either */
 		assert_int_equal(tu_write_file(text, "", 0), 0);
 		assert_rc(ak(cmds[i], text, NULL), 2);
-		assert_contains(g_err, "not an akkctl checkpoint");
+		tu_assert_contains(g_err, "not an akkctl checkpoint");
 		assert_int_equal(tu_write_file(text, "name: synth\nseed: 7\n", 20), 0);
 	}
 	/* nor does --resume take them */
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", flip, "--out",
-		     P(g_dir, "resume-bad"), NULL), 2);
-	assert_contains(g_err, "corrupt");
+		     tu_path(g_dir, "resume-bad"), NULL), 2);
+	tu_assert_contains(g_err, "corrupt");
 }
 
 static void inspect_checkpoint(void **state)
 {
-	const char *ck = P(trained(), "last.bin");
+	const char *ck = tu_path(trained(), "last.bin");
 
 	(void)state;
 	assert_rc(ak("inspect", ck, NULL), 0);
 	assert_string_equal(g_err, "");
-	assert_contains(g_out, "format       version 1\n");
-	assert_contains(g_out, "schedule     flip-flop\n");
-	assert_contains(g_out, "override     --set schedule.epochs=3\n");
-	assert_contains(g_out, "position     epoch 3, batch 0 ");
-	assert_contains(g_out, "network      synth: 2 gates, 1108 parameters, 4 classes\n");
-	assert_contains(g_out, "last epoch   3: ");
+	tu_assert_contains(g_out, "format       version 1\n");
+	tu_assert_contains(g_out, "schedule     flip-flop\n");
+	tu_assert_contains(g_out, "override     --set schedule.epochs=3\n");
+	tu_assert_contains(g_out, "position     epoch 3, batch 0 ");
+	tu_assert_contains(g_out, "network      synth: 2 gates, 1108 parameters, 4 classes\n");
+	tu_assert_contains(g_out, "last epoch   3: ");
 	/* the tensors, with their shapes */
 	{
 		struct akk_checkpoint c;
@@ -969,17 +911,17 @@ static void inspect_checkpoint(void **state)
 		load_ckpt(&c, ck);
 		for (int g = 0; g < c.ngates; g++)
 			for (int t = 0; t < c.gates[g].ntensors; t++) {
-				assert_contains(g_out, c.gates[g].tensors[t].name);
+				tu_assert_contains(g_out, c.gates[g].tensors[t].name);
 				ntensors++;
 			}
 		assert_true(ntensors >= 4);
 		akk_checkpoint_release(&c);
 	}
-	assert_contains(g_out, "[16, 64]");
-	assert_contains(g_out, "[4, 16]");
+	tu_assert_contains(g_out, "[16, 64]");
+	tu_assert_contains(g_out, "[4, 16]");
 	/* the config, as written */
-	assert_contains(g_out, "\n--- config ---\n");
-	assert_contains(g_out, g_cfg_text);
+	tu_assert_contains(g_out, "\n--- config ---\n");
+	tu_assert_contains(g_out, g_cfg_text);
 	/* a run directory: its last.bin (tests/test_ui.c has the rules) */
 	{
 		char want[1200];
@@ -999,44 +941,44 @@ static void resume_is_bit_exact(void **state)
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "4", "--out", a, NULL), 0);
 	/* B: 2 epochs, then resume from the file */
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", b, NULL), 0);
-	assert_rc(ak("train", g_cfg, "--quiet", "--resume", P(b, "last.bin"), "--epochs", "4",
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", tu_path(b, "last.bin"), "--epochs", "4",
 		     "--out", b, NULL), 0);
 	assert_string_equal(g_err, "");
 	/* C: 2 epochs, then resume from the directory */
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", c, NULL), 0);
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", c, "--epochs", "4",
 		     "--out", c, NULL), 0);
-	assert_same_tensors(P(a, "last.bin"), P(b, "last.bin"));
-	assert_same_tensors(P(a, "last.bin"), P(c, "last.bin"));
-	assert_same_tensors(P(a, "epoch-0004.bin"), P(b, "epoch-0004.bin"));
+	assert_same_tensors(tu_path(a, "last.bin"), tu_path(b, "last.bin"));
+	assert_same_tensors(tu_path(a, "last.bin"), tu_path(c, "last.bin"));
+	assert_same_tensors(tu_path(a, "epoch-0004.bin"), tu_path(b, "epoch-0004.bin"));
 	/* appended to, one header */
-	check_metrics(P(b, "metrics.csv"), 1, 4, 0);
-	check_metrics(P(c, "metrics.csv"), 1, 4, 0);
+	check_metrics(tu_path(b, "metrics.csv"), 1, 4, 0);
+	check_metrics(tu_path(c, "metrics.csv"), 1, 4, 0);
 	/* the best accuracy survives the resume */
 	{
 		struct akk_checkpoint x, y;
-		load_ckpt(&x, P(a, "last.bin"));
-		load_ckpt(&y, P(b, "last.bin"));
+		load_ckpt(&x, tu_path(a, "last.bin"));
+		load_ckpt(&y, tu_path(b, "last.bin"));
 		assert_true(x.metrics.best_val_acc == y.metrics.best_val_acc);
 		akk_checkpoint_release(&x);
 		akk_checkpoint_release(&y);
 	}
 	/* nothing left to do: says so, exits 0, writes nothing */
 	assert_rc(ak("train", g_cfg, "--resume", b, "--epochs", "4", "--out", b, NULL), 0);
-	assert_contains(g_err, "already trained 4 of 4 epochs");
-	check_metrics(P(b, "metrics.csv"), 1, 4, 0);
+	tu_assert_contains(g_err, "already trained 4 of 4 epochs");
+	check_metrics(tu_path(b, "metrics.csv"), 1, 4, 0);
 	/* not quiet: says where it resumes */
 	assert_rc(ak("train", g_cfg, "--resume", b, "--epochs", "5", "--out", b, NULL), 0);
-	assert_contains(g_err, "resuming from ");
-	assert_contains(g_err, "epoch 5/5:");
-	check_metrics(P(b, "metrics.csv"), 1, 5, 0);
+	tu_assert_contains(g_err, "resuming from ");
+	tu_assert_contains(g_err, "epoch 5/5:");
+	check_metrics(tu_path(b, "metrics.csv"), 1, 5, 0);
 	/* --resume of nothing */
-	assert_rc(ak("train", g_cfg, "--quiet", "--resume", P(g_dir, "nonexistent"),
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", tu_path(g_dir, "nonexistent"),
 		     "--out", b, NULL), 2);
-	assert_contains(g_err, "nonexistent");
+	tu_assert_contains(g_err, "nonexistent");
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", subdir("resume-empty"),
 		     "--out", b, NULL), 2);
-	assert_contains(g_err, "no readable checkpoint");
+	tu_assert_contains(g_err, "no readable checkpoint");
 }
 
 /* ---- 7. SIGINT ---------------------------------------------------------- */
@@ -1045,15 +987,15 @@ static void sigint_stops_cleanly(void **state)
 {
 	const char *d = subdir("sigint");
 	const char *args[] = { "train", g_long, "--out", d, NULL };
-	const char *errf = P(g_dir, "sigint.err");
+	const char *errf = tu_path(g_dir, "sigint.err");
 	char epochs[32], *err;
 	struct akk_checkpoint c;
 	pid_t pid;
 	int rc;
 
 	(void)state;
-	pid = spawn(args, P(g_dir, "sigint.out"), errf);
-	wait_until(pid, has_metrics_row, P(d, "metrics.csv"), 60, "metrics row");
+	pid = spawn(args, tu_path(g_dir, "sigint.out"), errf);
+	wait_until(pid, has_metrics_row, tu_path(d, "metrics.csv"), 60, "metrics row");
 	assert_int_equal(kill(pid, SIGINT), 0);
 	rc = wait_child(pid, 60);
 	err = tu_slurp(errf, NULL);
@@ -1063,16 +1005,16 @@ static void sigint_stops_cleanly(void **state)
 			    describe(rc), err);
 		fail();
 	}
-	assert_contains(err, "interrupted");
+	tu_assert_contains(err, "interrupted");
 	free(err);
-	load_ckpt(&c, P(d, "last.bin"));
+	load_ckpt(&c, tu_path(d, "last.bin"));
 	assert_true(c.pos.epoch >= 1);
 	snprintf(epochs, sizeof(epochs), "%d", c.pos.epoch + 1);
 	akk_checkpoint_release(&c);
 	check_all_bins(d);
 	assert_rc(ak("train", g_long, "--quiet", "--resume", d, "--epochs", epochs,
 		     "--out", d, NULL), 0);
-	load_ckpt(&c, P(d, "last.bin"));
+	load_ckpt(&c, tu_path(d, "last.bin"));
 	assert_int_equal(c.pos.epoch, atoi(epochs));
 	assert_int_equal(c.pos.index, 0);
 	akk_checkpoint_release(&c);
@@ -1086,13 +1028,13 @@ static void double_sigint_stops_now(void **state)
 	int rc;
 
 	(void)state;
-	pid = spawn(args, P(g_dir, "sigint2.out"), P(g_dir, "sigint2.err"));
+	pid = spawn(args, tu_path(g_dir, "sigint2.out"), tu_path(g_dir, "sigint2.err"));
 	wait_until(pid, any_bin, d, 60, "checkpoint");
 	assert_int_equal(kill(pid, SIGINT), 0);
 	assert_int_equal(kill(pid, SIGINT), 0);
 	rc = wait_child(pid, 10);
 	if (rc != 130) {
-		char *err = tu_slurp(P(g_dir, "sigint2.err"), NULL);
+		char *err = tu_slurp(tu_path(g_dir, "sigint2.err"), NULL);
 		print_error("after two SIGINTs: %s, expected exit status 130\n--- stderr:\n%s\n",
 			    describe(rc), err ? err : "");
 		free(err);
@@ -1109,15 +1051,15 @@ static void sigterm_stops_cleanly(void **state)
 	int rc;
 
 	(void)state;
-	pid = spawn(args, P(g_dir, "sigterm.out"), P(g_dir, "sigterm.err"));
-	wait_until(pid, has_metrics_row, P(d, "metrics.csv"), 60, "metrics row");
+	pid = spawn(args, tu_path(g_dir, "sigterm.out"), tu_path(g_dir, "sigterm.err"));
+	wait_until(pid, has_metrics_row, tu_path(d, "metrics.csv"), 60, "metrics row");
 	assert_int_equal(kill(pid, SIGTERM), 0);
 	rc = wait_child(pid, 60);
 	if (rc != 130) {
 		print_error("after SIGTERM: %s, expected exit status 130\n", describe(rc));
 		fail();
 	}
-	assert_true(exists(P(d, "last.bin")));
+	assert_true(tu_exists(tu_path(d, "last.bin")));
 	assert_true(check_all_bins(d) >= 2);
 }
 
@@ -1131,21 +1073,21 @@ static void nonfinite_keeps_checkpoints(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	last = tu_slurp(P(d, "last.bin"), &nlast);
-	ep1 = tu_slurp(P(d, "epoch-0001.bin"), &nep1);
+	last = tu_slurp(tu_path(d, "last.bin"), &nlast);
+	ep1 = tu_slurp(tu_path(d, "epoch-0001.bin"), &nep1);
 	assert_non_null(last);
 	assert_non_null(ep1);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "3", "--out", d,
 		     "--set", "optimizer.lr=1e30", NULL), 1);
-	assert_contains(g_err, "non-finite");
+	tu_assert_contains(g_err, "non-finite");
 	if (!strstr(g_err, "gate") && !strstr(g_err, "step")) {
-		print_error("no gate or step named in:\n%s\n", g_err);
+		print_error("expected \"gate\" or \"step\" in:\n%s\n", g_err);
 		fail();
 	}
-	last2 = tu_slurp(P(d, "last.bin"), &n2);
+	last2 = tu_slurp(tu_path(d, "last.bin"), &n2);
 	assert_non_null(last2);
 	assert_true(n2 == nlast && !memcmp(last, last2, n2));
-	ep12 = tu_slurp(P(d, "epoch-0001.bin"), &n2);
+	ep12 = tu_slurp(tu_path(d, "epoch-0001.bin"), &n2);
 	assert_non_null(ep12);
 	assert_true(n2 == nep1 && !memcmp(ep1, ep12, n2));
 	check_all_bins(d);
@@ -1173,7 +1115,7 @@ static void sigkill_leaves_whole_checkpoints(void **state)
 		args[3] = "--out";
 		args[4] = d;
 		args[5] = NULL;
-		pid = spawn(args, P(g_dir, "kill9.out"), P(g_dir, "kill9.err"));
+		pid = spawn(args, tu_path(g_dir, "kill9.out"), tu_path(g_dir, "kill9.err"));
 		wait_until(pid, any_bin, d, 60, "checkpoint");
 		sleep_ms((round * 7) % 23);
 		assert_int_equal(kill(pid, SIGKILL), 0);
@@ -1190,15 +1132,15 @@ static void keep_past_epoch_9999(void **state)
 	(void)state;
 	assert_rc(ak("train", g_tiny, "--quiet", "--epochs", "10000", "--out", d,
 		     "--set", "output.checkpoint_every=5000", "--set", "output.keep=1", NULL), 0);
-	assert_false(exists(P(d, "epoch-5000.bin")));
-	assert_true(exists(P(d, "epoch-10000.bin")));
+	assert_false(tu_exists(tu_path(d, "epoch-5000.bin")));
+	assert_true(tu_exists(tu_path(d, "epoch-10000.bin")));
 	assert_rc(ak("train", g_tiny, "--quiet", "--epochs", "10001", "--out", d,
 		     "--resume", d, "--set", "output.checkpoint_every=5000",
 		     "--set", "output.keep=1", NULL), 0);
-	assert_true(exists(P(d, "epoch-10000.bin")));
+	assert_true(tu_exists(tu_path(d, "epoch-10000.bin")));
 	{
 		struct akk_checkpoint c;
-		load_ckpt(&c, P(d, "last.bin"));
+		load_ckpt(&c, tu_path(d, "last.bin"));
 		assert_int_equal(c.pos.epoch, 10001);
 		akk_checkpoint_release(&c);
 	}
@@ -1208,25 +1150,25 @@ static void keep_past_epoch_9999(void **state)
 
 static void bad_data(void **state)
 {
-	const char *o = P(g_dir, "bad-out");
+	const char *o = tu_path(g_dir, "bad-out");
 
 	(void)state;
 	assert_rc(ak("train", g_trunc, "--quiet", "--out", o, NULL), 2);
-	assert_true(!strncmp(g_err, "akkctl: ", 8));
-	assert_contains(g_err, "trunc-images");
-	assert_contains(g_err, "truncated");
+	tu_assert_prefix(g_err, "akkctl: ");
+	tu_assert_contains(g_err, "trunc-images");
+	tu_assert_contains(g_err, "truncated");
 	assert_int_equal(strchr(g_err, '\n') - g_err + 1, (long)strlen(g_err));
 	assert_rc(ak("train", g_mismatch, "--quiet", "--out", o, NULL), 2);
-	assert_contains(g_err, "short-images");
-	assert_contains(g_err, "short-labels");
-	assert_contains(g_err, "600");
-	assert_contains(g_err, "599");
+	tu_assert_contains(g_err, "short-images");
+	tu_assert_contains(g_err, "short-labels");
+	tu_assert_contains(g_err, "600");
+	tu_assert_contains(g_err, "599");
 	/* check does not read data; eval does */
-	assert_rc(ak("eval", P(trained(), "last.bin"), "--images", P(g_dir, "trunc-images"),
-		     "--labels", P(g_dir, "trunc-labels"), NULL), 2);
-	assert_contains(g_err, "truncated");
+	assert_rc(ak("eval", tu_path(trained(), "last.bin"), "--images", tu_path(g_dir, "trunc-images"),
+		     "--labels", tu_path(g_dir, "trunc-labels"), NULL), 2);
+	tu_assert_contains(g_err, "truncated");
 	/* nothing was created for the failed runs */
-	assert_false(exists(P(o, "last.bin")));
+	assert_false(tu_exists(tu_path(o, "last.bin")));
 }
 
 int main(void)

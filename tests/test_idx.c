@@ -3,7 +3,6 @@
 #include "testutil.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +24,7 @@ static const char *dir;
 
 static const char *in_dir(const char *name)
 {
-	static char path[4][600];
-	static int next;
-	char *p = path[next++ % 4];
-
-	snprintf(p, sizeof(path[0]), "%s/%s", dir, name);
-	return p;
+	return tu_path(dir, name);
 }
 
 /* An IDX image in memory: header for (type, rank, dims) then `len` bytes
@@ -45,22 +39,7 @@ static struct buf idx_bytes(int type, int rank, const uint32_t *dims,
 {
 	struct buf b;
 
-	b.n = 4 + 4 * (size_t)rank + len;
-	b.p = malloc(b.n);
-	assert_non_null(b.p);
-	b.p[0] = 0;
-	b.p[1] = 0;
-	b.p[2] = (uint8_t)type;
-	b.p[3] = (uint8_t)rank;
-	for (int i = 0; i < rank; i++) {
-		uint8_t *d = b.p + 4 + 4 * i;
-		d[0] = (uint8_t)(dims[i] >> 24);
-		d[1] = (uint8_t)(dims[i] >> 16);
-		d[2] = (uint8_t)(dims[i] >> 8);
-		d[3] = (uint8_t)dims[i];
-	}
-	for (size_t i = 0; i < len; i++)
-		b.p[4 + 4 * rank + i] = payload ? payload[i] : (uint8_t)(i % 251);
+	b.p = tu_idx_bytes(type, rank, dims, payload, len, &b.n);
 	return b;
 }
 
@@ -406,7 +385,7 @@ static void test_corrupt_gzip(void **state)
 	memcpy(copy, z.p, z.n);
 	memset(copy + 10, 0xff, 8);
 	msg = load_fails(write_plain("garbage.gz", c));
-	assert_non_null(strstr(msg, "/garbage.gz: corrupt gzip stream: "));
+	tu_assert_contains(msg, "/garbage.gz: corrupt gzip stream: ");
 	free(copy);
 	free(z.p);
 	free(raw.p);
@@ -757,15 +736,6 @@ static void test_sizes_overflow(void **state)
 	assert_null(d.images.data);
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag,
-		      struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 int main(void)
 {
 	int failed;
@@ -802,6 +772,6 @@ int main(void)
 	}
 	failed = cmocka_run_group_tests(tests, NULL, NULL);
 	if (!failed)
-		nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+		tu_rm_tree(dir);
 	return failed;
 }

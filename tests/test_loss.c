@@ -28,14 +28,6 @@ static const enum akk_loss_kind kinds[] = {
 };
 #define NKINDS (sizeof kinds / sizeof *kinds)
 
-static void expect(FILE *f, const char *key)
-{
-	char word[64];
-
-	assert_int_equal(fscanf(f, "%63s", word), 1);
-	assert_string_equal(word, key);
-}
-
 static void test_torch_fixtures(void **ctx)
 {
 	FILE *f = fopen("tests/ref/loss.txt", "r");
@@ -62,24 +54,24 @@ static void test_torch_fixtures(void **ctx)
 		assert_int_equal(fscanf(f, "%63s delta %f B %d D %d", kind,
 					&delta, &B, &D), 4);
 		assert_true(akk_loss_find(kind) >= 0 && B * D <= MAXE);
-		expect(f, "logits");
+		tu_expect_word(f, "logits");
 		for (int i = 0; i < B * D; i++)
 			assert_int_equal(fscanf(f, "%f", &z[i]), 1);
-		expect(f, "labels");
+		tu_expect_word(f, "labels");
 		for (int b = 0; b < B; b++) {
 			int v;
 			assert_int_equal(fscanf(f, "%d", &v), 1);
 			lab[b] = (uint8_t)v;
 		}
-		expect(f, "loss");
+		tu_expect_word(f, "loss");
 		assert_int_equal(fscanf(f, "%lf", &want), 1);
-		expect(f, "dlogits");
+		tu_expect_word(f, "dlogits");
 		for (int i = 0; i < B * D; i++) {
 			double v;
 			assert_int_equal(fscanf(f, "%lf", &v), 1);
 			dref[i] = (float)v;
 		}
-		expect(f, "correct");
+		tu_expect_word(f, "correct");
 		assert_int_equal(fscanf(f, "%ld", &want_correct), 1);
 
 		got = akk_loss(akk_loss_find(kind), delta, d, z, lab, B, D,

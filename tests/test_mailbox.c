@@ -1,6 +1,12 @@
 /* test_mailbox.c - the bounded FIFO between threads. */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "mailbox.h"
@@ -71,22 +77,65 @@ static void producers_consumer(void **unused)
 	akk_mailbox_release(&mb);
 }
 
+struct receiver {
+	struct akk_mailbox *mb;
+	_Atomic pid_t tid;	/* set just before it receives */
+};
+
 static void *blocked_receiver(void *arg)
 {
+	struct receiver *r = arg;
 	int v;
-	return (void *)(long)akk_mailbox_recv(arg, &v);
+
+	atomic_store(&r->tid, (pid_t)syscall(SYS_gettid));
+	return (void *)(long)akk_mailbox_recv(r->mb, &v);
 }
 
-/* Closing wakes a blocked receiver and fails later sends. */
+/* The scheduler state of thread tid ('R', 'S', ...), 0 when it is gone. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold spaces and parentheses */
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Closing wakes a blocked receiver and fails later sends. The receiver is
+ * shown blocked first: it has started its receive on an empty box, and the
+ * kernel has it sleeping (the only sleep in a receive from an empty box no
+ * one else locks is the wait for an item), for up to 10 s of polling. */
 static void close_wakes(void **unused)
 {
 	struct akk_mailbox mb;
+	struct receiver r = { &mb, 0 };
 	pthread_t t;
 	void *rc;
+	char state = 0;
+	pid_t tid;
 
 	(void)unused;
 	assert_int_equal(akk_mailbox_init(&mb, sizeof(int), 2), 0);
-	pthread_create(&t, NULL, blocked_receiver, &mb);
+	assert_int_equal(pthread_create(&t, NULL, blocked_receiver, &r), 0);
+	for (int i = 0; i < 10000 && state != 'S'; i++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+		if ((tid = atomic_load(&r.tid)))
+			state = thread_state(tid);
+	}
+	if (state != 'S') {
+		print_error("receiver thread state '%c' (0: not started or gone), "
+			    "expected 'S' (blocked in the receive)\n", state ? state : '0');
+		fail();
+	}
+	assert_int_equal(pthread_tryjoin_np(t, &rc), EBUSY);
 	akk_mailbox_close(&mb);
 	pthread_join(t, &rc);
 	assert_int_equal((long)rc, -1);

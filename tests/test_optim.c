@@ -39,15 +39,6 @@ static int read_floats(FILE *f, float *x, int n)
 	return 0;
 }
 
-/* Expect the word key next in f. */
-static void expect(FILE *f, const char *key)
-{
-	char word[64];
-
-	assert_int_equal(fscanf(f, "%63s", word), 1);
-	assert_string_equal(word, key);
-}
-
 /* Skip '#' comment lines at the start of a fixture. */
 static void skip_comments(FILE *f)
 {
@@ -64,7 +55,7 @@ static float read_key_float(FILE *f, const char *key)
 {
 	float v;
 
-	expect(f, key);
+	tu_expect_word(f, key);
 	assert_int_equal(fscanf(f, "%f", &v), 1);
 	return v;
 }
@@ -83,7 +74,7 @@ static FILE *open_case(const char *name, struct akk_optim_spec *o, int *n,
 			 path);
 	skip_comments(f);
 	memset(o, 0, sizeof *o);
-	expect(f, "kind");
+	tu_expect_word(f, "kind");
 	assert_int_equal(fscanf(f, "%31s", kind), 1);
 	assert_true(akk_optim_find(kind) >= 0);
 	o->kind = akk_optim_find(kind);
@@ -94,9 +85,9 @@ static FILE *open_case(const char *name, struct akk_optim_spec *o, int *n,
 	o->eps = read_key_float(f, "eps");
 	o->weight_decay = read_key_float(f, "weight_decay");
 	o->clip_norm = read_key_float(f, "clip_norm");
-	expect(f, "n");
+	tu_expect_word(f, "n");
 	assert_int_equal(fscanf(f, "%d", n), 1);
-	expect(f, "steps");
+	tu_expect_word(f, "steps");
 	assert_int_equal(fscanf(f, "%d", steps), 1);
 	assert_true(*n > 0 && *n <= MAXN);
 	return f;
@@ -115,21 +106,21 @@ static double run_case(const char *name)
 	/* Exactly n * per floats (or none), so ASan sees any overrun. */
 	state = per ? calloc((size_t)n * per, sizeof *state) : NULL;
 	assert_true(per == 0 || state);
-	expect(f, "w0");
+	tu_expect_word(f, "w0");
 	assert_int_equal(read_floats(f, w, n), 0);
 	for (int s = 1; s <= steps; s++) {
 		int step;
 		float lr;
 
-		expect(f, "step");
+		tu_expect_word(f, "step");
 		assert_int_equal(fscanf(f, "%d", &step), 1);
 		assert_int_equal(step, s);
 		lr = read_key_float(f, "lr");
-		expect(f, "g");
+		tu_expect_word(f, "g");
 		assert_int_equal(read_floats(f, g, n), 0);
 		akk_optim_step(&o, w, g, state, n, s, lr);
 		if (o.clip_norm > 0) {
-			expect(f, "gc");
+			tu_expect_word(f, "gc");
 			assert_int_equal(read_floats(f, ref, n), 0);
 			/* g is only guaranteed to hold the clipped gradient
 			 * when there is no decay to fold into it. */
@@ -138,7 +129,7 @@ static double run_case(const char *name)
 				fail_msg("%s step %d: clipped gradient differs",
 					 name, s);
 		}
-		expect(f, "w");
+		tu_expect_word(f, "w");
 		assert_int_equal(read_floats(f, ref, n), 0);
 		double e = tu_max_rel_err(w, ref, n, ABS_FLOOR);
 		if (e > worst)

@@ -39,14 +39,6 @@ static char g_out[1 << 16], g_err[1 << 16];
 
 /* ---- helpers -------------------------------------------------------------- */
 
-#define assert_contains(hay, needle) do { \
-	const char *h_ = (hay), *n_ = (needle); \
-	if (!strstr(h_, n_)) { \
-		print_error("expected \"%s\" in:\n%s\n", n_, h_); \
-		fail(); \
-	} \
-} while (0)
-
 #define assert_rc(rc, want) do { \
 	int r_ = (rc), w_ = (want); \
 	if (r_ != w_) { \
@@ -55,45 +47,15 @@ static char g_out[1 << 16], g_err[1 << 16];
 	} \
 } while (0)
 
-/* "dir/name" in one of 32 rotating buffers. */
-static const char *P(const char *dir, const char *name)
-{
-	static char bufs[32][8192];
-	static int next;
-	char *b = bufs[next++ % 32];
-
-	assert_true(strlen(dir) + strlen(name) + 2 < sizeof(bufs[0]));
-	snprintf(b, sizeof(bufs[0]), "%s/%s", dir, name);
-	return b;
-}
-
 static const char *subdir(const char *name)
 {
-	const char *p = P(g_dir, name);
+	const char *p = tu_path(g_dir, name);
 
 	assert_int_equal(mkdir(p, 0777), 0);
 	return p;
 }
 
-static int ak(const char *arg, ...)
-{
-	const char *argv[64];
-	int n = 0;
-	va_list ap;
-
-	argv[n++] = tu_akkctl();
-	va_start(ap, arg);
-	for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
-}
-
-static int exists(const char *path)
-{
-	return access(path, F_OK) == 0;
-}
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
 /* The metrics file holds the plain header, then epochs 1..n, each one
  * train and one validation row, nothing else. */
@@ -171,10 +133,10 @@ static int group_setup(void **state)
 	snprintf(g_dir, sizeof(g_dir), "%s", d);
 	tu_dataset(&t, 600, 8, 4, 1);
 	tu_dataset(&v, 200, 8, 4, 2);
-	tu_write_idx(P(g_dir, "train-images"), &t, 1);
-	tu_write_idx(P(g_dir, "train-labels"), &t, 0);
-	tu_write_idx(P(g_dir, "val-images"), &v, 1);
-	tu_write_idx(P(g_dir, "val-labels"), &v, 0);
+	tu_write_idx(tu_path(g_dir, "train-images"), &t, 1);
+	tu_write_idx(tu_path(g_dir, "train-labels"), &t, 0);
+	tu_write_idx(tu_path(g_dir, "val-images"), &v, 1);
+	tu_write_idx(tu_path(g_dir, "val-labels"), &v, 0);
 	akk_dataset_release(&t);
 	akk_dataset_release(&v);
 	write_cfg(g_cfg, "synth.yaml", 16, "flip-flop", 2, "");
@@ -202,25 +164,25 @@ static void new_run_refuses_a_used_directory(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	before = tu_slurp(P(d, "metrics.csv"), &n1);
+	before = tu_slurp(tu_path(d, "metrics.csv"), &n1);
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 2);
 	snprintf(want, sizeof(want),
 		 "akkctl: '%s' already holds a run ('best.bin', 'epoch-0001.bin', 'last.bin', "
 		 "'metrics.csv'): --resume %s continues it, --force starts over\n", d, d);
 	assert_string_equal(g_err, want);
-	after = tu_slurp(P(d, "metrics.csv"), &n2);
+	after = tu_slurp(tu_path(d, "metrics.csv"), &n2);
 	assert_true(n1 == n2 && !memcmp(before, after, n1));
 	free(before);
 	free(after);
 	/* a metrics file alone is a run too; other files are not */
 	d = subdir("used-metrics");
-	assert_int_equal(tu_write_file(P(d, "metrics.csv"), HEADER "\n", sizeof(HEADER)), 0);
+	assert_int_equal(tu_write_file(tu_path(d, "metrics.csv"), HEADER "\n", sizeof(HEADER)), 0);
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 2);
-	assert_contains(g_err, "already holds a run ('metrics.csv')");
+	tu_assert_contains(g_err, "already holds a run ('metrics.csv')");
 	d = subdir("used-other");
-	assert_int_equal(tu_write_file(P(d, "notes.txt"), "x", 1), 0);
+	assert_int_equal(tu_write_file(tu_path(d, "notes.txt"), "x", 1), 0);
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	check_rows(P(d, "metrics.csv"), 1);
+	check_rows(tu_path(d, "metrics.csv"), 1);
 }
 
 static void force_starts_over(void **state)
@@ -229,25 +191,25 @@ static void force_starts_over(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, NULL), 0);
-	assert_int_equal(tu_write_file(P(d, "notes.txt"), "x", 1), 0);
-	copy_file(P(d, "last.bin"), P(d, "last.bin.tmp.4242"));
+	assert_int_equal(tu_write_file(tu_path(d, "notes.txt"), "x", 1), 0);
+	copy_file(tu_path(d, "last.bin"), tu_path(d, "last.bin.tmp.4242"));
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, "--force", NULL), 0);
 	assert_string_equal(g_err, "");
-	check_rows(P(d, "metrics.csv"), 1);
-	assert_true(exists(P(d, "epoch-0001.bin")));
-	assert_false(exists(P(d, "epoch-0002.bin")));
-	assert_false(exists(P(d, "last.bin.tmp.4242")));
-	assert_true(exists(P(d, "notes.txt")));	/* only the run's files go */
+	check_rows(tu_path(d, "metrics.csv"), 1);
+	assert_true(tu_exists(tu_path(d, "epoch-0001.bin")));
+	assert_false(tu_exists(tu_path(d, "epoch-0002.bin")));
+	assert_false(tu_exists(tu_path(d, "last.bin.tmp.4242")));
+	assert_true(tu_exists(tu_path(d, "notes.txt")));	/* only the run's files go */
 	{
 		struct akk_checkpoint c;
 		struct akk_err e = { 0 };
-		assert_int_equal(akk_checkpoint_read(&c, P(d, "last.bin"), &e), 0);
+		assert_int_equal(akk_checkpoint_read(&c, tu_path(d, "last.bin"), &e), 0);
 		assert_int_equal(c.pos.epoch, 1);
 		akk_checkpoint_release(&c);
 	}
 	/* --force cannot remove the run --resume continues */
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--resume", d, "--force", NULL), 2);
-	assert_contains(g_err, "--force");
+	tu_assert_contains(g_err, "--force");
 }
 
 static void resume_stays_in_its_directory(void **state)
@@ -258,27 +220,27 @@ static void resume_stays_in_its_directory(void **state)
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
 	/* no --out: the checkpoint's directory, not output.dir */
-	assert_rc(ak("train", g_cfg, "--resume", P(d, "epoch-0001.bin"), "--epochs", "2", NULL), 0);
-	assert_false(exists(P(g_dir, "out-synth.yaml")));
-	check_rows(P(d, "metrics.csv"), 2);
+	assert_rc(ak("train", g_cfg, "--resume", tu_path(d, "epoch-0001.bin"), "--epochs", "2", NULL), 0);
+	assert_false(tu_exists(tu_path(g_dir, "out-synth.yaml")));
+	check_rows(tu_path(d, "metrics.csv"), 2);
 	snprintf(want, sizeof(want), "resuming from '%s/epoch-0001.bin' at epoch 2, batch 0 (step 19)\n", d);
-	assert_true(!strncmp(g_err, want, strlen(want)));
+	tu_assert_prefix(g_err, want);
 	/* --out elsewhere: a new directory gets the rest */
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "3", "--out",
-		     P(g_dir, "own-branch"), NULL), 0);
-	assert_true(exists(P(P(g_dir, "own-branch"), "last.bin")));
+		     tu_path(g_dir, "own-branch"), NULL), 0);
+	assert_true(tu_exists(tu_path(tu_path(g_dir, "own-branch"), "last.bin")));
 	/* no rewinding in place past a newer checkpoint (its rows would go) */
-	assert_rc(ak("train", g_cfg, "--quiet", "--resume", P(d, "epoch-0001.bin"), "--epochs",
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", tu_path(d, "epoch-0001.bin"), "--epochs",
 		     "3", NULL), 2);
 	snprintf(want, sizeof(want), "akkctl: '%s' holds a newer checkpoint of this run than "
 		 "'%s/epoch-0001.bin' ('%s/last.bin', step 38): --resume %s continues from it, "
 		 "--out NEWDIR continues '%s/epoch-0001.bin' elsewhere\n", d, d, d, d, d);
 	assert_string_equal(g_err, want);
-	check_rows(P(d, "metrics.csv"), 2);
+	check_rows(tu_path(d, "metrics.csv"), 2);
 	/* but not one that holds another run */
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "3", "--out",
-		     P(g_dir, "own-branch"), NULL), 2);
-	assert_contains(g_err, "already holds a run");
+		     tu_path(g_dir, "own-branch"), NULL), 2);
+	tu_assert_contains(g_err, "already holds a run");
 }
 
 /* ---- 2. crash consistency ---------------------------------------------------- */
@@ -291,19 +253,19 @@ static void crash_during_checkpoint_keeps_one_row_per_epoch(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, NULL), 0);
-	assert_int_equal(rename(P(d, "epoch-0002.bin"), P(d, "epoch-0002.bin.tmp.4242")), 0);
-	assert_int_equal(unlink(P(d, "last.bin")), 0);
-	copy_file(P(d, "metrics.csv"), P(d, "metrics.csv.tmp.4243"));	/* a cut killed */
-	assert_int_equal(tu_write_file(P(d, "notes.tmp.77"), "x", 1), 0);	/* not ours */
-	check_rows(P(d, "metrics.csv"), 2);
+	assert_int_equal(rename(tu_path(d, "epoch-0002.bin"), tu_path(d, "epoch-0002.bin.tmp.4242")), 0);
+	assert_int_equal(unlink(tu_path(d, "last.bin")), 0);
+	copy_file(tu_path(d, "metrics.csv"), tu_path(d, "metrics.csv.tmp.4243"));	/* a cut killed */
+	assert_int_equal(tu_write_file(tu_path(d, "notes.tmp.77"), "x", 1), 0);	/* not ours */
+	check_rows(tu_path(d, "metrics.csv"), 2);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "3", NULL), 0);
-	assert_false(exists(P(d, "metrics.csv.tmp.4243")));
-	assert_true(exists(P(d, "notes.tmp.77")));
-	assert_contains(g_err, "resuming from '");
-	assert_contains(g_err, "/epoch-0001.bin' at epoch 2, batch 0");
-	check_rows(P(d, "metrics.csv"), 3);
-	assert_false(exists(P(d, "epoch-0002.bin.tmp.4242")));
-	assert_true(exists(P(d, "epoch-0002.bin")));
+	assert_false(tu_exists(tu_path(d, "metrics.csv.tmp.4243")));
+	assert_true(tu_exists(tu_path(d, "notes.tmp.77")));
+	tu_assert_contains(g_err, "resuming from '");
+	tu_assert_contains(g_err, "/epoch-0001.bin' at epoch 2, batch 0");
+	check_rows(tu_path(d, "metrics.csv"), 3);
+	assert_false(tu_exists(tu_path(d, "epoch-0002.bin.tmp.4242")));
+	assert_true(tu_exists(tu_path(d, "epoch-0002.bin")));
 }
 
 /* Killed during the first checkpoint's fsync: no checkpoint, one complete
@@ -315,15 +277,15 @@ static void crash_before_the_first_checkpoint(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	assert_int_equal(rename(P(d, "epoch-0001.bin"), P(d, "epoch-0001.bin.tmp.4242")), 0);
-	assert_int_equal(unlink(P(d, "last.bin")), 0);
-	assert_int_equal(unlink(P(d, "best.bin")), 0);
+	assert_int_equal(rename(tu_path(d, "epoch-0001.bin"), tu_path(d, "epoch-0001.bin.tmp.4242")), 0);
+	assert_int_equal(unlink(tu_path(d, "last.bin")), 0);
+	assert_int_equal(unlink(tu_path(d, "best.bin")), 0);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "1", NULL), 0);
 	snprintf(want, sizeof(want), "no checkpoint in '%s' yet: starting over from epoch 1\n", d);
-	assert_true(!strncmp(g_err, want, strlen(want)));
-	check_rows(P(d, "metrics.csv"), 1);
-	assert_false(exists(P(d, "epoch-0001.bin.tmp.4242")));
-	assert_true(exists(P(d, "last.bin")));
+	tu_assert_prefix(g_err, want);
+	check_rows(tu_path(d, "metrics.csv"), 1);
+	assert_false(tu_exists(tu_path(d, "epoch-0001.bin.tmp.4242")));
+	assert_true(tu_exists(tu_path(d, "last.bin")));
 }
 
 /* Killed in epoch 3 of a run that checkpoints only at its end: best.bin
@@ -339,14 +301,14 @@ static void resume_drops_a_later_best(void **state)
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--out", d, "--set",
 		     "output.checkpoint_every=0", NULL), 0);
-	assert_int_equal(unlink(P(d, "last.bin")), 0);
+	assert_int_equal(unlink(tu_path(d, "last.bin")), 0);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "1", "--set",
 		     "output.checkpoint_every=0", NULL), 0);
 	snprintf(want, sizeof(want), "no checkpoint in '%s' yet: starting over from epoch 1\n"
 		 "removed '%s/best.bin': saved after the point this run resumes from\n", d, d);
-	assert_true(!strncmp(g_err, want, strlen(want)));
-	check_rows(P(d, "metrics.csv"), 1);
-	assert_int_equal(akk_checkpoint_read(&c, P(d, "best.bin"), &e), 0);
+	tu_assert_prefix(g_err, want);
+	check_rows(tu_path(d, "metrics.csv"), 1);
+	assert_int_equal(akk_checkpoint_read(&c, tu_path(d, "best.bin"), &e), 0);
 	assert_int_equal(c.pos.epoch, 1);
 	akk_checkpoint_release(&c);
 }
@@ -359,12 +321,12 @@ static void torn_metrics_row(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	f = fopen(P(d, "metrics.csv"), "a");
+	f = fopen(tu_path(d, "metrics.csv"), "a");
 	assert_non_null(f);
 	fputs("2,train,600,0.1", f);
 	fclose(f);
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 0);
-	check_rows(P(d, "metrics.csv"), 2);
+	check_rows(tu_path(d, "metrics.csv"), 2);
 }
 
 /* Another network's checkpoint, further into training, in the directory. */
@@ -375,15 +337,15 @@ static void resume_takes_only_its_network(void **state)
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
 	assert_rc(ak("train", g_wide, "--quiet", "--epochs", "2", "--out", w, NULL), 0);
-	copy_file(P(w, "last.bin"), P(d, "epoch-0009.bin"));
-	assert_int_equal(tu_write_file(P(d, "epoch-0010.bin"), "junk", 4), 0);
+	copy_file(tu_path(w, "last.bin"), tu_path(d, "epoch-0009.bin"));
+	assert_int_equal(tu_write_file(tu_path(d, "epoch-0010.bin"), "junk", 4), 0);
 	assert_rc(ak("train", g_cfg, "--resume", d, "--epochs", "2", NULL), 0);
-	assert_contains(g_err, "resuming from '");
-	assert_contains(g_err, "/last.bin' at epoch 2, batch 0 (step 19)\n");
-	assert_contains(g_err, "passed over ");
-	assert_contains(g_err, "/epoch-0009.bin: checkpoint does not match the network");
-	assert_contains(g_err, "/epoch-0010.bin: ");
-	check_rows(P(d, "metrics.csv"), 2);
+	tu_assert_contains(g_err, "resuming from '");
+	tu_assert_contains(g_err, "/last.bin' at epoch 2, batch 0 (step 19)\n");
+	tu_assert_contains(g_err, "passed over ");
+	tu_assert_contains(g_err, "/epoch-0009.bin: checkpoint does not match the network");
+	tu_assert_contains(g_err, "/epoch-0010.bin: ");
+	check_rows(tu_path(d, "metrics.csv"), 2);
 }
 
 /* A mismatch is reported as one whatever the epoch (10.7). */
@@ -393,14 +355,14 @@ static void mismatch_before_already_trained(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	assert_rc(ak("train", g_wide, "--epochs", "1", "--resume", P(d, "last.bin"), NULL), 2);
-	assert_contains(g_err, "does not match the network");
+	assert_rc(ak("train", g_wide, "--epochs", "1", "--resume", tu_path(d, "last.bin"), NULL), 2);
+	tu_assert_contains(g_err, "does not match the network");
 	assert_rc(ak("train", g_wide, "--epochs", "1", "--resume", d, NULL), 2);
-	assert_contains(g_err, "no checkpoint of this network in '");
-	assert_contains(g_err, ": checkpoint does not match the network");
+	tu_assert_contains(g_err, "no checkpoint of this network in '");
+	tu_assert_contains(g_err, ": checkpoint does not match the network");
 	/* the same network: already trained */
 	assert_rc(ak("train", g_cfg, "--epochs", "1", "--resume", d, NULL), 0);
-	assert_contains(g_err, "has already trained 1 of 1 epochs");
+	tu_assert_contains(g_err, "has already trained 1 of 1 epochs");
 }
 
 /* ---- 3. the terminal --------------------------------------------------------- */
@@ -499,7 +461,7 @@ static int run_on_pty(int cols, const char *term, char *buf, size_t size,
 static void progress_on_a_terminal(void **state)
 {
 	static char buf[1 << 16];
-	const char *d = P(g_dir, "pty");
+	const char *d = tu_path(g_dir, "pty");
 	const char *args[] = { "train", g_cfg, "--epochs", "2", "--out", d, NULL };
 	int lines = 0;
 
@@ -537,10 +499,10 @@ static void progress_on_a_terminal(void **state)
 	/* TERM=dumb: no progress line, no escape codes */
 	assert_int_equal(run_on_pty(60, "dumb", buf, sizeof(buf),
 				    (const char *const[]){ "train", g_cfg, "--epochs", "1",
-							   "--out", P(g_dir, "pty-dumb"), NULL }), 0);
+							   "--out", tu_path(g_dir, "pty-dumb"), NULL }), 0);
 	assert_null(strchr(buf, '\033'));
-	assert_null(strstr(buf, "\r\r"));
-	assert_contains(buf, "epoch 1/1: train loss");
+	tu_assert_not_contains(buf, "\r\r");
+	tu_assert_contains(buf, "epoch 1/1: train loss");
 }
 
 /* The closing summary, in both modes. */
@@ -555,13 +517,13 @@ static void summary_after_every_run(void **state)
 		snprintf(name, sizeof(name), "summary-%s", modes[i]);
 		d = subdir(name);
 		assert_rc(ak("train", g_cfg, "--epochs", "2", "--mode", modes[i], "--out", d, NULL), 0);
+		tu_assert_contains(g_err, "summary: 2 of 2 epochs done in ");
 		s = strstr(g_err, "summary: 2 of 2 epochs done in ");
-		assert_non_null(s);
-		assert_contains(s, "; best validation accuracy ");
-		assert_contains(s, "; final validation accuracy ");
+		tu_assert_contains(s, "; best validation accuracy ");
+		tu_assert_contains(s, "; final validation accuracy ");
 		snprintf(want, sizeof(want), "\n  metrics: %s/metrics.csv\n  best:    %s/best.bin\n"
 			 "  last:    %s/last.bin\n", d, d, d);
-		assert_contains(s, want);
+		tu_assert_contains(s, want);
 		assert_string_equal(s + strlen(s) - strlen(want), want);
 	}
 }
@@ -580,7 +542,7 @@ static int has_row(const char *path)
 static void interrupted_run_says_how_to_resume(void **state)
 {
 	const char *d = subdir("sigint");
-	const char *errf = P(g_dir, "sigint.err");
+	const char *errf = tu_path(g_dir, "sigint.err");
 	char want[4096], *err;
 	pid_t pid;
 	int status, tries = 0;
@@ -595,7 +557,7 @@ static void interrupted_run_says_how_to_resume(void **state)
 		       "output.keep=1", "--set", "name=a b", NULL);
 		_exit(127);
 	}
-	while (!has_row(P(d, "metrics.csv")) && tries++ < 3000) {
+	while (!has_row(tu_path(d, "metrics.csv")) && tries++ < 3000) {
 		struct timespec ts = { 0, 20000000 };
 		nanosleep(&ts, NULL);
 	}
@@ -605,7 +567,7 @@ static void interrupted_run_says_how_to_resume(void **state)
 	assert_int_equal(WEXITSTATUS(status), 130);
 	err = tu_slurp(errf, NULL);
 	assert_non_null(err);
-	assert_contains(err, "summary: interrupted in epoch ");
+	tu_assert_contains(err, "summary: interrupted in epoch ");
 	snprintf(want, sizeof(want), "to resume: akkctl train %s --resume %s --set output.keep=1 "
 		 "--set 'name=a b'\n", g_long, d);
 	assert_string_equal(err + strlen(err) - strlen(want), want);
@@ -619,8 +581,8 @@ static void interrupted_run_says_how_to_resume(void **state)
 		char epochs[16], *rows, *last;
 		FILE *f;
 
-		assert_int_equal(akk_checkpoint_read(&c, P(d, "last.bin"), &e), 0);
-		check_rows(P(d, "metrics.csv"), c.pos.epoch);
+		assert_int_equal(akk_checkpoint_read(&c, tu_path(d, "last.bin"), &e), 0);
+		check_rows(tu_path(d, "metrics.csv"), c.pos.epoch);
 		if (c.pos.index == 19) {
 			/* stopped in flip-flop's validation, after the epoch's
 			 * last batch: such a checkpoint does not resume before
@@ -628,21 +590,22 @@ static void interrupted_run_says_how_to_resume(void **state)
 			akk_checkpoint_release(&c);
 			return;
 		}
-		rows = tu_slurp(P(d, "metrics.csv"), NULL);
+		rows = tu_slurp(tu_path(d, "metrics.csv"), NULL);
 		last = rows + strlen(rows) - 1;
 		while (last > rows && last[-1] != '\n')
 			last--;
-		f = fopen(P(d, "metrics.csv"), "a");
+		f = fopen(tu_path(d, "metrics.csv"), "a");
 		fprintf(f, "%d,train,600,0.5,0.5,0.05,1,600,0,0\n%d%s", c.pos.epoch + 1,
 			c.pos.epoch + 1, strchr(last, ','));
 		fclose(f);
 		free(rows);
-		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
+		check_rows(tu_path(d, "metrics.csv"), c.pos.epoch + 1);
 		snprintf(epochs, sizeof(epochs), "%d", c.pos.epoch + 1);
 		assert_rc(ak("train", g_long, "--quiet", "--resume", d, "--epochs", epochs, NULL), 0);
-		check_rows(P(d, "metrics.csv"), c.pos.epoch + 1);
-		rows = tu_slurp(P(d, "metrics.csv"), NULL);
-		assert_null(strstr(rows, ",0.5,0.5,0.05,"));
+		check_rows(tu_path(d, "metrics.csv"), c.pos.epoch + 1);
+		rows = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+		assert_non_null(rows);
+		tu_assert_not_contains(rows, ",0.5,0.5,0.05,");
 		free(rows);
 		akk_checkpoint_release(&c);
 	}
@@ -663,8 +626,8 @@ static void long_out_paths(void **state)
 				      "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"
 				      "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw");
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", path, NULL), 0);
-	check_rows(P(path, "metrics.csv"), 1);
-	assert_true(exists(P(path, "last.bin")));
+	check_rows(tu_path(path, "metrics.csv"), 1);
+	assert_true(tu_exists(tu_path(path, "last.bin")));
 	/* longer than the system takes: refused, exit 2 */
 	while (n < 5000)
 		n += (size_t)snprintf(path + n, sizeof(path) - n, "/%s", "x123456789");
@@ -683,9 +646,9 @@ static void every_gates_lr_in_the_metrics(void **state)
 
 	(void)state;
 	assert_rc(ak("train", g_pergate, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	s = tu_slurp(P(d, "metrics.csv"), NULL);
+	s = tu_slurp(tu_path(d, "metrics.csv"), NULL);
 	assert_non_null(s);
-	assert_true(!strncmp(s, HEADER ",lr_g1,lr_g2\n", strlen(HEADER) + 13));
+	tu_assert_prefix(s, HEADER ",lr_g1,lr_g2\n");
 	row = strchr(s, '\n') + 1;
 	assert_int_equal(sscanf(row, "1,train,600,%*f,%*f,%lf,%lf,%lf,%ld,%ld,%lf,%lf\n",
 				&lr, &seconds, &sps, &vmin, &vmax, &g1, &g2), 7);
@@ -695,11 +658,11 @@ static void every_gates_lr_in_the_metrics(void **state)
 	free(s);
 	/* resumed with one optimizer for all: other columns, refused */
 	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 2);
-	assert_contains(g_err, "/metrics.csv:1:1: its columns are not the ones this run writes");
+	tu_assert_contains(g_err, "/metrics.csv:1:1: its columns are not the ones this run writes");
 	/* one optimizer for all: the header stays as it was */
 	d = subdir("onelr");
 	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
-	check_rows(P(d, "metrics.csv"), 1);
+	check_rows(tu_path(d, "metrics.csv"), 1);
 }
 
 int main(void)

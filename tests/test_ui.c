@@ -42,14 +42,6 @@
 static char g_dir[512];
 static char g_out[1 << 16], g_err[1 << 16];
 
-#define assert_contains(hay, needle) do { \
-	const char *h_ = (hay), *n_ = (needle); \
-	if (!strstr(h_, n_)) { \
-		print_error("expected \"%s\" in:\n%s\n", n_, h_); \
-		fail(); \
-	} \
-} while (0)
-
 #define assert_rc(rc, want) do { \
 	int r_ = (rc), w_ = (want); \
 	if (r_ != w_) { \
@@ -59,31 +51,12 @@ static char g_out[1 << 16], g_err[1 << 16];
 	} \
 } while (0)
 
-/* Run akkctl with the NULL-terminated arguments; output in g_out/g_err. */
-static int ak(const char *arg, ...)
-{
-	const char *argv[32];
-	int n = 0;
-	va_list ap;
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
-	argv[n++] = tu_akkctl();
-	va_start(ap, arg);
-	for (const char *a = arg; a && n < 31; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	return tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
-}
-
-/* "g_dir/name" in one of 16 rotating buffers. */
+/* "g_dir/name" (tu_path's rotating buffers). */
 static const char *P(const char *name)
 {
-	static char bufs[16][1024];
-	static int next;
-	char *b = bufs[next++ % 16];
-
-	snprintf(b, sizeof(bufs[0]), "%s/%s", g_dir, name);
-	return b;
+	return tu_path(g_dir, name);
 }
 
 /* A checkpoint at path of the config text (stored under the config path
@@ -213,13 +186,13 @@ static void run_directory(void **state)
 	assert_rc(ak("eval", run, NULL), 0);
 	snprintf(want, sizeof(want), "using '%s/best.bin'\n", run);
 	assert_string_equal(g_err, want);
-	assert_true(!strncmp(g_out, "samples 40 ", 11));
+	tu_assert_prefix(g_out, "samples 40 ");
 	/* inspect: last.bin first */
 	assert_rc(ak("inspect", run, NULL), 0);
 	snprintf(want, sizeof(want), "using '%s/last.bin'\n", run);
 	assert_string_equal(g_err, want);
 	snprintf(want, sizeof(want), "checkpoint   %s/last.bin\n", run);
-	assert_true(!strncmp(g_out, want, strlen(want)));
+	tu_assert_prefix(g_out, want);
 	/* a file is taken as it is, silently */
 	assert_rc(ak("eval", P("run/epoch-0002.bin"), NULL), 0);
 	assert_string_equal(g_err, "");
@@ -272,7 +245,7 @@ static void help_explains_outputs(void **state)
 		     "best.bin", "samples N  loss L  accuracy A%", "precision", "recall",
 		     "support", "confusion matrix (rows: label, columns: predicted)",
 		     "index,label,predicted,probability", "Exit status", NULL }; *w; w++)
-		assert_contains(help, *w);
+		tu_assert_contains(help, *w);
 	assert_rc(ak("help", "eval", NULL), 0);
 	assert_string_equal(g_out, help);
 
@@ -282,7 +255,7 @@ static void help_explains_outputs(void **state)
 	snprintf(help, sizeof(help), "%s", g_out);
 	assert_rc(ak("help", "inspect", NULL), 0);
 	assert_string_equal(g_out, help);
-	assert_contains(help, "run directory");
+	tu_assert_contains(help, "run directory");
 	assert_rc(ak("inspect", P("inspect.bin"), NULL), 0);
 	for (line = strtok_r(g_out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char field[64], key[80];
@@ -295,16 +268,16 @@ static void help_explains_outputs(void **state)
 		if (!strcmp(field, "last"))
 			snprintf(field, sizeof(field), "last epoch");
 		snprintf(key, sizeof(key), "\n  %s ", field);
-		assert_contains(help, key);
+		tu_assert_contains(help, key);
 	}
 	for (const char *const *w = (const char *const[]){ "\n  gate ", "\n  step ",
 		     "\n  tensor ", "\n  shape ", "\n  values ", "--- config ---", NULL }; *w; w++)
-		assert_contains(help, *w);
+		tu_assert_contains(help, *w);
 
 	/* a usage error shows the usage only */
 	assert_rc(ak("eval", "--frobnicate", NULL), 2);
-	assert_true(strstr(g_err, "usage: akkctl eval") != NULL);
-	assert_true(strstr(g_err, "Output") == NULL);
+	tu_assert_contains(g_err, "usage: akkctl eval");
+	tu_assert_not_contains(g_err, "Output");
 }
 
 /* ---- 4. names from a checkpoint are escaped ------------------------------- */
@@ -347,31 +320,31 @@ static void forged_names_are_escaped(void **state)
 	assert_rc(ak("inspect", ck, NULL), 0);
 	assert_null(memchr(g_out, 0x1b, strlen(g_out)));
 	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
-	assert_contains(g_out, "/\\x1b[31mevil.yaml (paths relative to ");
-	assert_contains(g_out, "/\\x1b[31mbase)\n");
-	assert_contains(g_out, "network      \\x1b[31mevil\\x07: 2 gates, ");
-	assert_contains(g_out, "override     --set schedule.epochs=3\n");
+	tu_assert_contains(g_out, "/\\x1b[31mevil.yaml (paths relative to ");
+	tu_assert_contains(g_out, "/\\x1b[31mbase)\n");
+	tu_assert_contains(g_out, "network      \\x1b[31mevil\\x07: 2 gates, ");
+	tu_assert_contains(g_out, "override     --set schedule.epochs=3\n");
 	/* the config text keeps its lines, escapes the rest */
-	assert_contains(g_out, "\n--- config ---\nname: \"\\e[31mevil\\x07\"\nseed: 7\n");
+	tu_assert_contains(g_out, "\n--- config ---\nname: \"\\e[31mevil\\x07\"\nseed: 7\n");
 	/* a forged tensor name: the reader refuses the file, and its report
 	 * quotes the name escaped */
 	patch_ckpt(ck, "g1.l1.dense.weight", "g1.l1.dense.\x1b[31mt");
 	assert_rc(ak("inspect", ck, NULL), 2);
 	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
-	assert_contains(g_err, "found 'g1.l1.dense.\\x1b[31mt' where 'g1.l1.dense.weight' belongs");
+	tu_assert_contains(g_err, "found 'g1.l1.dense.\\x1b[31mt' where 'g1.l1.dense.weight' belongs");
 
 	/* eval quotes the stored paths in its errors: escaped too */
 	write_ckpt(ck, CFG("evil"), name, base, NULL, 0, 0, 5);
 	assert_rc(ak("eval", ck, NULL), 2);
 	assert_string_equal(g_out, "");
 	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
-	assert_true(!strncmp(g_err, "akkctl: ", 8));
-	assert_contains(g_err, "/\\x1b[31mbase/val-images");
+	tu_assert_prefix(g_err, "akkctl: ");
+	tu_assert_contains(g_err, "/\\x1b[31mbase/val-images");
 	/* and a forged tensor name in its mismatch report */
 	patch_ckpt(ck, "g1.l1.dense.weight", "g1.l1.dense.\x1b[31mt");
 	assert_rc(ak("eval", ck, "--images", P("val-images"), "--labels", P("val-labels"), NULL), 2);
 	assert_null(memchr(g_err, 0x1b, strlen(g_err)));
-	assert_contains(g_err, "\\x1b[31m");
+	tu_assert_contains(g_err, "\\x1b[31m");
 }
 
 /* A forged position at epoch INT_MAX, mid-epoch: the reader refuses it
@@ -401,7 +374,7 @@ static void inspect_huge_epoch(void **state)
 	free(b);
 	assert_rc(ak("inspect", ck, NULL), 2);
 	assert_string_equal(g_out, "");
-	assert_contains(g_err, "corrupt checkpoint: position.epoch is 2147483647 with position.id 5");
+	tu_assert_contains(g_err, "corrupt checkpoint: position.epoch is 2147483647 with position.id 5");
 }
 
 /* ---- 5. eval never reports a loss that is not finite ---------------------- */
@@ -421,8 +394,8 @@ static void eval_refuses_nonfinite_loss(void **state)
 		fail();
 	}
 	assert_string_equal(g_out, "");
-	assert_true(!strncmp(g_err, "akkctl: ", 8));
-	assert_contains(g_err, ck);
+	tu_assert_prefix(g_err, "akkctl: ");
+	tu_assert_contains(g_err, ck);
 
 	/* finite weights so large that the logits overflow: the forward
 	 * pass stops at the gate, and no predictions file is left */
@@ -447,10 +420,10 @@ static void eval_checks_tensors_first(void **state)
 	patch_ckpt(ck, "g2.l1.dense.bias", "g2.l1.dense.bia5");
 	assert_rc(ak("eval", ck, NULL), 2);
 	assert_string_equal(g_out, "");
-	assert_true(!strncmp(g_err, "akkctl: ", 8));
-	assert_contains(g_err, "does not match the network");
-	assert_contains(g_err, "'g2.l1.dense.bia5'");
-	assert_null(strstr(g_err, "val-images"));
+	tu_assert_prefix(g_err, "akkctl: ");
+	tu_assert_contains(g_err, "does not match the network");
+	tu_assert_contains(g_err, "'g2.l1.dense.bia5'");
+	tu_assert_not_contains(g_err, "val-images");
 }
 
 /* ---- 6. man pages --------------------------------------------------------- */

@@ -229,3 +229,118 @@ void tu_rm_tree(const char *dir)
 	if (dir && dir[0] && !getenv("AKK_KEEP_TMP"))
 		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+const char *tu_path(const char *dir, const char *name)
+{
+	static char bufs[32][8192];
+	static int next;
+	char *b = bufs[next++ % 32];
+	size_t ld = strlen(dir), ln = strlen(name);
+
+	assert_true(ld + 1 + ln < sizeof(bufs[0]));
+	memmove(b, dir, ld);	/* dir may be an older buffer, never b itself */
+	b[ld] = '/';
+	memcpy(b + ld + 1, name, ln + 1);
+	return b;
+}
+
+int tu_ak(char *out, size_t outsz, char *err, size_t errsz, const char *arg, ...)
+{
+	const char *argv[64];
+	int n = 0;
+	va_list ap;
+
+	argv[n++] = tu_akkctl();
+	va_start(ap, arg);
+	for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	return tu_run(argv, out, outsz, err, errsz);
+}
+
+int tu_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, line, n) && (p[n] == '\n' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+int tu_check_line(const char *text, const char *line)
+{
+	if (has_line(text, line))
+		return 1;
+	print_error("expected the line:\n%s\n--- in:\n%s\n--- end\n", line, text);
+	return 0;
+}
+
+int tu_check_no_line(const char *text, const char *line)
+{
+	if (!has_line(text, line))
+		return 1;
+	print_error("did not expect the line:\n%s\n--- in:\n%s\n--- end\n", line, text);
+	return 0;
+}
+
+int tu_check_prefix(const char *text, const char *prefix)
+{
+	if (!strncmp(text, prefix, strlen(prefix)))
+		return 1;
+	print_error("expected text starting with:\n%s\n--- got:\n%s\n--- end\n", prefix, text);
+	return 0;
+}
+
+int tu_check_contains(const char *hay, const char *needle)
+{
+	if (strstr(hay, needle))
+		return 1;
+	print_error("expected \"%s\" in:\n%s\n--- end\n", needle, hay);
+	return 0;
+}
+
+int tu_check_not_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		return 1;
+	print_error("did not expect \"%s\" in:\n%s\n--- end\n", needle, hay);
+	return 0;
+}
+
+unsigned char *tu_idx_bytes(int type, int rank, const uint32_t *dims,
+			    const void *payload, size_t len, size_t *size)
+{
+	size_t hdr = 4 + 4 * (size_t)rank;
+	unsigned char *b = malloc(hdr + len);
+	const unsigned char *src = payload;
+
+	assert_non_null(b);
+	b[0] = b[1] = 0;
+	b[2] = (unsigned char)type;
+	b[3] = (unsigned char)rank;
+	for (int i = 0; i < rank; i++) {
+		b[4 + 4 * i] = (unsigned char)(dims[i] >> 24);
+		b[5 + 4 * i] = (unsigned char)(dims[i] >> 16);
+		b[6 + 4 * i] = (unsigned char)(dims[i] >> 8);
+		b[7 + 4 * i] = (unsigned char)dims[i];
+	}
+	for (size_t i = 0; i < len; i++)
+		b[hdr + i] = src ? src[i] : (unsigned char)(i % 251);
+	*size = hdr + len;
+	return b;
+}
+
+void tu_expect_word(FILE *f, const char *key)
+{
+	char word[64];
+
+	assert_int_equal(fscanf(f, "%63s", word), 1);
+	assert_string_equal(word, key);
+}

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "idx.h"
@@ -43,5 +44,44 @@ void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
 
 /* Write d's images (images != 0) or labels as an IDX file at path. */
 void tu_write_idx(const char *path, const struct akk_dataset *d, int images);
+
+/* "dir/name" in one of 32 rotating static buffers (dir may be one of them:
+ * a result stays valid for the next 31 calls). */
+const char *tu_path(const char *dir, const char *name);
+/* Run the akkctl under test with the NULL-terminated arguments after arg;
+ * output as tu_run. Test programs wrap it as
+ * #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__) */
+int tu_ak(char *out, size_t outsz, char *err, size_t errsz, const char *arg, ...);
+/* path exists (of any type). */
+int tu_exists(const char *path);
+
+/* Text assertions that print the expected and the actual text when they
+ * fail (strstr or strncmp inside assert_true print neither), reported at
+ * the caller's line. A line is text between newlines, without the '\n'. */
+#define tu_assert_line(text, line) \
+	do { if (!tu_check_line((text), (line))) _fail(__FILE__, __LINE__); } while (0)
+#define tu_assert_no_line(text, line) \
+	do { if (!tu_check_no_line((text), (line))) _fail(__FILE__, __LINE__); } while (0)
+#define tu_assert_prefix(text, prefix) \
+	do { if (!tu_check_prefix((text), (prefix))) _fail(__FILE__, __LINE__); } while (0)
+#define tu_assert_contains(hay, needle) \
+	do { if (!tu_check_contains((hay), (needle))) _fail(__FILE__, __LINE__); } while (0)
+#define tu_assert_not_contains(hay, needle) \
+	do { if (!tu_check_not_contains((hay), (needle))) _fail(__FILE__, __LINE__); } while (0)
+/* The checks behind them: 1 when it holds, else print both and return 0.
+ * Usable alone where a test counts failures instead of stopping. */
+int tu_check_line(const char *text, const char *line);
+int tu_check_no_line(const char *text, const char *line);
+int tu_check_prefix(const char *text, const char *prefix);
+int tu_check_contains(const char *hay, const char *needle);
+int tu_check_not_contains(const char *hay, const char *needle);
+
+/* An IDX file in memory (caller frees): the header for (type, rank, dims),
+ * then len payload bytes (payload NULL: byte i is i % 251); its size in
+ * *size. */
+unsigned char *tu_idx_bytes(int type, int rank, const uint32_t *dims,
+			    const void *payload, size_t len, size_t *size);
+/* Expect the whitespace-separated word key next in f (fixture files). */
+void tu_expect_word(FILE *f, const char *key);
 
 #endif
