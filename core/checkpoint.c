@@ -8,10 +8,9 @@
  * fields against each other, and every tensor against the network its
  * stored config plans, before any caller builds anything from it. */
 #include "checkpoint.h"
+#include "file.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -138,36 +137,14 @@ static void put_gate(struct wbuf *w, const struct akk_gate *g)
 	}
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= k;
-	}
-	return 0;
-}
-
 int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 			 struct akk_err *e)
 {
 	const struct akk_spec *s = src->spec;
 	struct wbuf w = { 0 };
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 32), *dir = malloc(plen + 1);
-	int fd = -1, rc = -1;
+	int rc = -1;
 	uint32_t crc;
 
-	if (!tmp || !dir) {
-		free(tmp);
-		free(dir);
-		return akk_err_set(e, "out of memory writing checkpoint '%s'", path);
-	}
-	tmp[0] = '\0';
 	if (src->ngates < 1 || src->ngates > AKK_MAX_GATES) {
 		akk_err_set(e, "cannot checkpoint %d gates to '%s' (1 to %d)",
 			    src->ngates, path, AKK_MAX_GATES);
@@ -212,38 +189,10 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 		akk_err_set(e, "out of memory writing checkpoint '%s'", path);
 		goto out;
 	}
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		akk_err_set(e, "cannot create '%s': %s", tmp, strerror(errno));
+	if (akk_file_replace(path, w.p, w.len, e))
 		goto out;
-	}
-	if (write_all(fd, w.p, w.len) || fsync(fd)) {
-		akk_err_set(e, "cannot write '%s': %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (close(fd)) {
-		fd = -1;
-		akk_err_set(e, "cannot write '%s': %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		akk_err_set(e, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-		goto out;
-	}
-	memcpy(dir, path, plen + 1);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0)
-		fsync(fd);
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (rc && tmp[0])
-		unlink(tmp);
-	free(tmp);
-	free(dir);
 	free(w.p);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* metrics.c - CSV rows, flushed one by one; cut back before a resume. */
 #include "metrics.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,68 +97,6 @@ static int slurp(const char *path, char **buf, size_t *len, struct akk_err *e)
 	return 0;
 }
 
-/* Write len bytes to path through path.tmp.PID, fsync, rename, and fsync
- * the directory. */
-static int replace_file(const char *path, const char *data, size_t len,
-			struct akk_err *e)
-{
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 32), *dir = malloc(plen + 2);
-	int fd = -1, rc = -1;
-	char *slash;
-
-	if (!tmp || !dir) {
-		akk_err_set(e, "out of memory");
-		goto out;
-	}
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-		akk_err_set(e, "cannot create '%s': %s", tmp, strerror(errno));
-		goto out;
-	}
-	for (size_t off = 0; off < len; ) {
-		ssize_t w = write(fd, data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			akk_err_set(e, "cannot write '%s': %s", tmp, strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	if (fsync(fd) || close(fd)) {
-		fd = -1;
-		akk_err_set(e, "cannot write '%s': %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		akk_err_set(e, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-		goto out;
-	}
-	tmp[0] = '\0';
-	memcpy(dir, path, plen + 1);
-	slash = strrchr(dir, '/');
-	if (slash)
-		slash[slash == dir] = '\0';	/* "/x" -> "/" */
-	else
-		strcpy(dir, ".");
-	if ((fd = open(dir, O_RDONLY | O_CLOEXEC)) >= 0) {
-		fsync(fd);
-		close(fd);
-		fd = -1;
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (rc && tmp && tmp[0])
-		unlink(tmp);
-	free(tmp);
-	free(dir);
-	return rc;
-}
-
 int akk_metrics_truncate(const char *path, int epochs, int nlr,
 			 struct akk_metrics_best *best, struct akk_err *e)
 {
@@ -206,7 +145,7 @@ int akk_metrics_truncate(const char *path, int epochs, int nlr,
 		if (best && strcmp(phase, "train") && (!best->epoch || acc > best->accuracy))
 			*best = (struct akk_metrics_best){ epoch, !strcmp(phase, "final"), acc };
 	}
-	rc = keep == len ? 0 : replace_file(path, buf, keep, e);
+	rc = keep == len ? 0 : akk_file_replace(path, buf, keep, e);
 out:
 	free(buf);
 	free(header);
