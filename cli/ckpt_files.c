@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "spec.h"
+#include "config/spec.h"
 
 char *ckpt_join(const char *dir, const char *name, struct akk_err *e)
 {

@@ -4,8 +4,8 @@
 #ifndef AKK_CKPT_FILES_H
 #define AKK_CKPT_FILES_H
 
-#include "checkpoint.h"
-#include "run.h"
+#include "io/checkpoint.h"
+#include "runtime/run.h"
 
 struct ckpt_policy {
 	const struct akk_spec *spec;

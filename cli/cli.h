@@ -4,9 +4,9 @@
 
 #include <stdio.h>
 
-#include "err.h"
-#include "spec.h"
-#include "world.h"
+#include "base/err.h"
+#include "config/spec.h"
+#include "runtime/world.h"
 
 /* Exit codes (akkctl(1)). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };

@@ -19,14 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "batch.h"
+#include "data/batch.h"
 #include "cli.h"
-#include "idx.h"
-#include "model.h"
-#include "run.h"
-#include "spec.h"
-#include "synthetic.h"
-#include "world.h"
+#include "data/idx.h"
+#include "model/model.h"
+#include "runtime/run.h"
+#include "config/spec.h"
+#include "data/synthetic.h"
+#include "runtime/world.h"
 
 static const char builtin_config[] =
 	"# akkctl bench's built-in network: the Akkordeon MNIST experiment.\n"

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "model.h"
-#include "optim.h"
-#include "schedule.h"
-#include "spec.h"
+#include "model/model.h"
+#include "nn/optim.h"
+#include "runtime/schedule.h"
+#include "config/spec.h"
 
 static void print_count(char *buf, int size, double v)
 {

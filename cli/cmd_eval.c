@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "ckpt_files.h"
 #include "cli.h"
-#include "evaluate.h"
-#include "idx.h"
-#include "model.h"
-#include "spec.h"
+#include "model/evaluate.h"
+#include "data/idx.h"
+#include "model/model.h"
+#include "config/spec.h"
 
 static void data_file(char *out, int size, const char *dir, const char *name)
 {

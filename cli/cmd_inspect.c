@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "ckpt_files.h"
 #include "cli.h"
-#include "model.h"
-#include "spec.h"
+#include "model/model.h"
+#include "config/spec.h"
 
 /* s escaped, left-aligned in width columns, then a space. */
 static void put_column(const char *s, int width)

@@ -23,14 +23,14 @@
 
 #include "ckpt_files.h"
 #include "cli.h"
-#include "idx.h"
-#include "metrics.h"
-#include "model.h"
+#include "data/idx.h"
+#include "io/metrics.h"
+#include "model/model.h"
 #include "progress.h"
-#include "run.h"
-#include "schedule.h"
-#include "spec.h"
-#include "world.h"
+#include "runtime/run.h"
+#include "runtime/schedule.h"
+#include "config/spec.h"
+#include "runtime/world.h"
 
 struct train_ui {
 	struct ckpt_policy ckpt;
@@ -297,7 +297,7 @@ static char *set_of(const char *key, const char *value)
 }
 
 /* The metrics' per-gate lr columns: all gates when one has its own
- * optimizer (as core/sentinel.c writes them). */
+ * optimizer (as core/runtime/sentinel.c writes them). */
 static int lr_columns(const struct akk_spec *s)
 {
 	for (int g = 0; g < s->ngates; g++)

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "run.h"
+#include "runtime/run.h"
 
 /* Whether progress lines are drawn on fd: a terminal whose TERM is set and
  * not "dumb" (they redraw in place with "\r" and ESC [K). */

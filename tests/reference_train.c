@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "idx.h"
-#include "model.h"
-#include "reference.h"
-#include "spec.h"
+#include "data/idx.h"
+#include "model/model.h"
+#include "model/reference.h"
+#include "config/spec.h"
 
 static double now(void)
 {

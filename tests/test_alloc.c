@@ -34,11 +34,11 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "model.h"
-#include "pool.h"
-#include "run_internal.h"
-#include "spec.h"
-#include "tensor.h"
+#include "model/model.h"
+#include "tensor/pool.h"
+#include "runtime/run_internal.h"
+#include "config/spec.h"
+#include "tensor/tensor.h"
 
 #include <cblas.h>
 

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "testutil.h"
 
 #define NTRAIN 600

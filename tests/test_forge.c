@@ -27,10 +27,10 @@
 
 #include "testutil.h"
 #include "forge.h"
-#include "checkpoint.h"
-#include "model.h"
-#include "reference.h"
-#include "spec.h"
+#include "io/checkpoint.h"
+#include "model/model.h"
+#include "model/reference.h"
+#include "config/spec.h"
 
 #define NTRAIN 96
 #define NVAL 32

@@ -13,12 +13,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "idx.h"
-#include "batch.h"
-#include "model.h"
-#include "run.h"
-#include "spec.h"
-#include "synthetic.h"
+#include "data/idx.h"
+#include "data/batch.h"
+#include "model/model.h"
+#include "runtime/run.h"
+#include "config/spec.h"
+#include "data/synthetic.h"
 
 static const char *dir;
 

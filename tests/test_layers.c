@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layer.h"
-#include "rng.h"
-#include "tensor.h"
+#include "nn/layer.h"
+#include "base/rng.h"
+#include "tensor/tensor.h"
 
 #define GRAD_EPS 1e-2f
 #define GRAD_TOL 2e-3

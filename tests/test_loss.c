@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loss.h"
+#include "nn/loss.h"
 #include "testutil.h"
 
 #define LOSS_TOL 1e-9

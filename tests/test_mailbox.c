@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "mailbox.h"
+#include "runtime/mailbox.h"
 
 static void fifo_order(void **unused)
 {

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "checkpoint.h"
-#include "world.h"
+#include "io/checkpoint.h"
+#include "runtime/world.h"
 
 static char g_dir[512];
 

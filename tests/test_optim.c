@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loss.h"
-#include "optim.h"
+#include "nn/loss.h"
+#include "nn/optim.h"
 #include "testutil.h"
 
 #define REL_TOL 1e-5

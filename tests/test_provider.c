@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "provider.h"
-#include "spec.h"
+#include "runtime/provider.h"
+#include "config/spec.h"
 
 /* A recycled batch goes back to the pool (0); once the provider is
  * stopped it cannot, and recycling says so (-1) instead of losing the

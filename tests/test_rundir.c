@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "testutil.h"
 #include "../cli/progress.c"
 

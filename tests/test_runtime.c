@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "model.h"
-#include "provider.h"
-#include "reference.h"
-#include "run_internal.h"
-#include "spec.h"
+#include "model/model.h"
+#include "runtime/provider.h"
+#include "model/reference.h"
+#include "runtime/run_internal.h"
+#include "config/spec.h"
 
 #define SIDE 8
 #define CLASSES 4

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "schedule.h"
+#include "runtime/schedule.h"
 
 static const struct akk_schedule_spec spec = {
 	.conc_train = 4, .conc_val = 2, .stashing = 1,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec.h"
+#include "config/spec.h"
 #include "testutil.h"
 
 /* The smallest valid config, 7 lines; the error cases build on it. */

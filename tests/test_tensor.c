@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool.h"
-#include "tensor.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
 
 /* Worst |c - ref| / bound seen, printed by the tests. */
 static double worst;

@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "checkpoint.h"
-#include "gate.h"
-#include "model.h"
-#include "spec.h"
+#include "io/checkpoint.h"
+#include "model/gate.h"
+#include "model/model.h"
+#include "config/spec.h"
 #include "testutil.h"
 
 #define CFG(name) \

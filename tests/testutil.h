@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
-#include "idx.h"
+#include "data/idx.h"
 
 /* The akkctl binary under test ($AKKCTL, else ./akkctl). */
 const char *tu_akkctl(void);

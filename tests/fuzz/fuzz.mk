@@ -21,13 +21,13 @@ FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-math-errno -Wall -Wextra \
 FUZZ_LIBS     = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lm -pthread
 FUZZ_NAMES   := spec idx checkpoint resume
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_B)/fuzz_%)
-FUZZ_CORE    := $(sort $(wildcard core/*.c))
+FUZZ_CORE    := $(sort $(wildcard core/*/*.c))
 FUZZ_OBJ     := $(FUZZ_CORE:%.c=$(FUZZ_B)/%.o)
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
 
-$(FUZZ_B)/core/%.o: core/%.c $(wildcard core/*.h) tests/fuzz/fuzz.mk
+$(FUZZ_B)/core/%.o: core/%.c $(wildcard core/*/*.h) tests/fuzz/fuzz.mk
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 

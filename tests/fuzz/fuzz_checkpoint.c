@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "fuzz_util.h"
 
 #define EVAL_BATCH 256			/* akkctl eval's default --batch */

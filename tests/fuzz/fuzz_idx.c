@@ -15,7 +15,7 @@
 #include <zlib.h>
 
 #include "fuzz_util.h"
-#include "idx.h"
+#include "data/idx.h"
 
 /* gzread and inflate, counted: whichever the reader uses to get its
  * bytes comes through here (gzread's own calls to inflate may too, so

@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 #include "fuzz_util.h"
-#include "run_internal.h"
-#include "synthetic.h"
+#include "runtime/run_internal.h"
+#include "data/synthetic.h"
 
 #define MAX_FLOATS (16.0 * 1024 * 1024)	/* 64 MB */
 #define MAX_GATES 16			/* one thread each */

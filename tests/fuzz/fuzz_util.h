@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "model.h"
-#include "optim.h"
-#include "spec.h"
+#include "model/model.h"
+#include "nn/optim.h"
+#include "config/spec.h"
 
 /* A directory of our own, made once and removed at exit. */
 static char fuzz_dir[64];

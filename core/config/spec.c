@@ -1,0 +1,1922 @@
+/* spec.c - the YAML config read with libyaml's document API and checked.
+ *
+ * The text (at most AKK_SPEC_MAX_BYTES) is first walked as libyaml events
+ * (prescan): nesting deeper than AKK_SPEC_MAX_DEPTH and tags that fit no
+ * value are rejected before a document is built, and explicit string tags
+ * are noted, since the document cannot tell "!!str 42" from "42". Then
+ * the file is loaded into one yaml_document_t; each --set override is parsed
+ * as a YAML value and spliced into that document (the node ids it adds are
+ * remembered, so an error in them is reported against the --set argument),
+ * then one walk fills struct akk_spec. Every mapping is walked with a key
+ * table {key, node type, handler, range, default}: unknown keys (with the
+ * nearest key suggested), duplicates and missing required keys are rejected
+ * before the handlers run in table order. Besides scalars, two generic key
+ * kinds are described by the table alone: a name list (h_names) and a
+ * sub-section with its own key table (h_section). A layer's keys come from
+ * its kind's option table (layer.h). Defaults sit next to their keys
+ * (apply_defaults); strings and lists have theirs in defaults(). Messages are lowercase and quote their
+ * subject: "'lr' must be greater than 0, got -0.1". A float is checked
+ * again as the float it is stored as. libyaml's marks are 0-based; reports
+ * and stored marks are 1-based. */
+#include "config/spec.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+struct ctx {
+	yaml_document_t doc;
+	const char *file;	/* name used in reports */
+	const char *base_dir;	/* for relative paths; NULL = as written */
+	struct akk_spec *s;
+	struct akk_err *e;
+	/* Node ids added by override i are in (set_lo[i], set_hi[i]]. */
+	const char *const *sets;
+	int nsets;
+	int *set_lo, *set_hi;
+	/* Byte offsets of the scalars of the text being loaded that carry an
+	 * explicit string tag (!!str or !), found by prescan. */
+	size_t *strs;
+	size_t nstrs, capstrs;
+};
+
+/* One section being walked: its key table and the struct it fills. */
+struct key;
+struct section {
+	const char *name;		/* "schedule", "gate 2"; NULL = top */
+	const struct key *keys;
+	void *obj;
+	int optional;			/* 1: no key is required (gate optimizer) */
+	/* For keys that apply to some kinds only: 1 + the offset of the int
+	 * field of obj that holds the current kind (0: no kinds; read when
+	 * the key's handler runs), its names, and what a kind is called
+	 * ("optimizer"). */
+	size_t kind_off;
+	const char *const *kind_names;
+	const char *kind_what;
+};
+
+/* A key's handler: val (of the key's node type, unless NO_NODE) into
+ * sec->obj. key is the key node (NULL for a shorthand value). */
+typedef int (*handler)(struct ctx *c, const struct key *k,
+		       const struct section *sec, yaml_node_t *key,
+		       yaml_node_t *val);
+
+/* Range flags as layer.h's options have them, then flags of our own. */
+enum {
+	F_REQ = AKK_OPTION_REQ, F_LO = AKK_OPTION_LO, F_HI = AKK_OPTION_HI,
+	F_LO_OPEN = AKK_OPTION_LO_OPEN, F_HI_OPEN = AKK_OPTION_HI_OPEN,
+	F_OPTIONAL = 32,	/* section: none of its keys is required */
+	F_SPACED = 64,		/* section named "PARENT KEY", not "PARENT.KEY" */
+	F_VAL_MARK = 128,	/* section: the mark is the value's, not the key's */
+	F_NOSTORE = 256,	/* name list: checked, not stored */
+};
+
+/* A key of a section. Scalars (h_int, h_float, h_bool, h_str, h_path) and
+ * the two generic kinds, a name list (h_names) and a sub-section
+ * (h_section), are described by the table; other keys have a handler. */
+struct key {
+	const char *name;
+	yaml_node_type_t type;	/* checked before the handler; NO_NODE: any */
+	handler fn;
+	const char *what;	/* the expected type, for messages */
+	size_t off;		/* field of obj (a section: its struct) */
+	unsigned flags;
+	double lo, hi;		/* range, per flags */
+	unsigned applies;	/* bit per kind; 0 = every kind */
+	double def;		/* default of a number, bool or name */
+	/* A name list: the names (NULL-terminated) and what one is called. */
+	const char *const *names;
+	const char *noun;
+	/* A sub-section: its keys; the key a scalar value stands for (NULL:
+	 * a mapping only); 1 + offsets in obj of the struct akk_mark to set
+	 * and of an int set to 1 when present (0: none); what its kinds are
+	 * called when some keys apply to some kinds (its "type" key). */
+	const struct key *keys;
+	const char *shorthand;
+	size_t mark_off, set_off;
+	const char *kind_what;
+};
+
+/* --- nodes and reports --------------------------------------------------- */
+
+static int node_id(const struct ctx *c, const yaml_node_t *n)
+{
+	return (int)(n - c->doc.nodes.start) + 1;
+}
+
+/* Index of the override that created n, or -1 when n is from the file. */
+static int node_set(const struct ctx *c, const yaml_node_t *n)
+{
+	if (!n)
+		return -1;
+	int id = node_id(c, n);
+	for (int i = 0; i < c->nsets; i++)
+		if (id > c->set_lo[i] && id <= c->set_hi[i])
+			return i;
+	return -1;
+}
+
+static struct akk_mark mark_of(const struct ctx *c, const yaml_node_t *n)
+{
+	struct akk_mark m = { 0, 0 };
+	if (n && node_set(c, n) < 0) {
+		m.line = (int)n->start_mark.line + 1;
+		m.col = (int)n->start_mark.column + 1;
+	}
+	return m;
+}
+
+static int vfail_set(struct ctx *c, int set, const char *fmt, va_list ap)
+{
+	char file[sizeof(c->e->file)], msg[sizeof(c->e->msg)];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	snprintf(file, sizeof(file), "--set %s", c->sets[set]);
+	return akk_err_at(c->e, file, 0, 0, "%s", msg);
+}
+
+/* Report at node n (at the --set argument when n came from one; at the
+ * whole file when n is NULL). Returns -1. */
+static int fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[sizeof(c->e->msg)];
+	va_list ap;
+	int set = node_set(c, n);
+
+	va_start(ap, fmt);
+	if (set >= 0) {
+		vfail_set(c, set, fmt, ap);
+		va_end(ap);
+		return -1;
+	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!n)
+		return akk_err_at(c->e, c->file, 0, 0, "%s", msg);
+	return akk_err_at(c->e, c->file, (int)n->start_mark.line + 1,
+			  (int)n->start_mark.column + 1, "%s", msg);
+}
+
+static int fail_set(struct ctx *c, int set, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail_set(struct ctx *c, int set, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail_set(c, set, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char *text(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+static int is_plain(const yaml_node_t *n)
+{
+	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+	       n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+}
+
+#define CORE_TAG "tag:yaml.org,2002:"
+
+/* The core-schema type a scalar is explicitly tagged with ("int", "float",
+ * "bool" or "null"), or NULL for an untagged scalar or a string. libyaml
+ * gives an untagged scalar the str tag, as it does !!str, so prescan
+ * finds the explicit strings and load marks them quoted (mark_strings):
+ * "!!str 42" then reads like "'42'". prescan has rejected every other tag. */
+static const char *tag_type(const yaml_node_t *n)
+{
+	const char *t = (const char *)n->tag;
+	size_t len = strlen(CORE_TAG);
+
+	if (n->type != YAML_SCALAR_NODE || !t || strncmp(t, CORE_TAG, len) ||
+	    !strcmp(t + len, "str"))
+		return NULL;
+	return t + len;
+}
+
+static int tagged(const yaml_node_t *n, const char *type)
+{
+	const char *t = tag_type(n);
+	return t && !strcmp(t, type);
+}
+
+/* A plain scalar without a tag: its type is read from its text. */
+static int is_bare(const yaml_node_t *n)
+{
+	return is_plain(n) && !tag_type(n);
+}
+
+static int is_null(const yaml_node_t *n)
+{
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+
+	if (n->type != YAML_SCALAR_NODE)
+		return 0;
+	if (tagged(n, "null"))
+		return 1;
+	if (!is_bare(n))
+		return 0;
+	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
+		if (!strcmp(text(n), nulls[i]))
+			return 1;
+	return 0;
+}
+
+/* What a node is, for "got ...": 'abc', null, a list, a mapping. */
+static const char *describe(const yaml_node_t *n, char *buf, size_t size)
+{
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a list";
+	if (is_null(n))
+		return "null";
+	size_t len = n->data.scalar.length;
+	const char *type = tag_type(n);
+	if (type) {
+		snprintf(buf, size, "!!%s '%.*s%s'", type,
+			 len > 40 ? 40 : (int)len, text(n),
+			 len > 40 ? "..." : "");
+		return buf;
+	}
+	const char *fmt = is_plain(n) ? "'%.*s%s'" : "the string '%.*s%s'";
+	snprintf(buf, size, fmt, len > 40 ? 40 : (int)len, text(n),
+		 len > 40 ? "..." : "");
+	return buf;
+}
+
+static int fail_type(struct ctx *c, const char *subject, const char *what,
+		     yaml_node_t *val)
+{
+	char buf[96];
+	return fail(c, val, "%s must be %s, got %s", subject, what,
+		    describe(val, buf, sizeof(buf)));
+}
+
+/* Optimal string alignment distance (Damerau-Levenshtein with adjacent
+ * transpositions); long strings count as far. */
+static int distance(const char *a, const char *b)
+{
+	enum { MAX = 48 };
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	int d[MAX + 1][MAX + 1];
+
+	if (la > MAX || lb > MAX)
+		return 1000;
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int cost = a[i - 1] != b[j - 1];
+			int v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + cost < v)
+				v = d[i - 1][j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* " (did you mean 'x'?)" for the nearest of n names (stride bytes apart),
+ * or "" when none is near: at most 1 edit for words under 6 letters, 2
+ * otherwise. */
+static const char *suggest(const char *word, const void *names, size_t n,
+			   size_t stride, char *buf, size_t size)
+{
+	int limit = strlen(word) >= 6 ? 2 : 1, best = limit + 1;
+	const char *pick = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *cand =
+			*(const char *const *)((const char *)names + i * stride);
+		int d = distance(word, cand);
+		if (d < best) {
+			best = d;
+			pick = cand;
+		}
+	}
+	if (!pick)
+		return "";
+	snprintf(buf, size, " (did you mean '%s'?)", pick);
+	return buf;
+}
+
+static size_t count_names(const char *const *names)
+{
+	size_t n = 0;
+	while (names[n])
+		n++;
+	return n;
+}
+
+/* The kind called by the name in val, from a NULL-terminated table, into
+ * *out; otherwise "unknown WHAT 'x' (did you mean 'y'?)". */
+static int find_name(struct ctx *c, const char *subject, yaml_node_t *val,
+		     const char *const *names, const char *what, int *out)
+{
+	char buf[96];
+
+	if (val->type != YAML_SCALAR_NODE || is_null(val) || tag_type(val))
+		return fail_type(c, subject, "a name", val);
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(names[i], text(val))) {
+			*out = i;
+			return 0;
+		}
+	return fail(c, val, "unknown %s '%s'%s", what, text(val),
+		    suggest(text(val), names, count_names(names),
+			    sizeof(names[0]), buf, sizeof(buf)));
+}
+
+/* --- scalars ------------------------------------------------------------- */
+
+/* YAML 1.2 core: [-+]?[0-9]+ */
+static int int_syntax(const char *p)
+{
+	if (*p == '-' || *p == '+')
+		p++;
+	return *p && strspn(p, "0123456789") == strlen(p);
+}
+
+static int parse_int(struct ctx *c, const char *name, yaml_node_t *val,
+		     long long *out)
+{
+	char subject[80];
+
+	snprintf(subject, sizeof(subject), "'%s'", name);
+	if (val->type != YAML_SCALAR_NODE || is_null(val) ||
+	    !(is_bare(val) || tagged(val, "int")))
+		return fail_type(c, subject, "an integer", val);
+	if (!int_syntax(text(val)))
+		return fail_type(c, subject, "an integer", val);
+	errno = 0;
+	*out = strtoll(text(val), NULL, 10);
+	if (errno == ERANGE)
+		return fail(c, val, "%s is out of range, got %s", subject,
+			    text(val));
+	return 0;
+}
+
+static int parse_float(struct ctx *c, const char *name, yaml_node_t *val,
+		       double *out)
+{
+	char subject[80];
+	const char *p;
+	size_t n;
+
+	snprintf(subject, sizeof(subject), "'%s'", name);
+	if (val->type != YAML_SCALAR_NODE || is_null(val) ||
+	    !(is_bare(val) || tagged(val, "float") || tagged(val, "int")))
+		return fail_type(c, subject, "a number", val);
+	if (tagged(val, "int") && !int_syntax(text(val)))
+		return fail_type(c, subject, "a number", val);
+	/* YAML 1.2 core, finite only:
+	 * [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+	p = text(val);
+	if (*p == '-' || *p == '+')
+		p++;
+	n = strspn(p, "0123456789");
+	p += n;
+	if (*p == '.') {
+		size_t f = strspn(p + 1, "0123456789");
+		if (!n && !f)
+			return fail_type(c, subject, "a number", val);
+		p += 1 + f;
+	} else if (!n) {
+		return fail_type(c, subject, "a number", val);
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '-' || *p == '+')
+			p++;
+		n = strspn(p, "0123456789");
+		if (!n)
+			return fail_type(c, subject, "a number", val);
+		p += n;
+	}
+	if (*p)
+		return fail_type(c, subject, "a number", val);
+	*out = strtod(text(val), NULL);
+	if (!isfinite(*out) || fabs(*out) > 3.4e38)
+		return fail(c, val, "%s is out of range, got %s", subject,
+			    text(val));
+	return 0;
+}
+
+static int parse_bool(struct ctx *c, const char *name, yaml_node_t *val,
+		      int *out)
+{
+	char subject[80];
+
+	snprintf(subject, sizeof(subject), "'%s'", name);
+	if (val->type == YAML_SCALAR_NODE &&
+	    (is_bare(val) || tagged(val, "bool"))) {
+		if (!strcmp(text(val), "true")) {
+			*out = 1;
+			return 0;
+		}
+		if (!strcmp(text(val), "false")) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return fail_type(c, subject, "true or false", val);
+}
+
+/* A non-empty string (any scalar style but null) into a new copy. */
+static int parse_str(struct ctx *c, const char *name, yaml_node_t *val,
+		     char **out)
+{
+	char subject[80];
+
+	snprintf(subject, sizeof(subject), "'%s'", name);
+	if (val->type != YAML_SCALAR_NODE || is_null(val) || tag_type(val))
+		return fail_type(c, subject, "a string", val);
+	if (!val->data.scalar.length)
+		return fail(c, val, "%s must not be empty", subject);
+	if (strlen(text(val)) != val->data.scalar.length)
+		return fail(c, val, "%s must not contain a NUL character",
+			    subject);
+	*out = strdup(text(val));
+	if (!*out)
+		return akk_err_set(c->e, "out of memory");
+	return 0;
+}
+
+/* v against k's bounds; as follows the value in the message. */
+static int check_range(struct ctx *c, const struct key *k, yaml_node_t *val,
+		       double v, const char *as)
+{
+	if (k->flags & F_LO) {
+		if (k->flags & F_LO_OPEN ? !(v > k->lo) : !(v >= k->lo))
+			return fail(c, val, "'%s' must be %s %g, got %s%s",
+				    k->name, k->flags & F_LO_OPEN ?
+				    "greater than" : "at least", k->lo,
+				    text(val), as);
+	}
+	if (k->flags & F_HI) {
+		if (k->flags & F_HI_OPEN ? !(v < k->hi) : !(v <= k->hi))
+			return fail(c, val, "'%s' must be %s %g, got %s%s",
+				    k->name, k->flags & F_HI_OPEN ?
+				    "less than" : "at most", k->hi,
+				    text(val), as);
+	}
+	return 0;
+}
+
+#define FIELD(obj, k, type) ((type *)((char *)(obj) + (k)->off))
+
+static int h_int(struct ctx *c, const struct key *k, const struct section *sec,
+		 yaml_node_t *key, yaml_node_t *val)
+{
+	long long v;
+
+	(void)key;
+	if (parse_int(c, k->name, val, &v))
+		return -1;
+	if (!(k->flags & F_HI) && v > INT_MAX)
+		return fail(c, val, "'%s' must be at most %d, got %s", k->name,
+			    INT_MAX, text(val));
+	if (!(k->flags & F_LO) && v < INT_MIN)
+		return fail(c, val, "'%s' must be at least %d, got %s", k->name,
+			    INT_MIN, text(val));
+	if (check_range(c, k, val, (double)v, ""))
+		return -1;
+	*FIELD(sec->obj, k, int) = (int)v;
+	return 0;
+}
+
+static int h_float(struct ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key,
+		   yaml_node_t *val)
+{
+	double v = 0;
+	float f;
+	char as[64];
+
+	(void)key;
+	if (parse_float(c, k->name, val, &v) || check_range(c, k, val, v, ""))
+		return -1;
+	/* What is stored is the float: check it again as that. */
+	f = (float)v;
+	if (v != 0 && !(fabsf(f) >= FLT_MIN))
+		return fail(c, val, "'%s' is too small for a float: %s is "
+			    "stored as %.9g", k->name, text(val), (double)f);
+	snprintf(as, sizeof(as), " (%.9g as a float)", (double)f);
+	if (check_range(c, k, val, (double)f, as))
+		return -1;
+	*FIELD(sec->obj, k, float) = f;
+	return 0;
+}
+
+static int h_bool(struct ctx *c, const struct key *k, const struct section *sec,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	(void)key;
+	return parse_bool(c, k->name, val, FIELD(sec->obj, k, int));
+}
+
+static int h_str(struct ctx *c, const struct key *k, const struct section *sec,
+		 yaml_node_t *key, yaml_node_t *val)
+{
+	char *v;
+
+	(void)key;
+	if (parse_str(c, k->name, val, &v))
+		return -1;
+	free(*FIELD(sec->obj, k, char *));
+	*FIELD(sec->obj, k, char *) = v;
+	return 0;
+}
+
+/* A path, resolved against the config file's directory when relative. */
+static int h_path(struct ctx *c, const struct key *k, const struct section *sec,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	char *v, *joined;
+	const char *b = c->base_dir;
+
+	if (h_str(c, k, sec, key, val))
+		return -1;
+	v = *FIELD(sec->obj, k, char *);
+	if (v[0] == '/' || !b || !b[0] || !strcmp(b, "."))
+		return 0;
+	size_t n = strlen(b) + strlen(v) + 2;
+	joined = malloc(n);
+	if (!joined)
+		return akk_err_set(c->e, "out of memory");
+	snprintf(joined, n, "%s%s%s", b, b[strlen(b) - 1] == '/' ? "" : "/", v);
+	free(v);
+	*FIELD(sec->obj, k, char *) = joined;
+	return 0;
+}
+
+/* --- mappings ------------------------------------------------------------ */
+
+static yaml_node_t *node(struct ctx *c, int id)
+{
+	return yaml_document_get_node(&c->doc, id);
+}
+
+/* The value of key name in mapping m (the first one), or NULL. */
+static yaml_node_t *map_get(struct ctx *c, yaml_node_t *m, const char *name,
+			    yaml_node_t **keyp)
+{
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
+	     p < m->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = node(c, p->key);
+		if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), name)) {
+			if (keyp)
+				*keyp = k;
+			return node(c, p->value);
+		}
+	}
+	return NULL;
+}
+
+static const char *in_section(const struct section *sec, char *buf,
+			      size_t size)
+{
+	if (!sec->name)
+		return "";
+	snprintf(buf, size, " in %s", sec->name);
+	return buf;
+}
+
+/* Check the keys of mapping m against sec's table (unknown, duplicate,
+ * missing), then run the handlers of the keys present, in table order. */
+static int walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
+{
+	yaml_node_pair_t *pairs = m->data.mapping.pairs.start;
+	int npairs = (int)(m->data.mapping.pairs.top - pairs);
+	char in[128], sug[96], buf[96];
+	const struct key *k;
+	size_t nkeys = 0;
+
+	while (sec->keys[nkeys].name)
+		nkeys++;
+	for (int i = 0; i < npairs; i++) {
+		yaml_node_t *kn = node(c, pairs[i].key);
+		if (kn->type != YAML_SCALAR_NODE || tag_type(kn))
+			return fail(c, kn, "a key must be a name, got %s",
+				    describe(kn, buf, sizeof(buf)));
+		for (k = sec->keys; k->name && strcmp(k->name, text(kn)); k++)
+			;
+		if (!k->name)
+			return fail(c, kn, "unknown key '%s'%s%s", text(kn),
+				    in_section(sec, in, sizeof(in)),
+				    suggest(text(kn), sec->keys, nkeys,
+					    sizeof(*k), sug, sizeof(sug)));
+		for (int j = 0; j < i; j++) {
+			yaml_node_t *first = node(c, pairs[j].key);
+			if (first->type != YAML_SCALAR_NODE ||
+			    strcmp(text(first), text(kn)))
+				continue;
+			struct akk_mark fm = mark_of(c, first);
+			if (fm.line)
+				snprintf(buf, sizeof(buf), "line %d", fm.line);
+			else
+				snprintf(buf, sizeof(buf), "--set");
+			return fail(c, kn, "duplicate key '%s'%s (first at %s)",
+				    text(kn), in_section(sec, in, sizeof(in)),
+				    buf);
+		}
+	}
+	for (k = sec->keys; k->name; k++)
+		if ((k->flags & F_REQ) && !sec->optional &&
+		    !map_get(c, m, k->name, NULL))
+			return fail(c, m, "missing required key '%s'%s",
+				    k->name, in_section(sec, in, sizeof(in)));
+	for (k = sec->keys; k->name; k++) {
+		yaml_node_t *kn, *val = map_get(c, m, k->name, &kn);
+		if (!val)
+			continue;
+		if (k->applies && sec->kind_off) {
+			int kind = *(const int *)((const char *)sec->obj +
+						  sec->kind_off - 1);
+			if (!(k->applies & (1u << kind)))
+				return fail(c, kn,
+					    "'%s' does not apply to %s '%s'",
+					    k->name, sec->kind_what,
+					    sec->kind_names[kind]);
+		}
+		if (k->type != YAML_NO_NODE && val->type != k->type) {
+			char subject[80];
+			snprintf(subject, sizeof(subject), "'%s'", k->name);
+			return fail_type(c, subject, k->what, val);
+		}
+		if (k->fn(c, k, sec, kn, val))
+			return -1;
+	}
+	return 0;
+}
+
+/* --- the two generic key kinds: a name list and a sub-section ------------ */
+
+/* A name list: val must be one of k->names; its index goes into the int
+ * (or enum) field, unless F_NOSTORE. */
+static int h_names(struct ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key,
+		   yaml_node_t *val)
+{
+	char subject[80];
+	int kind = 0;
+
+	(void)key;
+	snprintf(subject, sizeof(subject), "'%s'", k->name);
+	if (find_name(c, subject, val, k->names, k->noun, &kind))
+		return -1;
+	if (!(k->flags & F_NOSTORE))
+		*FIELD(sec->obj, k, int) = kind;
+	return 0;
+}
+
+/* A sub-section: the mapping val walked with k->keys into the struct at
+ * k->off of obj, named "PARENT.KEY" ("PARENT KEY" with F_SPACED); a scalar
+ * sets k->shorthand, reported as k's own name. */
+static int h_section(struct ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	char name[128], subject[80];
+	struct section sub = { name, k->keys, (char *)sec->obj + k->off,
+			       !!(k->flags & F_OPTIONAL), 0, NULL,
+			       k->kind_what };
+	const struct key *sk;
+
+	if (sec->name)
+		snprintf(name, sizeof(name), "%s%c%s", sec->name,
+			 k->flags & F_SPACED ? ' ' : '.', k->name);
+	else
+		snprintf(name, sizeof(name), "%s", k->name);
+	/* The kind of the sub-section's object is its "type" key. */
+	for (sk = k->keys; k->kind_what && strcmp(sk->name, "type"); sk++)
+		;
+	if (k->kind_what) {
+		sub.kind_off = sk->off + 1;
+		sub.kind_names = sk->names;
+	}
+	if (k->mark_off)
+		*(struct akk_mark *)((char *)sec->obj + k->mark_off - 1) =
+			mark_of(c, k->flags & F_VAL_MARK ? val : key);
+	if (k->set_off)
+		*(int *)((char *)sec->obj + k->set_off - 1) = 1;
+	if (val->type == YAML_SCALAR_NODE && k->shorthand) {
+		struct key as;
+		for (sk = k->keys; strcmp(sk->name, k->shorthand); sk++)
+			;
+		as = *sk;
+		as.name = k->name;
+		return as.fn(c, &as, &sub, key, val);
+	}
+	if (val->type != YAML_MAPPING_NODE) {
+		snprintf(subject, sizeof(subject), "'%s'", k->name);
+		return fail_type(c, subject, k->what, val);
+	}
+	return walk(c, val, &sub);
+}
+
+/* Each key's default (def) into obj, sub-sections included. Strings, lists
+ * and the special keys have theirs in defaults(). */
+static void apply_defaults(const struct key *keys, void *obj)
+{
+	for (const struct key *k = keys; k->name; k++) {
+		if (k->fn == h_section)
+			apply_defaults(k->keys, (char *)obj + k->off);
+		else if (k->fn == h_float)
+			*FIELD(obj, k, float) = (float)k->def;
+		else if (k->fn == h_int || k->fn == h_bool ||
+			 (k->fn == h_names && !(k->flags & F_NOSTORE)))
+			*FIELD(obj, k, int) = (int)k->def;
+	}
+}
+
+/* Table entries; T_ is the struct of the section, F_ a field of it. */
+#define KEY(K_, N_, H_, W_, T_, F_, FL_, LO_, HI_, AP_, D_)                  \
+	{ .name = K_, .type = YAML_##N_##_NODE, .fn = H_, .what = W_,        \
+	  .off = offsetof(T_, F_), .flags = FL_, .lo = LO_, .hi = HI_,       \
+	  .applies = AP_, .def = D_ }
+#define INT(K_, T_, F_, FL_, LO_, HI_, D_)                                   \
+	KEY(K_, SCALAR, h_int, "an integer", T_, F_, FL_, LO_, HI_, 0, D_)
+#define FLOAT(K_, T_, F_, FL_, LO_, HI_, AP_, D_)                            \
+	KEY(K_, SCALAR, h_float, "a number", T_, F_, FL_, LO_, HI_, AP_, D_)
+#define BOOL(K_, T_, F_, D_)                                                 \
+	KEY(K_, SCALAR, h_bool, "true or false", T_, F_, 0, 0, 0, 0, D_)
+#define STR(K_, H_, T_, F_, FL_)                                             \
+	KEY(K_, SCALAR, H_, "a string", T_, F_, FL_, 0, 0, 0, 0)
+/* A name list: the index of the name into an int or enum field. */
+#define NAMES(K_, T_, F_, FL_, LIST_, NOUN_, D_)                             \
+	{ .name = K_, .type = YAML_NO_NODE, .fn = h_names, .what = "a name", \
+	  .off = offsetof(T_, F_), .flags = FL_, .def = D_, .names = LIST_,  \
+	  .noun = NOUN_ }
+/* A sub-section filling the struct at OFF_ of the section's (0: the same
+ * struct); MARK_: MARK(T_, F_), a struct akk_mark set from its key, or 0. */
+#define SECTION(K_, OFF_, FL_, KEYS_, MARK_)                                 \
+	{ .name = K_, .type = YAML_MAPPING_NODE, .fn = h_section,            \
+	  .what = "a mapping", .off = OFF_, .flags = FL_, .keys = KEYS_,     \
+	  .mark_off = MARK_ }
+#define MARK(T_, F_) (offsetof(T_, F_) + 1)
+#define END { .name = NULL }
+
+/* --- the optimizer and its learning-rate schedule ------------------------ */
+
+#define LRS struct akk_lr_spec
+#define LR(x) (1u << AKK_LR_##x)
+
+static int h_lr_type(struct ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val);
+
+static const struct key lr_keys[] = {
+	{ .name = "type", .type = YAML_NO_NODE, .fn = h_lr_type,
+	  .what = "a name", .off = offsetof(LRS, kind), .names = akk_lr_names,
+	  .noun = "lr schedule", .def = AKK_LR_CONSTANT },
+	FLOAT("gamma", LRS, gamma, F_LO | F_LO_OPEN | F_HI, 0, 1,
+	      LR(STEP) | LR(EXPONENTIAL), 0.1),	/* exponential: 0.95 */
+	FLOAT("step_epochs", LRS, step_epochs, F_LO | F_LO_OPEN, 0, 0,
+	      LR(STEP), 1),
+	FLOAT("min_lr", LRS, min_lr, F_LO, 0, 0, LR(COSINE), 0),
+	FLOAT("warmup_epochs", LRS, warmup_epochs, F_LO, 0, 0, 0, 0),
+	END,
+};
+
+static void lr_defaults(struct akk_lr_spec *l, enum akk_lr_kind kind)
+{
+	apply_defaults(lr_keys, l);
+	l->kind = kind;
+	if (kind == AKK_LR_EXPONENTIAL)
+		l->gamma = 0.95f;
+}
+
+/* A schedule type: a different type than the one inherited starts from that
+ * type's defaults; the same type keeps the inherited values. */
+static int h_lr_type(struct ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	struct akk_lr_spec *l = sec->obj;
+	enum akk_lr_kind old = l->kind;
+
+	if (h_names(c, k, sec, key, val))
+		return -1;
+	if (l->kind != old)
+		lr_defaults(l, l->kind);
+	return 0;
+}
+
+#define OPTS struct akk_optim_spec
+#define OPT(x) (1u << AKK_OPT_##x)
+#define ADAMS (OPT(ADAM) | OPT(ADAMW) | OPT(RADAM))
+
+static const struct key optim_keys[] = {
+	NAMES("type", OPTS, kind, F_REQ, akk_optim_names, "optimizer",
+	      AKK_OPT_SGD),
+	FLOAT("lr", OPTS, lr, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 0),
+	FLOAT("momentum", OPTS, momentum, F_LO | F_HI | F_HI_OPEN, 0, 1,
+	      OPT(MOMENTUM) | OPT(NESTEROV), 0.9),
+	FLOAT("beta1", OPTS, beta1, F_LO | F_HI | F_HI_OPEN, 0, 1, ADAMS, 0.9),
+	FLOAT("beta2", OPTS, beta2, F_LO | F_HI | F_HI_OPEN, 0, 1, ADAMS,
+	      0.999),
+	FLOAT("rho", OPTS, rho, F_LO | F_HI | F_HI_OPEN, 0, 1, OPT(RMSPROP),
+	      0.99),
+	FLOAT("eps", OPTS, eps, F_LO | F_LO_OPEN, 0, 0, OPT(RMSPROP) | ADAMS,
+	      1e-8),
+	FLOAT("weight_decay", OPTS, weight_decay, F_LO, 0, 0, 0, 0),
+	FLOAT("clip_norm", OPTS, clip_norm, F_LO, 0, 0, 0, 0),
+	{ .name = "schedule", .type = YAML_NO_NODE, .fn = h_section,
+	  .what = "a name or a mapping", .off = offsetof(OPTS, sched),
+	  .flags = F_VAL_MARK, .keys = lr_keys, .shorthand = "type",
+	  .mark_off = MARK(OPTS, sched.mark), .kind_what = "schedule" },
+	END,
+};
+
+/* The optimizer, at top level and in a gate (where no key is required). */
+#define OPTIMIZER(T_, F_, FL_, SET_)                                         \
+	{ .name = "optimizer", .type = YAML_MAPPING_NODE, .fn = h_section,   \
+	  .what = "a mapping", .off = offsetof(T_, F_), .flags = FL_,        \
+	  .keys = optim_keys, .mark_off = MARK(T_, F_.mark),                 \
+	  .kind_what = "optimizer", .set_off = SET_ }
+
+/* --- layers -------------------------------------------------------------- */
+
+/* The key table of a layer kind, from its option table (layer.h). */
+static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
+{
+	static const struct {
+		handler fn;
+		const char *what;
+	} types[] = {
+		[AKK_OPTION_INT] = { h_int, "an integer" },
+		[AKK_OPTION_FLOAT] = { h_float, "a number" },
+		[AKK_OPTION_BOOL] = { h_bool, "true or false" },
+		[AKK_OPTION_INIT] = { h_names, "a name" },
+	};
+	size_t n = 0;
+
+	for (const struct akk_layer_option *o = ops->options; o && o->name;
+	     o++) {
+		int init = o->type == AKK_OPTION_INIT;
+		assert(n < AKK_MAX_OPTIONS);
+		keys[n++] = (struct key){
+			.name = o->name,
+			.type = init ? YAML_NO_NODE : YAML_SCALAR_NODE,
+			.fn = types[o->type].fn, .what = types[o->type].what,
+			.off = o->off, .flags = o->flags, .lo = o->lo,
+			.hi = o->hi, .def = o->def,
+			.names = init ? akk_init_names : NULL, .noun = "init",
+		};
+	}
+	keys[n] = (struct key){ .name = NULL };
+}
+
+/* One item of a gate's layers: NAME, or {NAME: OPTIONS}. */
+static int layer_item(struct ctx *c, yaml_node_t *item,
+		      struct akk_layer_spec *l)
+{
+	yaml_node_t *name, *opts = NULL;
+	struct key keys[AKK_MAX_OPTIONS + 1];
+	char buf[96], secname[64];
+
+	memset(l, 0, sizeof(*l));
+	l->mark = mark_of(c, item);
+	if (item->type == YAML_SEQUENCE_NODE || is_null(item))
+		return fail_type(c, "a layer", "a name or a mapping", item);
+	if (item->type == YAML_MAPPING_NODE) {
+		yaml_node_pair_t *p = item->data.mapping.pairs.start;
+		long n = item->data.mapping.pairs.top - p;
+		if (n == 0)
+			return fail(c, item, "a layer must be a name or a "
+				    "mapping with one key, got an empty mapping");
+		if (n > 1) {
+			yaml_node_t *second = node(c, p[1].key);
+			return fail(c, second, "a layer must be a mapping with "
+				    "one key, got a second key %s (each layer "
+				    "is its own list item)",
+				    describe(second, buf, sizeof(buf)));
+		}
+		name = node(c, p->key);
+		opts = node(c, p->value);
+	} else {
+		name = item;
+	}
+	if (name->type != YAML_SCALAR_NODE || is_null(name) || tag_type(name))
+		return fail_type(c, "a layer name", "a name", name);
+	l->ops = akk_layer_find(text(name));
+	if (!l->ops)
+		return fail(c, name, "unknown layer '%s'%s", text(name),
+			    suggest(text(name), akk_layer_names,
+				    count_names(akk_layer_names),
+				    sizeof(akk_layer_names[0]), buf,
+				    sizeof(buf)));
+	layer_keys(l->ops, keys);
+	apply_defaults(keys, l);
+	snprintf(secname, sizeof(secname), "layer '%s'", l->ops->name);
+	struct section sec = { secname, keys, l, 0, 0, NULL, NULL };
+	if (!opts || is_null(opts)) {
+		/* No options: only the required keys can be wrong. */
+		for (const struct key *k = keys; k->name; k++)
+			if (k->flags & F_REQ)
+				return fail(c, opts && node_set(c, opts) >= 0 ?
+					    opts : item,
+					    "missing required key '%s' in %s",
+					    k->name, secname);
+	} else if (opts->type == YAML_SCALAR_NODE && l->ops->shorthand) {
+		const struct key *k = keys;
+		while (strcmp(k->name, l->ops->shorthand))
+			k++;
+		if (k->fn(c, k, &sec, NULL, opts))
+			return -1;
+	} else if (opts->type == YAML_MAPPING_NODE) {
+		yaml_node_t *kn, *iv;
+		if (walk(c, opts, &sec))
+			return -1;
+		iv = map_get(c, opts, "init_value", &kn);
+		if (iv && l->init != AKK_INIT_CONSTANT)
+			return fail(c, kn, "'init_value' does not apply to "
+				    "init '%s'", akk_init_names[l->init]);
+	} else {
+		char subject[64], what[64];
+		const struct key *k = keys;
+		snprintf(subject, sizeof(subject), "'%s'", l->ops->name);
+		if (l->ops->shorthand) {
+			while (strcmp(k->name, l->ops->shorthand))
+				k++;
+			snprintf(what, sizeof(what), "%s or a mapping", k->what);
+		} else {
+			snprintf(what, sizeof(what), "a mapping");
+		}
+		return fail_type(c, subject, what, opts);
+	}
+	return 0;
+}
+
+/* --- the network --------------------------------------------------------- */
+
+static int h_layers(struct ctx *c, const struct key *k,
+		    const struct section *sec, yaml_node_t *key,
+		    yaml_node_t *val)
+{
+	struct akk_gate_spec *g = sec->obj;
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+
+	int gi = (int)(g - c->s->gates), before = 0;
+
+	(void)k;
+	(void)key;
+	if (!n)
+		return fail(c, val, "gate %d has no layers", gi + 1);
+	/* Aliases can repeat one long list in every gate: bound the total. */
+	for (int i = 0; i < gi; i++)
+		before += c->s->gates[i].nlayers;
+	if (n > AKK_MAX_LAYERS - before)
+		return fail(c, node(c, items[AKK_MAX_LAYERS - before]),
+			    "too many layers: more than %d in the network",
+			    AKK_MAX_LAYERS);
+	g->layers = calloc((size_t)n, sizeof(*g->layers));
+	if (!g->layers)
+		return akk_err_set(c->e, "out of memory");
+	g->nlayers = n;
+	for (int i = 0; i < n; i++)
+		if (layer_item(c, node(c, items[i]), &g->layers[i]))
+			return -1;
+	return 0;
+}
+
+#define GATE struct akk_gate_spec
+
+static const struct key gate_keys[] = {
+	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_layers,
+	  .what = "a list", .flags = F_REQ },
+	OPTIMIZER(GATE, optim, F_OPTIONAL | F_SPACED, MARK(GATE, has_optim)),
+	INT("rank", GATE, rank, F_LO | F_HI, 0, 4095, -1),
+	END,
+};
+
+static int h_gates(struct ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key,
+		   yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+	char name[32];
+
+	(void)k;
+	(void)key;
+	if (!n)
+		return fail(c, val, "'gates' must not be empty");
+	if (n > AKK_MAX_GATES)
+		return fail(c, node(c, items[AKK_MAX_GATES]),
+			    "too many gates: %d, at most %d", n, AKK_MAX_GATES);
+	s->gates = calloc((size_t)n, sizeof(*s->gates));
+	if (!s->gates)
+		return akk_err_set(c->e, "out of memory");
+	s->ngates = n;
+	for (int i = 0; i < n; i++) {
+		struct akk_gate_spec *g = &s->gates[i];
+		yaml_node_t *item = node(c, items[i]);
+		struct section gs = { name, gate_keys, g, 0, 0, NULL, NULL };
+
+		snprintf(name, sizeof(name), "gate %d", i + 1);
+		apply_defaults(gate_keys, g);
+		g->optim = s->optim;
+		g->mark = mark_of(c, item);
+		if (item->type != YAML_MAPPING_NODE)
+			return fail_type(c, name, "a mapping", item);
+		if (walk(c, item, &gs))
+			return -1;
+	}
+	return 0;
+}
+
+static int h_input(struct ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key,
+		   yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+	const struct key dim = { .name = "input", .flags = F_LO | F_HI,
+				 .lo = 1, .hi = INT_MAX };
+
+	(void)k;
+	(void)key;
+	if (n != 1 && n != 3)
+		return fail(c, val, "'input' must have 1 or 3 dimensions, "
+			    "got %d", n);
+	s->input.rank = n;
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *item = node(c, items[i]);
+		long long v;
+		if (parse_int(c, "input", item, &v) ||
+		    check_range(c, &dim, item, (double)v, ""))
+			return -1;
+		s->input.d[i] = (int)v;
+	}
+	s->input_mark = mark_of(c, val);
+	return 0;
+}
+
+#define SPEC struct akk_spec
+
+static const struct key loss_keys[] = {
+	NAMES("type", SPEC, loss, F_REQ, akk_loss_names, "loss",
+	      AKK_LOSS_SOFTMAX_CE),
+	FLOAT("delta", SPEC, huber_delta, F_LO | F_LO_OPEN, 0, 0,
+	      1u << AKK_LOSS_HUBER, 1),
+	END,
+};
+
+static const char *const placement_names[] = { "explicit", "contiguous", NULL };
+
+static const struct key network_keys[] = {
+	{ .name = "input", .type = YAML_SEQUENCE_NODE, .fn = h_input,
+	  .what = "a list", .flags = F_REQ },
+	{ .name = "gates", .type = YAML_SEQUENCE_NODE, .fn = h_gates,
+	  .what = "a list", .flags = F_REQ },
+	{ .name = "loss", .type = YAML_NO_NODE, .fn = h_section,
+	  .what = "a name or a mapping", .flags = F_VAL_MARK,
+	  .keys = loss_keys, .shorthand = "type",
+	  .mark_off = MARK(SPEC, loss_mark), .kind_what = "loss" },
+	NAMES("placement", SPEC, placement, 0, placement_names, "placement",
+	      AKK_PLACE_EXPLICIT),
+	END,
+};
+
+/* --- data, schedule, output ---------------------------------------------- */
+
+#define DATA struct akk_data_spec
+
+static const struct key train_keys[] = {
+	STR("images", h_path, DATA, train_images, F_REQ),
+	STR("labels", h_path, DATA, train_labels, F_REQ),
+	END,
+};
+static const struct key val_keys[] = {
+	STR("images", h_path, DATA, val_images, F_REQ),
+	STR("labels", h_path, DATA, val_labels, F_REQ),
+	END,
+};
+static const struct key normalize_keys[] = {
+	FLOAT("mean", DATA, mean, F_REQ, 0, 0, 0, 0),
+	FLOAT("std", DATA, std, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 1),
+	END,
+};
+
+/* idx is the only format, and the default (data.format in defaults()). */
+static const char *const format_names[] = { "idx", NULL };
+
+static const struct key data_keys[] = {
+	NAMES("format", DATA, format, F_NOSTORE, format_names, "data format",
+	      0),
+	SECTION("train", 0, F_REQ, train_keys, MARK(DATA, train_mark)),
+	SECTION("validation", 0, 0, val_keys, MARK(DATA, val_mark)),
+	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
+	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
+	  .what = "a mapping", .keys = normalize_keys,
+	  .set_off = MARK(DATA, normalize) },
+	END,
+};
+
+static const char *const mode_names[] = { "flip-flop", "wheels", NULL };
+static const char *const parallel_names[] = { "pipeline", "data", NULL };
+
+#define SCHED struct akk_schedule_spec
+
+static const struct key conc_keys[] = {
+	INT("train", SCHED, conc_train, F_LO | F_HI, 1, 64, 4),
+	INT("validation", SCHED, conc_val, F_LO | F_HI, 1, 64, 1),
+	END,
+};
+
+static const struct key sched_keys[] = {
+	NAMES("mode", SCHED, mode, 0, mode_names, "mode", AKK_MODE_WHEELS),
+	INT("epochs", SCHED, epochs, F_LO, 1, 0, 10),
+	INT("batch_size", SCHED, batch_size, F_LO | F_HI, 1, 65536, 64),
+	SECTION("concurrency", 0, 0, conc_keys, 0),
+	BOOL("weight_stashing", SCHED, stashing, 1),
+	INT("threads", SCHED, threads, F_LO | F_HI, 0, 256, 0),
+	FLOAT("max_loss", SCHED, max_loss, F_LO, 0, 0, 0, 0),
+	NAMES("parallel", SCHED, data_parallel, 0, parallel_names, "parallel",
+	      0),
+	END,
+};
+
+static int h_metrics(struct ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	const char *m;
+
+	if (h_str(c, k, sec, key, val))
+		return -1;
+	m = ((struct akk_output_spec *)sec->obj)->metrics;
+	if (strchr(m, '/') || !strcmp(m, ".") || !strcmp(m, ".."))
+		return fail(c, val, "'metrics' must be a file name without "
+			    "'/', got '%s'", m);
+	return 0;
+}
+
+#define OUT struct akk_output_spec
+
+static const struct key output_keys[] = {
+	STR("dir", h_path, OUT, dir, 0),
+	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
+	INT("keep", OUT, keep, F_LO, 1, 0, 3),
+	STR("metrics", h_metrics, OUT, metrics, 0),
+	END,
+};
+
+/* --- the top level ------------------------------------------------------- */
+
+static int h_seed(struct ctx *c, const struct key *k,
+		  const struct section *sec, yaml_node_t *key,
+		  yaml_node_t *val)
+{
+	long long v;
+
+	(void)k;
+	(void)key;
+	if (parse_int(c, "seed", val, &v))
+		return -1;
+	if (v < 0)
+		return fail(c, val, "'seed' must be at least 0, got %s",
+			    text(val));
+	((struct akk_spec *)sec->obj)->seed = (uint64_t)v;
+	return 0;
+}
+
+/* The optimizer comes before the network: gates start from it. */
+static const struct key top_keys[] = {
+	STR("name", h_str, SPEC, name, 0),
+	{ .name = "seed", .type = YAML_SCALAR_NODE, .fn = h_seed,
+	  .what = "an integer" },
+	SECTION("data", offsetof(SPEC, data), F_REQ, data_keys,
+		MARK(SPEC, data.mark)),
+	OPTIMIZER(SPEC, optim, F_REQ, 0),
+	SECTION("network", 0, F_REQ, network_keys, 0),
+	SECTION("schedule", offsetof(SPEC, sched), 0, sched_keys,
+		MARK(SPEC, sched.mark)),
+	SECTION("output", offsetof(SPEC, out), 0, output_keys, 0),
+	END,
+};
+
+/* --- loading and overrides ----------------------------------------------- */
+
+/* libyaml's complaint as "syntax error: ...", at its mark in txt (or at
+ * override set when set >= 0). */
+static int syntax_error(struct ctx *c, const yaml_parser_t *p,
+			const char *txt, int set)
+{
+	const char *problem = p->problem ? p->problem : "invalid YAML";
+	int line, col;
+
+	if (p->error == YAML_MEMORY_ERROR)
+		return akk_err_set(c->e, "out of memory");
+	if (set >= 0)
+		return fail_set(c, set, "syntax error: %s", problem);
+	if (p->error == YAML_READER_ERROR) {
+		/* Only a byte offset: count lines up to it. */
+		line = 1;
+		col = 1;
+		for (size_t i = 0; i < p->problem_offset && txt[i]; i++) {
+			if (txt[i] == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+	} else {
+		line = (int)p->problem_mark.line + 1;
+		col = (int)p->problem_mark.column + 1;
+	}
+	return akk_err_at(c->e, c->file, line, col, "syntax error: %s",
+			  problem);
+}
+
+/* Line and column (1-based) of byte off of txt. */
+static void position(const char *txt, size_t off, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off; i++) {
+		if (txt[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+/* Report at a libyaml mark of txt (or at override set). Returns -1. */
+static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
+		     ...)
+{
+	char msg[sizeof(c->e->msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (set >= 0)
+		return fail_set(c, set, "%s", msg);
+	return akk_err_at(c->e, c->file, (int)m.line + 1, (int)m.column + 1,
+			  "%s", msg);
+}
+
+/* A tag as written: "!!str" for the core schema's, others in full. */
+static const char *short_tag(const char *tag, char *buf, size_t size)
+{
+	size_t len = strlen(CORE_TAG);
+
+	if (!strncmp(tag, CORE_TAG, len))
+		snprintf(buf, size, "!!%.60s", tag + len);
+	else
+		snprintf(buf, size, "%.60s", tag);
+	return buf;
+}
+
+/* The tags a node of an event type may carry: the core schema's that fit
+ * it, and "!" (no particular type; on a scalar, a string). Returns 1 for a
+ * tag that makes a scalar a string, 0 for another allowed tag, -1 (error
+ * reported) for a tag that does not fit or is unknown. */
+static int check_tag(struct ctx *c, int set, const yaml_event_t *ev,
+		     const char *tag)
+{
+	static const char *const scalar[] = { "int", "float", "bool", "null",
+					      NULL };
+	static const char *const core[] = { "str", "int", "float", "bool",
+		"null", "seq", "map", "binary", "timestamp", "set", "omap",
+		"pairs", "merge", "value", "yaml", NULL };
+	size_t len = strlen(CORE_TAG);
+	const char *what = "a scalar";
+	char buf[80];
+
+	if (!strcmp(tag, "!"))
+		return ev->type == YAML_SCALAR_EVENT;
+	if (!strncmp(tag, CORE_TAG, len)) {
+		const char *t = tag + len;
+		if (ev->type == YAML_SEQUENCE_START_EVENT) {
+			if (!strcmp(t, "seq"))
+				return 0;
+			what = "a list";
+		} else if (ev->type == YAML_MAPPING_START_EVENT) {
+			if (!strcmp(t, "map"))
+				return 0;
+			what = "a mapping";
+		} else {
+			if (!strcmp(t, "str"))
+				return 1;
+			for (int i = 0; scalar[i]; i++)
+				if (!strcmp(t, scalar[i]))
+					return 0;
+		}
+		for (int i = 0; core[i]; i++)
+			if (!strcmp(t, core[i]))
+				return fail_mark(c, set, ev->start_mark,
+						 "tag '%s' does not fit %s",
+						 short_tag(tag, buf, sizeof(buf)),
+						 what);
+	}
+	return fail_mark(c, set, ev->start_mark, "unknown tag '%s'",
+			 short_tag(tag, buf, sizeof(buf)));
+}
+
+/* Before libyaml builds a document from txt (which costs time and memory
+ * in proportion to what it holds, and more for deep nesting), walk its
+ * events once: the text must be at most AKK_SPEC_MAX_BYTES and nest at most
+ * AKK_SPEC_MAX_DEPTH lists and mappings, and every tag must be one we
+ * honour. The explicit strings are noted in c->strs for mark_strings. A
+ * syntax error stops the walk quietly: load reports it. */
+static int prescan(struct ctx *c, const char *txt, size_t len, int set)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, rc = 0, done = 0;
+
+	c->nstrs = 0;
+	if (len > AKK_SPEC_MAX_BYTES) {
+		yaml_mark_t m = { AKK_SPEC_MAX_BYTES, 0, 0 };
+		int line, col;
+
+		if (set >= 0)
+			return fail_set(c, set, "the value is longer than %d "
+					"bytes", AKK_SPEC_MAX_BYTES);
+		position(txt, AKK_SPEC_MAX_BYTES, &line, &col);
+		m.line = (size_t)line - 1;
+		m.column = (size_t)col - 1;
+		return fail_mark(c, set, m, "the config is larger than %d bytes",
+				 AKK_SPEC_MAX_BYTES);
+	}
+	if (!yaml_parser_initialize(&p))
+		return akk_err_set(c->e, "out of memory");
+	yaml_parser_set_input_string(&p, (const unsigned char *)txt, len);
+	while (!done && !rc && yaml_parser_parse(&p, &ev)) {
+		const char *tag = NULL;
+
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			tag = (const char *)(ev.type == YAML_SEQUENCE_START_EVENT ?
+					     ev.data.sequence_start.tag :
+					     ev.data.mapping_start.tag);
+			if (++depth > AKK_SPEC_MAX_DEPTH) {
+				if (set >= 0)
+					rc = fail_set(c, set, "the value is nested too deeply");
+				else
+					rc = fail_mark(c, set, ev.start_mark,
+						       "nested too deeply: more than %d levels of lists and mappings",
+						       AKK_SPEC_MAX_DEPTH);
+			}
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_SCALAR_EVENT:
+			tag = (const char *)ev.data.scalar.tag;
+			break;
+		default:
+			break;
+		}
+		if (!rc && tag) {
+			int str = check_tag(c, set, &ev, tag);
+			if (str < 0) {
+				rc = -1;
+			} else if (str) {
+				if (c->nstrs == c->capstrs) {
+					size_t ncap = c->capstrs ? 2 * c->capstrs : 16;
+					size_t *n = realloc(c->strs, ncap * sizeof(*n));
+					if (!n)
+						rc = akk_err_set(c->e, "out of memory");
+					else {
+						c->strs = n;
+						c->capstrs = ncap;
+					}
+				}
+				if (!rc)
+					c->strs[c->nstrs++] = ev.start_mark.index;
+			}
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* Mark the scalars of doc that prescan found tagged as strings quoted, so
+ * that they read as strings whatever their text. */
+static void mark_strings(struct ctx *c, yaml_document_t *doc)
+{
+	size_t k = 0;
+
+	if (!c->nstrs)
+		return;
+	/* Both in text order: nodes are added as their events arrive. */
+	for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
+		if (n->type != YAML_SCALAR_NODE)
+			continue;
+		while (k < c->nstrs && c->strs[k] < n->start_mark.index)
+			k++;
+		if (k < c->nstrs && c->strs[k] == n->start_mark.index &&
+		    n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			n->data.scalar.style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
+	}
+}
+
+/* Load one document from txt into doc; a second document is an error. */
+static int load(struct ctx *c, yaml_document_t *doc, const char *txt,
+		size_t len, int set)
+{
+	yaml_parser_t p;
+	yaml_document_t extra;
+	int rc = -1;
+
+	if (prescan(c, txt, len, set))
+		return -1;
+	if (!yaml_parser_initialize(&p))
+		return akk_err_set(c->e, "out of memory");
+	yaml_parser_set_input_string(&p, (const unsigned char *)txt, len);
+	if (!yaml_parser_load(&p, doc)) {
+		syntax_error(c, &p, txt, set);
+		goto out;
+	}
+	if (!yaml_parser_load(&p, &extra)) {
+		syntax_error(c, &p, txt, set);
+		yaml_document_delete(doc);
+		goto out;
+	}
+	if (yaml_document_get_root_node(&extra)) {
+		if (set >= 0)
+			fail_set(c, set, "the value must be a single document");
+		else
+			akk_err_at(c->e, c->file,
+				   (int)extra.start_mark.line + 1,
+				   (int)extra.start_mark.column + 1,
+				   "the config must be a single document");
+		yaml_document_delete(&extra);
+		yaml_document_delete(doc);
+		goto out;
+	}
+	yaml_document_delete(&extra);
+	mark_strings(c, doc);
+	rc = 0;
+out:
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* Copy node id of src into c->doc; the new id, or -1. */
+static int copy_node(struct ctx *c, int set, yaml_document_t *src, int id,
+		     int depth)
+{
+	yaml_node_t *n = yaml_document_get_node(src, id);
+	int out = 0;
+
+	if (depth > 64)
+		return fail_set(c, set, "the value is nested too deeply");
+	switch (n->type) {
+	case YAML_SCALAR_NODE:
+		out = yaml_document_add_scalar(&c->doc, n->tag,
+					       n->data.scalar.value,
+					       (int)n->data.scalar.length,
+					       n->data.scalar.style);
+		break;
+	case YAML_SEQUENCE_NODE:
+		out = yaml_document_add_sequence(&c->doc, n->tag,
+						 n->data.sequence.style);
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     out && it < n->data.sequence.items.top; it++) {
+			int item = copy_node(c, set, src, *it, depth + 1);
+			if (item < 0)
+				return -1;
+			if (!yaml_document_append_sequence_item(&c->doc, out,
+								item))
+				out = 0;
+		}
+		break;
+	case YAML_MAPPING_NODE:
+		out = yaml_document_add_mapping(&c->doc, n->tag,
+						n->data.mapping.style);
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     out && p < n->data.mapping.pairs.top; p++) {
+			int k = copy_node(c, set, src, p->key, depth + 1);
+			if (k < 0)
+				return -1;
+			int v = copy_node(c, set, src, p->value, depth + 1);
+			if (v < 0)
+				return -1;
+			if (!yaml_document_append_mapping_pair(&c->doc, out, k,
+							       v))
+				out = 0;
+		}
+		break;
+	default:
+		break;
+	}
+	if (!out)
+		return akk_err_set(c->e, "out of memory");
+	return out;
+}
+
+/* The value of override set (text after '=') as new nodes; its id or -1. */
+static int set_value(struct ctx *c, int set, const char *value)
+{
+	yaml_document_t vd;
+	yaml_node_t *root;
+	int id;
+
+	if (load(c, &vd, value, strlen(value), set))
+		return -1;
+	root = yaml_document_get_root_node(&vd);
+	if (root)
+		id = copy_node(c, set, &vd, 1, 0);
+	else if (!(id = yaml_document_add_scalar(&c->doc, NULL,
+						 (yaml_char_t *)"", 0,
+						 YAML_PLAIN_SCALAR_STYLE)))
+		id = akk_err_set(c->e, "out of memory");
+	yaml_document_delete(&vd);
+	return id;
+}
+
+static int add_key(struct ctx *c, int map, const char *name, int value)
+{
+	int k = yaml_document_add_scalar(&c->doc, NULL,
+					 (const yaml_char_t *)name, -1,
+					 YAML_PLAIN_SCALAR_STYLE);
+	if (!k || !yaml_document_append_mapping_pair(&c->doc, map, k, value))
+		return akk_err_set(c->e, "out of memory");
+	return 0;
+}
+
+/* Turn path, cut into segments at NULs, back into the dotted key walked
+ * before segment seg. */
+static void walked(char *path, char *seg)
+{
+	for (char *q = path; q < seg - 1; q++)
+		if (!*q)
+			*q = '.';
+	if (seg > path)
+		seg[-1] = '\0';
+}
+
+/* Apply override set "a.b.0.c=VALUE" to the document. */
+static int apply_set(struct ctx *c, int set)
+{
+	const char *arg = c->sets[set], *eq = strchr(arg, '=');
+	char *path = NULL, *seg, *next;
+	int cur = 1, value, rc = -1;
+
+	if (!eq)
+		return fail_set(c, set, "expected KEY=VALUE");
+	if (eq == arg)
+		return fail_set(c, set, "empty key");
+	path = strndup(arg, (size_t)(eq - arg));
+	if (!path)
+		return akk_err_set(c->e, "out of memory");
+	for (seg = path; seg; seg = next ? next + 1 : NULL) {
+		next = strchr(seg, '.');
+		if (seg == next || !*seg) {
+			fail_set(c, set, "empty name in key '%s'", path);
+			goto out;
+		}
+	}
+	if ((value = set_value(c, set, eq + 1)) < 0)
+		goto out;
+	for (seg = path; seg; seg = next) {
+		yaml_node_t *n = node(c, cur);
+		int child = 0;
+
+		next = strchr(seg, '.');
+		if (next)
+			*next++ = '\0';
+		if (n->type == YAML_MAPPING_NODE) {
+			yaml_node_pair_t *p;
+			for (p = n->data.mapping.pairs.start;
+			     p < n->data.mapping.pairs.top; p++) {
+				yaml_node_t *k = node(c, p->key);
+				if (k->type == YAML_SCALAR_NODE &&
+				    !strcmp(text(k), seg))
+					break;
+			}
+			if (p < n->data.mapping.pairs.top) {
+				if (!next)
+					p->value = value;
+				child = p->value;
+			} else if (!next) {
+				if (add_key(c, cur, seg, value))
+					goto out;
+			} else {
+				child = yaml_document_add_mapping(
+					&c->doc, NULL, YAML_BLOCK_MAPPING_STYLE);
+				if (!child) {
+					akk_err_set(c->e, "out of memory");
+					goto out;
+				}
+				if (add_key(c, cur, seg, child))
+					goto out;
+			}
+		} else if (n->type == YAML_SEQUENCE_NODE) {
+			long len = n->data.sequence.items.top -
+				   n->data.sequence.items.start;
+			char *end;
+			long i = strtol(seg, &end, 10);
+			if (strspn(seg, "0123456789") != strlen(seg) || *end) {
+				/* Restore the dots of what was walked. */
+				walked(path, seg);
+				fail_set(c, set, "'%s' is a list: '%s' is not "
+					 "an index", path, seg);
+				goto out;
+			}
+			if (i >= len) {
+				walked(path, seg);
+				fail_set(c, set, "index %ld is out of range for "
+					 "'%s' (%ld items)", i, path, len);
+				goto out;
+			}
+			if (!next)
+				n->data.sequence.items.start[i] = value;
+			child = n->data.sequence.items.start[i];
+		} else {
+			walked(path, seg);
+			fail_set(c, set, "'%s' is not a mapping or a list",
+				 path);
+			goto out;
+		}
+		cur = child;
+	}
+	rc = 0;
+out:
+	free(path);
+	return rc;
+}
+
+/* --- the spec ------------------------------------------------------------ */
+
+static char *base_name(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+	const char *dot;
+
+	b = b ? b + 1 : path ? path : "";
+	dot = strrchr(b, '.');
+	if (!dot || dot == b)
+		dot = b + strlen(b);
+	if (dot == b)
+		return strdup("config");
+	return strndup(b, (size_t)(dot - b));
+}
+
+static int defaults(struct akk_spec *s, const char *name)
+{
+	apply_defaults(top_keys, s);
+	s->seed = 42;
+	s->data.format = strdup("idx");
+	s->out.metrics = strdup("metrics.csv");
+	s->name = base_name(name);
+	return s->data.format && s->out.metrics && s->name ? 0 : -1;
+}
+
+static char *copy_text(const char *t, size_t len)
+{
+	char *p = malloc(len + 1);
+	if (p) {
+		memcpy(p, t, len);
+		p[len] = '\0';
+	}
+	return p;
+}
+
+int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
+		   const char *name, const char *base_dir,
+		   const char *const *sets, int nsets, struct akk_err *e)
+{
+	struct ctx c;
+	yaml_node_t *root;
+	int rc = -1, have_doc = 0;
+
+	memset(s, 0, sizeof(*s));
+	memset(&c, 0, sizeof(c));
+	c.file = name ? name : "";
+	c.base_dir = base_dir;
+	c.s = s;
+	c.e = e;
+	c.sets = sets;
+	s->text = copy_text(txt, len);
+	s->path = name ? strdup(name) : NULL;
+	if (nsets > 0) {
+		s->sets = calloc((size_t)nsets, sizeof(*s->sets));
+		c.set_lo = calloc((size_t)nsets, sizeof(int));
+		c.set_hi = calloc((size_t)nsets, sizeof(int));
+		if (!s->sets || !c.set_lo || !c.set_hi)
+			goto oom;
+		for (int i = 0; i < nsets; i++) {
+			if (!(s->sets[i] = strdup(sets[i])))
+				goto oom;
+			s->nsets++;
+		}
+	}
+	if (!s->text || (name && !s->path) || defaults(s, name))
+		goto oom;
+
+	if (load(&c, &c.doc, txt, len, -1))
+		goto out;
+	have_doc = 1;
+	root = yaml_document_get_root_node(&c.doc);
+	if (!root) {
+		akk_err_at(e, c.file, 0, 0,
+			   "the config must be a mapping, got an empty file");
+		goto out;
+	}
+	if (root->type != YAML_MAPPING_NODE) {
+		fail_type(&c, "the config", "a mapping", root);
+		goto out;
+	}
+	for (int i = 0; i < nsets; i++) {
+		c.set_lo[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
+		if (apply_set(&c, i))
+			goto out;
+		c.set_hi[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
+	}
+	c.nsets = nsets;
+	{
+		struct section top = { NULL, top_keys, s, 0, 0, NULL, NULL };
+		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
+			goto out;
+	}
+	/* values that overflow together: the pixel map (batch.h) */
+	{
+		const struct akk_data_spec *d = &s->data;
+		double std = d->normalize ? d->std : 1;
+		double a = 1.0 / ((double)d->scale * std);
+		double b = d->normalize ? -(double)d->mean / std : 0;
+		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX)) {
+			akk_err_at(e, s->path ? s->path : name, d->mark.line,
+				   d->mark.col,
+				   "pixels would become (pixel / %g - %g) / %g, which overflows a float",
+				   (double)d->scale, d->normalize ? (double)d->mean : 0.0,
+				   std);
+			goto out;
+		}
+	}
+	/* keys that contradict each other across sections */
+	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
+		if (s->gates[i].rank >= 0) {
+			akk_err_at(e, s->path ? s->path : name, s->gates[i].mark.line,
+				   s->gates[i].mark.col,
+				   "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
+				   i + 1);
+			goto out;
+		}
+	if (!s->out.dir) {
+		size_t n = strlen(s->name) + sizeof("runs/");
+		if (!(s->out.dir = malloc(n)))
+			goto oom;
+		snprintf(s->out.dir, n, "runs/%s", s->name);
+	}
+	rc = 0;
+	goto out;
+oom:
+	akk_err_set(e, "out of memory");
+out:
+	if (have_doc)
+		yaml_document_delete(&c.doc);
+	free(c.set_lo);
+	free(c.set_hi);
+	free(c.strs);
+	if (rc)
+		akk_spec_release(s);
+	return rc;
+}
+
+int akk_spec_load(struct akk_spec *s, const char *path,
+		  const char *const *sets, int nsets, struct akk_err *e)
+{
+	FILE *f;
+	char *buf = NULL, *dir = NULL, *slash;
+	size_t len = 0, cap = 0;
+	int rc = -1;
+
+	memset(s, 0, sizeof(*s));
+	f = fopen(path, "rb");
+	if (!f)
+		return akk_err_set(e, "cannot open '%s': %s", path,
+				   strerror(errno));
+	/* At most one byte more than the limit, whatever the file is (a FIFO,
+	 * /dev/zero): akk_spec_parse reports a text over the limit. */
+	for (;;) {
+		if (len == cap) {
+			cap = cap ? 2 * cap : 65536;
+			if (cap > (size_t)AKK_SPEC_MAX_BYTES + 1)
+				cap = (size_t)AKK_SPEC_MAX_BYTES + 1;
+			char *nb = realloc(buf, cap);
+			if (!nb) {
+				akk_err_set(e, "out of memory");
+				goto out;
+			}
+			buf = nb;
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0 || len > (size_t)AKK_SPEC_MAX_BYTES)
+			break;
+	}
+	if (ferror(f)) {
+		akk_err_set(e, "cannot read '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!(dir = strdup(path))) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	rc = akk_spec_parse(s, buf, len, path, dir, sets, nsets, e);
+out:
+	fclose(f);
+	free(buf);
+	free(dir);
+	return rc;
+}
+
+void akk_spec_release(struct akk_spec *s)
+{
+	if (!s)
+		return;
+	free(s->path);
+	free(s->text);
+	free(s->name);
+	free(s->data.format);
+	free(s->data.train_images);
+	free(s->data.train_labels);
+	free(s->data.val_images);
+	free(s->data.val_labels);
+	for (int i = 0; s->gates && i < s->ngates; i++)
+		free(s->gates[i].layers);
+	free(s->gates);
+	free(s->out.dir);
+	free(s->out.metrics);
+	for (int i = 0; s->sets && i < s->nsets; i++)
+		free(s->sets[i]);
+	free(s->sets);
+	memset(s, 0, sizeof(*s));
+}
+
+const char *akk_mode_name(enum akk_mode m)
+{
+	return (unsigned)m <= AKK_MODE_WHEELS ? mode_names[m] : NULL;
+}
+
+int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,
+		   struct akk_err *e)
+{
+	for (int i = 0; i < s->ngates; i++) {
+		const struct akk_gate_spec *g = &s->gates[i];
+
+		if (s->placement == AKK_PLACE_CONTIGUOUS) {
+			gate_rank[i] = (int)((long)i * nranks / s->ngates);
+			continue;
+		}
+		gate_rank[i] = g->rank < 0 ? 0 : g->rank;
+		if (gate_rank[i] >= nranks)
+			return akk_err_at(e, s->path, g->mark.line, g->mark.col,
+					  "gate %d is placed on rank %d, but there %s %d rank%s (mpirun -np %d)",
+					  i + 1, gate_rank[i], nranks == 1 ? "is" : "are",
+					  nranks, nranks == 1 ? "" : "s", nranks);
+	}
+	return 0;
+}

@@ -1,0 +1,130 @@
+/* spec.h - the training spec: a YAML config parsed into typed structs.
+ *
+ * akk_spec_load reads the file with libyaml's document API, applies
+ * --set KEY=VALUE overrides to the document, then walks it with one key
+ * table per section. Everything is checked before anything runs: syntax,
+ * unknown keys (with the nearest valid key suggested), duplicate keys, wrong
+ * types, out-of-range values and missing required keys are all reported at
+ * FILE:LINE:COL. Before libyaml builds a document, the text's size, its
+ * nesting and its tags are checked on the parser's events (the limits
+ * below). Shapes are checked later by akk_model_plan, using the marks kept
+ * here. man/akkctl.5 documents every key, default and limit. */
+#ifndef AKK_SPEC_H
+#define AKK_SPEC_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "nn/layer.h"
+#include "nn/loss.h"
+#include "nn/optim.h"
+
+/* The most gates a network may have: the spec checks it at the config's
+ * line, and the checkpoint writer and reader hold the same bound. */
+#define AKK_MAX_GATES 256
+
+/* The largest config (and --set value) read, in bytes, and the deepest
+ * nesting of lists and mappings in it: both checked before libyaml builds
+ * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
+#define AKK_SPEC_MAX_BYTES (1 << 20)
+#define AKK_SPEC_MAX_DEPTH 64
+/* The most layers in a network, all gates together. */
+#define AKK_MAX_LAYERS 65536
+
+enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS };
+
+struct akk_gate_spec {
+	struct akk_layer_spec *layers;	/* nlayers, owned by the spec */
+	int nlayers;
+	int has_optim;			/* 1: optim overrides the global one */
+	struct akk_optim_spec optim;	/* the global optimizer with this
+					 * gate's keys applied on top */
+	int rank;			/* MPI rank it runs on; -1: not given */
+	struct akk_mark mark;
+};
+
+/* Where gates run under MPI (mpirun): explicit puts each gate on its
+ * `rank:` (rank 0 when it has none); contiguous splits the gates in order
+ * over all ranks. Rank 0 always hosts the sentinel and data providers. */
+enum akk_placement { AKK_PLACE_EXPLICIT, AKK_PLACE_CONTIGUOUS };
+
+struct akk_data_spec {
+	char *format;			/* "idx" */
+	/* Paths resolved against the config file's directory (absolute paths
+	 * stay as they are). Validation may be absent (NULL). */
+	char *train_images, *train_labels;
+	char *val_images, *val_labels;
+	float scale;			/* x = pixel / scale (default 255) */
+	int normalize;			/* 1: x = (pixel/scale - mean) / std */
+	float mean, std;
+	struct akk_mark mark;		/* the data: key */
+	struct akk_mark train_mark, val_mark;
+};
+
+struct akk_schedule_spec {
+	enum akk_mode mode;		/* default wheels */
+	int epochs;			/* default 10 */
+	int batch_size;			/* default 64 */
+	int conc_train;			/* concurrency.train, default 4 (wheels) */
+	int conc_val;			/* concurrency.validation, default 1 */
+	int stashing;			/* weight_stashing, default 1 */
+	int threads;			/* BLAS threads; 0 = automatic */
+	float max_loss;			/* divergence guard: stop when a training
+					 * batch's loss exceeds it; 0 = off */
+	int data_parallel;		/* parallel: data (under mpirun: one whole
+					 * pipeline per rank, gradients averaged);
+					 * default pipeline */
+	struct akk_mark mark;
+};
+
+struct akk_output_spec {
+	char *dir;			/* resolved like data paths; default "runs/<name>" */
+	int checkpoint_every;		/* epochs; 0 = only the last; default 1 */
+	int keep;			/* newest epoch checkpoints kept; default 3 */
+	char *metrics;			/* file name inside dir; default "metrics.csv" */
+};
+
+struct akk_spec {
+	char *path;			/* the config file as given */
+	char *text;			/* its full text, NUL-terminated */
+	char *name;			/* default: the file's base name */
+	uint64_t seed;			/* default 42 */
+	struct akk_data_spec data;
+	struct akk_shape input;		/* network.input */
+	struct akk_mark input_mark;
+	struct akk_gate_spec *gates;	/* ngates >= 1, owned */
+	int ngates;		/* 1..AKK_MAX_GATES */
+	enum akk_loss_kind loss;	/* default softmax_cross_entropy */
+	float huber_delta;		/* default 1 */
+	struct akk_mark loss_mark;
+	enum akk_placement placement;	/* network.placement, default explicit */
+	struct akk_optim_spec optim;	/* the global optimizer (required) */
+	struct akk_schedule_spec sched;
+	struct akk_output_spec out;
+	/* The --set overrides applied, "KEY=VALUE" each, owned; kept so a
+	 * checkpoint can store exactly what was run. */
+	char **sets;
+	int nsets;
+};
+
+/* Parse and check the config file at path, with overrides "KEY=VALUE"
+ * (dotted keys; list items by index: network.gates.0.layers.1.dense=64).
+ * On error fills e (with file:line:col) and returns -1; s is then released. */
+int akk_spec_load(struct akk_spec *s, const char *path,
+		  const char *const *sets, int nsets, struct akk_err *e);
+/* The same from text in memory; name is used in error reports and base_dir
+ * for relative paths. */
+int akk_spec_parse(struct akk_spec *s, const char *text, size_t len,
+		   const char *name, const char *base_dir,
+		   const char *const *sets, int nsets, struct akk_err *e);
+void akk_spec_release(struct akk_spec *s);
+
+const char *akk_mode_name(enum akk_mode m);
+
+/* The rank of every gate for a world of nranks processes (gate_rank has
+ * ngates entries). Fails, at the gate's line, when a gate is placed on a
+ * rank that does not exist. */
+int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,
+		   struct akk_err *e);
+
+#endif

@@ -1,0 +1,94 @@
+/* batch.c - filling batches: shuffling and pixel conversion. */
+#include "data/batch.h"
+
+#include <string.h>
+
+#include "base/checked.h"
+#include "base/rng.h"
+#include "tensor/tensor.h"
+
+int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
+{
+	size_t nx, nd;
+
+	memset(b, 0, sizeof(*b));
+	if (max_batch < 1 || classes < 1 ||
+	    !akk_mul_ok(in, (size_t)max_batch, &nx) ||
+	    !akk_mul_ok((size_t)classes, (size_t)max_batch, &nd))
+		return -1;
+	b->x = akk_alloc(nx);
+	b->labels = (uint8_t *)akk_alloc(((size_t)max_batch + 3) / 4);
+	b->dlogits = akk_alloc(nd);
+	if (!b->x || !b->labels || !b->dlogits) {
+		akk_batch_release(b);
+		return -1;
+	}
+	return 0;
+}
+
+void akk_batch_release(struct akk_batch *b)
+{
+	akk_free(b->x);
+	akk_free(b->labels);
+	akk_free(b->dlogits);
+	memset(b, 0, sizeof(*b));
+}
+
+void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d)
+{
+	double mean = d->normalize ? d->mean : 0, std = d->normalize ? d->std : 1;
+
+	m->a = (float)(1.0 / ((double)d->scale * std));
+	m->b = (float)(-mean / std);
+}
+
+long akk_batches_per_epoch(size_t n, int bs)
+{
+	return (long)((n + bs - 1) / bs);
+}
+
+void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
+{
+	struct akk_rng r;
+
+	akk_rng_seed(&r, seed, AKK_STREAM_SHUFFLE + (uint64_t)epoch);
+	for (size_t i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	for (size_t i = n - 1; i > 0; i--) {
+		uint32_t j = akk_rng_below(&r, (uint32_t)(i + 1));
+		uint32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}
+
+void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
+			  const uint32_t *perm, size_t start, int count,
+			  int last, const struct akk_pixel_map *map)
+{
+	size_t item = d->images.item;
+
+	for (int j = 0; j < count; j++) {
+		size_t s = perm ? perm[start + j] : start + j;
+		const uint8_t *px = d->images.data + s * item;
+		float *x = b->x + (size_t)j * item;
+		float a = map->a, c = map->b;
+
+		for (size_t k = 0; k < item; k++)
+			x[k] = (float)px[k] * a + c;
+		b->labels[j] = d->labels.data[s];
+	}
+	b->B = count;
+	b->last = last;
+}
+
+void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
+		    const uint32_t *perm, long index, int bs,
+		    const struct akk_pixel_map *map)
+{
+	size_t start = (size_t)index * bs;
+	int B = start + bs <= d->n ? bs : (int)(d->n - start);
+
+	akk_batch_fill_range(b, d, perm, start, B, start + B >= d->n, map);
+	b->index = index;
+}

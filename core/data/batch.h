@@ -1,0 +1,56 @@
+/* batch.h - one batch of samples as it travels through the network.
+ *
+ * A batch is filled from a dataset by index within an epoch: sample j of
+ * batch i of epoch e is perm_e[i*B + j], where perm_e is a Fisher-Yates
+ * permutation seeded by (seed, epoch) alone, so an epoch's order never
+ * depends on the ones before it (resume needs only the epoch number) and is
+ * fresh every epoch. The last batch of an epoch is partial. Pixels become
+ * floats as pixel * a + b, from the spec's scale and normalize. */
+#ifndef AKK_BATCH_H
+#define AKK_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "data/idx.h"
+#include "config/spec.h"
+
+struct akk_batch {
+	float *x;		/* (max_batch, in) network input */
+	uint8_t *labels;	/* (max_batch) */
+	float *dlogits;		/* (max_batch, classes) loss gradient, lent to the
+				 * last gate until this batch's backward returns */
+	int B;			/* samples in this batch */
+	int epoch;		/* 0-based epoch (training) or pass (validation) */
+	long index;		/* batch index within the epoch or pass */
+	int last;		/* 1 for the last batch of its epoch or pass */
+};
+
+int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in,
+		    int classes);
+void akk_batch_release(struct akk_batch *b);
+
+/* x = pixel * a + b: (pixel / scale - mean) / std folded into one
+ * multiply-add, which vectorizes. */
+struct akk_pixel_map {
+	float a, b;
+};
+
+void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d);
+/* Batches per epoch of n samples in batches of bs (the last may be partial). */
+long akk_batches_per_epoch(size_t n, int bs);
+/* perm = a fresh permutation of 0..n-1 for `epoch`, from seed alone. */
+void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch);
+/* Fill the `count` samples at positions start.. of the order perm (NULL:
+ * file order) into b; last marks the epoch's last batch. */
+void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
+			  const uint32_t *perm, size_t start, int count,
+			  int last, const struct akk_pixel_map *map);
+/* Fill batch `index` (batch size bs) of an epoch from d in the order perm
+ * (NULL: in file order). */
+void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
+		    const uint32_t *perm, long index, int bs,
+		    const struct akk_pixel_map *map);
+
+#endif

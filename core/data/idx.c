@@ -1,0 +1,477 @@
+/* idx.c - reading IDX files, plain or gzip, into one uint8 block.
+ *
+ * The file is read through one input buffer; when it starts with the gzip
+ * magic (1f 8b) it is inflated with zlib, member after member, and anything
+ * after the last member that is not another gzip member is an error. Every
+ * size is bounded before memory or time is spent on it: the header's
+ * declared size must be at most AKK_IDX_MAX_BYTES; a plain regular file
+ * must hold exactly the header and the declared bytes (known from its size,
+ * before reading), and a gzip file no more than deflate can pack into its
+ * size; the data buffer grows only as data arrives, and at most
+ * TRAIL_SLACK bytes past the declared size are inflated or read to report
+ * trailing data, so neither a gzip bomb nor an endless FIFO is read
+ * through. Every failure is reported at the file (line 0). */
+#include "data/idx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/checked.h"
+
+#define IDX_UBYTE 0x08
+#define IDX_MAX_RANK 4
+#define IN_CHUNK ((size_t)1 << 17)
+/* How far past the declared data trailing bytes are counted. */
+#define TRAIL_SLACK ((size_t)1 << 16)
+/* Deflate packs at most about 1032 bytes into one; a gzip file of n bytes
+ * cannot inflate to more than this many per byte. */
+#define GZ_MAX_RATIO 1032
+
+struct reader {
+	int fd;
+	const char *path;
+	off_t file_size;	/* bytes on disk, -1 when not a regular file */
+	uint8_t *in;		/* IN_CHUNK bytes of input */
+	size_t in_pos, in_len;	/* unread input is in[in_pos, in_len) */
+	int in_eof;		/* read() returned 0 */
+	unsigned long long in_off;	/* file offset of in[0] */
+	int gz;			/* inflating */
+	int member_end;		/* a gzip member ended; what follows? */
+	z_stream z;
+	struct akk_err *e;
+};
+
+static const char *type_name(int type)
+{
+	switch (type) {
+	case 0x08: return "unsigned byte";
+	case 0x09: return "signed byte";
+	case 0x0b: return "short";
+	case 0x0c: return "int";
+	case 0x0d: return "float";
+	case 0x0e: return "double";
+	default: return "unknown";
+	}
+}
+
+/* Refill the input buffer when it is empty (keeping nothing). Returns -1
+ * (error reported) on a read error; at end of file sets in_eof. */
+static int fill(struct reader *r)
+{
+	ssize_t n;
+
+	if (r->in_pos < r->in_len || r->in_eof)
+		return 0;
+	r->in_off += r->in_len;
+	r->in_pos = r->in_len = 0;
+	do
+		n = read(r->fd, r->in, IN_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return akk_err_at(r->e, r->path, 0, 0, "read error: %s",
+				  strerror(errno));
+	if (n == 0)
+		r->in_eof = 1;
+	r->in_len = (size_t)n;
+	return 0;
+}
+
+/* Up to len plain bytes. */
+static int read_plain(struct reader *r, uint8_t *buf, size_t len,
+		      size_t *got)
+{
+	while (*got < len) {
+		if (fill(r) < 0)
+			return -1;
+		if (r->in_pos == r->in_len)
+			break;
+		size_t n = r->in_len - r->in_pos;
+		if (n > len - *got)
+			n = len - *got;
+		memcpy(buf + *got, r->in + r->in_pos, n);
+		r->in_pos += n;
+		*got += n;
+	}
+	return 0;
+}
+
+/* After a gzip member: 1 when another member follows (zlib reset for
+ * it), 0 at the end of the file, -1 (error reported) for anything else. */
+static int next_member(struct reader *r)
+{
+	if (fill(r) < 0)
+		return -1;
+	if (r->in_pos == r->in_len)
+		return 0;
+	if (r->in[r->in_pos] != 0x1f ||
+	    (r->in_pos + 1 < r->in_len && r->in[r->in_pos + 1] != 0x8b))
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "junk after the gzip stream at byte %llu",
+				  r->in_off + r->in_pos);
+	if (inflateReset(&r->z) != Z_OK)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "corrupt gzip stream: cannot restart");
+	r->member_end = 0;
+	return 1;
+}
+
+/* Up to len inflated bytes. */
+static int read_gz(struct reader *r, uint8_t *buf, size_t len, size_t *got)
+{
+	while (*got < len) {
+		if (r->member_end) {
+			int more = next_member(r);
+			if (more <= 0)
+				return more;
+		}
+		if (fill(r) < 0)
+			return -1;
+		size_t want = len - *got < UINT_MAX ? len - *got : UINT_MAX;
+		r->z.next_in = r->in + r->in_pos;
+		r->z.avail_in = (uInt)(r->in_len - r->in_pos);
+		r->z.next_out = buf + *got;
+		r->z.avail_out = (uInt)want;
+		int rc = inflate(&r->z, Z_NO_FLUSH);
+		size_t used = (r->in_len - r->in_pos) - r->z.avail_in;
+		size_t made = want - r->z.avail_out;
+		r->in_pos += used;
+		*got += made;
+		if (rc == Z_STREAM_END) {
+			r->member_end = 1;
+			continue;
+		}
+		if (rc == Z_MEM_ERROR)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "out of memory while inflating");
+		if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "corrupt gzip stream: %s",
+					  r->z.msg ? r->z.msg : "invalid data");
+		/* Z_OK or Z_BUF_ERROR: no progress only when the input ran
+		 * out in the middle of a member. */
+		if (!used && !made && r->in_eof && r->in_pos == r->in_len)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "corrupt gzip stream: unexpected end of file");
+	}
+	return 0;
+}
+
+/* Read up to len bytes; *got is how many arrived before end of file.
+ * Returns -1 (error reported) on a read or inflate error. */
+static int read_some(struct reader *r, uint8_t *buf, size_t len, size_t *got)
+{
+	*got = 0;
+	return r->gz ? read_gz(r, buf, len, got) : read_plain(r, buf, len, got);
+}
+
+/* "60000 x 28 x 28" */
+static void format_dims(char *buf, size_t size, const uint32_t *dims, int rank)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < rank && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%lu",
+					 i ? " x " : "", (unsigned long)dims[i]);
+}
+
+/* Read exactly `declared` bytes into one allocation that grows (by
+ * doubling, capped at `declared`) as data arrives, so a header that
+ * lies about a huge size cannot make us allocate it up front. */
+static int read_data(struct reader *r, size_t declared, size_t hint,
+		     uint8_t **out)
+{
+	size_t cap = hint < declared ? hint : declared;
+	size_t have = 0;
+	uint8_t *buf;
+
+	if (cap < 1)
+		cap = 1;
+	buf = malloc(cap);
+	if (!buf)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "out of memory for %zu bytes", cap);
+	for (;;) {
+		size_t got;
+
+		if (read_some(r, buf + have, cap - have, &got) < 0)
+			goto fail;
+		have += got;
+		if (have < cap) {
+			akk_err_at(r->e, r->path, 0, 0,
+				   "truncated: header declares %zu bytes of data, file has %zu",
+				   declared, have);
+			goto fail;
+		}
+		if (have == declared)
+			break;
+		size_t ncap = cap > declared / 2 ? declared : cap * 2;
+		uint8_t *nbuf = realloc(buf, ncap);
+		if (!nbuf) {
+			akk_err_at(r->e, r->path, 0, 0,
+				   "out of memory for %zu bytes", ncap);
+			goto fail;
+		}
+		buf = nbuf;
+		cap = ncap;
+	}
+	*out = buf;
+	return 0;
+fail:
+	free(buf);
+	return -1;
+}
+
+/* Anything after the declared data is an error: counted up to
+ * TRAIL_SLACK bytes for the message, and no further. */
+static int check_eof(struct reader *r, size_t declared)
+{
+	uint8_t scratch[4096];
+	size_t extra = 0, got;
+
+	do {
+		if (read_some(r, scratch, sizeof(scratch), &got) < 0)
+			return -1;
+		extra += got;
+	} while (got == sizeof(scratch) && extra <= TRAIL_SLACK);
+	if (extra > TRAIL_SLACK)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "trailing garbage: header declares %zu bytes of data, file has more than %zu",
+				  declared, declared + TRAIL_SLACK);
+	if (extra)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "trailing garbage: header declares %zu bytes of data, file has %zu",
+				  declared, declared + extra);
+	return 0;
+}
+
+/* The declared size against what the file can hold, before any of it is
+ * read. */
+static int plausible(struct reader *r, size_t declared, size_t hdr_len,
+		     const char *dims)
+{
+	if (!r->gz && r->file_size >= 0) {
+		size_t has = (size_t)r->file_size - hdr_len;
+		if (has < declared)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "truncated: header declares %zu bytes of data, file has %zu",
+					  declared, has);
+		if (has > declared)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "trailing garbage: header declares %zu bytes of data, file has %zu",
+					  declared, has);
+	}
+	if (declared > AKK_IDX_MAX_BYTES)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "too large: header declares %s = %zu bytes of data, more than %zu",
+				  dims, declared, (size_t)AKK_IDX_MAX_BYTES);
+	if (r->gz && r->file_size >= 0) {
+		size_t most;
+		if (akk_mul_ok((size_t)r->file_size, GZ_MAX_RATIO, &most) &&
+		    declared > most)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "implausible: header declares %zu bytes of data, more than a gzip file of %lld bytes can hold",
+					  declared, (long long)r->file_size);
+	}
+	return 0;
+}
+
+static int load(struct akk_idx *x, struct reader *r)
+{
+	uint8_t hdr[4 + 4 * IDX_MAX_RANK];
+	size_t got, hdr_len, declared = 1, hint;
+	char dims[128];
+	int type;
+
+	if (read_some(r, hdr, 4, &got) < 0)
+		return -1;
+	if (got == 0)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "empty file: expected an idx header");
+	if (got < 4)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "too short for an idx header: %zu bytes, need at least 4",
+				  got);
+	if (hdr[0] != 0 || hdr[1] != 0)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "bad magic 0x%02x%02x%02x%02x: not an idx file (first two bytes must be 0)",
+				  hdr[0], hdr[1], hdr[2], hdr[3]);
+	type = hdr[2];
+	if (type != IDX_UBYTE)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "unsupported element type 0x%02x (%s): only 0x08 (unsigned byte) is supported",
+				  type, type_name(type));
+	x->rank = hdr[3];
+	if (x->rank < 1 || x->rank > IDX_MAX_RANK)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "unsupported rank %d: expected 1 to %d dimensions",
+				  x->rank, IDX_MAX_RANK);
+	hdr_len = 4 + 4 * (size_t)x->rank;
+	if (read_some(r, hdr + 4, hdr_len - 4, &got) < 0)
+		return -1;
+	if (got < hdr_len - 4)
+		return akk_err_at(r->e, r->path, 0, 0,
+				  "too short for an idx header: %zu bytes, need %zu for rank %d",
+				  4 + got, hdr_len, x->rank);
+	for (int i = 0; i < x->rank; i++) {
+		const uint8_t *p = hdr + 4 + 4 * i;	/* big-endian */
+		x->dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+			     (uint32_t)p[2] << 8 | p[3];
+	}
+	format_dims(dims, sizeof(dims), x->dims, x->rank);
+	for (int i = 0; i < x->rank; i++)
+		if (x->dims[i] == 0)
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "zero dimension: %s", dims);
+	for (int i = 0; i < x->rank; i++)
+		if (!akk_mul_ok(declared, x->dims[i], &declared))
+			return akk_err_at(r->e, r->path, 0, 0,
+					  "size overflow: %s bytes does not fit in memory",
+					  dims);
+	if (plausible(r, declared, hdr_len, dims) < 0)
+		return -1;
+	x->count = x->dims[0];
+	x->item = declared / x->count;
+
+	/* A plain file's size on disk is exact; a gzip one inflates to a few
+	 * times its size, and the buffer grows from there if need be. */
+	if (r->file_size < 0)
+		hint = (size_t)1 << 16;
+	else if (!r->gz)
+		hint = declared;
+	else
+		hint = (size_t)r->file_size < SIZE_MAX / 8 ?
+		       (size_t)r->file_size * 8 : SIZE_MAX;
+	if (read_data(r, declared, hint, &x->data) < 0)
+		return -1;
+	if (check_eof(r, declared) < 0) {
+		free(x->data);
+		x->data = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int akk_idx_load(struct akk_idx *x, const char *path, struct akk_err *e)
+{
+	struct reader r = { .fd = -1, .path = path, .file_size = -1, .e = e };
+	struct stat st;
+	int rc = -1;
+
+	memset(x, 0, sizeof(*x));
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0)
+		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
+	if (fstat(r.fd, &st) < 0) {
+		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(EISDIR));
+		goto out;
+	}
+	if (S_ISREG(st.st_mode))
+		r.file_size = st.st_size;
+	if (!(r.in = malloc(IN_CHUNK))) {
+		akk_err_at(e, path, 0, 0, "out of memory opening the file");
+		goto out;
+	}
+	/* The gzip magic decides, whatever the name. */
+	while (r.in_len < 2 && !r.in_eof) {
+		ssize_t n = read(r.fd, r.in + r.in_len, IN_CHUNK - r.in_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			akk_err_at(e, path, 0, 0, "read error: %s", strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			r.in_eof = 1;
+		r.in_len += (size_t)n;
+	}
+	if (r.in_len >= 2 && r.in[0] == 0x1f && r.in[1] == 0x8b) {
+		if (inflateInit2(&r.z, 16 + MAX_WBITS) != Z_OK) {
+			akk_err_at(e, path, 0, 0, "out of memory opening the file");
+			goto out;
+		}
+		r.gz = 1;
+	}
+	rc = load(x, &r);
+	if (r.gz)
+		inflateEnd(&r.z);
+out:
+	free(r.in);
+	close(r.fd);
+	if (rc < 0)
+		memset(x, 0, sizeof(*x));
+	return rc;
+}
+
+void akk_idx_release(struct akk_idx *x)
+{
+	free(x->data);
+	memset(x, 0, sizeof(*x));
+}
+
+int akk_dataset_load(struct akk_dataset *d, const char *images,
+		     const char *labels, struct akk_err *e)
+{
+	struct akk_idx *im = &d->images, *lb = &d->labels;
+	char dims[128];
+	int max = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (akk_idx_load(im, images, e) < 0)
+		goto fail;
+	if (im->rank != 3) {
+		format_dims(dims, sizeof(dims), im->dims, im->rank);
+		akk_err_at(e, images, 0, 0,
+			   "not an image file: rank %d (%s), expected rank 3 (count x height x width)",
+			   im->rank, dims);
+		goto fail;
+	}
+	if (im->dims[1] > INT_MAX || im->dims[2] > INT_MAX) {
+		akk_err_at(e, images, 0, 0, "image size %lu x %lu is too large",
+			   (unsigned long)im->dims[1], (unsigned long)im->dims[2]);
+		goto fail;
+	}
+	if (akk_idx_load(lb, labels, e) < 0)
+		goto fail;
+	if (lb->rank != 1) {
+		format_dims(dims, sizeof(dims), lb->dims, lb->rank);
+		akk_err_at(e, labels, 0, 0,
+			   "not a label file: rank %d (%s), expected rank 1 (count)",
+			   lb->rank, dims);
+		goto fail;
+	}
+	if (im->count != lb->count) {
+		akk_err_set(e, "'%s' has %zu images but '%s' has %zu labels",
+			    images, im->count, labels, lb->count);
+		goto fail;
+	}
+	for (size_t i = 0; i < lb->count; i++)
+		if (lb->data[i] > max)
+			max = lb->data[i];
+	d->n = im->count;
+	d->h = (int)im->dims[1];
+	d->w = (int)im->dims[2];
+	d->classes = max + 1;
+	return 0;
+fail:
+	akk_dataset_release(d);
+	return -1;
+}
+
+void akk_dataset_release(struct akk_dataset *d)
+{
+	akk_idx_release(&d->images);
+	akk_idx_release(&d->labels);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,47 @@
+/* idx.h - IDX files (the MNIST format), plain or gzip-compressed.
+ *
+ * Only unsigned-byte IDX (type 0x08) is accepted: images of rank 3 (N, H, W)
+ * and labels of rank 1 (N). The reader checks the magic, the element type,
+ * the rank, every declared size against the bytes actually present, and for
+ * a dataset that images and labels agree in count. Sizes are bounded before
+ * they are spent: see idx.c. Pixels stay uint8 in memory; conversion to
+ * float happens per batch in the data provider. */
+#ifndef AKK_IDX_H
+#define AKK_IDX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* The most data bytes (the product of the dimensions) a header may
+ * declare: 8 GiB (man/akkctl.5, LIMITS). */
+#define AKK_IDX_MAX_BYTES ((size_t)1 << 33)
+
+struct akk_idx {
+	uint8_t *data;		/* count * item bytes, owned */
+	int rank;		/* 1..4 */
+	uint32_t dims[4];
+	size_t count;		/* dims[0] */
+	size_t item;		/* product of dims[1..] (1 for labels) */
+};
+
+/* Load a file; a name ending in ".gz" (or starting with the gzip magic) is
+ * inflated. Errors name the file and the problem. */
+int akk_idx_load(struct akk_idx *x, const char *path, struct akk_err *e);
+void akk_idx_release(struct akk_idx *x);
+
+struct akk_dataset {
+	struct akk_idx images, labels;
+	size_t n;		/* samples */
+	int h, w;		/* image size */
+	int classes;		/* max label + 1 */
+};
+
+/* Load an image file and a label file and check they agree (counts; labels
+ * below 256). */
+int akk_dataset_load(struct akk_dataset *d, const char *images,
+		     const char *labels, struct akk_err *e);
+void akk_dataset_release(struct akk_dataset *d);
+
+#endif

@@ -1,0 +1,131 @@
+/* checkpoint.h - self-describing training checkpoints (akkctl-checkpoint(5)).
+ *
+ * A checkpoint holds everything needed to rebuild the network and continue
+ * training exactly: the config text and its --set overrides, the directory
+ * its relative paths resolve against, every gate's parameters, running
+ * state, optimizer moments, step and dropout RNG, the data position, and
+ * the last metrics. All integers are little-endian fixed width, floats are
+ * IEEE-754 binary32 little-endian, and a CRC-32 over everything before it
+ * ends the file. Writing goes to a temporary file in the same directory,
+ * fsync, rename, fsync of the directory: a reader sees the old file or the
+ * new one, never a mix. Reading checks magic, version, length, CRC and every
+ * field's bounds before it trusts a byte. */
+#ifndef AKK_CHECKPOINT_H
+#define AKK_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "model/gate.h"
+#include "base/rng.h"
+
+#define AKK_CKPT_MAGIC "AKKCKPT1"
+#define AKK_CKPT_VERSION 1
+/* The most training batches (and optimizer steps) a checkpoint may
+ * record: 2^40, far beyond any run, and small enough that no position
+ * arithmetic overflows. */
+#define AKK_CKPT_MAX_STEPS (1L << 40)
+/* The longest checkpoint read from a pipe or device, which has no size to
+ * check the header against: 4 GiB. A regular file is bounded by its size. */
+#define AKK_CKPT_MAX_STREAM (4ull << 30)
+
+/* Where training stands: the next batch to train. */
+struct akk_position {
+	int epoch;		/* 0-based epoch of the next batch */
+	long index;		/* its index within the epoch */
+	long id;		/* training batches done in the whole run */
+	/* The epoch's running sums so far (non-zero only mid-epoch). */
+	double loss_sum;
+	long correct, samples;
+	double seconds;
+};
+
+/* The last completed epoch's metrics, for inspect. */
+struct akk_ckpt_metrics {
+	int epoch;		/* 1-based; 0 = none yet */
+	double train_loss, train_acc, val_loss, val_acc;
+	double best_val_acc;
+};
+
+struct akk_ckpt_tensor {
+	char *name;		/* "g1.l1.dense.weight", "g1.optimizer", ... */
+	int rank;
+	uint32_t dims[4];
+	uint64_t count;
+	float *data;		/* count floats, owned */
+};
+
+struct akk_ckpt_gate {
+	long step;
+	struct akk_rng rng;
+	struct akk_ckpt_tensor *tensors;	/* owned */
+	int ntensors;
+};
+
+/* A checkpoint read into memory. */
+struct akk_checkpoint {
+	uint32_t version;
+	char *config;		/* the config text, owned */
+	char *config_name;	/* the config's path when it was written */
+	char *base_dir;		/* where its relative paths resolve */
+	char **sets;		/* --set overrides, owned */
+	int nsets;
+	int mode;		/* enum akk_mode the run used */
+	struct akk_position pos;
+	struct akk_ckpt_metrics metrics;
+	struct akk_ckpt_gate *gates;	/* owned */
+	int ngates;
+	/* From the stored config, which the reader parsed. */
+	int batch_size, epochs;
+};
+
+/* Everything a writer needs. */
+struct akk_ckpt_source {
+	const struct akk_spec *spec;
+	const char *base_dir;
+	int mode;
+	const struct akk_gate *const *gates;	/* ngates, idle (drained) */
+	int ngates;
+	struct akk_position pos;
+	struct akk_ckpt_metrics metrics;
+};
+
+/* Write atomically to path. */
+int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
+			 struct akk_err *e);
+/* Read and verify path as a whole: the header, the CRC, every field's
+ * range and their consistency (position, steps, running sums and metrics
+ * finite and in range, every gate's step equal to the position's id), the
+ * stored config, which must parse and plan, and every tensor's name and
+ * shape against that plan, every value finite. Nothing is allocated
+ * beyond what the file's bytes can hold. On error c is left empty and e
+ * names the file and the field. */
+int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
+			struct akk_err *e);
+void akk_checkpoint_release(struct akk_checkpoint *c);
+/* Parse the stored config (as akk_spec_parse, with the stored overrides
+ * and base directory), appending extra overrides. */
+int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
+			const char *const *extra, int nextra, struct akk_err *e);
+/* Whether the checkpoint holds exactly the tensors (names and shapes) of
+ * the planned network m, before anything is allocated for it. */
+struct akk_model;
+int akk_checkpoint_match(const struct akk_checkpoint *c, const struct akk_model *m,
+			 const char *path, struct akk_err *e);
+/* Resuming with batch_size on shards ranks over n training samples:
+ * check c's position against that run and express it in its batches. A
+ * position at the end of an epoch's training (its validation interrupted)
+ * is kept as the end; mid-epoch at another batch size, the position is
+ * converted when the samples done fill whole batches of the new size,
+ * else refused. Fails, with e naming path, when the position does not
+ * fit the data. */
+int akk_checkpoint_position(struct akk_checkpoint *c, int batch_size, int shards,
+			    size_t n, const char *path, struct akk_err *e);
+/* Copy a checkpoint's gates into gates of the same network: every tensor's
+ * name and shape must match. A NULL entry in gates is skipped (a gate this
+ * process does not hold). path is for error messages. */
+int akk_checkpoint_restore(const struct akk_checkpoint *c,
+			   struct akk_gate *const *gates, int ngates,
+			   const char *path, struct akk_err *e);
+
+#endif

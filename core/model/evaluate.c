@@ -1,0 +1,91 @@
+/* evaluate.c - loss, accuracy and confusion matrix of a set of gates. */
+#include "model/evaluate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/loss.h"
+
+int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
+		 const struct akk_dataset *d, int bs,
+		 struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
+		 struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	int C = m->classes;
+	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
+	struct akk_batch b;
+	struct akk_pixel_map map;
+	float *prob = malloc(C * sizeof(float));
+	double sum = 0;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	res->classes = C;
+	res->confusion = calloc((size_t)C * C, sizeof(long));
+	if (!prob || !res->confusion ||
+	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), C)) {
+		free(prob);
+		akk_eval_result_release(res);
+		return akk_err_set(e, "out of memory");
+	}
+	akk_pixel_map(&map, &s->data);
+	for (long i = 0; i < nb; i++) {
+		const float *h = b.x;
+		double loss;
+
+		akk_batch_fill(&b, d, NULL, i, bs, &map);
+		for (int g = 0; g < m->ngates; g++) {
+			const float *y = akk_gate_eval(gates[g], 0, h, b.B);
+			size_t n = (size_t)b.B * akk_shape_size(m->gates[g].out);
+			/* finite weights can still overflow: name where */
+			for (size_t k = 0; k < n; k++)
+				if (!isfinite(y[k])) {
+					akk_err_set(e, "non-finite output of gate %d on sample %ld: the weights overflow",
+						    g + 1, i * bs + (long)(k / (n / b.B)) + 1);
+					goto out;
+				}
+			h = y;
+		}
+		loss = akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
+				C, &correct);
+		if (!isfinite(loss)) {
+			akk_err_set(e, "non-finite loss on samples %ld to %ld", i * bs + 1,
+				    i * bs + b.B);
+			goto out;
+		}
+		sum += loss * b.B;
+		for (int j = 0; j < b.B; j++) {
+			const float *row = h + (size_t)j * C;
+			int best = 0;
+			for (int k = 1; k < C; k++)
+				if (row[k] > row[best])
+					best = k;
+			res->confusion[(size_t)b.labels[j] * C + best]++;
+			if (fn) {
+				akk_softmax_row(prob, row, C);
+				if (fn(ctx, i * bs + j, b.labels[j], best, prob[best])) {
+					akk_err_set(e, "cannot write the predictions");
+					goto out;
+				}
+			}
+		}
+	}
+	res->n = (long)d->n;
+	res->loss = d->n ? sum / d->n : 0;
+	res->accuracy = d->n ? (double)correct / d->n : 0;
+	rc = 0;
+out:
+	free(prob);
+	akk_batch_release(&b);
+	if (rc)
+		akk_eval_result_release(res);
+	return rc;
+}
+
+void akk_eval_result_release(struct akk_eval_result *res)
+{
+	free(res->confusion);
+	res->confusion = NULL;
+}

@@ -1,0 +1,34 @@
+/* evaluate.h - evaluating gates on a dataset, outside the actor runtime.
+ *
+ * Used by `akkctl eval`: evaluation-mode forwards through every gate in
+ * order, the loss, and a confusion matrix; an optional callback sees every
+ * sample's prediction. */
+#ifndef AKK_EVALUATE_H
+#define AKK_EVALUATE_H
+
+#include "data/batch.h"
+#include "model/gate.h"
+#include "model/model.h"
+
+struct akk_eval_result {
+	double loss;		/* mean over samples */
+	double accuracy;
+	long n;
+	long *confusion;	/* (classes, classes): [label][predicted], owned */
+	int classes;
+};
+
+/* Called for every sample in order: its index in the dataset, label,
+ * predicted class and that class's softmax probability. */
+typedef int (*akk_prediction_fn)(void *ctx, long index, int label,
+				 int predicted, float prob);
+
+/* Gates must have been initialised with max_batch >= bs and one evaluation
+ * tape. */
+int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
+		 const struct akk_dataset *d, int bs,
+		 struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
+		 struct akk_err *e);
+void akk_eval_result_release(struct akk_eval_result *res);
+
+#endif

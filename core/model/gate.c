@@ -1,0 +1,288 @@
+/* gate.c - forward, backward and optimizer step of one gate. */
+#include "model/gate.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t widest_input(const struct akk_gate_plan *p)
+{
+	size_t w = 1;
+
+	for (int i = 0; i < p->nlayers; i++)
+		if ((size_t)akk_shape_size(p->layers[i].in) > w)
+			w = akk_shape_size(p->layers[i].in);
+	return w;
+}
+
+static int tape_alloc(struct akk_tape *t, const struct akk_gate_plan *p,
+		      int max_batch, int with_dx, int stash)
+{
+	t->act = akk_alloc(p->act * max_batch);
+	t->aux = akk_alloc(p->aux * max_batch);
+	t->dx = with_dx ? akk_alloc(akk_shape_size(p->in) * max_batch) : NULL;
+	t->stash = stash ? akk_alloc(p->nparams) : NULL;
+	return !t->act || !t->aux || (with_dx && !t->dx) || (stash && !t->stash);
+}
+
+static void tape_free(struct akk_tape *t)
+{
+	akk_free(t->act);
+	akk_free(t->aux);
+	akk_free(t->dx);
+	akk_free(t->stash);
+}
+
+int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
+		  int max_batch, int ntapes, int nevals, int stash,
+		  int steps_per_epoch, int epochs, uint64_t seed,
+		  struct akk_err *e)
+{
+	size_t per = akk_optim_state_per_param(p->optim->kind);
+	size_t wide = widest_input(p);
+	struct akk_rng rng;
+	int fail = 0;
+
+	memset(g, 0, sizeof(*g));
+	g->plan = p;
+	g->max_batch = max_batch;
+	g->steps_per_epoch = steps_per_epoch;
+	g->epochs = epochs;
+	g->params = akk_alloc(p->nparams);
+	g->grads = akk_alloc(p->nparams + 1);	/* +1: a sample count (run.c) */
+	g->state = akk_alloc(p->nstate);
+	g->opt = akk_alloc(p->nparams * per);
+	g->work = akk_alloc(p->work);
+	g->dbuf[0] = akk_alloc(wide * max_batch);
+	g->dbuf[1] = akk_alloc(wide * max_batch);
+	g->act_off = calloc(p->nlayers + 1, sizeof(size_t));
+	g->aux_off = calloc(p->nlayers + 1, sizeof(size_t));
+	g->tapes = calloc(ntapes, sizeof(*g->tapes));
+	g->evals = calloc(nevals > 0 ? nevals : 1, sizeof(*g->evals));
+	g->ntapes = ntapes;
+	g->nevals = nevals;
+	fail = !g->params || !g->grads || !g->state || !g->opt || !g->work ||
+	       !g->dbuf[0] || !g->dbuf[1] || !g->act_off || !g->aux_off ||
+	       !g->tapes || !g->evals;
+	for (int i = 0; !fail && i < ntapes; i++)
+		fail = tape_alloc(&g->tapes[i], p, max_batch, 1, stash);
+	for (int i = 0; !fail && i < nevals; i++)
+		fail = tape_alloc(&g->evals[i], p, max_batch, 0, 0);
+	if (fail) {
+		akk_gate_release(g);
+		return akk_err_set(e, "out of memory allocating gate %d", p->index + 1);
+	}
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct akk_layer *l = &p->layers[i];
+		g->act_off[i + 1] = g->act_off[i] + akk_shape_size(l->out);
+		g->aux_off[i + 1] = g->aux_off[i] + l->aux;
+		akk_rng_seed(&rng, seed, AKK_STREAM_INIT + p->index * 64 + i);
+		l->ops->init(l, g->params + l->poff, g->state + l->soff, &rng);
+	}
+	akk_rng_seed(&g->rng, seed, AKK_STREAM_DROPOUT + p->index);
+	return 0;
+}
+
+void akk_gate_release(struct akk_gate *g)
+{
+	for (int i = 0; g->tapes && i < g->ntapes; i++)
+		tape_free(&g->tapes[i]);
+	for (int i = 0; g->evals && i < g->nevals; i++)
+		tape_free(&g->evals[i]);
+	free(g->tapes);
+	free(g->evals);
+	free(g->act_off);
+	free(g->aux_off);
+	akk_free(g->params);
+	akk_free(g->grads);
+	akk_free(g->state);
+	akk_free(g->opt);
+	akk_free(g->work);
+	akk_free(g->dbuf[0]);
+	akk_free(g->dbuf[1]);
+	memset(g, 0, sizeof(*g));
+}
+
+/* Run every layer forward; the output of layer i is at act + B*act_off[i+1]
+ * minus its own size, i.e. act + B*act_off[i]. */
+static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
+				const float *x, const float *params, int B,
+				int train)
+{
+	const struct akk_gate_plan *p = g->plan;
+	const float *in = x;
+
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct akk_layer *l = &p->layers[i];
+		float *y = t->act + (size_t)B * g->act_off[i];
+		l->ops->forward(l, y, t->aux + (size_t)B * g->aux_off[i],
+				g->state + l->soff, g->work, in,
+				params + l->poff, B, train, &g->rng);
+		in = y;
+	}
+	return in;
+}
+
+const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
+			      long id, struct akk_err *e)
+{
+	struct akk_tape *t;
+	const float *y;
+	uint32_t acc = 0;
+	size_t n;
+
+	if (g->count == g->ntapes) {
+		akk_err_set(e, "gate %d: more than %d training batches in flight",
+			    g->plan->index + 1, g->ntapes);
+		return NULL;
+	}
+	t = &g->tapes[(g->head + g->count) % g->ntapes];
+	g->count++;
+	t->x = x;
+	t->B = B;
+	t->id = id;
+	t->version = g->step;
+	if (t->stash)
+		memcpy(t->stash, g->params, g->plan->nparams * sizeof(float));
+	y = run_forward(g, t, x, g->params, B, 1);
+	/* one pass over the output, small next to the products that made
+	 * it: a non-finite value is named here, in the gate it came from */
+	n = (size_t)B * akk_shape_size(g->plan->out);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+		memcpy(&b, &y[i], sizeof(b));
+		acc |= (b & 0x7f800000u) + 0x00800000u;
+	}
+	if (acc & 0x80000000u) {
+		akk_err_set(e, "non-finite output of gate %d at step %ld (training batch %ld)",
+			    g->plan->index + 1, g->step, id + 1);
+		return NULL;
+	}
+	return y;
+}
+
+const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
+			       long id, int need_dx, struct akk_err *e)
+{
+	const struct akk_gate_plan *p = g->plan;
+	struct akk_tape *t;
+	const float *params;
+	const float *cur = dy;
+	int flip = 0;
+
+	if (!g->count || g->tapes[g->head].id != id || g->tapes[g->head].B != B) {
+		akk_err_set(e, "gate %d: backward of batch %ld does not match the oldest forward (%s %ld)",
+			    p->index + 1, id, g->count ? "batch" : "none",
+			    g->count ? g->tapes[g->head].id : -1L);
+		return NULL;
+	}
+	t = &g->tapes[g->head];
+	params = t->stash ? t->stash : g->params;
+	for (int i = p->nlayers - 1; i >= 0; i--) {
+		const struct akk_layer *l = &p->layers[i];
+		const float *x = i ? t->act + (size_t)B * g->act_off[i - 1] : t->x;
+		const float *y = t->act + (size_t)B * g->act_off[i];
+		float *dx = i ? g->dbuf[flip] : (need_dx ? t->dx : NULL);
+
+		l->ops->backward(l, dx, g->grads + l->poff, g->work, cur, x, y,
+				 t->aux + (size_t)B * g->aux_off[i],
+				 params + l->poff, B);
+		cur = dx;
+		flip ^= 1;
+	}
+	g->head = (g->head + 1) % g->ntapes;
+	g->count--;
+	return need_dx ? t->dx : NULL;
+}
+
+/* Zero x and say whether every value was finite: inf and NaN are exactly
+ * the floats whose exponent bits are all ones, and adding one unit of
+ * exponent to those bits carries into bit 31 for them alone. One pass of
+ * and/add/or and a store, which vectorizes, in place of a check and a
+ * memset. */
+static int zero_and_check(float *x, size_t n)
+{
+	uint32_t acc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+		memcpy(&b, &x[i], sizeof(b));
+		acc |= (b & 0x7f800000u) + 0x00800000u;
+		x[i] = 0.0f;
+	}
+	return !(acc & 0x80000000u);
+}
+
+int akk_gate_step(struct akk_gate *g, struct akk_err *e)
+{
+	const struct akk_gate_plan *p = g->plan;
+	/* The step's midpoint: see akk_lr_at. */
+	double epoch = ((double)g->step + 0.5) / (g->steps_per_epoch > 0 ? g->steps_per_epoch : 1);
+	float lr;
+
+	g->step++;
+	if (!p->nparams)
+		return 0;
+	lr = akk_lr_at(p->optim, epoch, g->epochs);
+	g->last_lr = lr;
+	akk_optim_step(p->optim, g->params, g->grads, g->opt, p->nparams,
+		       g->step, lr);
+	/* Checked after the update, in the zeroing pass: a non-finite
+	 * gradient has then spoilt the weights in memory, but the run stops
+	 * on this error and never checkpoints them. */
+	if (!zero_and_check(g->grads, p->nparams))
+		return akk_err_set(e, "non-finite gradient in gate %d at step %ld",
+				   p->index + 1, g->step);
+	return 0;
+}
+
+const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x, int B)
+{
+	return run_forward(g, &g->evals[slot], x, g->params, B, 0);
+}
+
+size_t akk_gate_stash_bytes(const struct akk_gate *g)
+{
+	return g->ntapes && g->tapes[0].stash ?
+		g->plan->nparams * sizeof(float) * g->ntapes : 0;
+}
+
+long akk_gate_pack_len(const struct akk_gate_plan *p)
+{
+	return (long)(p->nparams * (1 + akk_optim_state_per_param(p->optim->kind)) +
+		      p->nstate) + 2 + 8;
+}
+
+void akk_gate_pack(const struct akk_gate *g, float *out)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int64_t step = g->step;
+
+	memcpy(out, g->params, p->nparams * sizeof(float));
+	out += p->nparams;
+	memcpy(out, g->state, p->nstate * sizeof(float));
+	out += p->nstate;
+	memcpy(out, g->opt, nopt * sizeof(float));
+	out += nopt;
+	memcpy(out, &step, sizeof(step));
+	memcpy(out + 2, g->rng.s, sizeof(g->rng.s));
+}
+
+void akk_gate_unpack(struct akk_gate *g, const float *in)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t nopt = p->nparams * akk_optim_state_per_param(p->optim->kind);
+	int64_t step;
+
+	memcpy(g->params, in, p->nparams * sizeof(float));
+	in += p->nparams;
+	memcpy(g->state, in, p->nstate * sizeof(float));
+	in += p->nstate;
+	memcpy(g->opt, in, nopt * sizeof(float));
+	in += nopt;
+	memcpy(&step, in, sizeof(step));
+	memcpy(g->rng.s, in + 2, sizeof(g->rng.s));
+	g->step = (long)step;
+}

@@ -1,0 +1,94 @@
+/* gate.h - the compute state of one gate: its layers' parameters, gradients,
+ * optimizer state and the tapes of its in-flight batches.
+ *
+ * A gate is the unit the actor runtime schedules, but this file knows nothing
+ * about threads: the sequential reference trainer drives the very same
+ * functions, which is what makes flip-flop bit-for-bit equal to it.
+ *
+ * Memory is planned at init: one block each for parameters, gradients, state
+ * and optimizer moments (llm.c style), a ring of training tapes used as a FIFO
+ * (a forward pushes, a backward pops: the Akkordeon wheels queue), a ring of
+ * evaluation tapes, and with weight stashing one parameter copy per training
+ * tape. Nothing is allocated after akk_gate_init. */
+#ifndef AKK_GATE_H
+#define AKK_GATE_H
+
+#include "model/model.h"
+#include "nn/optim.h"
+#include "base/rng.h"
+
+/* What one in-flight batch leaves behind for its backward. */
+struct akk_tape {
+	float *act;		/* (B, plan->act): every layer's output, layer-major */
+	float *aux;		/* (B, plan->aux) */
+	float *dx;		/* (max_batch, in): the input gradient sent upstream;
+				 * lent to the upstream gate until this tape is reused */
+	float *stash;		/* (nparams) weights the forward used; NULL when not stashing */
+	const float *x;		/* the input, lent by upstream until the backward */
+	int B;
+	long id;		/* batch sequence number */
+	long version;		/* weight version (optimizer steps) the forward saw */
+};
+
+struct akk_gate {
+	const struct akk_gate_plan *plan;	/* not owned */
+	int max_batch;
+	float *params;		/* (nparams) */
+	float *grads;		/* (nparams + 1) accumulated by backward, zeroed by
+				 * step; the extra float carries a sample count
+				 * in data-parallel reductions */
+	float *state;		/* (nstate) batchnorm running statistics */
+	float *opt;		/* (nparams * per-param state) optimizer moments */
+	float *work;		/* (plan->work) layer scratch */
+	float *dbuf[2];		/* (max_batch, widest layer input) backward ping-pong */
+	size_t *act_off, *aux_off;	/* per layer, floats per sample before it */
+	struct akk_tape *tapes;	/* ntapes training tapes, a FIFO ring */
+	int ntapes, head, count;
+	struct akk_tape *evals;	/* nevals evaluation tapes, indexed by slot */
+	int nevals;
+	long step;		/* optimizer steps taken: the weight version */
+	int steps_per_epoch;	/* for the LR schedule */
+	int epochs;
+	struct akk_rng rng;	/* dropout */
+	float last_lr;
+};
+
+/* Allocate everything for batches of up to max_batch samples, ntapes
+ * training batches in flight, nevals evaluation batches in flight, with
+ * weight stashing when stash is set. Parameters are initialised from seed
+ * (stream per gate and layer). */
+int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *plan,
+		  int max_batch, int ntapes, int nevals, int stash,
+		  int steps_per_epoch, int epochs, uint64_t seed,
+		  struct akk_err *e);
+void akk_gate_release(struct akk_gate *g);
+
+/* Training forward of batch `id` (B samples of x, lent until its backward):
+ * pushes a tape and returns the output (B, out), valid until that tape is
+ * popped and pushed again. Fails when all tapes are in flight. */
+const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
+			      long id, struct akk_err *e);
+/* Backward of the oldest tape, which must be batch `id`: accumulates the
+ * parameter gradient and returns the input gradient (B, in) in the tape's dx
+ * buffer, or NULL when need_dx is 0. Uses the stashed weights if any. */
+const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
+			       long id, int need_dx, struct akk_err *e);
+/* One optimizer step on the accumulated gradient, which is then zeroed.
+ * Fails (naming the gate and step) on a non-finite gradient; the weights
+ * are then spoilt and the run must stop. */
+int akk_gate_step(struct akk_gate *g, struct akk_err *e);
+/* Evaluation forward into eval tape `slot`: returns (B, out). */
+const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x,
+			   int B);
+
+/* Bytes of the weight stash the gate allocated. */
+size_t akk_gate_stash_bytes(const struct akk_gate *g);
+
+/* Under MPI: a gate's state as one array of floats (parameters, running
+ * state, optimizer moments, then the step and RNG words bit for bit), for
+ * the sentinel to gather before a checkpoint. */
+long akk_gate_pack_len(const struct akk_gate_plan *p);
+void akk_gate_pack(const struct akk_gate *g, float *out);
+void akk_gate_unpack(struct akk_gate *g, const float *in);
+
+#endif

@@ -1,0 +1,193 @@
+/* model.c - shape inference over the gates of a spec.
+ *
+ * Every size is computed with checked arithmetic (checked.h) and held to
+ * the limits there: a layer's planning checks its own shapes, and the
+ * totals (a gate's activations and kept values per sample, the network's
+ * parameters and state) are checked here, each at the layer that passes a
+ * limit. */
+#include "model/model.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/checked.h"
+
+static void describe(char *buf, int size, const struct akk_layer *l, int gate,
+		     int layer)
+{
+	snprintf(buf, size, "layer '%s' (gate %d, layer %d)", l->ops->name,
+		 gate + 1, layer + 1);
+}
+
+/* network.input: each dimension at least 1 (the spec checks it), and at
+ * most AKK_MAX_DIM values per sample, before any layer multiplies them. */
+static int input_check(const struct akk_spec *s, struct akk_err *e)
+{
+	size_t n = 1;
+	char shape[64];
+
+	if (s->input.rank < 1 || s->input.rank > 3)
+		return akk_err_at(e, s->path, s->input_mark.line,
+				  s->input_mark.col,
+				  "'input' must have 1 or 3 dimensions, got %d",
+				  s->input.rank);
+	for (int i = 0; i < s->input.rank; i++)
+		if (s->input.d[i] < 1 ||
+		    !akk_mul_ok(n, (size_t)s->input.d[i], &n) ||
+		    n > AKK_MAX_DIM) {
+			akk_shape_format(s->input, shape, sizeof(shape));
+			return akk_err_at(e, s->path, s->input_mark.line,
+					  s->input_mark.col,
+					  "'input' %s must have between 1 and %zu values per sample",
+					  shape, AKK_MAX_DIM);
+		}
+	return 0;
+}
+
+/* What a planned layer adds to its gate and the network, each total held
+ * to its limit; the message names what passed which limit. */
+static int add_layer(struct akk_model *m, struct akk_gate_plan *g,
+		     const struct akk_layer *l, char *what, size_t size)
+{
+	size_t outn = 1;
+
+	for (int i = 0; i < l->out.rank; i++)
+		if (l->out.d[i] < 1 ||
+		    !akk_mul_ok(outn, (size_t)l->out.d[i], &outn))
+			outn = SIZE_MAX;
+	if (l->out.rank < 1 || l->out.rank > 3 || outn > AKK_MAX_DIM ||
+	    l->aux > AKK_MAX_DIM || l->work > AKK_MAX_DIM) {
+		snprintf(what, size, "its output, kept values or scratch would "
+			 "pass %zu values per sample", AKK_MAX_DIM);
+		return -1;
+	}
+	if (!akk_add_max(&g->nparams, l->nparams, AKK_MAX_FLOATS) ||
+	    !akk_add_max(&m->nparams, l->nparams, AKK_MAX_FLOATS)) {
+		snprintf(what, size, "the network would have more than %zu "
+			 "parameters", AKK_MAX_FLOATS);
+		return -1;
+	}
+	if (!akk_add_max(&g->nstate, l->nstate, AKK_MAX_FLOATS)) {
+		snprintf(what, size, "gate %d would have more than %zu floats "
+			 "of state", g->index + 1, AKK_MAX_FLOATS);
+		return -1;
+	}
+	if (!akk_add_max(&g->act, outn, AKK_MAX_FLOATS) ||
+	    !akk_add_max(&g->aux, l->aux, AKK_MAX_FLOATS)) {
+		snprintf(what, size, "gate %d would keep more than %zu floats "
+			 "per sample", g->index + 1, AKK_MAX_FLOATS);
+		return -1;
+	}
+	return 0;
+}
+
+int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
+		   struct akk_err *e)
+{
+	struct akk_shape cur = s->input;
+	const struct akk_layer *prev = NULL;
+	int prev_gate = 0, prev_layer = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->spec = s;
+	if (input_check(s, e))
+		return -1;
+	m->gates = calloc(s->ngates, sizeof(*m->gates));
+	if (!m->gates)
+		return akk_err_set(e, "out of memory");
+	m->ngates = s->ngates;
+	for (int gi = 0; gi < s->ngates; gi++) {
+		const struct akk_gate_spec *gs = &s->gates[gi];
+		struct akk_gate_plan *g = &m->gates[gi];
+
+		g->index = gi;
+		g->optim = gs->has_optim ? &gs->optim : &s->optim;
+		g->in = cur;
+		g->layers = calloc(gs->nlayers, sizeof(*g->layers));
+		if (!g->layers) {
+			akk_model_release(m);
+			return akk_err_set(e, "out of memory");
+		}
+		g->nlayers = gs->nlayers;
+		for (int li = 0; li < gs->nlayers; li++) {
+			struct akk_layer *l = &g->layers[li];
+			struct akk_err le = { 0 };
+
+			l->ops = gs->layers[li].ops;
+			l->spec = &gs->layers[li];
+			l->in = cur;
+			if (l->ops->plan(l, &le)) {
+				char who[96], from[96];
+				describe(who, sizeof(who), l, gi, li);
+				if (prev)
+					describe(from, sizeof(from), prev, prev_gate, prev_layer);
+				akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
+					   "%s cannot take the output of %s: %s", who,
+					   prev ? from : "network.input", le.msg);
+				akk_model_release(m);
+				return -1;
+			}
+			l->poff = g->nparams;
+			l->soff = g->nstate;
+			if (add_layer(m, g, l, le.msg, sizeof(le.msg))) {
+				char who[96];
+				describe(who, sizeof(who), l, gi, li);
+				akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
+					   "%s: %s", who, le.msg);
+				akk_model_release(m);
+				return -1;
+			}
+			if (l->work > g->work)
+				g->work = l->work;
+			g->flops += l->flops;
+			cur = l->out;
+			prev = l;
+			prev_gate = gi;
+			prev_layer = li;
+		}
+		g->out = cur;
+		m->flops += g->flops;
+	}
+	if (cur.rank != 1) {
+		char shape[64];
+		const struct akk_gate_spec *last = &s->gates[s->ngates - 1];
+		const struct akk_layer_spec *ls = &last->layers[last->nlayers - 1];
+		akk_shape_format(cur, shape, sizeof(shape));
+		akk_model_release(m);
+		return akk_err_at(e, s->path, ls->mark.line, ls->mark.col,
+				  "the network must end in a flat output [classes] for the loss, but %s outputs %s; add flatten and dense",
+				  "its last layer", shape);
+	}
+	m->classes = cur.d[0];
+	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
+	if (m->classes < 2) {
+		const struct akk_gate_spec *last = &s->gates[s->ngates - 1];
+		const struct akk_layer_spec *ls = &last->layers[last->nlayers - 1];
+		akk_model_release(m);
+		return akk_err_at(e, s->path, ls->mark.line, ls->mark.col,
+				  "the network must output at least 2 classes, but its last layer outputs %d",
+				  cur.d[0]);
+	}
+	return 0;
+}
+
+void akk_model_release(struct akk_model *m)
+{
+	if (!m->gates)
+		return;
+	for (int i = 0; i < m->ngates; i++)
+		free(m->gates[i].layers);
+	free(m->gates);
+	m->gates = NULL;
+	m->ngates = 0;
+}
+
+int akk_gate_needs_stash(const struct akk_gate_plan *g)
+{
+	for (int i = 0; i < g->nlayers; i++)
+		if (g->layers[i].nparams && (g->index > 0 || i > 0))
+			return 1;
+	return 0;
+}

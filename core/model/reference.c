@@ -1,0 +1,102 @@
+/* reference.c - sequential training through the gates, for tests. */
+#include "model/reference.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
+		       const struct akk_dataset *train, struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	int bs = s->sched.batch_size;
+
+	memset(r, 0, sizeof(*r));
+	r->model = m;
+	r->train = train;
+	r->per_epoch = akk_batches_per_epoch(train->n, bs);
+	r->gates = calloc(m->ngates, sizeof(*r->gates));
+	r->perm = malloc(train->n * sizeof(*r->perm));
+	if (!r->gates || !r->perm ||
+	    akk_batch_alloc(&r->batch, bs, akk_shape_size(s->input), m->classes)) {
+		akk_reference_release(r);
+		return akk_err_set(e, "out of memory");
+	}
+	for (int i = 0; i < m->ngates; i++)
+		if (akk_gate_init(&r->gates[i], &m->gates[i], bs, 1, 1, 0,
+				  r->per_epoch, s->sched.epochs, s->seed, e)) {
+			akk_reference_release(r);
+			return -1;
+		}
+	akk_pixel_map(&r->map, &s->data);
+	akk_shuffle(r->perm, train->n, s->seed, 0);
+	return 0;
+}
+
+void akk_reference_release(struct akk_reference *r)
+{
+	for (int i = 0; r->gates && i < r->model->ngates; i++)
+		akk_gate_release(&r->gates[i]);
+	free(r->gates);
+	free(r->perm);
+	akk_batch_release(&r->batch);
+	memset(r, 0, sizeof(*r));
+}
+
+int akk_reference_step(struct akk_reference *r, double *loss_sum,
+		       long *correct, struct akk_err *e)
+{
+	const struct akk_model *m = r->model;
+	const struct akk_spec *s = m->spec;
+	struct akk_batch *b = &r->batch;
+	const float *h;
+	double loss;
+
+	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->map);
+	h = b->x;
+	for (int i = 0; i < m->ngates; i++)
+		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
+			return -1;
+	loss = akk_loss(s->loss, s->huber_delta, b->dlogits, h, b->labels,
+			b->B, m->classes, correct);
+	if (loss_sum)
+		*loss_sum += loss * b->B;
+	h = b->dlogits;
+	for (int i = m->ngates - 1; i >= 0; i--) {
+		h = akk_gate_backward(&r->gates[i], h, b->B, r->id, i > 0, e);
+		if ((i > 0 && !h) || akk_gate_step(&r->gates[i], e))
+			return -1;
+	}
+	r->id++;
+	if (++r->index == r->per_epoch) {
+		r->index = 0;
+		r->epoch++;
+		akk_shuffle(r->perm, r->train->n, s->seed, r->epoch);
+	}
+	return 0;
+}
+
+int akk_reference_evaluate(struct akk_reference *r,
+			   const struct akk_dataset *d, double *loss,
+			   double *accuracy, struct akk_err *e)
+{
+	const struct akk_model *m = r->model;
+	const struct akk_spec *s = m->spec;
+	long n = akk_batches_per_epoch(d->n, s->sched.batch_size), correct = 0;
+	double sum = 0;
+
+	(void)e;
+	for (long i = 0; i < n; i++) {
+		struct akk_batch *b = &r->batch;
+		const float *h;
+
+		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, &r->map);
+		h = b->x;
+		for (int g = 0; g < m->ngates; g++)
+			h = akk_gate_eval(&r->gates[g], 0, h, b->B);
+		sum += akk_loss(s->loss, s->huber_delta, NULL, h, b->labels,
+				b->B, m->classes, &correct) * b->B;
+	}
+	*loss = d->n ? sum / d->n : 0;
+	*accuracy = d->n ? (double)correct / d->n : 0;
+	return 0;
+}

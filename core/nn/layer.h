@@ -1,0 +1,179 @@
+/* layer.h - the layer interface: one small ops table per layer kind.
+ *
+ * A layer is a spec (its options from the config), a plan (shapes and sizes,
+ * filled once by ops->plan before any thread starts) and pure kernels. A layer
+ * owns no memory: its parameters, gradients and running state are views into
+ * the blocks of the gate that holds it (offsets poff/soff), and what its
+ * backward needs besides its input and output lives in an "aux" buffer that
+ * the gate keeps per in-flight batch. Adding a kind touches one file (its
+ * ops and its option table) and one line of the kinds table in layer.c. */
+#ifndef AKK_LAYER_H
+#define AKK_LAYER_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "base/rng.h"
+#include "tensor/tensor.h"
+
+/* Where something was written in the config, for error reports. */
+struct akk_mark {
+	int line, col;		/* 1-based; 0 = not from the file (a default) */
+};
+
+enum akk_init {
+	AKK_INIT_DEFAULT,	/* the kind's default (see each layer) */
+	AKK_INIT_XAVIER_UNIFORM,
+	AKK_INIT_XAVIER_NORMAL,
+	AKK_INIT_HE_UNIFORM,
+	AKK_INIT_HE_NORMAL,
+	AKK_INIT_LECUN_UNIFORM,	/* U(+-1/sqrt(fan_in)): torch's nn.Linear */
+	AKK_INIT_ZEROS,
+	AKK_INIT_CONSTANT,
+};
+
+/* Options of one layer, as written in the config. Only the fields in the
+ * kind's option table are meaningful: the spec parser sets them (to their
+ * table's defaults when absent) and leaves the others zero. Kernels, strides
+ * and paddings are square. */
+struct akk_layer_spec {
+	const struct akk_layer_ops *ops;
+	struct akk_mark mark;	/* the layer's entry in the config */
+	int units;		/* dense: output features */
+	int filters;		/* conv2d: output channels */
+	int kernel;		/* conv2d, maxpool2d, avgpool2d */
+	int stride;		/* conv2d (default 1); pools (0 = the kernel:
+				 * akk_pool2d_stride) */
+	int padding;		/* conv2d, pools (default 0) */
+	int bias;		/* dense, conv2d: 1 = with bias (default) */
+	float rate;		/* dropout: probability of dropping, [0, 1) */
+	float alpha;		/* leaky_relu: negative slope (default 0.01) */
+	float momentum;		/* batchnorm: running-stat momentum (0.1) */
+	float eps;		/* batchnorm: variance epsilon (1e-5) */
+	enum akk_init init;	/* dense, conv2d: weight initialiser */
+	float init_value;	/* AKK_INIT_CONSTANT: the value */
+};
+
+/* A named tensor inside a gate block, for checkpoints and inspect. */
+struct akk_view {
+	const char *name;	/* "weight", "bias", "gamma", "running_mean", ... */
+	int state;		/* 0: in the parameter block; 1: in the state block */
+	size_t off;		/* floats from the layer's poff (or soff) */
+	int rank;
+	int dims[4];
+};
+
+#define AKK_MAX_VIEWS 4
+
+struct akk_layer {
+	const struct akk_layer_ops *ops;
+	const struct akk_layer_spec *spec;	/* points into the spec: do not free */
+	struct akk_shape in, out;
+	/* Filled by ops->plan: */
+	size_t nparams;		/* trainable floats */
+	size_t nstate;		/* non-trainable floats (batchnorm running stats) */
+	size_t aux;		/* floats per sample kept from forward to backward */
+	size_t work;		/* floats of scratch a call needs, whatever B;
+				 * not kept between calls */
+	double flops;		/* forward FLOPs per sample (multiply-add = 2) */
+	int nviews;
+	struct akk_view views[AKK_MAX_VIEWS];
+	/* Filled by the gate: */
+	size_t poff, soff;	/* offsets in the gate's parameter / state blocks */
+};
+
+/* One option of a layer kind, declared in the kind's file; the spec parser
+ * reads a layer's mapping from its kind's table: type, range, default. */
+enum akk_option_type {
+	AKK_OPTION_INT,
+	AKK_OPTION_FLOAT,
+	AKK_OPTION_BOOL,
+	AKK_OPTION_INIT,	/* a name of enum akk_init: "he_normal" */
+};
+
+enum {
+	AKK_OPTION_REQ = 1,	/* required (then def is unused) */
+	AKK_OPTION_LO = 2,	/* value >= lo (> lo with LO_OPEN) */
+	AKK_OPTION_HI = 4,	/* value <= hi (< hi with HI_OPEN) */
+	AKK_OPTION_LO_OPEN = 8,
+	AKK_OPTION_HI_OPEN = 16,
+};
+
+struct akk_layer_option {
+	const char *name;	/* the key in the config */
+	enum akk_option_type type;
+	size_t off;		/* field of struct akk_layer_spec */
+	unsigned flags;		/* AKK_OPTION_* */
+	double lo, hi;
+	double def;		/* when absent (bool 0/1, init an enum value) */
+};
+
+#define AKK_MAX_OPTIONS 15	/* per kind */
+#define AKK_OPTION(name, type, field, flags, lo, hi, def)                    \
+	{ name, AKK_OPTION_##type, offsetof(struct akk_layer_spec, field),     \
+	  flags, lo, hi, def }
+#define AKK_OPTIONS_END { NULL, 0, 0, 0, 0, 0, 0 }
+
+struct akk_layer_ops {
+	const char *name;	/* as written in the config: "dense", "conv2d", ... */
+	/* The kind's options, AKK_OPTIONS_END-terminated; NULL: none. A scalar
+	 * written for the layer ("dense: 10") sets the option named shorthand
+	 * (NULL: the kind takes a mapping only). */
+	const struct akk_layer_option *options;
+	const char *shorthand;
+	/* From l->spec and l->in, fill l->out and the sizes above. On a shape the
+	 * kind cannot take, set e->msg to what it expected (the caller adds the
+	 * location and the layers' names) and return -1. */
+	int (*plan)(struct akk_layer *l, struct akk_err *e);
+	/* Initialise parameters p (nparams) and state s (nstate). */
+	void (*init)(const struct akk_layer *l, float *p, float *s,
+		     struct akk_rng *rng);
+	/* y (B x out) from x (B x in). train: 1 for training (dropout drops,
+	 * batchnorm uses and updates batch statistics), 0 for evaluation.
+	 * aux: B * l->aux floats kept for backward; work: l->work scratch.
+	 * rng is used by dropout only. s is the layer's state (may be updated
+	 * when train). y never aliases x. */
+	void (*forward)(const struct akk_layer *l, float *y, float *aux,
+			float *s, float *work, const float *x, const float *p,
+			int B, int train, struct akk_rng *rng);
+	/* From dy (B x out), with x, y and aux as left by the training forward
+	 * of the same batch and parameters p: ACCUMULATE (+=) the parameter
+	 * gradient into dp (nparams), and WRITE dx (B x in) unless dx is NULL
+	 * (the first layer of the network needs no input gradient). p is read
+	 * only for dx: weight stashing relies on it (akk_gate_needs_stash). */
+	void (*backward)(const struct akk_layer *l, float *dx, float *dp,
+			 float *work, const float *dy, const float *x,
+			 const float *y, const float *aux, const float *p,
+			 int B);
+};
+
+/* The table of kinds. NULL when unknown. */
+const struct akk_layer_ops *akk_layer_find(const char *name);
+/* The names, NULL-terminated, in table order (for suggestions and docs). */
+extern const char *const akk_layer_names[];
+/* The names of enum akk_init, NULL-terminated, in enum order. */
+extern const char *const akk_init_names[];
+
+/* Helpers for layer kinds: init for kinds with nothing to initialise, and
+ * the shape planning the two pooling kinds share (no parameters, no aux). */
+void akk_layer_init_none(const struct akk_layer *l, float *p, float *s,
+			 struct akk_rng *rng);
+int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e);
+/* The options both pooling kinds take, and their stride: the spec's, or the
+ * kernel when 0 (the default). */
+extern const struct akk_layer_option akk_pool2d_options[];
+int akk_pool2d_stride(const struct akk_layer_spec *sp);
+
+/* Initialise n weights with fan-in/fan-out, by kind (never DEFAULT). */
+void akk_init_fill(float *w, size_t n, int fan_in, int fan_out,
+		   enum akk_init kind, float value, struct akk_rng *rng);
+
+/* The kinds, one file each (core/nn/layer_<name>.c), for the code that names
+ * one; a new kind needs only its line in layer.c's table. */
+extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
+	akk_layer_maxpool2d, akk_layer_avgpool2d, akk_layer_flatten,
+	akk_layer_dropout, akk_layer_batchnorm, akk_layer_relu,
+	akk_layer_leaky_relu, akk_layer_sigmoid, akk_layer_tanh,
+	akk_layer_softplus;
+
+#endif

@@ -1,0 +1,289 @@
+/* layer_batchnorm.c - batch normalisation, per feature or per channel.
+ *
+ * Input [D] normalises each feature over the batch; input [C, H, W]
+ * normalises each channel over (batch, H, W), like torch's BatchNorm1d and
+ * BatchNorm2d. With N the number of values per channel:
+ *   train: mean, var = batch mean and biased variance (sum / N),
+ *          xhat = (x - mean) / sqrt(var + eps), y = gamma xhat + beta,
+ *          running_mean = (1 - momentum) running_mean + momentum mean,
+ *          running_var  = (1 - momentum) running_var
+ *                         + momentum var N / (N - 1)   (unbiased, as torch;
+ *                         when N = 1 the biased var, 0, is used instead)
+ *   eval:  the same with running_mean and running_var, state untouched.
+ * Parameters: gamma (C, init 1) then beta (C, init 0). State: running_mean
+ * (C, init 0) then running_var (C, init 1).
+ *
+ * aux is sized (in + C) floats per sample, and a batch of B uses it as one
+ * block: xhat [B, in] first, then inv_std [C] = 1 / sqrt(var + eps), then
+ * (B - 1) C unused floats. An evaluation forward leaves aux alone. Scratch
+ * (work) is 2 C floats: per-channel sums (or eval's scale and shift). */
+#include "nn/layer.h"
+
+#include <math.h>
+#include <string.h>
+
+struct bn {
+	int C;		/* channels (features for a flat input) */
+	int hw;		/* values per channel per sample: H W, or 1 */
+	size_t n;	/* values per sample, C hw */
+};
+
+static struct bn bn_of(const struct akk_layer *l)
+{
+	int C = l->in.d[0], hw = l->in.rank == 3 ? l->in.d[1] * l->in.d[2] : 1;
+
+	return (struct bn){ C, hw, (size_t)C * hw };
+}
+
+static int bn_plan(struct akk_layer *l, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	char buf[64];
+
+	if (l->in.rank != 1 && l->in.rank != 3) {
+		akk_shape_format(l->in, buf, sizeof(buf));
+		return akk_err_set(e, "expects [features] or [channels, height, "
+				   "width], got %s", buf);
+	}
+	if (!(sp->momentum >= 0 && sp->momentum <= 1))
+		return akk_err_set(e, "expects momentum in [0, 1], got %g",
+				   sp->momentum);
+	if (!(sp->eps > 0))
+		return akk_err_set(e, "expects eps > 0, got %g", sp->eps);
+	struct bn g = bn_of(l);
+	l->out = l->in;
+	l->nparams = 2 * (size_t)g.C;
+	l->nstate = 2 * (size_t)g.C;
+	l->aux = g.n + g.C;
+	l->work = 2 * (size_t)g.C;
+	l->flops = 4.0 * g.n;
+	l->nviews = 4;
+	l->views[0] = (struct akk_view){ "gamma", 0, 0, 1, { g.C, 0, 0, 0 } };
+	l->views[1] = (struct akk_view){ "beta", 0, g.C, 1, { g.C, 0, 0, 0 } };
+	l->views[2] = (struct akk_view){ "running_mean", 1, 0, 1,
+					 { g.C, 0, 0, 0 } };
+	l->views[3] = (struct akk_view){ "running_var", 1, g.C, 1,
+					 { g.C, 0, 0, 0 } };
+	return 0;
+}
+
+static void bn_init(const struct akk_layer *l, float *p, float *s,
+		    struct akk_rng *rng)
+{
+	int C = l->in.d[0];
+
+	(void)rng;
+	for (int c = 0; c < C; c++) {
+		p[c] = 1;
+		p[C + c] = 0;
+		s[c] = 0;
+		s[C + c] = 1;
+	}
+}
+
+/* Sums over one (sample, channel) row of H W values. Eight independent
+ * double accumulators break the add-latency chain (the compiler may not
+ * reorder a float reduction by itself) and keep long rows exact enough. */
+static double row_sum(const float *v, int n)
+{
+	double a[8] = { 0 };
+	int i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			a[j] += v[i + j];
+	for (; i < n; i++)
+		a[0] += v[i];
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* d = v - mean, written out; returns sum d^2. */
+static double row_center(float *d, const float *v, float mean, int n)
+{
+	double a[8] = { 0 };
+	int i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++) {
+			float t = v[i + j] - mean;
+			d[i + j] = t;
+			a[j] += (double)t * t;
+		}
+	for (; i < n; i++) {
+		float t = v[i] - mean;
+		d[i] = t;
+		a[0] += (double)t * t;
+	}
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static double row_dot(const float *u, const float *v, int n)
+{
+	double a[8] = { 0 };
+	int i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			a[j] += (double)u[i + j] * v[i + j];
+	for (; i < n; i++)
+		a[0] += (double)u[i] * v[i];
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* acc[c] = sum over the batch of v[b, c, :]. A flat input (hw = 1) runs
+ * along the features instead, which vectorises across c. */
+static void channel_sums(float *acc, const float *v, const struct bn *g,
+			 int B)
+{
+	memset(acc, 0, g->C * sizeof(*acc));
+	if (g->hw == 1) {
+		for (int b = 0; b < B; b++, v += g->C)
+			for (int c = 0; c < g->C; c++)
+				acc[c] += v[c];
+		return;
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < g->C; c++, v += g->hw)
+			acc[c] += (float)row_sum(v, g->hw);
+}
+
+/* acc[c] = sum over the batch of u[b, c, :] v[b, c, :]. */
+static void channel_dots(float *acc, const float *u, const float *v,
+			 const struct bn *g, int B)
+{
+	memset(acc, 0, g->C * sizeof(*acc));
+	if (g->hw == 1) {
+		for (int b = 0; b < B; b++, u += g->C, v += g->C)
+			for (int c = 0; c < g->C; c++)
+				acc[c] += u[c] * v[c];
+		return;
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < g->C; c++, u += g->hw, v += g->hw)
+			acc[c] += (float)row_dot(u, v, g->hw);
+}
+
+/* d = v - mean[c] and acc[c] = sum over the batch of d[b, c, :]^2. */
+static void channel_center(float *acc, float *d, const float *v,
+			   const float *mean, const struct bn *g, int B)
+{
+	memset(acc, 0, g->C * sizeof(*acc));
+	if (g->hw == 1) {
+		for (int b = 0; b < B; b++, d += g->C, v += g->C)
+			for (int c = 0; c < g->C; c++) {
+				d[c] = v[c] - mean[c];
+				acc[c] += d[c] * d[c];
+			}
+		return;
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < g->C; c++, d += g->hw, v += g->hw)
+			acc[c] += (float)row_center(d, v, mean[c], g->hw);
+}
+
+static void bn_forward_eval(const struct akk_layer *l, float *y, float *work,
+			    const float *x, const float *p, const float *s,
+			    int B)
+{
+	struct bn g = bn_of(l);
+	float *scale = work, *shift = work + g.C;
+
+	for (int c = 0; c < g.C; c++) {
+		scale[c] = p[c] / sqrtf(s[g.C + c] + l->spec->eps);
+		shift[c] = p[g.C + c] - s[c] * scale[c];
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < g.C; c++, x += g.hw, y += g.hw)
+			for (int i = 0; i < g.hw; i++)
+				y[i] = x[i] * scale[c] + shift[c];
+}
+
+static void bn_forward(const struct akk_layer *l, float *y, float *aux,
+		       float *s, float *work, const float *x, const float *p,
+		       int B, int train, struct akk_rng *rng)
+{
+	struct bn g = bn_of(l);
+	const float *gamma = p, *beta = p + g.C;
+	float *mean = work, *sq = work + g.C;
+	float *xhat = aux, *inv = aux + (size_t)B * g.n;
+	float m = l->spec->momentum;
+	double N = (double)B * g.hw;
+
+	(void)rng;
+	if (!train) {
+		bn_forward_eval(l, y, work, x, p, s, B);
+		return;
+	}
+	/* Two passes (mean, then squares of x - mean) for a stable variance. */
+	channel_sums(mean, x, &g, B);
+	for (int c = 0; c < g.C; c++)
+		mean[c] = (float)(mean[c] / N);
+	channel_center(sq, xhat, x, mean, &g, B);
+	for (int c = 0; c < g.C; c++) {
+		double var = sq[c] / N;
+		double unbiased = N > 1 ? sq[c] / (N - 1) : var;
+		inv[c] = (float)(1.0 / sqrt(var + l->spec->eps));
+		s[c] = (1 - m) * s[c] + m * mean[c];
+		s[g.C + c] = (float)((1 - m) * s[g.C + c] + m * unbiased);
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < g.C; c++) {
+			size_t o = (size_t)b * g.n + (size_t)c * g.hw;
+			for (int i = 0; i < g.hw; i++) {
+				float h = xhat[o + i] * inv[c];
+				xhat[o + i] = h;
+				y[o + i] = gamma[c] * h + beta[c];
+			}
+		}
+}
+
+/* With sums over a channel's N values, S1 = sum dy and S2 = sum dy xhat:
+ *   dgamma += S2, dbeta += S1,
+ *   dx = gamma inv_std (dy - S1 / N - xhat S2 / N). */
+static void bn_backward(const struct akk_layer *l, float *dx, float *dp,
+			float *work, const float *dy, const float *x,
+			const float *y, const float *aux, const float *p, int B)
+{
+	struct bn g = bn_of(l);
+	const float *xhat = aux, *inv = aux + (size_t)B * g.n;
+	float *s1 = work, *s2 = work + g.C;
+	double N = (double)B * g.hw;
+
+	(void)x, (void)y;
+	channel_sums(s1, dy, &g, B);
+	channel_dots(s2, dy, xhat, &g, B);
+	for (int c = 0; c < g.C; c++) {
+		dp[c] += s2[c];
+		dp[g.C + c] += s1[c];
+	}
+	if (!dx)
+		return;
+	for (int c = 0; c < g.C; c++) {
+		s1[c] = (float)(s1[c] / N);
+		s2[c] = (float)(s2[c] / N);
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < g.C; c++) {
+			size_t o = (size_t)b * g.n + (size_t)c * g.hw;
+			float k = p[c] * inv[c];
+			for (int i = 0; i < g.hw; i++)
+				dx[o + i] = k * (dy[o + i] - s1[c] - xhat[o + i] * s2[c]);
+		}
+}
+
+static const struct akk_layer_option bn_options[] = {
+	AKK_OPTION("momentum", FLOAT, momentum, AKK_OPTION_LO |
+		   AKK_OPTION_LO_OPEN | AKK_OPTION_HI, 0, 1, 0.1),
+	AKK_OPTION("eps", FLOAT, eps, AKK_OPTION_LO | AKK_OPTION_LO_OPEN, 0, 0,
+		   1e-5),
+	AKK_OPTIONS_END,
+};
+
+const struct akk_layer_ops akk_layer_batchnorm = {
+	.name = "batchnorm",
+	.options = bn_options,
+	.plan = bn_plan,
+	.init = bn_init,
+	.forward = bn_forward,
+	.backward = bn_backward,
+};

@@ -1,0 +1,289 @@
+/* layer_conv2d.c - 2-D convolution (cross-correlation, like torch) by
+ * im2col + sgemm.
+ *
+ * Input [C, H, W], F filters of k x k, stride s, zero padding p; output
+ * [F, Ho, Wo] with Ho = (H + 2p - k) / s + 1 (floor), Wo likewise.
+ * Parameters: weight (F, C, k, k), then bias (F) when spec->bias. Default
+ * init is torch's: weight and bias U(+-1/sqrt(C k k)); an explicit init kind
+ * applies to the weight (fan_in C k k, fan_out F k k) and zeroes the bias.
+ *
+ * Per sample, the forward unrolls x into col (C k k, Ho Wo) in the scratch
+ * buffer and computes y (F, Ho Wo) = W (F, C k k) col. The backward unrolls
+ * x again (no aux is kept), adds dy col^T into dW, then reuses the same
+ * scratch for dcol = W^T dy and folds it back into dx (col2im). A 1x1,
+ * stride 1, unpadded convolution skips the unrolling: col is x itself. */
+#include "nn/layer.h"
+
+#include <string.h>
+
+#include "base/checked.h"
+
+struct geom {
+	int C, H, W, F, k, s, p, Ho, Wo;
+};
+
+static struct geom geom_of(const struct akk_layer *l)
+{
+	const struct akk_layer_spec *sp = l->spec;
+
+	return (struct geom){ l->in.d[0], l->in.d[1], l->in.d[2], sp->filters,
+			      sp->kernel, sp->stride, sp->padding,
+			      l->out.d[1], l->out.d[2] };
+}
+
+static int is_pointwise(const struct geom *g)
+{
+	return g->k == 1 && g->s == 1 && g->p == 0;
+}
+
+/* The output columns [lo, hi) whose input column ow*s - p + kj lies in
+ * [0, W): everything outside reads padding. */
+static void valid_range(int *lo, int *hi, int W, int Wo, int s, int p, int kj)
+{
+	/* long: b + s - 1 may pass INT_MAX for a huge stride */
+	long a = (long)p - kj, b = (long)W + p - kj;
+
+	*lo = a <= 0 ? 0 : (int)((a + s - 1) / s);
+	*hi = b <= 0 ? 0 : (int)((b + s - 1) / s);
+	if (*hi > Wo)
+		*hi = Wo;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/* col[(c k + ki) k + kj][oh Wo + ow] = x[c][oh s - p + ki][ow s - p + kj],
+ * 0 in the padding. */
+static void im2col(float *col, const float *x, const struct geom *g)
+{
+	int k = g->k, s = g->s, p = g->p, Wo = g->Wo;
+
+	for (int c = 0; c < g->C; c++)
+		for (int ki = 0; ki < k; ki++)
+			for (int kj = 0; kj < k; kj++) {
+				int lo, hi, off = kj - p;
+				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
+				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
+					int ih = oh * s - p + ki;
+					if (ih < 0 || ih >= g->H) {
+						memset(col, 0, Wo * sizeof(*col));
+						continue;
+					}
+					const float *xr = x + ((size_t)c * g->H + ih) * g->W;
+					for (int ow = 0; ow < lo; ow++)
+						col[ow] = 0;
+					if (s == 1 && hi > lo)
+						memcpy(col + lo, xr + lo + off,
+						       (hi - lo) * sizeof(*col));
+					else
+						for (int ow = lo; ow < hi; ow++)
+							col[ow] = xr[ow * s + off];
+					for (int ow = hi; ow < Wo; ow++)
+						col[ow] = 0;
+				}
+			}
+}
+
+/* The adjoint of im2col: dx = 0, then every col entry adds into the input
+ * element it was read from; padding entries are dropped. */
+static void col2im(float *dx, const float *col, const struct geom *g)
+{
+	int k = g->k, s = g->s, p = g->p, Wo = g->Wo;
+
+	memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
+	for (int c = 0; c < g->C; c++)
+		for (int ki = 0; ki < k; ki++)
+			for (int kj = 0; kj < k; kj++) {
+				int lo, hi, off = kj - p;
+				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
+				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
+					int ih = oh * s - p + ki;
+					if (ih < 0 || ih >= g->H)
+						continue;
+					float *xr = dx + ((size_t)c * g->H + ih) * g->W;
+					for (int ow = lo; ow < hi; ow++)
+						xr[ow * s + off] += col[ow];
+				}
+			}
+}
+
+static int conv_plan(struct akk_layer *l, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	char buf[64];
+
+	akk_shape_format(l->in, buf, sizeof(buf));
+	if (l->in.rank != 3)
+		return akk_err_set(e, "expects an image input [channels, height, "
+				   "width], got %s", buf);
+	if (sp->filters <= 0)
+		return akk_err_set(e, "expects filters > 0, got %d", sp->filters);
+	if (sp->kernel <= 0)
+		return akk_err_set(e, "expects kernel > 0, got %d", sp->kernel);
+	if (sp->stride <= 0)
+		return akk_err_set(e, "expects stride > 0, got %d", sp->stride);
+	if (sp->padding < 0)
+		return akk_err_set(e, "expects padding >= 0, got %d", sp->padding);
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	int k = sp->kernel, s = sp->stride, p = sp->padding;
+	/* In size_t: H + 2p overflows int for a large padding. */
+	size_t Hp = (size_t)H + 2 * (size_t)p, Wp = (size_t)W + 2 * (size_t)p;
+	if (Hp > AKK_MAX_DIM || Wp > AKK_MAX_DIM)
+		return akk_err_set(e, "padding %d makes the padded input %zux%zu "
+				   "(input %s), more than %zu per side", p, Hp,
+				   Wp, buf, AKK_MAX_DIM);
+	if ((size_t)k > Hp || (size_t)k > Wp)
+		return akk_err_set(e, "kernel %d is larger than the padded input "
+				   "%zux%zu (input %s, padding %d)", k, Hp, Wp,
+				   buf, p);
+	int Ho = (int)((Hp - k) / s + 1), Wo = (int)((Wp - k) / s + 1);
+	size_t ckk, hw, outn, work, np;
+	if (!akk_mul3_ok((size_t)C, (size_t)k, (size_t)k, &ckk) ||
+	    ckk > AKK_MAX_DIM)
+		return akk_err_set(e, "kernel %d over %d channels makes a window "
+				   "of more than %zu values", k, C, AKK_MAX_DIM);
+	hw = (size_t)Ho * Wo;
+	if (!akk_mul_ok((size_t)sp->filters, hw, &outn) || outn > AKK_MAX_DIM)
+		return akk_err_set(e, "output [%d, %d, %d] would have more than "
+				   "%zu values", sp->filters, Ho, Wo,
+				   AKK_MAX_DIM);
+	if (!akk_mul_ok(ckk, hw, &work) || work > AKK_MAX_DIM)
+		return akk_err_set(e, "its unrolled input (%zu x %zu) would have "
+				   "more than %zu values", ckk, hw, AKK_MAX_DIM);
+	if (!akk_muladd_ok((size_t)sp->filters, ckk,
+			   sp->bias ? (size_t)sp->filters : 0, &np) ||
+	    np > AKK_MAX_FLOATS)
+		return akk_err_set(e, "%d filters of %zu weights would be more "
+				   "than %zu parameters", sp->filters, ckk,
+				   AKK_MAX_FLOATS);
+
+	long F = sp->filters;
+	l->out.rank = 3;
+	l->out.d[0] = sp->filters;
+	l->out.d[1] = Ho;
+	l->out.d[2] = Wo;
+	l->nparams = np;
+	l->nstate = 0;
+	l->aux = 0;
+	l->work = (k == 1 && s == 1 && p == 0) ? 0 : work;
+	l->flops = 2.0 * F * ckk * hw + (sp->bias ? (double)F * hw : 0);
+	l->nviews = 1;
+	l->views[0] = (struct akk_view){ "weight", 0, 0, 4,
+					 { sp->filters, C, k, k } };
+	if (sp->bias) {
+		l->nviews = 2;
+		l->views[1] = (struct akk_view){ "bias", 0, (size_t)F * ckk, 1,
+						 { sp->filters, 0, 0, 0 } };
+	}
+	return 0;
+}
+
+static void conv_init(const struct akk_layer *l, float *p, float *s,
+		      struct akk_rng *rng)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	struct geom g = geom_of(l);
+	int kk = g.k * g.k, fan_in = g.C * kk, fan_out = g.F * kk;
+	size_t nw = (size_t)g.F * fan_in;
+	enum akk_init kind = sp->init == AKK_INIT_DEFAULT ?
+		AKK_INIT_LECUN_UNIFORM : sp->init;
+
+	(void)s;
+	akk_init_fill(p, nw, fan_in, fan_out, kind, sp->init_value, rng);
+	if (!sp->bias)
+		return;
+	if (sp->init == AKK_INIT_DEFAULT)
+		akk_init_fill(p + nw, g.F, fan_in, fan_out,
+			      AKK_INIT_LECUN_UNIFORM, 0, rng);
+	else
+		memset(p + nw, 0, g.F * sizeof(*p));
+}
+
+static void conv_forward(const struct akk_layer *l, float *y, float *aux,
+			 float *s, float *work, const float *x, const float *p,
+			 int B, int train, struct akk_rng *rng)
+{
+	struct geom g = geom_of(l);
+	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
+	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
+	const float *w = p, *b = p + (size_t)g.F * ckk;
+	int bias = l->spec->bias;
+
+	(void)aux, (void)s, (void)train, (void)rng;
+	for (int i = 0; i < B; i++) {
+		const float *xi = x + i * xs, *col = xi;
+		float *yi = y + i * ys;
+		if (!is_pointwise(&g)) {
+			im2col(work, xi, &g);
+			col = work;
+		}
+		/* y rows start at the bias; the sgemm adds W col onto them. */
+		if (bias)
+			for (int f = 0; f < g.F; f++)
+				for (int j = 0; j < hw; j++)
+					yi[(size_t)f * hw + j] = b[f];
+		akk_sgemm(0, 0, g.F, hw, ckk, 1, w, ckk, col, hw,
+			  bias ? 1.0f : 0.0f, yi, hw);
+	}
+}
+
+static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
+			  float *work, const float *dy, const float *x,
+			  const float *y, const float *aux, const float *p,
+			  int B)
+{
+	struct geom g = geom_of(l);
+	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
+	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
+	float *dw = dp, *db = dp + (size_t)g.F * ckk;
+	int pw = is_pointwise(&g);
+
+	(void)y, (void)aux;
+	for (int i = 0; i < B; i++) {
+		const float *xi = x + i * xs, *dyi = dy + i * ys, *col = xi;
+		if (!pw) {
+			im2col(work, xi, &g);
+			col = work;
+		}
+		/* dW (F, Ckk) += dy (F, HoWo) col^T (HoWo, Ckk) */
+		akk_sgemm(0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1, dw, ckk);
+		if (l->spec->bias)
+			for (int f = 0; f < g.F; f++) {
+				const float *r = dyi + (size_t)f * hw;
+				float t = 0;
+				for (int j = 0; j < hw; j++)
+					t += r[j];
+				db[f] += t;
+			}
+		if (!dx)
+			continue;
+		/* dcol (Ckk, HoWo) = W^T (Ckk, F) dy (F, HoWo), then col2im. */
+		float *dxi = dx + i * xs;
+		if (pw) {
+			akk_sgemm(1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw, 0, dxi, hw);
+		} else {
+			akk_sgemm(1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw, 0, work, hw);
+			col2im(dxi, work, &g);
+		}
+	}
+}
+
+static const struct akk_layer_option conv_options[] = {
+	AKK_OPTION("filters", INT, filters, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0,
+		   0),
+	AKK_OPTION("kernel", INT, kernel, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
+	AKK_OPTION("stride", INT, stride, AKK_OPTION_LO, 1, 0, 1),
+	AKK_OPTION("padding", INT, padding, AKK_OPTION_LO, 0, 0, 0),
+	AKK_OPTION("bias", BOOL, bias, 0, 0, 0, 1),
+	AKK_OPTION("init", INIT, init, 0, 0, 0, AKK_INIT_DEFAULT),
+	AKK_OPTION("init_value", FLOAT, init_value, 0, 0, 0, 0),
+	AKK_OPTIONS_END,
+};
+
+const struct akk_layer_ops akk_layer_conv2d = {
+	.name = "conv2d",
+	.options = conv_options,
+	.plan = conv_plan,
+	.init = conv_init,
+	.forward = conv_forward,
+	.backward = conv_backward,
+};

@@ -1,0 +1,133 @@
+/* layer_dense.c - fully connected layer, y = x W^T + b.
+ *
+ * Input [Din], output [Dout]. Parameters, in this order in the layer's slice
+ * of the gate block: weight (Dout, Din), stored like torch's nn.Linear, then
+ * bias (Dout) when spec->bias. The default init is torch's: weight and bias
+ * both U(+-1/sqrt(Din)); with an explicit init kind the weight uses it and
+ * the bias starts at zero. No aux, no scratch: forward and backward are one
+ * sgemm each (plus one for dx). */
+#include "nn/layer.h"
+
+#include <string.h>
+
+#include "base/checked.h"
+
+static int dense_plan(struct akk_layer *l, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	char buf[64];
+
+	if (l->in.rank != 1) {
+		akk_shape_format(l->in, buf, sizeof(buf));
+		return akk_err_set(e, "expects a flat input [features], got %s; "
+				   "add a flatten layer", buf);
+	}
+	if (sp->units <= 0)
+		return akk_err_set(e, "expects units > 0, got %d", sp->units);
+	long din = l->in.d[0], dout = sp->units;
+	size_t np = 0;
+
+	/* din, dout <= INT_MAX: the product fits size_t, the limit may not */
+	if (!akk_muladd_ok((size_t)dout, (size_t)din,
+			   sp->bias ? (size_t)dout : 0, &np) ||
+	    np > AKK_MAX_FLOATS)
+		return akk_err_set(e, "%d units over %ld inputs would be %zu "
+				   "parameters, more than %zu", sp->units, din,
+				   np, AKK_MAX_FLOATS);
+
+	l->out.rank = 1;
+	l->out.d[0] = sp->units;
+	l->out.d[1] = l->out.d[2] = 0;
+	l->nparams = np;
+	l->nstate = 0;
+	l->aux = 0;
+	l->work = 0;
+	l->flops = 2.0 * din * dout + (sp->bias ? dout : 0);
+	l->nviews = 1;
+	l->views[0] = (struct akk_view){ "weight", 0, 0, 2,
+					 { (int)dout, (int)din, 0, 0 } };
+	if (sp->bias) {
+		l->nviews = 2;
+		l->views[1] = (struct akk_view){ "bias", 0, (size_t)(dout * din),
+						 1, { (int)dout, 0, 0, 0 } };
+	}
+	return 0;
+}
+
+static void dense_init(const struct akk_layer *l, float *p, float *s,
+		       struct akk_rng *rng)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int din = l->in.d[0], dout = l->out.d[0];
+	size_t nw = (size_t)din * dout;
+	enum akk_init kind = sp->init == AKK_INIT_DEFAULT ?
+		AKK_INIT_LECUN_UNIFORM : sp->init;
+
+	(void)s;
+	akk_init_fill(p, nw, din, dout, kind, sp->init_value, rng);
+	if (!sp->bias)
+		return;
+	if (sp->init == AKK_INIT_DEFAULT)
+		akk_init_fill(p + nw, dout, din, dout, AKK_INIT_LECUN_UNIFORM,
+			      0, rng);
+	else
+		memset(p + nw, 0, dout * sizeof(*p));
+}
+
+/* y (B, Dout) = x (B, Din) W^T (Din, Dout) + b: rows of y start as b and
+ * the sgemm adds onto them (beta 1), so the bias costs no extra pass. */
+static void dense_forward(const struct akk_layer *l, float *y, float *aux,
+			  float *s, float *work, const float *x, const float *p,
+			  int B, int train, struct akk_rng *rng)
+{
+	int din = l->in.d[0], dout = l->out.d[0];
+	const float *w = p, *b = p + (size_t)din * dout;
+	float beta = 0;
+
+	(void)aux, (void)s, (void)work, (void)train, (void)rng;
+	if (l->spec->bias) {
+		for (int i = 0; i < B; i++)
+			memcpy(y + (size_t)i * dout, b, dout * sizeof(*y));
+		beta = 1;
+	}
+	akk_sgemm(0, 1, B, dout, din, 1, x, din, w, din, beta, y, dout);
+}
+
+/* dW (Dout, Din) += dy^T x; db += column sums of dy; dx (B, Din) = dy W. */
+static void dense_backward(const struct akk_layer *l, float *dx, float *dp,
+			   float *work, const float *dy, const float *x,
+			   const float *y, const float *aux, const float *p,
+			   int B)
+{
+	int din = l->in.d[0], dout = l->out.d[0];
+	float *dw = dp, *db = dp + (size_t)din * dout;
+
+	(void)work, (void)y, (void)aux;
+	akk_sgemm(1, 0, dout, din, B, 1, dy, dout, x, din, 1, dw, din);
+	if (l->spec->bias)
+		for (int i = 0; i < B; i++) {
+			const float *r = dy + (size_t)i * dout;
+			for (int j = 0; j < dout; j++)
+				db[j] += r[j];
+		}
+	if (dx)
+		akk_sgemm(0, 0, B, din, dout, 1, dy, dout, p, din, 0, dx, din);
+}
+
+static const struct akk_layer_option dense_options[] = {
+	AKK_OPTION("units", INT, units, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
+	AKK_OPTION("bias", BOOL, bias, 0, 0, 0, 1),
+	AKK_OPTION("init", INIT, init, 0, 0, 0, AKK_INIT_DEFAULT),
+	AKK_OPTION("init_value", FLOAT, init_value, 0, 0, 0, 0),
+	AKK_OPTIONS_END,
+};
+
+const struct akk_layer_ops akk_layer_dense = {
+	.name = "dense",
+	.options = dense_options,
+	.shorthand = "units",
+	.plan = dense_plan,
+	.init = dense_init,
+	.forward = dense_forward,
+	.backward = dense_backward,
+};

@@ -1,0 +1,120 @@
+/* layer_maxpool2d.c - 2-D max pooling.
+ *
+ * Input [C, H, W], window k x k, stride s (0 means s = k, the default),
+ * padding p <= k / 2 (as torch requires); output [C, Ho, Wo] with
+ * Ho = (H + 2p - k) / s + 1 (floor, torch's ceil_mode=False). Padding acts
+ * as -inf, so it is never the maximum. Ties go to the first element in
+ * row-major window order, and a NaN wins (it propagates, as in torch).
+ *
+ * aux, per sample, is [C, Ho, Wo]: the index of each maximum within the
+ * sample's input (c H W + ih W + iw), stored as a float; exact because plan
+ * rejects inputs of 2^24 elements or more. An evaluation forward may pass
+ * aux NULL, and then no index is stored. */
+#include "nn/layer.h"
+
+#include <string.h>
+
+static int maxpool_plan(struct akk_layer *l, struct akk_err *e)
+{
+	char buf[64];
+
+	if (akk_pool2d_plan(l, e))
+		return -1;
+	/* argmax indices are stored as floats: exact below 2^24 */
+	if (akk_shape_size(l->in) >= 1L << 24) {
+		akk_shape_format(l->in, buf, sizeof(buf));
+		return akk_err_set(e, "input %s has more than 2^24 elements", buf);
+	}
+	l->aux = akk_shape_size(l->out);
+	return 0;
+}
+
+/* The first NaN of a window (row-major), to propagate it like torch. */
+static float first_nan(const float *xc, int W, int h0, int h1, int w0,
+		       int w1, int *best)
+{
+	for (int ih = h0; ih < h1; ih++)
+		for (int iw = w0; iw < w1; iw++)
+			if (xc[ih * W + iw] != xc[ih * W + iw]) {
+				*best = ih * W + iw;
+				return xc[*best];
+			}
+	return 0;	/* not reached: the caller saw a NaN */
+}
+
+static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
+			    float *s, float *work, const float *x,
+			    const float *p, int B, int train,
+			    struct akk_rng *rng)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	int Ho = l->out.d[1], Wo = l->out.d[2];
+	int k = sp->kernel, st = akk_pool2d_stride(sp), pad = sp->padding;
+
+	(void)s, (void)work, (void)p, (void)train, (void)rng;
+	for (long bc = 0; bc < (long)B * C; bc++) {
+		const float *xc = x + bc * H * W;
+		long base = (bc % C) * H * W;	/* the channel's offset in a sample */
+		for (int oh = 0; oh < Ho; oh++) {
+			int h0 = oh * st - pad, h1 = h0 + k;
+			h0 = h0 < 0 ? 0 : h0;
+			h1 = h1 > H ? H : h1;
+			for (int ow = 0; ow < Wo; ow++) {
+				int w0 = ow * st - pad, w1 = w0 + k;
+				w0 = w0 < 0 ? 0 : w0;
+				w1 = w1 > W ? W : w1;
+				/* p <= k/2 keeps every window at least one
+				 * element wide. The select is branch-free
+				 * (on real data the comparison is a coin flip
+				 * that a branch predictor loses): maxss for
+				 * the value, a mask for the index, and NaN is
+				 * noted aside and handled after the window. */
+				int best = h0 * W + w0, nan = 0;
+				float m = xc[best];
+				for (int ih = h0; ih < h1; ih++)
+					for (int iw = w0; iw < w1; iw++) {
+						int j = ih * W + iw;
+						float v = xc[j];
+						unsigned t = -(unsigned)(v > m);
+						best = (int)(((unsigned)best & ~t) |
+							     ((unsigned)j & t));
+						m = v > m ? v : m;
+						nan |= v != v;
+					}
+				if (nan)
+					m = first_nan(xc, W, h0, h1, w0, w1, &best);
+				*y++ = m;
+				if (aux)
+					*aux++ = (float)(base + best);
+			}
+		}
+	}
+}
+
+/* dx = 0, then each output's gradient goes to its maximum. */
+static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
+			     float *work, const float *dy, const float *x,
+			     const float *y, const float *aux, const float *p,
+			     int B)
+{
+	size_t in = (size_t)akk_shape_size(l->in), out = l->aux;
+
+	(void)dp, (void)work, (void)x, (void)y, (void)p;
+	if (!dx)
+		return;
+	memset(dx, 0, (size_t)B * in * sizeof(*dx));
+	for (int i = 0; i < B; i++, dx += in)
+		for (size_t j = 0; j < out; j++)
+			dx[(size_t)*aux++] += *dy++;
+}
+
+const struct akk_layer_ops akk_layer_maxpool2d = {
+	.name = "maxpool2d",
+	.options = akk_pool2d_options,
+	.shorthand = "kernel",
+	.plan = maxpool_plan,
+	.init = akk_layer_init_none,
+	.forward = maxpool_forward,
+	.backward = maxpool_backward,
+};

@@ -1,0 +1,143 @@
+/* loss.c - softmax/sigmoid cross-entropy, MSE, MAE and Huber over a batch. */
+#include "nn/loss.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+const char *const akk_loss_names[] = {
+	"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", "mae", "huber",
+	NULL,
+};
+
+const char *akk_loss_name(enum akk_loss_kind k)
+{
+	return (unsigned)k <= AKK_LOSS_HUBER ? akk_loss_names[k] : NULL;
+}
+
+int akk_loss_find(const char *name)
+{
+	for (int i = 0; akk_loss_names[i]; i++)
+		if (!strcmp(akk_loss_names[i], name))
+			return i;
+	return -1;
+}
+
+void akk_softmax_row(float *p, const float *logits, int D)
+{
+	float mx = logits[0];
+	double sum = 0;
+
+	for (int j = 1; j < D; j++)
+		if (logits[j] > mx)
+			mx = logits[j];
+	/* exp(z - max) <= 1: no overflow, and the largest term is exactly 1. */
+	for (int j = 0; j < D; j++)
+		sum += exp((double)logits[j] - mx);
+	for (int j = 0; j < D; j++)
+		p[j] = (float)(exp((double)logits[j] - mx) / sum);
+}
+
+/* Index of the first largest logit of a row. */
+static int argmax(const float *z, int D)
+{
+	int best = 0;
+
+	for (int j = 1; j < D; j++)
+		if (z[j] > z[best])
+			best = j;
+	return best;
+}
+
+/* Softmax cross-entropy of one row: lse(z) - z[y], written as
+ * log(sum exp(z - max)) + max - z[y]; its gradient is softmax(z) - onehot(y),
+ * scaled by s = 1/B into d (if not NULL). */
+static double softmax_ce_row(float *d, const float *z, int y, int D, double s)
+{
+	float mx = z[argmax(z, D)];
+	double sum = 0, lse;
+
+	for (int j = 0; j < D; j++)
+		sum += exp((double)z[j] - mx);
+	lse = log(sum);
+	if (d) {
+		for (int j = 0; j < D; j++)
+			d[j] = (float)(s * exp((double)z[j] - mx - lse));
+		d[y] -= (float)s;
+	}
+	return lse + mx - z[y];
+}
+
+/* Element-wise losses of one row against onehot(y), with the gradient of
+ * each element scaled by s = 1/(B*D). */
+static double elementwise_row(enum akk_loss_kind k, double delta, float *d,
+			      const float *z, int y, int D, double s)
+{
+	double sum = 0;
+
+	for (int j = 0; j < D; j++) {
+		double t = j == y, x = z[j], r = x - t, l, g;
+
+		switch (k) {
+		case AKK_LOSS_SIGMOID_CE:
+			/* max(x,0) - x t + log(1 + e^-|x|): no overflow for
+			 * any x; d/dx = sigmoid(x) - t. */
+			l = fmax(x, 0) - x * t + log1p(exp(-fabs(x)));
+			g = (x >= 0 ? 1 / (1 + exp(-x))
+				    : exp(x) / (1 + exp(x))) - t;
+			break;
+		case AKK_LOSS_MSE:
+			l = r * r;
+			g = 2 * r;
+			break;
+		case AKK_LOSS_MAE:
+			l = fabs(r);
+			g = (r > 0) - (r < 0);
+			break;
+		case AKK_LOSS_HUBER:
+			/* r^2/2 inside [-delta, delta], linear outside. */
+			if (fabs(r) <= delta) {
+				l = 0.5 * r * r;
+				g = r;
+			} else {
+				l = delta * (fabs(r) - 0.5 * delta);
+				g = r > 0 ? delta : -delta;
+			}
+			break;
+		default:
+			assert(!"not an element-wise loss");
+			return 0;
+		}
+		sum += l;
+		if (d)
+			d[j] = (float)(s * g);
+	}
+	return sum;
+}
+
+double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
+		const float *logits, const uint8_t *labels, int B, int D,
+		long *correct)
+{
+	double sum = 0;
+	/* d(mean)/dz: softmax CE averages over rows, the rest over elements. */
+	double s = k == AKK_LOSS_SOFTMAX_CE ? 1.0 / B : 1.0 / ((double)B * D);
+	long hits = 0;
+
+	assert(B > 0 && D > 0);
+	for (int b = 0; b < B; b++) {
+		const float *z = logits + (size_t)b * D;
+		float *d = dlogits ? dlogits + (size_t)b * D : NULL;
+		int y = labels[b];
+
+		assert(y < D);
+		if (k == AKK_LOSS_SOFTMAX_CE)
+			sum += softmax_ce_row(d, z, y, D, s);
+		else
+			sum += elementwise_row(k, delta, d, z, y, D, s);
+		hits += argmax(z, D) == y;
+	}
+	if (correct)
+		*correct += hits;
+	return sum * s;
+}

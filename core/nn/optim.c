@@ -1,0 +1,243 @@
+/* optim.c - SGD family, RMSProp, Adam family; LR schedules. */
+#include "nn/optim.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+const char *const akk_optim_names[] = {
+	"sgd", "momentum", "nesterov", "rmsprop", "adam", "adamw", "radam", NULL,
+};
+const char *const akk_lr_names[] = {
+	"constant", "step", "exponential", "cosine", NULL,
+};
+
+static int find(const char *const *names, const char *name)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(names[i], name))
+			return i;
+	return -1;
+}
+
+const char *akk_optim_name(enum akk_optim_kind k)
+{
+	return (unsigned)k <= AKK_OPT_RADAM ? akk_optim_names[k] : NULL;
+}
+
+int akk_optim_find(const char *name)
+{
+	return find(akk_optim_names, name);
+}
+
+const char *akk_lr_name(enum akk_lr_kind k)
+{
+	return (unsigned)k <= AKK_LR_COSINE ? akk_lr_names[k] : NULL;
+}
+
+int akk_lr_find(const char *name)
+{
+	return find(akk_lr_names, name);
+}
+
+int akk_optim_state_per_param(enum akk_optim_kind k)
+{
+	switch (k) {
+	case AKK_OPT_SGD:
+		return 0;
+	case AKK_OPT_MOMENTUM:
+	case AKK_OPT_NESTEROV:
+	case AKK_OPT_RMSPROP:
+		return 1;
+	case AKK_OPT_ADAM:
+	case AKK_OPT_ADAMW:
+	case AKK_OPT_RADAM:
+		return 2;
+	}
+	return 0;
+}
+
+float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs)
+{
+	const struct akk_lr_spec *s = &o->sched;
+	double lr = o->lr, e = epoch > 0 ? epoch : 0, v = lr;
+	double W = s->warmup_epochs > 0 ? s->warmup_epochs : 0;
+
+	/* Warm-up ramps linearly to the configured lr; the schedule then
+	 * starts from it, its own epochs counted after the warm-up. */
+	if (e < W)
+		return (float)(lr * e / W);
+	e -= W;
+	switch (s->kind) {
+	case AKK_LR_CONSTANT:
+		break;
+	case AKK_LR_STEP:
+		v = lr * pow(s->gamma, floor(e / (s->step_epochs > 0 ?
+						   s->step_epochs : 1)));
+		break;
+	case AKK_LR_EXPONENTIAL:
+		v = lr * pow(s->gamma, e);
+		break;
+	case AKK_LR_COSINE: {
+		double E = epochs - W, x = E > 0 && e < E ? e / E : 1;
+
+		v = s->min_lr + (lr - s->min_lr) * (1 + cos(M_PI * x)) / 2;
+		break;
+	}
+	}
+	return (float)v;
+}
+
+double akk_norm2(const float *g, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += (double)g[i] * g[i];
+	return sqrt(s);
+}
+
+/* Each kernel below is one loop over the block; per-step scalars are
+ * computed once, in double, by akk_optim_step. wd is the L2 coefficient
+ * (g += wd w), 0 for adamw. State blocks: v or s is state[0, n); the
+ * Adam family keeps m in state[0, n) and v in state[n, 2n). */
+
+static void sgd(float *w, const float *g, size_t n, float lr, float wd)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] -= lr * (g[i] + wd * w[i]);
+}
+
+/* v = mu v + g; w -= lr v, or lr (g + mu v) for Nesterov. torch starts
+ * the buffer at g, which is mu*0 + g: the same. */
+static void momentum(float *w, const float *g, float *v, size_t n, float lr,
+		     float wd, float mu, int nesterov)
+{
+	if (nesterov) {
+		for (size_t i = 0; i < n; i++) {
+			float gi = g[i] + wd * w[i];
+			v[i] = mu * v[i] + gi;
+			w[i] -= lr * (gi + mu * v[i]);
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			v[i] = mu * v[i] + (g[i] + wd * w[i]);
+			w[i] -= lr * v[i];
+		}
+	}
+}
+
+/* s = rho s + (1-rho) g^2; w -= lr g / (sqrt(s) + eps). */
+static void rmsprop(float *w, const float *g, float *s, size_t n, float lr,
+		    float wd, float rho, float eps)
+{
+	float c = (float)(1.0 - (double)rho);
+
+	for (size_t i = 0; i < n; i++) {
+		float gi = g[i] + wd * w[i];
+		s[i] = rho * s[i] + c * gi * gi;
+		w[i] -= lr * gi / (sqrtf(s[i]) + eps);
+	}
+}
+
+/* m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * w = keep w - step m / (sqrt(v) / bc2s + eps), step = lr / (1 - b1^t),
+ * bc2s = sqrt(1 - b2^t): torch's arrangement of the bias corrections.
+ * keep = 1 - lr wd is AdamW's decoupled decay, applied to w before the
+ * update as torch does (1 for Adam, an exact no-op). */
+static void adam(float *w, const float *g, float *m, float *v, size_t n,
+		 float wd, float keep, float b1, float b2, float eps,
+		 float step, float bc2s)
+{
+	float c1 = (float)(1.0 - (double)b1), c2 = (float)(1.0 - (double)b2);
+
+	for (size_t i = 0; i < n; i++) {
+		float gi = g[i] + wd * w[i], wi = w[i] * keep;
+		m[i] = b1 * m[i] + c1 * gi;
+		v[i] = b2 * v[i] + c2 * gi * gi;
+		w[i] = wi - step * m[i] / (sqrtf(v[i]) / bc2s + eps);
+	}
+}
+
+/* RAdam, torch's form: moments as Adam; with r the rectification term,
+ * w -= lr r sqrt(1 - b2^t) mhat / (sqrt(v) + eps) once rho_t > 5, else
+ * w -= lr mhat (plain momentum, no second moment). mhat = m / bc1. */
+static void radam(float *w, const float *g, float *m, float *v, size_t n,
+		  float lr, float wd, float b1, float b2, float eps,
+		  float bc1, int rectify, float rect_bc2s)
+{
+	float c1 = (float)(1.0 - (double)b1), c2 = (float)(1.0 - (double)b2);
+
+	if (rectify) {
+		for (size_t i = 0; i < n; i++) {
+			float gi = g[i] + wd * w[i];
+			m[i] = b1 * m[i] + c1 * gi;
+			v[i] = b2 * v[i] + c2 * gi * gi;
+			w[i] -= m[i] / bc1 * lr * (rect_bc2s /
+						   (sqrtf(v[i]) + eps));
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			float gi = g[i] + wd * w[i];
+			m[i] = b1 * m[i] + c1 * gi;
+			v[i] = b2 * v[i] + c2 * gi * gi;
+			w[i] -= m[i] / bc1 * lr;
+		}
+	}
+}
+
+void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,
+		    float *state, size_t n, long t, float lr)
+{
+	float wd = o->weight_decay;
+	double b1 = o->beta1, b2 = o->beta2;
+
+	assert(t >= 1);
+	/* torch's clip_grad_norm_: scale by clip / (norm + 1e-6) when that
+	 * is below 1. */
+	if (o->clip_norm > 0) {
+		double c = o->clip_norm / (akk_norm2(g, n) + 1e-6);
+
+		if (c < 1)
+			for (size_t i = 0; i < n; i++)
+				g[i] *= (float)c;
+	}
+	switch (o->kind) {
+	case AKK_OPT_SGD:
+		sgd(w, g, n, lr, wd);
+		break;
+	case AKK_OPT_MOMENTUM:
+	case AKK_OPT_NESTEROV:
+		momentum(w, g, state, n, lr, wd, o->momentum,
+			 o->kind == AKK_OPT_NESTEROV);
+		break;
+	case AKK_OPT_RMSPROP:
+		rmsprop(w, g, state, n, lr, wd, o->rho, o->eps);
+		break;
+	case AKK_OPT_ADAM:
+	case AKK_OPT_ADAMW: {
+		int decoupled = o->kind == AKK_OPT_ADAMW;
+
+		adam(w, g, state, state + n, n, decoupled ? 0 : wd,
+		     decoupled ? (float)(1.0 - (double)lr * wd) : 1,
+		     o->beta1, o->beta2, o->eps,
+		     (float)(lr / (1 - pow(b1, t))),
+		     (float)sqrt(1 - pow(b2, t)));
+		break;
+	}
+	case AKK_OPT_RADAM: {
+		double bc2 = 1 - pow(b2, t);
+		double rho_inf = 2 / (1 - b2) - 1;
+		double rho_t = rho_inf - 2 * t * pow(b2, t) / bc2;
+		double rect = 0;
+
+		if (rho_t > 5)
+			rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
+				    ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+		radam(w, g, state, state + n, n, lr, wd, o->beta1, o->beta2,
+		      o->eps, (float)(1 - pow(b1, t)), rho_t > 5,
+		      (float)(rect * sqrt(bc2)));
+		break;
+	}
+	}
+}

@@ -1,0 +1,97 @@
+/* optim.h - optimizers and learning-rate schedules.
+ *
+ * An optimizer updates one flat block of n parameters from the gradient block
+ * of the same layout; its state (moments) is one flat block too, so a step is
+ * a single loop over floats. Every gate runs its own optimizer on its own
+ * blocks: nothing here is shared between threads.
+ *
+ * Conventions (those of torch.optim, which tests/ref checks against):
+ *   sgd       w -= lr * g
+ *   momentum  v = mu v + g;            w -= lr v
+ *   nesterov  v = mu v + g;            w -= lr (g + mu v)
+ *   rmsprop   s = rho s + (1-rho) g^2; w -= lr g / (sqrt(s) + eps)
+ *   adam      bias-corrected moments;  w -= lr mhat / (sqrt(vhat) + eps)
+ *   adamw     decoupled decay on the old weights first (w -= lr wd w), then adam
+ *   radam     rectified adam (Liu et al. 2019), torch's form
+ * weight_decay is L2 (g += wd w before the update) for every kind but adamw,
+ * where it is decoupled. clip_norm > 0 scales the whole block's gradient so
+ * its L2 norm is at most clip_norm, before everything else. */
+#ifndef AKK_OPTIM_H
+#define AKK_OPTIM_H
+
+#include <stddef.h>
+
+#include "nn/layer.h"
+
+enum akk_optim_kind {
+	AKK_OPT_SGD,
+	AKK_OPT_MOMENTUM,
+	AKK_OPT_NESTEROV,
+	AKK_OPT_RMSPROP,
+	AKK_OPT_ADAM,
+	AKK_OPT_ADAMW,
+	AKK_OPT_RADAM,
+};
+
+enum akk_lr_kind {
+	AKK_LR_CONSTANT,
+	AKK_LR_STEP,		/* lr * gamma^floor(epoch / step_epochs) */
+	AKK_LR_EXPONENTIAL,	/* lr * gamma^epoch (epoch fractional) */
+	AKK_LR_COSINE,		/* min_lr + (lr-min_lr)(1+cos(pi e/E))/2 */
+};
+
+struct akk_lr_spec {
+	enum akk_lr_kind kind;
+	float gamma;		/* step, exponential (default 0.1 / 0.95) */
+	float step_epochs;	/* step (default 1) */
+	float min_lr;		/* cosine (default 0) */
+	float warmup_epochs;	/* linear warm-up from 0 first (default 0) */
+	struct akk_mark mark;
+};
+
+struct akk_optim_spec {
+	enum akk_optim_kind kind;
+	float lr;		/* required > 0 */
+	float momentum;		/* momentum, nesterov (default 0.9) */
+	float beta1, beta2;	/* adam family (0.9, 0.999) */
+	float rho;		/* rmsprop (0.99, as torch's alpha) */
+	float eps;		/* rmsprop, adam family (1e-8) */
+	float weight_decay;	/* default 0 */
+	float clip_norm;	/* default 0 = off */
+	struct akk_lr_spec sched;
+	struct akk_mark mark;
+};
+
+const char *akk_optim_name(enum akk_optim_kind k);
+int akk_optim_find(const char *name);		/* -1 when unknown */
+extern const char *const akk_optim_names[];	/* NULL-terminated */
+const char *akk_lr_name(enum akk_lr_kind k);
+int akk_lr_find(const char *name);
+extern const char *const akk_lr_names[];
+
+/* Floats of optimizer state per parameter: 0, 1 or 2. */
+int akk_optim_state_per_param(enum akk_optim_kind k);
+
+/* The learning rate at fractional epoch position `epoch` (0 = start of
+ * training) of a run of `epochs` epochs. With warm-up W > 0 epochs the
+ * rate ramps linearly from 0 to the configured lr over [0, W), and the
+ * schedule then starts from lr at W, as a schedule of epochs - W epochs
+ * whose epoch 0 is W (so the configured peak is reached).
+ * A step covers [steps_done, steps_done + 1) / steps_per_epoch; callers
+ * pass its midpoint, (steps_done + 0.5) / steps_per_epoch, so that the
+ * first warm-up step never has rate 0 and no step sits exactly on a
+ * step-schedule boundary. At integer epochs without warm-up the values
+ * are torch's StepLR, ExponentialLR and CosineAnnealingLR (T_max =
+ * epochs). */
+float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs);
+
+/* One step on n parameters. t is the 1-based count of steps this block has
+ * taken (bias correction). g may be modified (clipping, decay). state has
+ * n * akk_optim_state_per_param(kind) floats, zero before the first step. */
+void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,
+		    float *state, size_t n, long t, float lr);
+
+/* L2 norm of g (double accumulation). */
+double akk_norm2(const float *g, size_t n);
+
+#endif

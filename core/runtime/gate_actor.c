@@ -1,0 +1,137 @@
+/* gate_actor.c - the thread of one gate.
+ *
+ * Flip-flop: the gate is in its forward state (accepting Forward and
+ * Validate) or its backward state (accepting Backward only); any other
+ * message is a protocol error, never silently dropped. Wheels: one state,
+ * every kind accepted, the gate's tape FIFO pairing each Backward with its
+ * Forward. Backward sends the input gradient upstream first and then takes
+ * the optimizer step, so the upstream gate works while this one updates. */
+#include <limits.h>
+
+#include "runtime/run_internal.h"
+
+static int fail(struct akk_run *r, struct akk_err *e)
+{
+	akk_run_fail(r, e);
+	return -1;
+}
+
+/* Data parallelism: the gradient of the whole batch from every rank's
+ * slice. Each rank's gradient is the mean over its B samples; scaled by B,
+ * summed over the ranks in one buffer with the counts in its last float,
+ * and divided by the total, it is the mean over the whole batch, partial
+ * last batches included. */
+static int reduce(struct akk_gate_actor *a, int B, struct akk_err *e)
+{
+	struct akk_gate *g = &a->gate;
+	size_t n = g->plan->nparams;
+	float total;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		g->grads[i] *= (float)B;
+	g->grads[n] = (float)B;
+	if (akk_mpi_allreduce(&a->run->tr, a->self - 1, g->grads, (int)n + 1, 0))
+		return akk_err_set(e, "gate %d: the gradient reduction failed", a->self);
+	total = g->grads[n];
+	for (size_t i = 0; i < n; i++)
+		g->grads[i] /= total;
+	return 0;
+}
+
+static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
+		  int *backward_state)
+{
+	struct akk_run *r = a->run;
+	struct akk_gate *g = &a->gate;
+	int strict = r->sched.strict_states;
+	int up = a->self - 1;
+	int down = a->self == r->model->ngates ? 0 : a->self + 1;
+	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
+	struct akk_err e = { 0 };
+	struct akk_msg o = *m;
+
+	if (strict && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
+	    m->kind != AKK_MSG_SYNC && m->kind != AKK_MSG_SNAPSHOT) {
+		akk_err_set(&e, "gate %d: %s message in its %s state", a->self,
+			    akk_msg_name(m->kind), *backward_state ? "backward" : "forward");
+		return fail(r, &e);
+	}
+	double t0 = akk_now(), t1;
+
+	switch (m->kind) {
+	case AKK_MSG_FORWARD:
+		o.data = akk_gate_forward(g, m->data, m->B, m->id, &e);
+		akk_trace_add(&a->trace, AKK_TRACE_FORWARD, m->id, t0, akk_now());
+		if (!o.data)
+			return fail(r, &e);
+		o.n = m->B * out;
+		a->forwards++;
+		*backward_state = 1;
+		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_BACKWARD:
+		o.data = akk_gate_backward(g, m->data, m->B, m->id, up > 0, &e);
+		if (up > 0 && !o.data)
+			return fail(r, &e);
+		if (!o.data && e.msg[0])
+			return fail(r, &e);
+		o.n = up > 0 ? m->B * in : 0;
+		a->backwards++;
+		t1 = akk_now();
+		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, t0, t1);
+		if (akk_send(&r->tr, up, &o))
+			return -1;
+		t0 = akk_now();
+		if (r->shards > 1 && reduce(a, m->B, &e))
+			return fail(r, &e);
+		if (akk_gate_step(g, &e))
+			return fail(r, &e);
+		akk_trace_add(&a->trace, AKK_TRACE_OPTIMIZER, m->id, t0, akk_now());
+		*backward_state = 0;
+		return 0;
+	case AKK_MSG_VALIDATE:
+		o.data = akk_gate_eval(g, m->slot, m->data, m->B);
+		akk_trace_add(&a->trace, AKK_TRACE_VALIDATE, -1, t0, akk_now());
+		o.n = m->B * out;
+		if (g->step < o.vmin)
+			o.vmin = g->step;
+		if (g->step > o.vmax)
+			o.vmax = g->step;
+		a->validations++;
+		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_SYNC:
+		return akk_send(&r->tr, down, &o);
+	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
+		akk_gate_pack(g, a->pack);
+		o.kind = AKK_MSG_STATE;
+		o.slot = a->self;
+		o.data = a->pack;
+		o.n = a->pack_len;
+		return akk_send(&r->tr, 0, &o);
+	case AKK_MSG_STOP:
+		return 1;
+	default:
+		akk_err_set(&e, "gate %d: unexpected message kind %d", a->self, m->kind);
+		return fail(r, &e);
+	}
+}
+
+void *akk_gate_actor_main(void *arg)
+{
+	struct akk_gate_actor *a = arg;
+	struct akk_msg m;
+	int backward_state = 0;
+
+	akk_float_mode();
+	akk_pool_attach(a->run->pool);
+	while (!akk_recv(&a->run->tr, a->self, &m)) {
+		double t0 = akk_now();
+		int rc = handle(a, &m, &backward_state);
+
+		a->busy += akk_now() - t0;
+		if (rc)
+			break;
+	}
+	return NULL;
+}

@@ -1,0 +1,123 @@
+/* provider.c - prefetching batches on a thread of their own. */
+#include "runtime/provider.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
+		      const struct akk_data_spec *ds, int shuffle,
+		      uint64_t seed, int bs, size_t in, int classes,
+		      int npool, int epoch, long index, int shards, int shard,
+		      struct akk_err *e)
+{
+	memset(p, 0, sizeof(*p));
+	p->data = d;
+	p->shuffle = shuffle;
+	p->seed = seed;
+	p->bs = bs;
+	p->shards = shards > 1 ? shards : 1;
+	p->shard = shards > 1 ? shard : 0;
+	p->per_epoch = akk_batches_per_epoch(d->n, bs * p->shards);
+	/* a position at the end of an epoch's batches (stopped during its
+	 * validation) streams from the next epoch's first */
+	if (index >= p->per_epoch) {
+		epoch++;
+		index = 0;
+	}
+	p->epoch = epoch;
+	p->index = index;
+	p->npool = npool;
+	akk_pixel_map(&p->map, ds);
+	p->pool = calloc(npool, sizeof(*p->pool));
+	p->perm = shuffle ? malloc(d->n * sizeof(*p->perm)) : NULL;
+	if (!p->pool || (shuffle && !p->perm) ||
+	    akk_mailbox_init(&p->free, sizeof(struct akk_batch *), npool) ||
+	    akk_mailbox_init(&p->ready, sizeof(struct akk_batch *), npool))
+		goto oom;
+	for (int i = 0; i < npool; i++) {
+		struct akk_batch *b = &p->pool[i];
+		if (akk_batch_alloc(b, bs, in, classes))
+			goto oom;
+		/* the box holds npool and is open: this cannot fail, but a
+		 * batch lost here would hang the stream, so say it */
+		if (akk_mailbox_send(&p->free, &b)) {
+			akk_provider_release(p);
+			return akk_err_set(e, "cannot queue data batch %d of %d", i + 1, npool);
+		}
+	}
+	if (shuffle)
+		akk_shuffle(p->perm, d->n, seed, epoch);
+	return 0;
+oom:
+	akk_provider_release(p);
+	return akk_err_set(e, "out of memory allocating data batches");
+}
+
+static void *provider_main(void *arg)
+{
+	struct akk_provider *p = arg;
+	struct akk_batch *b;
+
+	while (!akk_mailbox_recv(&p->free, &b)) {
+		size_t span = (size_t)p->bs * p->shards, lo = p->index * span;
+		size_t len = lo + span <= p->data->n ? span : p->data->n - lo;
+		size_t a = lo + len * p->shard / p->shards;
+		size_t z = lo + len * (p->shard + 1) / p->shards;
+
+		akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
+				     p->index + 1 == p->per_epoch, &p->map);
+		b->index = p->index;
+		b->epoch = p->epoch;
+		if (++p->index == p->per_epoch) {
+			p->index = 0;
+			p->epoch++;
+			if (p->shuffle)
+				akk_shuffle(p->perm, p->data->n, p->seed, p->epoch);
+		}
+		if (akk_mailbox_send(&p->ready, &b))
+			break;
+	}
+	return NULL;
+}
+
+int akk_provider_start(struct akk_provider *p, struct akk_err *e)
+{
+	if (pthread_create(&p->thread, NULL, provider_main, p))
+		return akk_err_set(e, "cannot start the data provider thread");
+	p->started = 1;
+	return 0;
+}
+
+struct akk_batch *akk_provider_next(struct akk_provider *p)
+{
+	struct akk_batch *b;
+
+	return akk_mailbox_recv(&p->ready, &b) ? NULL : b;
+}
+
+int akk_provider_recycle(struct akk_provider *p, struct akk_batch *b)
+{
+	return akk_mailbox_send(&p->free, &b);
+}
+
+void akk_provider_stop(struct akk_provider *p)
+{
+	if (!p->started)
+		return;
+	akk_mailbox_close(&p->free);
+	akk_mailbox_close(&p->ready);
+	pthread_join(p->thread, NULL);
+	p->started = 0;
+}
+
+void akk_provider_release(struct akk_provider *p)
+{
+	akk_provider_stop(p);
+	for (int i = 0; p->pool && i < p->npool; i++)
+		akk_batch_release(&p->pool[i]);
+	free(p->pool);
+	free(p->perm);
+	akk_mailbox_release(&p->free);
+	akk_mailbox_release(&p->ready);
+	memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,54 @@
+/* provider.h - the data provider actor: batches prefetched on its own thread.
+ *
+ * A provider owns a pool of batches. Free batches sit in its `free` mailbox;
+ * its thread takes one, fills it with the next batch of the stream (training:
+ * epoch after epoch, each in a fresh seeded order; validation: pass after
+ * pass in file order) and puts it in `ready`. The sentinel takes ready
+ * batches and gives each back when its last reader is done, so the pool size
+ * bounds both the prefetch depth and the memory. */
+#ifndef AKK_PROVIDER_H
+#define AKK_PROVIDER_H
+
+#include <pthread.h>
+
+#include "data/batch.h"
+#include "runtime/mailbox.h"
+
+struct akk_provider {
+	const struct akk_dataset *data;	/* not owned */
+	int shuffle;
+	uint64_t seed;
+	int bs;
+	long per_epoch;
+	struct akk_pixel_map map;
+	uint32_t *perm;			/* (n) when shuffling */
+	struct akk_batch *pool;		/* npool batches */
+	int npool;
+	struct akk_mailbox free, ready;	/* of struct akk_batch * */
+	int shards, shard;		/* data parallelism: this rank's slice of
+					 * every batch of shards * bs samples */
+	int epoch;			/* position of the next batch to fill */
+	long index;
+	pthread_t thread;
+	int started;
+};
+
+/* Stream starting at batch `index` of `epoch` (the next epoch's first
+ * when index is the epoch's batch count). With shards > 1, batch i
+ * of an epoch is this shard's even slice of samples [i*shards*bs,
+ * (i+1)*shards*bs) of the epoch's order, the same on every rank. */
+int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
+		      const struct akk_data_spec *ds, int shuffle,
+		      uint64_t seed, int bs, size_t in, int classes,
+		      int npool, int epoch, long index, int shards, int shard,
+		      struct akk_err *e);
+int akk_provider_start(struct akk_provider *p, struct akk_err *e);
+/* The next batch, in stream order; NULL once stopped. */
+struct akk_batch *akk_provider_next(struct akk_provider *p);
+/* Give b back to the pool: 0, or -1 once stopped (b is not queued). */
+int akk_provider_recycle(struct akk_provider *p, struct akk_batch *b);
+/* Stop the thread (if started) and wait for it. */
+void akk_provider_stop(struct akk_provider *p);
+void akk_provider_release(struct akk_provider *p);
+
+#endif

@@ -1,0 +1,387 @@
+/* run.c - building, starting and stopping the actor system. */
+#include "runtime/run_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/metrics.h"
+#include "runtime/world.h"
+
+static int check_one(const struct akk_model *m, const struct akk_dataset *d,
+		     const char *what, const char *path, const char *lpath,
+		     struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	long in = akk_shape_size(s->input);
+	char shape[64];
+
+	if ((long)d->images.item != in) {
+		akk_shape_format(s->input, shape, sizeof(shape));
+		return akk_err_at(e, path, 0, 0,
+				  "%s images have %zu values each, but network.input %s needs %ld",
+				  what, d->images.item, shape, in);
+	}
+	if (d->classes > m->classes)
+		return akk_err_at(e, lpath, 0, 0,
+				  "%s labels go up to %d, but the network outputs %d classes",
+				  what, d->classes - 1, m->classes);
+	if (!d->n)
+		return akk_err_at(e, path, 0, 0, "%s set is empty", what);
+	return 0;
+}
+
+int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *train,
+		       const struct akk_dataset *val, struct akk_err *e)
+{
+	const struct akk_data_spec *ds = &m->spec->data;
+
+	return check_one(m, train, "training", ds->train_images, ds->train_labels, e) ||
+	       (val && check_one(m, val, "validation", ds->val_images, ds->val_labels, e)) ? -1 : 0;
+}
+
+/* Under MPI: who runs where, and the link to the other ranks. */
+static int start_link(struct akk_run *r, struct akk_err *e)
+{
+	const struct akk_model *m = r->model;
+	int G = m->ngates, n = G + 1, rc = -1;
+	long *w = calloc(3 * (size_t)n, sizeof(long));
+
+	r->actor_rank = calloc(n, sizeof(int));
+	if (!w || !r->actor_rank) {
+		free(w);
+		return akk_err_set(e, "out of memory");
+	}
+	w[0] = m->classes;	/* logits arrive at the sentinel */
+	for (int i = 0; i < G; i++) {
+		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
+		w[i + 1] = akk_shape_size(m->gates[i].in);
+		w[n + i + 1] = akk_shape_size(m->gates[i].out);
+		w[2 * n + i + 1] = akk_gate_pack_len(&m->gates[i]);
+	}
+	r->tr.actor_rank = r->actor_rank;
+	r->tr.rank = r->cfg.rank;
+	struct akk_link_plan plan = { .K = r->K, .V = r->V,
+				      .max_batch = m->spec->sched.batch_size,
+				      .fwd_width = w, .bwd_width = w + n,
+				      .state_len = w + 2 * n };
+	rc = akk_mpi_link_start(&r->tr, &plan, e);
+	free(w);
+	return rc;
+}
+
+int akk_run_init(struct akk_run *r, const struct akk_model *m,
+		 const struct akk_dataset *train, const struct akk_dataset *val,
+		 const struct akk_run_config *cfg, struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	int G = m->ngates, bs = s->sched.batch_size;
+	size_t in = akk_shape_size(s->input);
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	r->model = m;
+	r->spec = s;
+	r->train = train;
+	r->val = val;
+	r->cfg = *cfg;
+	r->pos = cfg->start;
+	/* One busy gate in flip-flop may use every core; pipelined gates
+	 * compute at once, so each gets one (the schedule decides).
+	 * OpenBLAS itself stays on one thread (its threaded driver allocates
+	 * per call): the gate's large products are split across our own
+	 * pool instead. */
+	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
+			      cfg->blas_threads, akk_cores(), e))
+		goto fail;
+	r->K = r->sched.K;
+	r->V = r->sched.V;
+	r->shards = cfg->shards > 1 ? cfg->shards : 1;
+	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
+	if (akk_world_check_split(train->n, bs, r->shards, e))
+		goto fail;
+	/* A position past the epoch's batches would leave the sentinel
+	 * waiting for batches that never come (akk_checkpoint_position
+	 * converts and checks a checkpoint's position before). */
+	if (cfg->start.index < 0 || cfg->start.index > r->per_epoch ||
+	    cfg->start.epoch < 0 || cfg->start.id < 0) {
+		akk_err_set(e, "cannot start at epoch %d, batch %ld, step %ld: an epoch has %ld batches",
+			    cfg->start.epoch + 1, cfg->start.index, cfg->start.id,
+			    r->per_epoch);
+		goto fail;
+	}
+	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
+	r->root = !cfg->gate_rank || cfg->rank == 0;
+	if (r->root && akk_run_check_data(m, train, val, e))
+		goto fail;
+	r->blas_threads = r->sched.compute_threads;
+	akk_blas_threads(1);
+	if (r->blas_threads > 1 && !(r->pool = akk_pool_create(r->blas_threads, e)))
+		goto fail;
+	r->gates = calloc(G, sizeof(*r->gates));
+	if (!r->gates) {
+		akk_err_set(e, "out of memory");
+		goto fail;
+	}
+	/* A process holds the gates it runs; rank 0 also holds a mirror of
+	 * every other rank's gates (parameters and all, no threads) for its
+	 * checkpoints. So a pipeline over ranks spreads memory as well. */
+	for (int i = 0; i < G; i++) {
+		struct akk_gate_actor *a = &r->gates[i];
+		a->run = r;
+		a->self = i + 1;
+		a->local = !cfg->gate_rank || cfg->gate_rank[i] == cfg->rank;
+		a->ready = a->local || r->root;
+		if (!a->ready)
+			continue;
+		if (akk_gate_init(&a->gate, &m->gates[i], bs,
+				  a->local ? r->K : 1, a->local ? r->V : 1,
+				  a->local && r->sched.stash &&
+				  akk_gate_needs_stash(&m->gates[i]),
+				  r->per_epoch, cfg->epochs, s->seed, e))
+			goto fail;
+		if (cfg->gate_rank && a->local) {
+			a->pack_len = akk_gate_pack_len(&m->gates[i]);
+			if (!(a->pack = akk_alloc(a->pack_len))) {
+				akk_err_set(e, "out of memory");
+				goto fail;
+			}
+		}
+	}
+	if (r->root && akk_provider_init(&r->tprov, train, &s->data, 1, s->seed,
+					 bs, in, m->classes, r->K + 2,
+					 cfg->start.epoch, cfg->start.index,
+					 r->shards, cfg->rank, e))
+		goto fail;
+	if (r->root && val &&
+	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
+			      m->classes, r->V + 2, 0, 0, 1, 0, e))
+		goto fail;
+	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
+		akk_err_set(e, "out of memory");
+		goto fail;
+	}
+	if (cfg->gate_rank && start_link(r, e))
+		goto fail;
+	if (r->shards > 1) {
+		/* a reduction channel per gate, and one for the metrics */
+		struct akk_link_plan plan = { .K = r->K, .V = r->V, .max_batch = bs,
+					      .channels = G + 1 };
+		if (akk_mpi_link_start(&r->tr, &plan, e))
+			goto fail;
+	}
+	if (cfg->trace_events > 0) {
+		for (int i = 0; i <= G; i++) {
+			struct akk_trace *t = i < G ? &r->gates[i].trace : &r->sentinel_trace;
+			t->ev = calloc(cfg->trace_events, sizeof(*t->ev));
+			t->cap = cfg->trace_events;
+			if (!t->ev) {
+				akk_err_set(e, "out of memory for the trace");
+				goto fail;
+			}
+		}
+	}
+	if (r->root && cfg->metrics_path && !(r->metrics = akk_metrics_open(cfg->metrics_path, e)))
+		goto fail;
+	return 0;
+fail:
+	akk_run_release(r);
+	return -1;
+}
+
+struct akk_run *akk_run_create(const struct akk_model *m,
+			       const struct akk_dataset *train,
+			       const struct akk_dataset *val,
+			       const struct akk_run_config *cfg, struct akk_err *e)
+{
+	struct akk_run *r = malloc(sizeof(*r));
+
+	if (!r) {
+		akk_err_set(e, "out of memory");
+		return NULL;
+	}
+	if (akk_run_init(r, m, train, val, cfg, e)) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void akk_run_free(struct akk_run *r)
+{
+	if (!r)
+		return;
+	akk_run_release(r);
+	free(r);
+}
+
+int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
+		    const char *path, struct akk_err *e)
+{
+	struct akk_gate *gates[AKK_MAX_GATES];
+	int G = r->model->ngates;
+
+	for (int i = 0; i < G; i++)
+		gates[i] = r->gates[i].ready ? &r->gates[i].gate : NULL;
+	return akk_checkpoint_restore(c, gates, G, path, e);
+}
+
+struct akk_run_stats akk_run_stats(const struct akk_run *r)
+{
+	struct akk_run_stats st = {
+		.pos = r->pos, .epochs = r->cfg.epochs,
+		.interrupted = atomic_load(&r->interrupted),
+		.has_val = r->val != NULL, .compute_threads = r->blas_threads,
+		.per_epoch = r->per_epoch, .ngates = r->model->ngates,
+		.link = r->link_stats,
+	};
+
+	for (int g = 0; g < st.ngates && g < AKK_MAX_GATES && r->gates; g++) {
+		st.busy[g] = r->gates[g].busy;
+		st.depth[g] = akk_mailbox_mean_depth(&r->tr.boxes[g + 1]);
+	}
+	return st;
+}
+
+const struct akk_trace *akk_run_trace(const struct akk_run *r, int actor)
+{
+	return actor ? &r->gates[actor - 1].trace : &r->sentinel_trace;
+}
+
+int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
+			     const struct akk_spec *spec, const char *base_dir,
+			     const struct akk_ckpt_metrics *metrics,
+			     struct akk_err *e)
+{
+	const struct akk_gate *gates[AKK_MAX_GATES];
+	int G = r->model->ngates;
+
+	if (G > AKK_MAX_GATES)	/* the spec refuses more */
+		return akk_err_set(e, "too many gates to checkpoint (%d)", G);
+	for (int i = 0; i < G; i++)
+		gates[i] = &r->gates[i].gate;
+	struct akk_ckpt_source src = {
+		.spec = spec, .base_dir = base_dir, .mode = r->cfg.mode,
+		.gates = gates, .ngates = G, .pos = r->pos, .metrics = *metrics,
+	};
+	return akk_checkpoint_write(path, &src, e);
+}
+
+int akk_run_agree_position(struct akk_run *r, struct akk_world *w)
+{
+	return akk_world_bcast(w, &r->pos.id, 1);
+}
+
+void akk_run_fail(struct akk_run *r, const struct akk_err *e)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->failed) {
+		r->failed = 1;
+		r->err = *e;
+	}
+	pthread_mutex_unlock(&r->mu);
+	akk_transport_close(&r->tr);
+	if (!r->root)
+		return;
+	akk_mailbox_close(&r->tprov.ready);
+	akk_mailbox_close(&r->tprov.free);
+	if (r->val) {
+		akk_mailbox_close(&r->vprov.ready);
+		akk_mailbox_close(&r->vprov.free);
+	}
+}
+
+void akk_run_interrupt(struct akk_run *r)
+{
+	struct akk_msg m = { .kind = AKK_MSG_INTERRUPT };
+
+	/* The flag is seen before the sentinel issues anything more; the
+	 * message wakes it if it is waiting. */
+	atomic_store(&r->stop, 1);
+	akk_send(&r->tr, 0, &m);
+}
+
+int akk_run_train(struct akk_run *r, struct akk_err *e)
+{
+	int G = r->model->ngates, rc;
+	struct akk_err se = { 0 };
+
+	akk_float_mode();
+	if (r->root && (akk_provider_start(&r->tprov, &se) ||
+			(r->val && akk_provider_start(&r->vprov, &se)))) {
+		akk_run_fail(r, &se);
+		goto join;
+	}
+	for (int i = 0; i < G; i++) {
+		if (!r->gates[i].local)
+			continue;
+		if (pthread_create(&r->gates[i].thread, NULL, akk_gate_actor_main,
+				   &r->gates[i])) {
+			akk_err_set(&se, "cannot start the thread of gate %d", i + 1);
+			akk_run_fail(r, &se);
+			goto join;
+		}
+		r->gates[i].started = 1;
+	}
+	if (!r->root)	/* the gates run until rank 0's sentinel stops them */
+		goto join;
+	rc = akk_sentinel_run(r, &se);
+	if (!rc) {
+		struct akk_msg stop = { .kind = AKK_MSG_STOP };
+		for (int i = 0; i < G; i++)
+			akk_send(&r->tr, i + 1, &stop);
+	} else if (!r->failed) {
+		akk_run_fail(r, &se);
+	}
+join:
+	for (int i = 0; i < G; i++)
+		if (r->gates[i].started) {
+			pthread_join(r->gates[i].thread, NULL);
+			r->gates[i].started = 0;
+		}
+	if (r->root) {
+		akk_provider_stop(&r->tprov);
+		if (r->val)
+			akk_provider_stop(&r->vprov);
+	}
+	/* A failed MPI link is the cause of whatever else failed here (on a
+	 * rank without the sentinel, nothing else notices it). */
+	if (akk_mpi_link_error(&r->tr, &r->err))
+		r->failed = 1;
+	/* Under MPI the link ends with the run: one communication thread per
+	 * rank at a time, and the next run's link starts clean. */
+	if (!r->failed) {
+		akk_mpi_link_stats(&r->tr, &r->link_stats);
+		akk_mpi_link_stop(&r->tr);
+	}
+	if (r->failed) {
+		*e = r->err;
+		return -1;
+	}
+	return 0;
+}
+
+void akk_run_release(struct akk_run *r)
+{
+	akk_mpi_link_stop(&r->tr);
+	for (int i = 0; r->gates && i < r->model->ngates; i++) {
+		akk_gate_release(&r->gates[i].gate);
+		free(r->gates[i].trace.ev);
+		akk_free(r->gates[i].pack);
+	}
+	free(r->actor_rank);
+	r->actor_rank = NULL;
+	free(r->sentinel_trace.ev);
+	free(r->gates);
+	r->gates = NULL;
+	akk_provider_release(&r->tprov);
+	if (r->val && r->root)
+		akk_provider_release(&r->vprov);
+	akk_transport_release(&r->tr);
+	akk_pool_destroy(r->pool);
+	r->pool = NULL;
+	if (r->metrics)
+		fclose(r->metrics);
+	r->metrics = NULL;
+	pthread_mutex_destroy(&r->mu);
+}

@@ -1,0 +1,89 @@
+/* run_internal.h - the runtime's inside: the actor structs, the failure
+ * plumbing and tracing, for core/runtime/run.c, sentinel.c and gate_actor.c (and
+ * the tests that look inside a run). Callers use run.h only.
+ *
+ * akk_run_init plans all memory (gates, tapes, batch pools, mailboxes) in
+ * caller-provided storage; akk_run_create is it plus the allocation. */
+#ifndef AKK_RUN_INTERNAL_H
+#define AKK_RUN_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "model/gate.h"
+#include "tensor/pool.h"
+#include "runtime/provider.h"
+#include "runtime/run.h"
+#include "runtime/schedule.h"
+#include "runtime/transport.h"
+#include "runtime/transport_mpi.h"
+
+struct akk_gate_actor {
+	struct akk_gate gate;
+	struct akk_run *run;
+	int self;		/* actor number: gate index + 1 */
+	pthread_t thread;
+	int started;
+	/* Statistics, written by the actor thread, read after join. */
+	double busy;		/* seconds spent computing */
+	long forwards, backwards, validations;
+	struct akk_trace trace;
+	int local;		/* runs in this process */
+	int ready;		/* its state is allocated here: a local gate,
+				 * or on rank 0 a mirror of a remote one */
+	float *pack;		/* under MPI: its state, for the sentinel */
+	long pack_len;
+};
+
+struct akk_run {
+	const struct akk_model *model;	/* not owned */
+	const struct akk_spec *spec;
+	const struct akk_dataset *train, *val;	/* val may be NULL */
+	struct akk_run_config cfg;
+	struct akk_schedule sched;	/* what the schedule decided */
+	int K, V;		/* training / validation batches in flight */
+	int shards;		/* ranks sharing every batch (data parallelism) */
+	long per_epoch, val_batches;
+	struct akk_gate_actor *gates;	/* ngates */
+	struct akk_provider tprov, vprov;
+	struct akk_transport tr;
+	FILE *metrics;
+	pthread_mutex_t mu;	/* guards err and failed */
+	struct akk_err err;
+	int failed;
+	atomic_int stop;	/* akk_run_interrupt was called */
+	atomic_int interrupted;	/* the run stopped early on it */
+	struct akk_position pos;	/* where training stands after the last
+					 * drain (sentinel thread; read after join) */
+	int epochs_done;
+	int blas_threads;	/* compute threads a busy gate uses */
+	struct akk_pool *pool;	/* for them, when more than one */
+	struct akk_trace sentinel_trace;
+	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
+	struct akk_link_stats link_stats;	/* its MPI link's, after the run */
+	int root;		/* this process runs the sentinel */
+};
+
+int akk_run_init(struct akk_run *r, const struct akk_model *m,
+		 const struct akk_dataset *train, const struct akk_dataset *val,
+		 const struct akk_run_config *cfg, struct akk_err *e);
+void akk_run_release(struct akk_run *r);
+
+/* Record the first failure and close every mailbox. */
+void akk_run_fail(struct akk_run *r, const struct akk_err *e);
+
+
+
+
+/* Internal to the runtime: the actors' loops. */
+void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
+int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
+static inline void akk_trace_add(struct akk_trace *t, int kind, long id,
+				 double t0, double t1)
+{
+	if (t->n < t->cap)
+		t->ev[t->n++] = (struct akk_trace_event){ t0, t1, kind, id };
+}
+
+#endif

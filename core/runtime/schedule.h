@@ -1,0 +1,44 @@
+/* schedule.h - the schedule room: everything that differs between
+ * schedules, decided in one place.
+ *
+ * akk_schedule_plan turns a schedule spec (its mode and knobs) into a plan:
+ * how many batches are in flight, when validation runs, whether a drained
+ * final pass follows the last epoch, whether gate actors keep strict
+ * forward/backward states, whether gates stash weights, how many compute
+ * threads a busy gate uses and how deep every mailbox must be. The runtime
+ * (run.c, sentinel.c, gate_actor.c) and `akkctl check` read the plan; no
+ * other file compares AKK_MODE_* values.
+ *
+ * Adding a schedule (e.g. "pipeline"): one more name in spec.c's mode list
+ * and enum akk_mode, one more case in akk_schedule_plan below filling every
+ * field, and, if its sentinel needs a policy the fields cannot express, one
+ * more field here read by sentinel.c's run_phase. */
+#ifndef AKK_SCHEDULE_H
+#define AKK_SCHEDULE_H
+
+#include "config/spec.h"
+
+struct akk_schedule {
+	enum akk_mode mode;
+	int K;			/* training batches in flight */
+	int V;			/* validation batches in flight */
+	int validate_during;	/* validation runs while training batches are
+				 * in flight; 0: after the epoch's last backward */
+	int final_pass;		/* after the last epoch, a drained validation
+				 * pass ("final" row) on the final weights */
+	int strict_states;	/* gates alternate a forward and a backward
+				 * state; any other message is a protocol error */
+	int stash;		/* gates that need it stash the weights each
+				 * in-flight batch's forward used */
+	int compute_threads;	/* compute threads of one busy gate */
+	int mailbox_cap;	/* messages per actor's mailbox */
+};
+
+/* The plan for schedule s run as mode with ngates gates. threads: the
+ * compute threads asked for (0: automatic); cores: the cores this process
+ * may use (>= 1). Fails only on a mode it does not know. */
+int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
+		      const struct akk_schedule_spec *s, int ngates,
+		      int threads, int cores, struct akk_err *e);
+
+#endif

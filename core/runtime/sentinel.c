@@ -1,0 +1,430 @@
+/* sentinel.c - the sentinel actor: data in, loss out, epochs and credits.
+ *
+ * The sentinel feeds the first gate, receives the last gate's output,
+ * computes the loss and sends its gradient back. It keeps `K` training and
+ * `V` validation batches in flight as credits: a training credit returns when
+ * the batch's backward has come back through the first gate, a validation
+ * credit when the batch's output arrives. An epoch issues exactly one pass
+ * over the training set, then stops issuing and drains; a SYNC message sent
+ * through every gate then proves every gate idle before the epoch is closed.
+ *
+ * Flip-flop is the case K = 1 with the seed's explicit states: Startpoint
+ * (issue the next batch; accepts Backward), Endpoint (accepts Forward: loss,
+ * then Backward to the last gate), and Validation after the epoch's last
+ * backward (accepts Validate). Wheels has no states: validation runs during
+ * the epoch, and after the last epoch a drained "final" pass measures the
+ * weights that training ended with. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/loss.h"
+#include "io/metrics.h"
+#include "runtime/run_internal.h"
+
+enum { STARTPOINT, ENDPOINT, VALIDATION };
+
+struct phase {
+	long ntrain, nval;		/* batches to run */
+	long issued, done, vissued, vdone;
+	int inflight, vinflight;
+	double loss_sum, vloss_sum;
+	long correct, vcorrect, samples, vsamples;
+	long vmin, vmax;
+	int stopping, state;
+	int voting;		/* data parallelism: a stop vote is out */
+	double vote;		/* its value, then its sum over the ranks */
+};
+
+static int protocol(struct akk_run *r, struct akk_err *e, const char *what)
+{
+	akk_err_set(e, "sentinel: %s", what);
+	akk_run_fail(r, e);
+	return -1;
+}
+
+static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
+		       struct akk_batch **slots, long *next_id,
+		       struct akk_err *e)
+{
+	struct akk_batch *b = akk_provider_next(&r->tprov);
+	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
+
+	if (!b)
+		return -1;
+	if (b->epoch != epoch || b->index != ph->issued)
+		return protocol(r, e, "training data out of order");
+	slots[*next_id % r->K] = b;
+	m.B = b->B;
+	m.id = (*next_id)++;
+	m.data = b->x;
+	m.n = b->B * akk_shape_size(r->spec->input);
+	ph->issued++;
+	ph->inflight++;
+	ph->state = ENDPOINT;
+	return akk_send(&r->tr, 1, &m);
+}
+
+static int issue_val(struct akk_run *r, struct phase *ph,
+		     struct akk_batch **vslots, struct akk_err *e)
+{
+	struct akk_batch *b = akk_provider_next(&r->vprov);
+	struct akk_msg m = { .kind = AKK_MSG_VALIDATE, .vmin = LONG_MAX, .vmax = -1 };
+	int slot = -1;
+
+	if (!b)
+		return -1;
+	for (int i = 0; i < r->V; i++)
+		if (!vslots[i]) {
+			slot = i;
+			break;
+		}
+	if (slot < 0 || b->index != ph->vissued)
+		return protocol(r, e, "validation data out of order");
+	vslots[slot] = b;
+	m.B = b->B;
+	m.slot = slot;
+	m.data = b->x;
+	m.n = b->B * akk_shape_size(r->spec->input);
+	ph->vissued++;
+	ph->vinflight++;
+	return akk_send(&r->tr, 1, &m);
+}
+
+/* Data parallelism: before each training batch every rank votes whether
+ * to stop, so that all stop at the same batch and their gradient
+ * reductions stay in step. The vote is posted, not waited for: the
+ * sentinel goes on taking messages (the losses of batches in flight,
+ * which the other ranks' reductions wait for) and issues the batch, or
+ * stops, when the result arrives as AKK_MSG_REDUCED. */
+static int post_vote(struct akk_run *r, struct phase *ph, struct akk_err *e)
+{
+	struct akk_msg note = { .kind = AKK_MSG_REDUCED };
+
+	ph->vote = atomic_load(&r->stop) ? 1 : 0;
+	ph->voting = 1;
+	if (akk_mpi_allreduce_post(&r->tr, r->model->ngates, &ph->vote, 1, 1, 0, &note))
+		return protocol(r, e, "the stop vote failed");
+	return 0;
+}
+
+/* Accepts with strict states (flip-flop), by state. */
+static int flipflop_accepts(int state, int kind)
+{
+	switch (state) {
+	case STARTPOINT: return kind == AKK_MSG_BACKWARD;
+	case ENDPOINT: return kind == AKK_MSG_FORWARD;
+	default: return kind == AKK_MSG_VALIDATE;
+	}
+}
+
+/* Run one phase: ntrain training batches of `epoch` and a validation pass.
+ * Returns 0 when done (or interrupted and drained), -1 on failure. */
+static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
+		     struct akk_batch **slots, struct akk_batch **vslots,
+		     long *next_id, double t0, struct akk_err *e)
+{
+	const struct akk_spec *s = r->spec;
+	int during = r->sched.validate_during;
+	int G = r->model->ngates, classes = r->model->classes;
+	struct akk_msg m;
+
+	ph->vmin = LONG_MAX;
+	ph->vmax = -1;
+	ph->state = STARTPOINT;
+	for (;;) {
+		/* with data parallelism only the vote below decides */
+		if (r->shards == 1 && atomic_load(&r->stop))
+			ph->stopping = 1;
+		if (!ph->stopping) {
+			if (r->shards > 1) {
+				if (!ph->voting && ph->inflight < r->K &&
+				    ph->issued < ph->ntrain && post_vote(r, ph, e))
+					return -1;
+			} else {
+				while (ph->inflight < r->K && ph->issued < ph->ntrain)
+					if (issue_train(r, ph, epoch, slots, next_id, e))
+						return -1;
+			}
+			/* flip-flop validates after the epoch's last backward */
+			if (!ph->stopping && (during || ph->done == ph->ntrain)) {
+				if (ph->vissued < ph->nval)
+					ph->state = VALIDATION;
+				while (ph->vinflight < r->V && ph->vissued < ph->nval)
+					if (issue_val(r, ph, vslots, e))
+						return -1;
+			}
+		}
+		if (!ph->inflight && !ph->vinflight && !ph->voting &&
+		    (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval)))
+			return 0;
+		if (akk_recv(&r->tr, 0, &m))
+			return -1;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			/* set here too: it may come from another rank */
+			atomic_store(&r->stop, 1);
+			continue;
+		}
+		if (m.kind == AKK_MSG_REDUCED) {	/* the stop vote is in */
+			ph->voting = 0;
+			if (ph->vote > 0)
+				ph->stopping = 1;
+			else if (issue_train(r, ph, epoch, slots, next_id, e))
+				return -1;
+			continue;
+		}
+		if (r->sched.strict_states && !flipflop_accepts(ph->state, m.kind))
+			return protocol(r, e, "message out of turn in flip-flop");
+		switch (m.kind) {
+		case AKK_MSG_FORWARD: {
+			struct akk_batch *b = slots[m.id % r->K];
+			struct akk_msg back = m;
+			double tl = akk_now();
+			double loss = akk_loss(s->loss, s->huber_delta, b->dlogits,
+					       m.data, b->labels, b->B, classes,
+					       &ph->correct);
+			/* a gate's non-finite output stops the run in that
+			 * gate; finite logits can still overflow the loss */
+			if (!isfinite(loss)) {
+				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld) from the output of gate %d",
+					    epoch + 1, b->index + 1, m.id + 1, G);
+				akk_run_fail(r, e);
+				return -1;
+			}
+			if (s->sched.max_loss > 0 && loss > s->sched.max_loss) {
+				akk_err_set(e, "training loss %.4g at epoch %d, batch %ld (step %ld) is above schedule.max_loss %g: the run diverged",
+					    loss, epoch + 1, b->index + 1, m.id + 1,
+					    s->sched.max_loss);
+				akk_run_fail(r, e);
+				return -1;
+			}
+			ph->loss_sum += loss * b->B;
+			ph->samples += b->B;
+			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, tl, akk_now());
+			back.kind = AKK_MSG_BACKWARD;
+			back.data = b->dlogits;
+			back.n = (long)b->B * classes;
+			ph->state = STARTPOINT;
+			if (akk_send(&r->tr, G, &back))
+				return -1;
+			break;
+		}
+		case AKK_MSG_BACKWARD: {
+			struct akk_batch *b = slots[m.id % r->K];
+			akk_provider_recycle(&r->tprov, b);
+			ph->done++;
+			ph->inflight--;
+			if (r->cfg.obs.progress) {
+				double dt = akk_now() - t0;
+				struct akk_progress p = {
+					epoch + 1, r->cfg.epochs, ph->done, ph->ntrain,
+					ph->samples ? ph->loss_sum / ph->samples : 0,
+					dt > 0 ? ph->samples / dt : 0, dt,
+				};
+				r->cfg.obs.progress(r->cfg.obs.ctx, &p);
+			}
+			break;
+		}
+		case AKK_MSG_VALIDATE: {
+			struct akk_batch *b = vslots[m.slot];
+			ph->vloss_sum += akk_loss(s->loss, s->huber_delta, NULL, m.data,
+						  b->labels, b->B, classes,
+						  &ph->vcorrect) * b->B;
+			ph->vsamples += b->B;
+			if (m.vmin < ph->vmin)
+				ph->vmin = m.vmin;
+			if (m.vmax > ph->vmax)
+				ph->vmax = m.vmax;
+			vslots[m.slot] = NULL;
+			akk_provider_recycle(&r->vprov, b);
+			ph->vdone++;
+			ph->vinflight--;
+			break;
+		}
+		default:
+			return protocol(r, e, "unexpected message");
+		}
+	}
+}
+
+/* Under MPI: copy every remote gate's state into rank 0's mirror of it,
+ * so a checkpoint taken now holds the whole network. Gates are idle. */
+static int gather(struct akk_run *r, struct akk_err *e)
+{
+	struct akk_msg m = { .kind = AKK_MSG_SNAPSHOT };
+	int want = 0;
+
+	for (int g = 0; g < r->model->ngates; g++)
+		if (!r->gates[g].local) {
+			if (akk_send(&r->tr, g + 1, &m))
+				return -1;
+			want++;
+		}
+	while (want) {
+		if (akk_recv(&r->tr, 0, &m))
+			return -1;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			/* set here too: it may come from another rank */
+			atomic_store(&r->stop, 1);
+			continue;
+		}
+		if (m.kind != AKK_MSG_STATE || m.slot < 1 || m.slot > r->model->ngates ||
+		    m.n != akk_gate_pack_len(&r->model->gates[m.slot - 1]))
+			return protocol(r, e, "unexpected message while gathering gate states");
+		akk_gate_unpack(&r->gates[m.slot - 1].gate, m.data);
+		want--;
+	}
+	return 0;
+}
+
+/* Send SYNC through every gate and wait for it: afterwards every gate is
+ * idle and everything it wrote is visible here (under MPI, gathered). */
+static int drain(struct akk_run *r, struct akk_err *e)
+{
+	struct akk_msg m = { .kind = AKK_MSG_SYNC };
+
+	if (akk_send(&r->tr, 1, &m))
+		return -1;
+	for (;;) {
+		if (akk_recv(&r->tr, 0, &m))
+			return -1;
+		if (m.kind == AKK_MSG_SYNC)
+			return r->actor_rank ? gather(r, e) : 0;
+		if (m.kind == AKK_MSG_INTERRUPT) {
+			/* set here too: it may come from another rank */
+			atomic_store(&r->stop, 1);
+			continue;
+		}
+		return protocol(r, e, "message after the drain");
+	}
+}
+
+static int report(struct akk_run *r, const struct phase *ph, int epoch,
+		  const char *phase, double seconds, struct akk_err *e)
+{
+	struct akk_epoch_report rep = {
+		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
+		.samples = ph->samples,
+		.train_loss = ph->samples ? ph->loss_sum / ph->samples : 0,
+		.train_acc = ph->samples ? (double)ph->correct / ph->samples : 0,
+		.val_samples = ph->vsamples,
+		.val_loss = ph->vsamples ? ph->vloss_sum / ph->vsamples : 0,
+		.val_acc = ph->vsamples ? (double)ph->vcorrect / ph->vsamples : 0,
+		.vmin = ph->vmax >= 0 ? ph->vmin : 0, .vmax = ph->vmax >= 0 ? ph->vmax : 0,
+		.seconds = seconds,
+		.samples_per_s = seconds > 0 ? ph->samples / seconds : 0,
+		.lr = r->gates[0].gate.last_lr,
+	};
+
+	/* Every gate's lr at its last step (as akk_gate_step computed it,
+	 * from the step count: right for rank 0's mirrors of remote gates
+	 * too), in columns of their own when a gate has its own optimizer. */
+	double lrs[AKK_MAX_GATES];
+	int nlr = 0;
+	for (int g = 0; g < r->model->ngates && g < AKK_MAX_GATES; g++) {
+		const struct akk_gate *gt = &r->gates[g].gate;
+		lrs[g] = 0;
+		if (r->gates[g].ready && gt->plan->nparams && gt->step > 0)
+			lrs[g] = akk_lr_at(gt->plan->optim, ((double)gt->step - 0.5) /
+					   (gt->steps_per_epoch > 0 ? gt->steps_per_epoch : 1),
+					   gt->epochs);
+		if (r->spec->gates[g].has_optim)
+			nlr = r->model->ngates;
+	}
+	rep.lr = lrs[0];	/* gate 1 may run on another rank */
+	if (r->metrics && ph->samples) {
+		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
+			rep.train_loss, rep.train_acc, rep.lr, seconds,
+			0, 0, lrs, nlr };
+		if (akk_metrics_write(r->metrics, &row, e))
+			return -1;
+	}
+	if (r->metrics && ph->vsamples) {
+		struct akk_metrics_row row = { epoch + 1,
+			ph->samples ? "validation" : phase, ph->vsamples,
+			rep.val_loss, rep.val_acc, rep.lr, seconds,
+			rep.vmin, rep.vmax, lrs, nlr };
+		if (akk_metrics_write(r->metrics, &row, e))
+			return -1;
+	}
+	if (r->cfg.obs.epoch_end && r->cfg.obs.epoch_end(r->cfg.obs.ctx, r, &rep, e))
+		return -1;
+	return 0;
+}
+
+int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
+{
+	struct akk_batch **slots = calloc(r->K, sizeof(*slots));
+	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
+	long next_id = r->cfg.start.id;
+	int rc = -1, epoch;
+	struct phase ph;
+
+	if (!slots || !vslots) {
+		akk_err_set(e, "out of memory");
+		akk_run_fail(r, e);
+		goto out;
+	}
+	for (epoch = r->cfg.start.epoch; epoch < r->cfg.epochs; epoch++) {
+		const struct akk_position *st = &r->cfg.start;
+		double t0 = akk_now();
+
+		memset(&ph, 0, sizeof(ph));
+		ph.ntrain = r->per_epoch;
+		ph.nval = r->val_batches;
+		if (epoch == st->epoch && st->index) {
+			/* resume mid-epoch: the batches before were trained */
+			ph.issued = ph.done = st->index;
+			ph.loss_sum = st->loss_sum;
+			ph.correct = st->correct;
+			ph.samples = st->samples;
+			t0 -= st->seconds;
+		}
+		if (run_phase(r, &ph, epoch, slots, vslots, &next_id, t0, e) ||
+		    drain(r, e))
+			goto out;
+		if (ph.stopping) {
+			r->pos = (struct akk_position){ epoch, ph.done, next_id,
+				ph.loss_sum, ph.correct, ph.samples, akk_now() - t0 };
+			atomic_store(&r->interrupted, 1);
+			break;
+		}
+		r->pos = (struct akk_position){ epoch + 1, 0, next_id, 0, 0, 0, 0 };
+		r->epochs_done = epoch + 1;
+		if (r->shards > 1) {
+			/* the epoch's training metrics over every rank's slices */
+			double sums[3] = { ph.loss_sum, (double)ph.correct, (double)ph.samples };
+			if (akk_mpi_allreduce(&r->tr, r->model->ngates, sums, 3, 1)) {
+				akk_err_set(e, "the metrics reduction failed");
+				goto fail;
+			}
+			ph.loss_sum = sums[0];
+			ph.correct = (long)sums[1];
+			ph.samples = (long)sums[2];
+		}
+		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
+			goto fail;
+	}
+	if (!atomic_load(&r->interrupted) && r->sched.final_pass &&
+	    r->val_batches && !atomic_load(&r->stop)) {
+		double t0 = akk_now();
+
+		memset(&ph, 0, sizeof(ph));
+		ph.nval = r->val_batches;
+		if (run_phase(r, &ph, r->cfg.epochs - 1, slots, vslots, &next_id, t0, e) ||
+		    drain(r, e))
+			goto out;
+		if (!ph.stopping && report(r, &ph, r->cfg.epochs - 1, "final",
+					   akk_now() - t0, e))
+			goto fail;
+	}
+	rc = 0;
+	goto out;
+fail:
+	akk_run_fail(r, e);
+out:
+	free(slots);
+	free(vslots);
+	return rc;
+}
