@@ -329,7 +329,7 @@ static int load_or_synthesize(struct akk_dataset *d, const char *images,
 			      int *synthetic, struct akk_err *e)
 {
 	if (images && !access(images, F_OK))
-		return akk_dataset_load(d, images, labels, e);
+		return akk_idx_dataset(d, images, labels, e);
 	*synthetic = 1;
 	return akk_dataset_synthetic(d, n, akk_shape_size(m->spec->input),
 				     m->classes, m->spec->seed + n, e);

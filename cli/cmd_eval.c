@@ -147,11 +147,11 @@ int cmd_eval(int argc, char **argv)
 		images = s.data.val_images;
 		labels = s.data.val_labels;
 	}
-	if (akk_dataset_load(&d, images, labels, &e))
+	if (akk_idx_dataset(&d, images, labels, &e))
 		goto report;
-	if ((long)d.images.item != akk_shape_size(s.input)) {
+	if ((long)d.in != akk_shape_size(s.input)) {
 		akk_err_at(&e, images, 0, 0, "images have %zu values each, but the network takes %ld",
-			   d.images.item, akk_shape_size(s.input));
+			   d.in, akk_shape_size(s.input));
 		goto report;
 	}
 	if (d.classes > m.classes) {

@@ -515,14 +515,14 @@ int cmd_train(int argc, char **argv)
 	dp = s.sched.data_parallel && world.size > 1;
 	have_val = s.data.val_images != NULL;
 	if (dp && world.rank != 0 &&
-	    akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e)) {
+	    akk_idx_dataset(&train, s.data.train_images, s.data.train_labels, &e)) {
 		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
 		goto report;
 	}
 	if (world.rank == 0 &&
 	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
-	     akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
-	     (have_val && akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e))))
+	     akk_idx_dataset(&train, s.data.train_images, s.data.train_labels, &e) ||
+	     (have_val && akk_idx_dataset(&val, s.data.val_images, s.data.val_labels, &e))))
 		counts[0] = -1;
 	else
 		counts[0] = (long)train.n;

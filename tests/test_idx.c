@@ -419,16 +419,18 @@ static void test_dataset_good(void **state)
 
 	(void)state;
 	write_pair("ds-im.gz", 25, "ds-lb", 25, 6);
-	assert_int_equal(akk_dataset_load(&d, in_dir("ds-im.gz"), in_dir("ds-lb"), &e), 0);
+	assert_int_equal(akk_idx_dataset(&d, in_dir("ds-im.gz"), in_dir("ds-lb"), &e), 0);
 	assert_int_equal(d.n, 25);
 	assert_int_equal(d.h, 2);
 	assert_int_equal(d.w, 3);
 	assert_int_equal(d.classes, 7);
-	assert_int_equal(d.images.item, 6);
-	assert_int_equal(d.labels.data[8], 1);
+	assert_int_equal(d.in, 6);
+	assert_int_equal(d.c, 1);
+	assert_int_equal(d.xtype, AKK_X_U8);
+	assert_int_equal(d.labels[8], 1);
 	akk_dataset_release(&d);
-	assert_null(d.images.data);
-	assert_null(d.labels.data);
+	assert_null(d.x8);
+	assert_null(d.labels);
 }
 
 static void expect_dataset_error(const char *im, const char *lb, const char *want)
@@ -438,9 +440,9 @@ static void expect_dataset_error(const char *im, const char *lb, const char *wan
 	char line[1200];
 
 	memset(&d, 0x55, sizeof(d));
-	assert_int_equal(akk_dataset_load(&d, im, lb, &e), -1);
-	assert_null(d.images.data);
-	assert_null(d.labels.data);
+	assert_int_equal(akk_idx_dataset(&d, im, lb, &e), -1);
+	assert_null(d.x8);
+	assert_null(d.labels);
 	assert_int_equal(d.n, 0);
 	akk_err_format(&e, line, sizeof(line));
 	assert_string_equal(line, want);
@@ -710,7 +712,7 @@ static void test_label_range_names_labels(void **state)
 	s.data.train_images = strdup(im);
 	s.data.train_labels = strdup(lb);
 	assert_int_equal(akk_model_plan(&m, &s, &e), 0);
-	assert_int_equal(akk_dataset_load(&d, im, lb, &e), 0);
+	assert_int_equal(akk_idx_dataset(&d, im, lb, &e), 0);
 	assert_int_equal(akk_run_check_data(&m, &d, NULL, &e), -1);
 	assert_string_equal(e.file, lb);
 	assert_string_equal(e.msg, "training labels go up to 5, but the network outputs 3 classes");
@@ -733,7 +735,7 @@ static void test_sizes_overflow(void **state)
 	akk_batch_release(&b);
 	assert_int_equal(akk_dataset_synthetic(&d, ((size_t)1 << 62) + 1, 4, 10, 1, &e), -1);
 	assert_string_equal(e.msg, "cannot make 4611686018427387905 synthetic samples of 4 values in 10 classes");
-	assert_null(d.images.data);
+	assert_null(d.x8);
 }
 
 int main(void)

@@ -45,7 +45,7 @@ static void test_torch_fixtures(void **ctx)
 	ungetc(c, f);
 	while (fscanf(f, "%63s", word) == 1 && strcmp(word, "end")) {
 		float delta, z[MAXE], d[MAXE], dref[MAXE];
-		uint8_t lab[MAXE];
+		int32_t lab[MAXE];
 		int B, D;
 		double want, got, e;
 		long correct = 3, want_correct;	/* akk_loss adds to it */
@@ -61,7 +61,7 @@ static void test_torch_fixtures(void **ctx)
 		for (int b = 0; b < B; b++) {
 			int v;
 			assert_int_equal(fscanf(f, "%d", &v), 1);
-			lab[b] = (uint8_t)v;
+			lab[b] = (int32_t)v;
 		}
 		tu_expect_word(f, "loss");
 		assert_int_equal(fscanf(f, "%lf", &want), 1);
@@ -104,7 +104,7 @@ static void test_torch_fixtures(void **ctx)
 
 /* Move logits at least 0.05 away from the kinks of MAE (y = t) and Huber
  * (|y - t| = delta), where the finite difference would straddle a kink. */
-static void avoid_kinks(float *z, const uint8_t *lab, int B, int D,
+static void avoid_kinks(float *z, const int32_t *lab, int B, int D,
 			float delta)
 {
 	for (int b = 0; b < B; b++)
@@ -137,7 +137,7 @@ static void test_finite_difference(void **ctx)
 	for (size_t k = 0; k < NKINDS; k++)
 		for (int di = 0; di < 2; di++) {
 			float z[B * D], d[B * D], delta = deltas[di];
-			uint8_t lab[B] = { 2, 0, 3 };
+			int32_t lab[B] = { 2, 0, 3 };
 			double worst = 0;
 
 			tu_fill(z, B * D, -2, 2, 11 + (uint32_t)k);
@@ -182,7 +182,7 @@ static void test_partial_batch(void **ctx)
 	(void)ctx;
 	for (size_t k = 0; k < NKINDS; k++) {
 		float z[B * D], d[B * D], d1[D], d4[4 * D];
-		uint8_t lab[B] = { 1, 3, 0, 0, 2 };
+		int32_t lab[B] = { 1, 3, 0, 0, 2 };
 		double whole, sum = 0, l4, l1;
 
 		tu_fill(z, B * D, -3, 3, 5);
@@ -210,7 +210,7 @@ static void test_correct_count(void **ctx)
 	const float z[4 * 3] = {
 		0, 1, 5,  9, -1, 2,  -3, -2, -2.5f,  1, 1, 0,
 	};
-	const uint8_t lab[4] = { 2, 1, 1, 0 };
+	const int32_t lab[4] = { 2, 1, 1, 0 };
 
 	(void)ctx;
 	for (size_t k = 0; k < NKINDS; k++) {
@@ -230,7 +230,7 @@ static void test_huge_logits(void **ctx)
 {
 	enum { B = 4, D = 5 };
 	float z[B * D], d[B * D];
-	uint8_t lab[B] = { 0, 4, 2, 1 };
+	int32_t lab[B] = { 0, 4, 2, 1 };
 
 	(void)ctx;
 	tu_fill(z, B * D, -1e4f, 1e4f, 3);
@@ -244,7 +244,7 @@ static void test_huge_logits(void **ctx)
 	}
 	{
 		const float y[2 * 3] = { 1e4f, -1e4f, 0, 0, 2e4f, -2e4f };
-		const uint8_t lt[2] = { 0, 1 }, lf[2] = { 1, 0 };
+		const int32_t lt[2] = { 0, 1 }, lf[2] = { 1, 0 };
 
 		assert_true(akk_loss(AKK_LOSS_SOFTMAX_CE, 1, d, y, lt, 2, 3,
 				     NULL) < 1e-300);

@@ -308,11 +308,11 @@ static void test_norm2_and_clip(void **ctx)
 
 /* Class k sits at +2 on its own features (k, k+3, k+6 mod 8), with uniform
  * noise in [-1, 1): linearly separable with a margin. */
-static void make_data(float *x, uint8_t *y)
+static void make_data(float *x, int32_t *y)
 {
 	tu_fill(x, NS * NF, -1, 1, 42);
 	for (int i = 0; i < NS; i++) {
-		y[i] = (uint8_t)(i % NC);
+		y[i] = (int32_t)(i % NC);
 		for (int j = y[i]; j < NF; j += NC)
 			x[i * NF + j] += 2;
 	}
@@ -320,7 +320,7 @@ static void make_data(float *x, uint8_t *y)
 
 /* Full-batch loss and gradient of the parameter block p. */
 static double objective(float *grad, const float *p, const float *x,
-			const uint8_t *y)
+			const int32_t *y)
 {
 	static float z[NS * NC], dz[NS * NC];
 	const float *W = p, *b = p + NC * NF;
@@ -357,7 +357,7 @@ static void test_trains_softmax_regression(void **ctx)
 		{ AKK_OPT_RADAM, 0.05f },
 	};
 	static float x[NS * NF];
-	static uint8_t y[NS];
+	static int32_t y[NS];
 
 	(void)ctx;
 	make_data(x, y);

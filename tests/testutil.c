@@ -145,53 +145,57 @@ void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
 	uint32_t s = seed;
 
 	memset(d, 0, sizeof(*d));
-	d->images.data = malloc(n * item);
-	d->labels.data = malloc(n);
-	assert_non_null(d->images.data);
-	assert_non_null(d->labels.data);
-	d->images.rank = 3;
-	d->images.dims[0] = n;
-	d->images.dims[1] = d->images.dims[2] = side;
-	d->images.count = n;
-	d->images.item = item;
-	d->labels.rank = 1;
-	d->labels.dims[0] = n;
-	d->labels.count = n;
-	d->labels.item = 1;
+	d->x8 = malloc(n * item);
+	d->labels = malloc(n * sizeof(*d->labels));
+	assert_non_null(d->x8);
+	assert_non_null(d->labels);
 	d->n = n;
+	d->in = item;
+	d->c = 1;
 	d->h = d->w = side;
+	d->xtype = AKK_X_U8;
 	d->classes = classes;
 	for (size_t i = 0; i < n; i++) {
 		int c = (int)(i % classes);
-		d->labels.data[i] = c;
+		d->labels[i] = c;
 		for (size_t j = 0; j < item; j++) {
 			s = s * 1664525u + 1013904223u;
-			d->images.data[i * item + j] =
+			d->x8[i * item + j] =
 				(uint8_t)(20 + (s >> 26) + ((int)(j % classes) == c ? 120 : 0));
 		}
-		d->images.data[i * item] = i & 255;
-		d->images.data[i * item + 1] = (i >> 8) & 255;
+		d->x8[i * item] = i & 255;
+		d->x8[i * item + 1] = (i >> 8) & 255;
 	}
 }
 
+/* The images (rank 3: n x h x w, one channel) or the labels (rank 1, each
+ * below 256) of d as an IDX file. */
 void tu_write_idx(const char *path, const struct akk_dataset *d, int images)
 {
-	const struct akk_idx *x = images ? &d->images : &d->labels;
-	size_t hdr = 4 + 4 * (size_t)x->rank, len = x->count * x->item;
+	uint32_t dims[3] = { (uint32_t)d->n, (uint32_t)d->h, (uint32_t)d->w };
+	int rank = images ? 3 : 1;
+	size_t hdr = 4 + 4 * (size_t)rank, len = images ? d->n * d->in : d->n;
 	unsigned char *buf = malloc(hdr + len);
 
 	assert_non_null(buf);
+	assert_true(!images || (d->xtype == AKK_X_U8 && d->c == 1));
 	buf[0] = buf[1] = 0;
 	buf[2] = 0x08;
-	buf[3] = (unsigned char)x->rank;
-	for (int i = 0; i < x->rank; i++) {
-		uint32_t v = x->dims[i];
+	buf[3] = (unsigned char)rank;
+	for (int i = 0; i < rank; i++) {
+		uint32_t v = dims[i];
 		buf[4 + 4 * i] = v >> 24;
 		buf[5 + 4 * i] = v >> 16;
 		buf[6 + 4 * i] = v >> 8;
 		buf[7 + 4 * i] = v;
 	}
-	memcpy(buf + hdr, x->data, len);
+	if (images)
+		memcpy(buf + hdr, d->x8, len);
+	else
+		for (size_t i = 0; i < d->n; i++) {
+			assert_in_range(d->labels[i], 0, 255);
+			buf[hdr + i] = (unsigned char)d->labels[i];
+		}
 	assert_int_equal(tu_write_file(path, buf, hdr + len), 0);
 	free(buf);
 }

@@ -17,7 +17,8 @@ int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
 	    !akk_mul_ok((size_t)classes, (size_t)max_batch, &nd))
 		return -1;
 	b->x = akk_alloc(nx);
-	b->labels = (uint8_t *)akk_alloc(((size_t)max_batch + 3) / 4);
+	/* int32 labels in a float-sized, aligned block */
+	b->labels = (int32_t *)akk_alloc((size_t)max_batch);
 	b->dlogits = akk_alloc(nd);
 	if (!b->x || !b->labels || !b->dlogits) {
 		akk_batch_release(b);
@@ -66,17 +67,25 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
 			  int last, const struct akk_pixel_map *map)
 {
-	size_t item = d->images.item;
+	size_t item = d->in;
+	float a = map->a, c = map->b;
 
 	for (int j = 0; j < count; j++) {
 		size_t s = perm ? perm[start + j] : start + j;
-		const uint8_t *px = d->images.data + s * item;
 		float *x = b->x + (size_t)j * item;
-		float a = map->a, c = map->b;
 
-		for (size_t k = 0; k < item; k++)
-			x[k] = (float)px[k] * a + c;
-		b->labels[j] = d->labels.data[s];
+		if (d->xtype == AKK_X_U8) {
+			const uint8_t *px = d->x8 + s * item;
+
+			for (size_t k = 0; k < item; k++)
+				x[k] = (float)px[k] * a + c;
+		} else {
+			const float *px = d->xf + s * item;
+
+			for (size_t k = 0; k < item; k++)
+				x[k] = px[k] * a + c;
+		}
+		b->labels[j] = d->labels ? d->labels[s] : 0;
 	}
 	b->B = count;
 	b->last = last;

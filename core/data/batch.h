@@ -13,12 +13,12 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "data/idx.h"
+#include "data/dataset.h"
 #include "config/spec.h"
 
 struct akk_batch {
 	float *x;		/* (max_batch, in) network input */
-	uint8_t *labels;	/* (max_batch) */
+	int32_t *labels;	/* (max_batch) class indices */
 	float *dlogits;		/* (max_batch, classes) loss gradient, lent to the
 				 * last gate until this batch's backward returns */
 	int B;			/* samples in this batch */

@@ -420,58 +420,65 @@ void akk_idx_release(struct akk_idx *x)
 	memset(x, 0, sizeof(*x));
 }
 
-int akk_dataset_load(struct akk_dataset *d, const char *images,
-		     const char *labels, struct akk_err *e)
+int akk_idx_dataset(struct akk_dataset *d, const char *images,
+		    const char *labels, struct akk_err *e)
 {
-	struct akk_idx *im = &d->images, *lb = &d->labels;
+	struct akk_idx im = { 0 }, lb = { 0 };
 	char dims[128];
 	int max = 0;
 
 	memset(d, 0, sizeof(*d));
-	if (akk_idx_load(im, images, e) < 0)
+	if (akk_idx_load(&im, images, e) < 0)
 		goto fail;
-	if (im->rank != 3) {
-		format_dims(dims, sizeof(dims), im->dims, im->rank);
+	if (im.rank != 3) {
+		format_dims(dims, sizeof(dims), im.dims, im.rank);
 		akk_err_at(e, images, 0, 0,
 			   "not an image file: rank %d (%s), expected rank 3 (count x height x width)",
-			   im->rank, dims);
+			   im.rank, dims);
 		goto fail;
 	}
-	if (im->dims[1] > INT_MAX || im->dims[2] > INT_MAX) {
+	if (im.dims[1] > INT_MAX || im.dims[2] > INT_MAX) {
 		akk_err_at(e, images, 0, 0, "image size %lu x %lu is too large",
-			   (unsigned long)im->dims[1], (unsigned long)im->dims[2]);
+			   (unsigned long)im.dims[1], (unsigned long)im.dims[2]);
 		goto fail;
 	}
-	if (akk_idx_load(lb, labels, e) < 0)
+	if (akk_idx_load(&lb, labels, e) < 0)
 		goto fail;
-	if (lb->rank != 1) {
-		format_dims(dims, sizeof(dims), lb->dims, lb->rank);
+	if (lb.rank != 1) {
+		format_dims(dims, sizeof(dims), lb.dims, lb.rank);
 		akk_err_at(e, labels, 0, 0,
 			   "not a label file: rank %d (%s), expected rank 1 (count)",
-			   lb->rank, dims);
+			   lb.rank, dims);
 		goto fail;
 	}
-	if (im->count != lb->count) {
+	if (im.count != lb.count) {
 		akk_err_set(e, "'%s' has %zu images but '%s' has %zu labels",
-			    images, im->count, labels, lb->count);
+			    images, im.count, labels, lb.count);
 		goto fail;
 	}
-	for (size_t i = 0; i < lb->count; i++)
-		if (lb->data[i] > max)
-			max = lb->data[i];
-	d->n = im->count;
-	d->h = (int)im->dims[1];
-	d->w = (int)im->dims[2];
+	d->labels = malloc((lb.count ? lb.count : 1) * sizeof(*d->labels));
+	if (!d->labels) {
+		akk_err_at(e, labels, 0, 0, "out of memory for %zu labels", lb.count);
+		goto fail;
+	}
+	for (size_t i = 0; i < lb.count; i++) {
+		d->labels[i] = lb.data[i];
+		if (lb.data[i] > max)
+			max = lb.data[i];
+	}
+	d->n = im.count;
+	d->c = 1;
+	d->h = (int)im.dims[1];
+	d->w = (int)im.dims[2];
+	d->in = im.item;
+	d->xtype = AKK_X_U8;
+	d->x8 = im.data;
 	d->classes = max + 1;
+	akk_idx_release(&lb);
 	return 0;
 fail:
+	akk_idx_release(&im);
+	akk_idx_release(&lb);
 	akk_dataset_release(d);
 	return -1;
-}
-
-void akk_dataset_release(struct akk_dataset *d)
-{
-	akk_idx_release(&d->images);
-	akk_idx_release(&d->labels);
-	memset(d, 0, sizeof(*d));
 }

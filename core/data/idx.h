@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/dataset.h"
 
 /* The most data bytes (the product of the dimensions) a header may
  * declare: 8 GiB (man/akkctl.5, LIMITS). */
@@ -31,17 +32,10 @@ struct akk_idx {
 int akk_idx_load(struct akk_idx *x, const char *path, struct akk_err *e);
 void akk_idx_release(struct akk_idx *x);
 
-struct akk_dataset {
-	struct akk_idx images, labels;
-	size_t n;		/* samples */
-	int h, w;		/* image size */
-	int classes;		/* max label + 1 */
-};
-
-/* Load an image file and a label file and check they agree (counts; labels
- * below 256). */
-int akk_dataset_load(struct akk_dataset *d, const char *images,
-		     const char *labels, struct akk_err *e);
-void akk_dataset_release(struct akk_dataset *d);
+/* Load an image file (rank 3: N x H x W) and a label file (rank 1: N) into
+ * d (bytes, one channel) and check they agree (counts). The IDX buffers
+ * become d's; labels are class indices. */
+int akk_idx_dataset(struct akk_dataset *d, const char *images,
+		    const char *labels, struct akk_err *e);
 
 #endif

@@ -7,7 +7,8 @@
 #ifndef AKK_SYNTHETIC_H
 #define AKK_SYNTHETIC_H
 
-#include "data/idx.h"
+#include "base/err.h"
+#include "data/dataset.h"
 
 /* item values per sample (e.g. 784 for [1, 28, 28]); labels 0..classes-1. */
 int akk_dataset_synthetic(struct akk_dataset *d, size_t n, size_t item,

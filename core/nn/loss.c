@@ -116,7 +116,7 @@ static double elementwise_row(enum akk_loss_kind k, double delta, float *d,
 }
 
 double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
-		const float *logits, const uint8_t *labels, int B, int D,
+		const float *logits, const int32_t *labels, int B, int D,
 		long *correct)
 {
 	double sum = 0;

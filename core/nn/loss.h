@@ -28,7 +28,7 @@ extern const char *const akk_loss_names[];	/* NULL-terminated */
  * dlogits (B x D) unless it is NULL. delta is Huber's delta. If correct is
  * not NULL, adds the number of samples whose argmax equals the label. */
 double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
-		const float *logits, const uint8_t *labels, int B, int D,
+		const float *logits, const int32_t *labels, int B, int D,
 		long *correct);
 
 /* Softmax probabilities of one row (for eval's predictions). */

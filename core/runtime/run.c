@@ -16,11 +16,11 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 	long in = akk_shape_size(s->input);
 	char shape[64];
 
-	if ((long)d->images.item != in) {
+	if ((long)d->in != in) {
 		akk_shape_format(s->input, shape, sizeof(shape));
 		return akk_err_at(e, path, 0, 0,
 				  "%s images have %zu values each, but network.input %s needs %ld",
-				  what, d->images.item, shape, in);
+				  what, d->in, shape, in);
 	}
 	if (d->classes > m->classes)
 		return akk_err_at(e, lpath, 0, 0,

@@ -14,7 +14,7 @@
 
 #include "io/checkpoint.h"
 #include "base/clock.h"
-#include "data/idx.h"
+#include "data/dataset.h"
 #include "model/model.h"
 #include "config/spec.h"
 #include "runtime/transport.h"

@@ -2,7 +2,7 @@
  *
  * The input is one IDX file for akk_idx_load, or, when it starts with
  * "PAIR" and a 32-bit little-endian length n, an image file of n bytes
- * followed by a label file, for akk_dataset_load. Besides crashes, hangs,
+ * followed by a label file, for akk_idx_dataset. Besides crashes, hangs,
  * leaks and out-of-memory, a finding is: a loaded file whose buffer is
  * shorter than its dimensions say (every byte is read back, under ASan), a
  * dataset whose counts or labels disagree, a gzip file accepted with junk
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			n = (uint32_t)(size - 8);
 		im = fuzz_write("images-idx3-ubyte", data + 8, n);
 		lb = fuzz_write("labels-idx1-ubyte", data + 8 + n, size - 8 - n);
-		rc = akk_dataset_load(&d, im, lb, &e);
+		rc = akk_idx_dataset(&d, im, lb, &e);
 		/* two loads: bound them together */
 		if ((double)inflated() > 2 * (1 << 20) + (double)(size - 8) * 1100 + 40 &&
 		    fuzz_checking("gzip-bomb"))
@@ -180,17 +180,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		counting = 0;
 		if (rc)
 			return 0;
-		check_loaded(&d.images, data + 8, n, "images");
-		check_loaded(&d.labels, data + 8 + n, size - 8 - n, "labels");
-		if (d.images.rank != 3 || d.labels.rank != 1 || d.n != d.images.count ||
-		    d.n != d.labels.count || d.h != (int)d.images.dims[1] ||
-		    d.w != (int)d.images.dims[2])
-			fuzz_violation("dataset: %zu samples, images %zu (rank %d), labels %zu (rank %d)",
-				       d.n, d.images.count, d.images.rank, d.labels.count,
-				       d.labels.rank);
-		for (size_t i = 0; i < d.labels.count; i++)
-			if (d.labels.data[i] > max)
-				max = d.labels.data[i];
+		/* Each file alone loads as it did inside the data set, and the
+		 * data set holds exactly what they hold. */
+		struct akk_idx xi = { 0 }, xl = { 0 };
+
+		if (akk_idx_load(&xi, im, &e) || akk_idx_load(&xl, lb, &e))
+			fuzz_violation("dataset: loaded, but one of its files alone does not");
+		check_loaded(&xi, data + 8, n, "images");
+		check_loaded(&xl, data + 8 + n, size - 8 - n, "labels");
+		if (xi.rank != 3 || xl.rank != 1 || d.n != xi.count ||
+		    d.n != xl.count || d.h != (int)xi.dims[1] ||
+		    d.w != (int)xi.dims[2] || d.c != 1 || d.in != xi.item ||
+		    d.xtype != AKK_X_U8 || (d.n && memcmp(d.x8, xi.data, d.n * d.in)))
+			fuzz_violation("dataset: %zu samples of %zu, images %zu (rank %d), labels %zu (rank %d)",
+				       d.n, d.in, xi.count, xi.rank, xl.count, xl.rank);
+		for (size_t i = 0; i < d.n; i++) {
+			if (d.labels[i] != xl.data[i])
+				fuzz_violation("dataset: label %zu is %d, the file says %d",
+					       i, (int)d.labels[i], xl.data[i]);
+			if (d.labels[i] > max)
+				max = d.labels[i];
+		}
+		akk_idx_release(&xi);
+		akk_idx_release(&xl);
 		if (d.classes != max + 1)
 			fuzz_violation("dataset: %d classes, labels go up to %d", d.classes, max);
 		akk_dataset_release(&d);

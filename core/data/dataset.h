@@ -1,0 +1,44 @@
+/* dataset.h - a data set in memory, whatever file it was read from.
+ *
+ * Every reader (data/idx.c today; CSV, .npy and CIFAR-10 readers beside
+ * it) fills one struct akk_dataset, and everything above data/ (batches,
+ * providers, evaluation, the reference trainer) reads only this struct.
+ * Sample values stay as the file stored them, bytes or floats, n rows of
+ * `in` values in C order (channels first for images); they become the
+ * network's float input per batch (data/batch.h). Targets are class labels
+ * (classification) or float values (regression), or absent (unlabelled
+ * input for prediction). */
+#ifndef AKK_DATASET_H
+#define AKK_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How sample values are stored. */
+enum akk_xtype { AKK_X_U8, AKK_X_F32 };
+
+struct akk_dataset {
+	size_t n;		/* samples */
+	size_t in;		/* values per sample: c * h * w */
+	int c, h, w;		/* sample shape, channels first; a table row
+				 * is 1 x 1 x in */
+	enum akk_xtype xtype;
+	uint8_t *x8;		/* n * in values when xtype is AKK_X_U8 */
+	float *xf;		/* n * in values when xtype is AKK_X_F32 */
+	/* Classification: labels[n], each in 0..classes-1 (classes = the
+	 * highest label + 1, or the number of names). Regression: targets > 0
+	 * values per sample in y[n * targets], and labels NULL, classes 0.
+	 * Unlabelled: all four zero or NULL. */
+	int classes;
+	int32_t *labels;
+	int targets;
+	float *y;
+	/* The class names, when the file names its classes (strings in a
+	 * CSV label column): classes strings; NULL otherwise. */
+	char **class_names;
+};
+
+/* Free everything a reader allocated (all owned by d) and zero d. */
+void akk_dataset_release(struct akk_dataset *d);
+
+#endif
