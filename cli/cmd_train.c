@@ -23,7 +23,7 @@
 
 #include "ckpt_files.h"
 #include "cli.h"
-#include "data/idx.h"
+#include "data/open.h"
 #include "io/metrics.h"
 #include "model/model.h"
 #include "progress.h"
@@ -513,16 +513,16 @@ int cmd_train(int argc, char **argv)
 	/* Rank 0 reads the data; in a pipeline the others need only the
 	 * sample counts, with data parallelism each reads its own. */
 	dp = s.sched.data_parallel && world.size > 1;
-	have_val = s.data.val_images != NULL;
+	have_val = akk_data_has(&s.data, AKK_DATA_VAL);
 	if (dp && world.rank != 0 &&
-	    akk_idx_dataset(&train, s.data.train_images, s.data.train_labels, &e)) {
+	    akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e)) {
 		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
 		goto report;
 	}
 	if (world.rank == 0 &&
 	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
-	     akk_idx_dataset(&train, s.data.train_images, s.data.train_labels, &e) ||
-	     (have_val && akk_idx_dataset(&val, s.data.val_images, s.data.val_labels, &e))))
+	     akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
+	     (have_val && akk_data_open(&val, &s.data, AKK_DATA_VAL, &e))))
 		counts[0] = -1;
 	else
 		counts[0] = (long)train.n;

@@ -1,0 +1,22 @@
+/* open.h - reading the data a config names, whatever its format.
+ *
+ * The one place that knows which reader handles which data.format: a new
+ * format is a reader file in data/ plus one case here. */
+#ifndef AKK_OPEN_H
+#define AKK_OPEN_H
+
+#include "base/err.h"
+#include "config/spec.h"
+#include "data/dataset.h"
+
+/* Which part of the config's data. */
+enum akk_data_part { AKK_DATA_TRAIN, AKK_DATA_VAL };
+
+/* Whether the config names data for part (validation may be absent). */
+int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part);
+/* Read part of the config's data into d. Errors name the file and the
+ * place. */
+int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		  enum akk_data_part part, struct akk_err *e);
+
+#endif
