@@ -91,6 +91,19 @@ $(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c $(B)/flags
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 $(B)/core/io/onnx.o: $(B)/gen/onnx.pb-c.h
 
+# test_onnx runs the exported models in onnxruntime-node, installed from
+# tests/onnx/package-lock.json by `npm ci` (CPU build only: no CUDA
+# download) before `make test`; without npm or a network it skips that part.
+ONNX_NPM := tests/onnx/node_modules/.package-lock.json
+test: $(ONNX_NPM)
+$(ONNX_NPM): tests/onnx/package.json tests/onnx/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1; then echo "make: no npm: test_onnx skips onnxruntime" >&2; \
+	elif ! (cd tests/onnx && ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm ci --no-audit --no-fund \
+		--loglevel=error); then echo "make: 'npm ci' in tests/onnx failed: test_onnx skips onnxruntime" >&2; fi
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+$(ONNX_NPM): | deps
+endif
+
 # test_rundir tests the progress line's formatting by including its source.
 $(B)/tests/test_rundir.o: cli/progress.c
 

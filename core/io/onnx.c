@@ -346,7 +346,11 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 		goto out;
 	}
 	onnx__model_proto__pack(&model, buf);
-	rc = akk_file_replace(path, buf, len, e);
+	if ((rc = akk_file_replace(path, buf, len, e))) {
+		char msg[sizeof(e->msg)];
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		akk_err_at(e, path, 0, 0, "cannot write the model: %s", msg);
+	}
 out:
 	free(buf);
 	onnx_release(&o);
