@@ -28,7 +28,8 @@ async function main() {
   const dims = dimsArg.split(',').map(Number);
   const per = dims.reduce((a, b) => a * b, 1);
   const buf = fs.readFileSync(input);
-  const x = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
+  // a copy: a small Buffer may start at an offset that is not 4-aligned
+  const x = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
   const n = x.length / per;
   if (!Number.isInteger(n)) throw new Error(`${input}: ${x.length} floats is not a whole number of samples of ${per}`);
   const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], intraOpNumThreads: 1 });
