@@ -429,6 +429,16 @@ static void bad_input(void **state)
 	snprintf(line, sizeof(line), "akkctl: %s: truncated checkpoint: the header says %zu "
 		 "bytes, the file has %zu", trunc, len, len / 2);
 	tu_assert_line(g_err, line);
+	/* one from a newer format (version 2 in the header) */
+	bytes = tu_slurp(ckpt, &len);
+	assert_non_null(bytes);
+	bytes[8] = 2;
+	assert_int_equal(tu_write_file(trunc, bytes, len), 0);
+	free(bytes);
+	assert_rc(ak("export", trunc, "--onnx", model, NULL), 2);
+	snprintf(line, sizeof(line), "akkctl: %s: checkpoint format version 2 is not supported "
+		 "(this akkctl reads version 1)", trunc);
+	tu_assert_line(g_err, line);
 	/* a missing one */
 	assert_rc(ak("export", tu_path(dir, "none.bin"), "--onnx", model, NULL), 2);
 	tu_assert_contains(g_err, "none.bin");
