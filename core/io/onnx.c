@@ -52,19 +52,33 @@ static char *onnx_str(struct onnx *o, const char *s)
 	return p;
 }
 
-/* Append item to the array *v (n entries, room for *cap), regrown outside
- * the block list. */
-static int push(void ***v, size_t *n, size_t *cap, void *item)
+/* Append to the node and initializer arrays, regrown outside the block
+ * list. */
+static int push_node(struct onnx *o, Onnx__NodeProto *n)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 32;
-		void **p = realloc(*v, c * sizeof(*p));
-		if (!p)
+	if (o->nnodes == o->capnodes) {
+		size_t cap = o->capnodes ? 2 * o->capnodes : 32;
+		Onnx__NodeProto **v = realloc(o->nodes, cap * sizeof(*v));
+		if (!v)
 			return -1;
-		*v = p;
-		*cap = c;
+		o->nodes = v;
+		o->capnodes = cap;
 	}
-	(*v)[(*n)++] = item;
+	o->nodes[o->nnodes++] = n;
+	return 0;
+}
+
+static int push_init(struct onnx *o, Onnx__TensorProto *t)
+{
+	if (o->ninits == o->capinits) {
+		size_t cap = o->capinits ? 2 * o->capinits : 32;
+		Onnx__TensorProto **v = realloc(o->inits, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		o->inits = v;
+		o->capinits = cap;
+	}
+	o->inits[o->ninits++] = t;
 	return 0;
 }
 
@@ -145,7 +159,7 @@ static int sink_node(struct akk_graph_sink *g, const char *op,
 		if (!(n->attribute[i] = make_attr(o, &attrs[i])))
 			return akk_err_set(e, "out of memory");
 	n->n_attribute = nattrs;
-	if (push((void ***)&o->nodes, &o->nnodes, &o->capnodes, n))
+	if (push_node(o, n))
 		return akk_err_set(e, "out of memory");
 	return 0;
 }
@@ -174,7 +188,7 @@ static int sink_tensor(struct akk_graph_sink *g, const char *name,
 	t->n_float_data = count;
 	t->has_data_type = 1;
 	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-	if (push((void ***)&o->inits, &o->ninits, &o->capinits, t))
+	if (push_init(o, t))
 		return akk_err_set(e, "out of memory");
 	return 0;
 }
