@@ -75,6 +75,35 @@ $(B)/%.o: %.c $(wildcard core/*/*.h cli/*.h tests/*.h) Makefile $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+# ONNX export (core/io/onnx.c): protoc-c generates C for onnx.proto, from
+# Debian's libonnx-dev, into $(B)/gen at build time (never committed); it
+# is compiled into libakk.a and linked with libprotobuf-c.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+PKGS       += libprotobuf-c
+CORE_OBJ   += $(B)/gen/onnx.pb-c.o
+CFLAGS_ALL += -I$(B)/gen
+$(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h &: $(ONNX_PROTO) | $(B)/flags
+	@command -v protoc-c >/dev/null && [ -f $(ONNX_PROTO) ] || { echo "make: need protoc-c and" \
+		"$(ONNX_PROTO): run 'sh datasets/deps.sh' (or 'make deps') first" >&2; exit 1; }
+	@mkdir -p $(B)/gen
+	protoc-c --c_out=$(B)/gen -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+$(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c $(B)/flags
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+$(B)/core/io/onnx.o: $(B)/gen/onnx.pb-c.h
+
+# test_onnx runs the exported models in onnxruntime-node, installed from
+# tests/onnx/package-lock.json by `npm ci` (CPU build only: no CUDA
+# download) before `make test`; without npm or a network it skips that part.
+ONNX_NPM := tests/onnx/node_modules/.package-lock.json
+test: $(ONNX_NPM)
+$(ONNX_NPM): tests/onnx/package.json tests/onnx/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1; then echo "make: no npm: test_onnx skips onnxruntime" >&2; \
+	elif ! (cd tests/onnx && ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm ci --no-audit --no-fund \
+		--loglevel=error); then echo "make: 'npm ci' in tests/onnx failed: test_onnx skips onnxruntime" >&2; fi
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+$(ONNX_NPM): | deps
+endif
+
 # test_rundir tests the progress line's formatting by including its source.
 $(B)/tests/test_rundir.o: cli/progress.c
 

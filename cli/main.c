@@ -134,6 +134,7 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
 	  "corrupt or not a checkpoint.\n" },
+	{ "export", cmd_export, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
 	{ "help", cmd_help,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },

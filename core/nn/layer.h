@@ -114,6 +114,9 @@ struct akk_layer_option {
 	  flags, lo, hi, def }
 #define AKK_OPTIONS_END { NULL, 0, 0, 0, 0, 0, 0 }
 
+struct akk_graph_sink;
+struct akk_export_io;
+
 struct akk_layer_ops {
 	const char *name;	/* as written in the config: "dense", "conv2d", ... */
 	/* The kind's options, AKK_OPTIONS_END-terminated; NULL: none. A scalar
@@ -145,6 +148,11 @@ struct akk_layer_ops {
 			 float *work, const float *dy, const float *x,
 			 const float *y, const float *aux, const float *p,
 			 int B);
+	/* Describe the evaluation forward as ONNX nodes and initializers in
+	 * g (nn/export.h), reading io->x and writing io->y. NULL: the kind
+	 * cannot be exported, and `akkctl export` refuses it by name. */
+	int (*export)(const struct akk_layer *l, struct akk_graph_sink *g,
+		      const struct akk_export_io *io, struct akk_err *e);
 };
 
 /* The table of kinds. NULL when unknown. */

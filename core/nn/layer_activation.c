@@ -7,6 +7,7 @@
  * softplus) and the input x for leaky_relu, whose slope alpha may be of
  * either sign. NaN inputs propagate, as in torch. */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <math.h>
 
@@ -105,7 +106,30 @@ static const struct akk_layer_option leaky_options[] = {
 	AKK_OPTIONS_END,
 };
 
-#define ACT_OPS(sym, str, opts, sh, fw, bw)				\
+/* One ONNX op each; leaky_relu carries its slope. */
+static int act_export(const struct akk_layer *l, struct akk_graph_sink *g,
+		      const struct akk_export_io *io, const char *op, int alpha,
+		      struct akk_err *e)
+{
+	struct akk_attr at[] = { AKK_ATTR_F("alpha", l->spec->alpha) };
+
+	return akk_export_unary(g, io, op, at, alpha, e);
+}
+
+#define ACT_EXPORT(name, op, alpha)					\
+static int name(const struct akk_layer *l, struct akk_graph_sink *g,	\
+		const struct akk_export_io *io, struct akk_err *e)	\
+{									\
+	return act_export(l, g, io, op, alpha, e);			\
+}
+
+ACT_EXPORT(relu_export, "Relu", 0)
+ACT_EXPORT(leaky_export, "LeakyRelu", 1)
+ACT_EXPORT(sigmoid_export, "Sigmoid", 0)
+ACT_EXPORT(tanh_export, "Tanh", 0)
+ACT_EXPORT(softplus_export, "Softplus", 0)
+
+#define ACT_OPS(sym, str, opts, sh, fw, bw, ex)				\
 const struct akk_layer_ops sym = {					\
 	.name = str,							\
 	.options = opts,						\
@@ -114,15 +138,16 @@ const struct akk_layer_ops sym = {					\
 	.init = akk_layer_init_none,						\
 	.forward = fw,							\
 	.backward = bw,							\
+	.export = ex,							\
 };
 
 ACT_OPS(akk_layer_relu, "relu", NULL, NULL,
-	relu_forward, relu_backward)
+	relu_forward, relu_backward, relu_export)
 ACT_OPS(akk_layer_leaky_relu, "leaky_relu", leaky_options, "alpha",
-	leaky_forward, leaky_backward)
+	leaky_forward, leaky_backward, leaky_export)
 ACT_OPS(akk_layer_sigmoid, "sigmoid", NULL, NULL,
-	sigmoid_forward, sigmoid_backward)
+	sigmoid_forward, sigmoid_backward, sigmoid_export)
 ACT_OPS(akk_layer_tanh, "tanh", NULL, NULL,
-	tanh_forward, tanh_backward)
+	tanh_forward, tanh_backward, tanh_export)
 ACT_OPS(akk_layer_softplus, "softplus", NULL, NULL,
-	softplus_forward, softplus_backward)
+	softplus_forward, softplus_backward, softplus_export)

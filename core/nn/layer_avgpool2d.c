@@ -7,6 +7,7 @@
  * the window's sum of real elements divided by k*k, even at the border.
  * No parameters, no aux, no scratch. */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <string.h>
 
@@ -83,6 +84,21 @@ static void avgpool_backward(const struct akk_layer *l, float *dx, float *dp,
 	}
 }
 
+/* AveragePool with count_include_pad: padding counts as zeros, as here. */
+static int avgpool_export(const struct akk_layer *l, struct akk_graph_sink *g,
+			  const struct akk_export_io *io, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int64_t k = sp->kernel, s = akk_pool2d_stride(sp), p = sp->padding;
+	int64_t ks[2] = { k, k }, st[2] = { s, s }, pads[4] = { p, p, p, p };
+	struct akk_attr at[] = { AKK_ATTR_IS("kernel_shape", ks, 2),
+				 AKK_ATTR_IS("strides", st, 2),
+				 AKK_ATTR_IS("pads", pads, 4),
+				 AKK_ATTR_I("count_include_pad", 1) };
+
+	return akk_export_unary(g, io, "AveragePool", at, 4, e);
+}
+
 const struct akk_layer_ops akk_layer_avgpool2d = {
 	.name = "avgpool2d",
 	.options = akk_pool2d_options,
@@ -91,4 +107,5 @@ const struct akk_layer_ops akk_layer_avgpool2d = {
 	.init = akk_layer_init_none,
 	.forward = avgpool_forward,
 	.backward = avgpool_backward,
+	.export = avgpool_export,
 };

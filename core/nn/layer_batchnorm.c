@@ -18,6 +18,7 @@
  * (B - 1) C unused floats. An evaluation forward leaves aux alone. Scratch
  * (work) is 2 C floats: per-channel sums (or eval's scale and shift). */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <math.h>
 #include <string.h>
@@ -271,6 +272,29 @@ static void bn_backward(const struct akk_layer *l, float *dx, float *dp,
 		}
 }
 
+/* BatchNormalization in inference mode: gamma, beta, then the running
+ * mean and variance; ONNX takes [N, C] as well as [N, C, H, W]. */
+static int bn_export(const struct akk_layer *l, struct akk_graph_sink *g,
+		     const struct akk_export_io *io, struct akk_err *e)
+{
+	int C = l->in.d[0];
+	char n[4][256];
+	static const char *const what[4] = { "gamma", "beta", "running_mean",
+					     "running_var" };
+	const float *data[4] = { io->p, io->p + C, io->s, io->s + C };
+	const char *ins[5] = { io->x };
+	int64_t dims[1] = { C };
+	struct akk_attr at[] = { AKK_ATTR_F("epsilon", l->spec->eps) };
+
+	for (int i = 0; i < 4; i++) {
+		ins[i + 1] = akk_export_name(n[i], sizeof(n[i]), io->prefix,
+					     what[i]);
+		if (g->tensor(g, n[i], dims, 1, data[i], e))
+			return -1;
+	}
+	return g->node(g, "BatchNormalization", ins, 5, &io->y, 1, at, 1, e);
+}
+
 static const struct akk_layer_option bn_options[] = {
 	AKK_OPTION("momentum", FLOAT, momentum, AKK_OPTION_LO |
 		   AKK_OPTION_LO_OPEN | AKK_OPTION_HI, 0, 1, 0.1),
@@ -286,4 +310,5 @@ const struct akk_layer_ops akk_layer_batchnorm = {
 	.init = bn_init,
 	.forward = bn_forward,
 	.backward = bn_backward,
+	.export = bn_export,
 };

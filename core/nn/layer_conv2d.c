@@ -13,6 +13,7 @@
  * scratch for dcol = W^T dy and folds it back into dx (col2im). A 1x1,
  * stride 1, unpadded convolution skips the unrolling: col is x itself. */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <string.h>
 
@@ -267,6 +268,30 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	}
 }
 
+/* Conv with weight (F, C, k, k) and bias (F), as stored. */
+static int conv_export(const struct akk_layer *l, struct akk_graph_sink *g,
+		       const struct akk_export_io *io, struct akk_err *e)
+{
+	struct geom gm = geom_of(l);
+	int bias = l->spec->bias;
+	char w[256], b[256];
+	int64_t wd[4] = { gm.F, gm.C, gm.k, gm.k }, bd[1] = { gm.F };
+	int64_t ks[2] = { gm.k, gm.k }, st[2] = { gm.s, gm.s };
+	int64_t pads[4] = { gm.p, gm.p, gm.p, gm.p };
+	const char *ins[3] = { io->x,
+			       akk_export_name(w, sizeof(w), io->prefix, "weight"),
+			       akk_export_name(b, sizeof(b), io->prefix, "bias") };
+	struct akk_attr at[] = { AKK_ATTR_IS("kernel_shape", ks, 2),
+				 AKK_ATTR_IS("strides", st, 2),
+				 AKK_ATTR_IS("pads", pads, 4) };
+
+	if (g->tensor(g, w, wd, 4, io->p, e) ||
+	    (bias && g->tensor(g, b, bd, 1,
+			       io->p + (size_t)gm.F * gm.C * gm.k * gm.k, e)))
+		return -1;
+	return g->node(g, "Conv", ins, bias ? 3 : 2, &io->y, 1, at, 3, e);
+}
+
 static const struct akk_layer_option conv_options[] = {
 	AKK_OPTION("filters", INT, filters, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0,
 		   0),
@@ -286,4 +311,5 @@ const struct akk_layer_ops akk_layer_conv2d = {
 	.init = conv_init,
 	.forward = conv_forward,
 	.backward = conv_backward,
+	.export = conv_export,
 };

@@ -7,6 +7,7 @@
  * the bias starts at zero. No aux, no scratch: forward and backward are one
  * sgemm each (plus one for dx). */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <string.h>
 
@@ -122,6 +123,24 @@ static const struct akk_layer_option dense_options[] = {
 	AKK_OPTIONS_END,
 };
 
+/* Gemm(x, W, b) with transB: W is stored (Dout, Din) as ONNX wants it. */
+static int dense_export(const struct akk_layer *l, struct akk_graph_sink *g,
+			const struct akk_export_io *io, struct akk_err *e)
+{
+	int din = l->in.d[0], dout = l->out.d[0], bias = l->spec->bias;
+	char w[256], b[256];
+	int64_t wd[2] = { dout, din }, bd[1] = { dout };
+	const char *ins[3] = { io->x,
+			       akk_export_name(w, sizeof(w), io->prefix, "weight"),
+			       akk_export_name(b, sizeof(b), io->prefix, "bias") };
+	struct akk_attr at[] = { AKK_ATTR_I("transB", 1) };
+
+	if (g->tensor(g, w, wd, 2, io->p, e) ||
+	    (bias && g->tensor(g, b, bd, 1, io->p + (size_t)din * dout, e)))
+		return -1;
+	return g->node(g, "Gemm", ins, bias ? 3 : 2, &io->y, 1, at, 1, e);
+}
+
 const struct akk_layer_ops akk_layer_dense = {
 	.name = "dense",
 	.options = dense_options,
@@ -130,4 +149,5 @@ const struct akk_layer_ops akk_layer_dense = {
 	.init = dense_init,
 	.forward = dense_forward,
 	.backward = dense_backward,
+	.export = dense_export,
 };

@@ -8,6 +8,7 @@
  * (0 or 1 / (1 - rate), same shape as the input); backward is dx = dy mask.
  * An evaluation forward touches neither aux nor the rng. */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <string.h>
 
@@ -80,6 +81,14 @@ static void dropout_backward(const struct akk_layer *l, float *dx, float *dp,
 			dx[i] = dy[i] * aux[i];
 }
 
+/* Evaluation is the identity. */
+static int dropout_export(const struct akk_layer *l, struct akk_graph_sink *g,
+			  const struct akk_export_io *io, struct akk_err *e)
+{
+	(void)l;
+	return akk_export_unary(g, io, "Identity", NULL, 0, e);
+}
+
 static const struct akk_layer_option dropout_options[] = {
 	AKK_OPTION("rate", FLOAT, rate, AKK_OPTION_REQ | AKK_OPTION_LO |
 		   AKK_OPTION_HI | AKK_OPTION_HI_OPEN, 0, 1, 0),
@@ -94,4 +103,5 @@ const struct akk_layer_ops akk_layer_dropout = {
 	.init = akk_layer_init_none,
 	.forward = dropout_forward,
 	.backward = dropout_backward,
+	.export = dropout_export,
 };

@@ -3,6 +3,7 @@
  * The memory layout does not change, so forward and backward are copies
  * (y never aliases x, by the layer contract). */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <string.h>
 
@@ -40,10 +41,21 @@ static void flatten_backward(const struct akk_layer *l, float *dx, float *dp,
 		memcpy(dx, dy, (size_t)B * l->out.d[0] * sizeof(*dx));
 }
 
+/* Flatten at axis 1: [N, ...] to [N, the rest], row-major as here. */
+static int flatten_export(const struct akk_layer *l, struct akk_graph_sink *g,
+			  const struct akk_export_io *io, struct akk_err *e)
+{
+	struct akk_attr at[] = { AKK_ATTR_I("axis", 1) };
+
+	(void)l;
+	return akk_export_unary(g, io, "Flatten", at, 1, e);
+}
+
 const struct akk_layer_ops akk_layer_flatten = {
 	.name = "flatten",
 	.plan = flatten_plan,
 	.init = akk_layer_init_none,
 	.forward = flatten_forward,
 	.backward = flatten_backward,
+	.export = flatten_export,
 };

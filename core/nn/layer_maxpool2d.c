@@ -11,6 +11,7 @@
  * rejects inputs of 2^24 elements or more. An evaluation forward may pass
  * aux NULL, and then no index is stored. */
 #include "nn/layer.h"
+#include "nn/export.h"
 
 #include <string.h>
 
@@ -109,6 +110,20 @@ static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 			dx[(size_t)*aux++] += *dy++;
 }
 
+/* MaxPool: ONNX pads are ignored by the max, as -inf here. */
+static int maxpool_export(const struct akk_layer *l, struct akk_graph_sink *g,
+			  const struct akk_export_io *io, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int64_t k = sp->kernel, s = akk_pool2d_stride(sp), p = sp->padding;
+	int64_t ks[2] = { k, k }, st[2] = { s, s }, pads[4] = { p, p, p, p };
+	struct akk_attr at[] = { AKK_ATTR_IS("kernel_shape", ks, 2),
+				 AKK_ATTR_IS("strides", st, 2),
+				 AKK_ATTR_IS("pads", pads, 4) };
+
+	return akk_export_unary(g, io, "MaxPool", at, 3, e);
+}
+
 const struct akk_layer_ops akk_layer_maxpool2d = {
 	.name = "maxpool2d",
 	.options = akk_pool2d_options,
@@ -117,4 +132,5 @@ const struct akk_layer_ops akk_layer_maxpool2d = {
 	.init = akk_layer_init_none,
 	.forward = maxpool_forward,
 	.backward = maxpool_backward,
+	.export = maxpool_export,
 };

@@ -1,0 +1,147 @@
+/* cmd_export.c - akkctl export: a checkpoint's inference graph as ONNX.
+ *
+ * The network is rebuilt from the checkpoint alone (its stored config) as
+ * eval does, its weights restored, and io/onnx.c writes the model whole.
+ * CHECKPOINT may be a run directory: see ckpt_pick (eval's choice). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint.h"
+#include "io/onnx.h"
+#include "ckpt_files.h"
+#include "cli.h"
+#include "model/gate.h"
+#include "model/model.h"
+#include "config/spec.h"
+
+const char cmd_export_usage[] =
+	"usage: akkctl export CHECKPOINT|DIR --onnx FILE.onnx\n"
+	"\n"
+	"  -o, --onnx FILE.onnx   write the inference graph as an ONNX model\n";
+
+const char cmd_export_details[] =
+	"\n"
+	"Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
+	"weights and writes its inference graph as ONNX (opset 13), whole or not\n"
+	"at all. CHECKPOINT may be a run directory: export then takes the file eval\n"
+	"takes (best.bin, else last.bin, else the newest epoch-NNNN.bin) and names\n"
+	"it on stderr: using 'DIR/best.bin'.\n"
+	"\n"
+	"The model's input 'input' is float32 [N, network.input] of raw values\n"
+	"(pixels 0 to 255), N any batch size; its first nodes apply the checkpoint's\n"
+	"preprocessing (Mul, Add), then every layer in evaluation mode (batchnorm\n"
+	"with its running statistics, dropout as Identity), and a Softmax into the\n"
+	"output 'probabilities', float32 [N, classes]. akkctl(1), EXPORT, lists the\n"
+	"ONNX operators of each layer kind.\n"
+	"\n"
+	"Prints one line on stdout: the file written, its input and output.\n"
+	"\n"
+	"Exit status: 0 success; 2 bad usage, a checkpoint that is missing, corrupt\n"
+	"or not a checkpoint, a layer kind that cannot be exported (named), or an\n"
+	"output file that cannot be written.\n";
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "onnx", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *onnx = NULL;
+	char *ckpath = NULL;
+	int c, rc = EXIT_USAGE;
+	struct akk_checkpoint ck = { 0 };
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_gate *gates = NULL;
+	const struct akk_gate **gp = NULL;
+	struct akk_gate **wgp = NULL;
+	float *a = NULL, *b = NULL;
+	size_t n;
+	struct akk_err e = { 0 };
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': onnx = optarg; break;
+		case 'h': return cli_help("export");
+		default: return cli_bad_option("export", c, argv);
+		}
+	}
+	if (optind != argc - 1) {
+		if (optind == argc)
+			cli_errorf(EXIT_USAGE, "export needs a CHECKPOINT");
+		else
+			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
+		return cli_usage_error("export");
+	}
+	if (!onnx || !*onnx) {
+		cli_errorf(EXIT_USAGE, "export needs --onnx FILE");
+		return cli_usage_error("export");
+	}
+	switch (ckpt_pick(argv[optind], 1, &ckpath, &e)) {
+	case -1: return cli_report(&e, EXIT_USAGE);
+	case 1: fprintf(stderr, "using '%s'\n", ckpath); break;
+	}
+	if (akk_checkpoint_read(&ck, ckpath, &e)) {
+		free(ckpath);
+		return cli_report(&e, EXIT_USAGE);
+	}
+	if (akk_checkpoint_spec(&ck, &s, NULL, 0, &e)) {
+		char msg[1200];
+		akk_err_format(&e, msg, sizeof(msg));
+		akk_err_at(&e, ckpath, 0, 0, "the stored config no longer parses: %s", msg);
+		goto report;
+	}
+	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e) ||
+	    akk_onnx_check(&m, ckpath, &e))
+		goto report;
+	n = (size_t)akk_shape_size(s.input);
+	gates = calloc(m.ngates, sizeof(*gates));
+	gp = calloc(m.ngates, sizeof(*gp));
+	wgp = calloc(m.ngates, sizeof(*wgp));
+	a = malloc(n * sizeof(*a));
+	b = malloc(n * sizeof(*b));
+	if (!gates || !gp || !wgp || !a || !b) {
+		akk_err_set(&e, "out of memory");
+		rc = EXIT_RUNTIME;
+		goto report;
+	}
+	for (int i = 0; i < m.ngates; i++) {
+		gp[i] = wgp[i] = &gates[i];
+		if (akk_gate_init(&gates[i], &m.gates[i], 1, 1, 1, 0, 1, 1, s.seed, &e)) {
+			rc = EXIT_RUNTIME;
+			goto report;
+		}
+	}
+	if (akk_checkpoint_restore(&ck, wgp, m.ngates, ckpath, &e) ||
+	    akk_onnx_input_map(&ck, &s, a, b, n, &e))
+		goto report;
+	struct akk_onnx_source src = { &m, gp, a, b, s.name };
+	if (akk_onnx_write(onnx, &src, &e))
+		goto report;
+	char shape[64];
+	akk_shape_format(s.input, shape, sizeof(shape));
+	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, "
+	       "output '%s' [N, %d]\n", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
+	       shape[0] == '[' ? shape + 1 : shape, AKK_ONNX_OUTPUT, m.classes);
+	rc = EXIT_OK;
+	goto out;
+report:
+	cli_report(&e, rc);
+out:
+	for (int i = 0; gates && i < m.ngates; i++)
+		akk_gate_release(&gates[i]);
+	free(gates);
+	free(gp);
+	free(wgp);
+	free(a);
+	free(b);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	akk_checkpoint_release(&ck);
+	free(ckpath);
+	return rc;
+}

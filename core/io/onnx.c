@@ -1,0 +1,372 @@
+/* onnx.c - the ONNX writer: the graph sink of nn/export.h over protobuf-c.
+ *
+ * Every message, string and array of the model is allocated from one list
+ * of blocks (struct onnx) and freed at once after packing; the messages
+ * point into each other as protobuf-c expects. */
+#include "io/onnx.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+
+#include "base/file.h"
+#include "data/batch.h"
+#include "nn/export.h"
+
+struct onnx {
+	void **blocks;		/* everything allocated, freed by onnx_release */
+	size_t nblocks, cap;
+	Onnx__NodeProto **nodes;	/* a block, regrown */
+	size_t nnodes, capnodes;
+	Onnx__TensorProto **inits;	/* a block, regrown */
+	size_t ninits, capinits;
+};
+
+static void *onnx_alloc(struct onnx *o, size_t size)
+{
+	void *p;
+
+	if (o->nblocks == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 64;
+		void **b = realloc(o->blocks, cap * sizeof(*b));
+		if (!b)
+			return NULL;
+		o->blocks = b;
+		o->cap = cap;
+	}
+	if (!(p = calloc(1, size ? size : 1)))
+		return NULL;
+	o->blocks[o->nblocks++] = p;
+	return p;
+}
+
+static char *onnx_str(struct onnx *o, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = onnx_alloc(o, n);
+
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+/* Append to the node and initializer arrays, regrown outside the block
+ * list. */
+static int push_node(struct onnx *o, Onnx__NodeProto *n)
+{
+	if (o->nnodes == o->capnodes) {
+		size_t cap = o->capnodes ? 2 * o->capnodes : 32;
+		Onnx__NodeProto **v = realloc(o->nodes, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		o->nodes = v;
+		o->capnodes = cap;
+	}
+	o->nodes[o->nnodes++] = n;
+	return 0;
+}
+
+static int push_init(struct onnx *o, Onnx__TensorProto *t)
+{
+	if (o->ninits == o->capinits) {
+		size_t cap = o->capinits ? 2 * o->capinits : 32;
+		Onnx__TensorProto **v = realloc(o->inits, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		o->inits = v;
+		o->capinits = cap;
+	}
+	o->inits[o->ninits++] = t;
+	return 0;
+}
+
+static void onnx_release(struct onnx *o)
+{
+	for (size_t i = 0; i < o->nblocks; i++)
+		free(o->blocks[i]);
+	free(o->blocks);
+	free(o->nodes);
+	free(o->inits);
+}
+
+static Onnx__AttributeProto *make_attr(struct onnx *o,
+				       const struct akk_attr *at)
+{
+	Onnx__AttributeProto *a = onnx_alloc(o, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	onnx__attribute_proto__init(a);
+	if (!(a->name = onnx_str(o, at->name)))
+		return NULL;
+	a->has_type = 1;
+	switch (at->type) {
+	case AKK_ATTR_INT:
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		a->has_i = 1;
+		a->i = at->i;
+		break;
+	case AKK_ATTR_FLOAT:
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+		a->has_f = 1;
+		a->f = at->f;
+		break;
+	case AKK_ATTR_INTS:
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		if (!(a->ints = onnx_alloc(o, at->n * sizeof(*a->ints))))
+			return NULL;
+		memcpy(a->ints, at->ints, at->n * sizeof(*a->ints));
+		a->n_ints = at->n;
+		break;
+	}
+	return a;
+}
+
+static char **str_array(struct onnx *o, const char *const *s, int n)
+{
+	char **v = onnx_alloc(o, n * sizeof(*v));
+
+	for (int i = 0; v && i < n; i++)
+		if (!(v[i] = onnx_str(o, s[i])))
+			return NULL;
+	return v;
+}
+
+/* The sink's node: named after its first output, which is unique. */
+static int sink_node(struct akk_graph_sink *g, const char *op,
+		     const char *const *in, int nin, const char *const *out,
+		     int nout, const struct akk_attr *attrs, int nattrs,
+		     struct akk_err *e)
+{
+	struct onnx *o = g->ctx;
+	Onnx__NodeProto *n = onnx_alloc(o, sizeof(*n));
+
+	if (!n)
+		return akk_err_set(e, "out of memory");
+	onnx__node_proto__init(n);
+	n->op_type = onnx_str(o, op);
+	n->name = onnx_str(o, out[0]);
+	n->input = str_array(o, in, nin);
+	n->output = str_array(o, out, nout);
+	n->attribute = onnx_alloc(o, nattrs * sizeof(*n->attribute));
+	if (!n->op_type || !n->name || !n->input || !n->output || !n->attribute)
+		return akk_err_set(e, "out of memory");
+	n->n_input = nin;
+	n->n_output = nout;
+	for (int i = 0; i < nattrs; i++)
+		if (!(n->attribute[i] = make_attr(o, &attrs[i])))
+			return akk_err_set(e, "out of memory");
+	n->n_attribute = nattrs;
+	if (push_node(o, n))
+		return akk_err_set(e, "out of memory");
+	return 0;
+}
+
+static int sink_tensor(struct akk_graph_sink *g, const char *name,
+		       const int64_t *dims, int rank, const float *data,
+		       struct akk_err *e)
+{
+	struct onnx *o = g->ctx;
+	Onnx__TensorProto *t = onnx_alloc(o, sizeof(*t));
+	size_t count = 1;
+
+	if (!t)
+		return akk_err_set(e, "out of memory");
+	onnx__tensor_proto__init(t);
+	for (int i = 0; i < rank; i++)
+		count *= (size_t)dims[i];
+	t->name = onnx_str(o, name);
+	t->dims = onnx_alloc(o, rank * sizeof(*t->dims));
+	t->float_data = onnx_alloc(o, count * sizeof(*t->float_data));
+	if (!t->name || !t->dims || !t->float_data)
+		return akk_err_set(e, "out of memory");
+	memcpy(t->dims, dims, rank * sizeof(*t->dims));
+	t->n_dims = rank;
+	memcpy(t->float_data, data, count * sizeof(*t->float_data));
+	t->n_float_data = count;
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	if (push_init(o, t))
+		return akk_err_set(e, "out of memory");
+	return 0;
+}
+
+/* A graph input or output: float32 ["N", dims of one sample]. */
+static Onnx__ValueInfoProto *value_info(struct onnx *o, const char *name,
+					struct akk_shape sh)
+{
+	Onnx__ValueInfoProto *v = onnx_alloc(o, sizeof(*v));
+	Onnx__TypeProto *t = onnx_alloc(o, sizeof(*t));
+	Onnx__TypeProto__Tensor *tt = onnx_alloc(o, sizeof(*tt));
+	Onnx__TensorShapeProto *s = onnx_alloc(o, sizeof(*s));
+	Onnx__TensorShapeProto__Dimension **d =
+		onnx_alloc(o, (sh.rank + 1) * sizeof(*d));
+
+	if (!v || !t || !tt || !s || !d)
+		return NULL;
+	onnx__value_info_proto__init(v);
+	onnx__type_proto__init(t);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(s);
+	for (int i = 0; i <= sh.rank; i++) {
+		if (!(d[i] = onnx_alloc(o, sizeof(*d[i]))))
+			return NULL;
+		onnx__tensor_shape_proto__dimension__init(d[i]);
+		if (i == 0) {
+			d[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			if (!(d[i]->dim_param = onnx_str(o, "N")))
+				return NULL;
+		} else {
+			d[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			d[i]->dim_value = sh.d[i - 1];
+		}
+	}
+	s->dim = d;
+	s->n_dim = sh.rank + 1;
+	tt->has_elem_type = 1;
+	tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	tt->shape = s;
+	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	t->tensor_type = tt;
+	v->type = t;
+	if (!(v->name = onnx_str(o, name)))
+		return NULL;
+	return v;
+}
+
+int akk_onnx_input_map(const struct akk_checkpoint *c,
+		       const struct akk_spec *s, float *a, float *b, size_t n,
+		       struct akk_err *e)
+{
+	struct akk_pixel_map map;
+
+	(void)c;	/* per-feature statistics will come from here */
+	if ((long)n != akk_shape_size(s->input))
+		return akk_err_set(e, "the input map has %zu values, the network "
+				   "takes %ld", n, akk_shape_size(s->input));
+	akk_pixel_map(&map, &s->data);
+	for (size_t i = 0; i < n; i++) {
+		a[i] = map.a;
+		b[i] = map.b;
+	}
+	return 0;
+}
+
+int akk_onnx_check(const struct akk_model *m, const char *path,
+		   struct akk_err *e)
+{
+	for (int g = 0; g < m->ngates; g++)
+		for (int i = 0; i < m->gates[g].nlayers; i++) {
+			const struct akk_layer *l = &m->gates[g].layers[i];
+			if (!l->ops->export)
+				return akk_err_at(e, path, 0, 0, "layer kind '%s' (gate %d, layer %d) cannot be exported to ONNX",
+						  l->ops->name, g + 1, i + 1);
+		}
+	return 0;
+}
+
+/* Preprocessing, every layer, softmax: the nodes and initializers. */
+static int build_graph(struct akk_graph_sink *g,
+		       const struct akk_onnx_source *src, struct akk_err *e)
+{
+	const struct akk_model *m = src->m;
+	struct akk_shape in = m->spec->input;
+	int64_t dims[4];
+	char cur[256], next[256];
+	const char *mul_in[2] = { AKK_ONNX_INPUT, "preprocess.scale" };
+	const char *add_in[2] = { "preprocess.scaled", "preprocess.shift" };
+	const char *mul_out = "preprocess.scaled", *add_out = "preprocess";
+	struct akk_attr axis = AKK_ATTR_I("axis", 1);
+
+	for (int i = 0; i < in.rank; i++)
+		dims[i] = in.d[i];
+	if (g->tensor(g, "preprocess.scale", dims, in.rank, src->a, e) ||
+	    g->tensor(g, "preprocess.shift", dims, in.rank, src->b, e) ||
+	    g->node(g, "Mul", mul_in, 2, &mul_out, 1, NULL, 0, e) ||
+	    g->node(g, "Add", add_in, 2, &add_out, 1, NULL, 0, e))
+		return -1;
+	snprintf(cur, sizeof(cur), "%s", add_out);
+	for (int gi = 0; gi < m->ngates; gi++) {
+		const struct akk_gate *gate = src->gates[gi];
+		for (int li = 0; li < m->gates[gi].nlayers; li++) {
+			const struct akk_layer *l = &m->gates[gi].layers[li];
+			snprintf(next, sizeof(next), "g%d.l%d.%s", gi + 1,
+				 li + 1, l->ops->name);
+			struct akk_export_io io = { cur, next, next,
+						    gate->params + l->poff,
+						    gate->state + l->soff };
+			if (l->ops->export(l, g, &io, e))
+				return -1;
+			memcpy(cur, next, sizeof(cur));
+		}
+	}
+	const char *sm_in = cur, *sm_out = AKK_ONNX_OUTPUT;
+	return g->node(g, "Softmax", &sm_in, 1, &sm_out, 1, &axis, 1, e);
+}
+
+int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
+		   struct akk_err *e)
+{
+	struct onnx o = { 0 };
+	struct akk_graph_sink sink = { sink_node, sink_tensor, &o };
+	Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
+	Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
+	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+	Onnx__OperatorSetIdProto *opsets[1] = { &opset };
+	Onnx__ValueInfoProto *gin, *gout;
+	struct akk_shape out = { 1, { src->m->classes, 0, 0 } };
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc = -1;
+
+	if (akk_onnx_check(src->m, "", e) || build_graph(&sink, src, e))
+		goto out;
+	gin = value_info(&o, AKK_ONNX_INPUT, src->m->spec->input);
+	gout = value_info(&o, AKK_ONNX_OUTPUT, out);
+	if (!gin || !gout) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	graph.name = (char *)(src->name ? src->name : "akkctl");
+	graph.node = o.nodes;
+	graph.n_node = o.nnodes;
+	graph.initializer = o.inits;
+	graph.n_initializer = o.ninits;
+	graph.input = &gin;
+	graph.n_input = 1;
+	graph.output = &gout;
+	graph.n_output = 1;
+	opset.domain = "";
+	opset.has_version = 1;
+	opset.version = AKK_ONNX_OPSET;
+	model.has_ir_version = 1;
+	model.ir_version = AKK_ONNX_IR_VERSION;
+	model.opset_import = opsets;
+	model.n_opset_import = 1;
+	model.producer_name = "akkctl";
+	model.producer_version = AKK_VERSION;
+	model.graph = &graph;
+	len = onnx__model_proto__get_packed_size(&model);
+	/* protobuf's own readers stop at 2 GiB */
+	if (len >= (size_t)INT32_MAX) {
+		akk_err_set(e, "the model would take %zu bytes, more than "
+			    "protobuf's 2 GiB", len);
+		goto out;
+	}
+	if (!(buf = malloc(len ? len : 1))) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	onnx__model_proto__pack(&model, buf);
+	if ((rc = akk_file_replace(path, buf, len, e))) {
+		char msg[sizeof(e->msg)];
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		akk_err_at(e, path, 0, 0, "cannot write the model: %s", msg);
+	}
+out:
+	free(buf);
+	onnx_release(&o);
+	return rc;
+}

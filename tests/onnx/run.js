@@ -1,0 +1,55 @@
+// run.js - run an ONNX model with onnxruntime-node (CPU) for tests/test_onnx.c.
+//
+//   node tests/onnx/run.js MODEL.onnx INPUT.f32 DIMS OUTPUT.f32
+//
+// INPUT.f32 holds N samples of float32 (little-endian) of shape DIMS
+// ("784" or "1,28,28"); the model's one input gets batches of them as
+// [n, ...DIMS] and its one output ([n, classes]) is appended to
+// OUTPUT.f32 as float32. Prints "N samples, C outputs each" on stdout.
+// Exit status 0 ok, 1 a failure (the message on stderr), 3 when
+// onnxruntime-node is not installed (the test then skips).
+'use strict';
+const fs = require('fs');
+
+let ort;
+try {
+  ort = require('onnxruntime-node');
+} catch (err) {
+  console.error(`run.js: onnxruntime-node is not installed (${err.message.split('\n')[0]}); run 'npm ci' in tests/onnx`);
+  process.exit(3);
+}
+
+async function main() {
+  const [model, input, dimsArg, output] = process.argv.slice(2);
+  if (!output) {
+    console.error('usage: node run.js MODEL.onnx INPUT.f32 DIMS OUTPUT.f32');
+    process.exit(1);
+  }
+  const dims = dimsArg.split(',').map(Number);
+  const per = dims.reduce((a, b) => a * b, 1);
+  const buf = fs.readFileSync(input);
+  // a copy: a small Buffer may start at an offset that is not 4-aligned
+  const x = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+  const n = x.length / per;
+  if (!Number.isInteger(n)) throw new Error(`${input}: ${x.length} floats is not a whole number of samples of ${per}`);
+  const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], intraOpNumThreads: 1 });
+  const [inName] = session.inputNames;
+  const [outName] = session.outputNames;
+  const chunks = [];
+  let classes = 0;
+  for (let i = 0; i < n; i += 1000) {
+    const m = Math.min(1000, n - i);
+    const t = new ort.Tensor('float32', x.slice(i * per, (i + m) * per), [m, ...dims]);
+    const res = await session.run({ [inName]: t });
+    const y = res[outName];
+    classes = y.dims[1];
+    chunks.push(Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength));
+  }
+  fs.writeFileSync(output, Buffer.concat(chunks));
+  console.log(`${n} samples, ${classes} outputs each`);
+}
+
+main().catch((err) => {
+  console.error(`run.js: ${err.message}`);
+  process.exit(1);
+});
