@@ -66,8 +66,6 @@ static void write_subset(const struct akk_dataset *d, size_t n,
 
 	assert_true(n <= d->n);
 	s.n = n;
-	s.images.count = s.images.dims[0] = (uint32_t)n;
-	s.labels.count = s.labels.dims[0] = (uint32_t)n;
 	tu_write_idx(images, &s, 1);
 	tu_write_idx(labels, &s, 0);
 }
@@ -99,9 +97,9 @@ static int group_setup(void **state)
 	snprintf(g_val_images, sizeof(g_val_images), "%s/val-images", g_dir);
 	snprintf(g_val_labels, sizeof(g_val_labels), "%s/val-labels", g_dir);
 	snprintf(g_inputs, sizeof(g_inputs), "%s/inputs.f32", g_dir);
-	g_mnist = !akk_dataset_load(&train, mnist_file("train-images-idx3-ubyte"),
+	g_mnist = !akk_idx_dataset(&train, mnist_file("train-images-idx3-ubyte"),
 				    mnist_file("train-labels-idx1-ubyte"), &e) &&
-		  !akk_dataset_load(&g_test, mnist_file("t10k-images-idx3-ubyte"),
+		  !akk_idx_dataset(&g_test, mnist_file("t10k-images-idx3-ubyte"),
 				    mnist_file("t10k-labels-idx1-ubyte"), &e);
 	if (g_mnist) {
 		snprintf(g_test_images, sizeof(g_test_images), "%s",
@@ -124,11 +122,11 @@ static int group_setup(void **state)
 	akk_dataset_release(&train);
 
 	/* The test images as onnxruntime gets them: raw values, float32. */
-	size_t n = g_test.n * g_test.images.item;
+	size_t n = g_test.n * g_test.in;
 	float *x = malloc(n * sizeof(*x));
 	assert_non_null(x);
 	for (size_t i = 0; i < n; i++)
-		x[i] = g_test.images.data[i];
+		x[i] = g_test.x8[i];
 	assert_int_equal(tu_write_file(g_inputs, x, n * sizeof(*x)), 0);
 	free(x);
 
@@ -292,7 +290,7 @@ static void roundtrip(const char *config, const char *name)
 				r = ref[i * C + c] > ref[i * C + r] ? c : r;
 			}
 			agree += a == r;
-			right += a == g_test.labels.data[i];
+			right += a == g_test.labels[i];
 		}
 		print_message("%s: %zu samples x %d classes, max |onnxruntime - akkctl| = %.3g "
 			      "(sample %zu, class %zu), same class on %ld, onnxruntime "
