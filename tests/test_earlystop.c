@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "io/checkpoint.h"
 #include "nn/monitor.h"
@@ -399,6 +400,48 @@ static void plateau_survives_resume(void **state)
 	}
 }
 
+/* The watch block (akkctl-checkpoint(5)) is checked like every field: a
+ * count beyond an int or a non-finite best is a corrupt checkpoint. */
+static void forged_watch_is_refused(void **state)
+{
+	const char *cfg = write_cfg("forge", "flip-flop", 2, FROZEN, "  early_stopping: 4\n");
+	const char *path = out_file("forge", "forged.bin");
+	char want[1024];
+	size_t n;
+	unsigned char *b;
+
+	(void)state;
+	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	b = (unsigned char *)tu_slurp(out_file("forge", "last.bin"), &n);
+	assert_non_null(b);
+	/* tag, best (f64), best_epoch, wait: at 12 from the tag, 48 before the CRC */
+	assert_memory_equal(b + n - 52, "WTCH", 4);
+	assert_int_equal(b[n - 52 + 12], 2);	/* best epoch 2 */
+	for (int k = 0; k < 2; k++) {
+		unsigned char *c = malloc(n);
+		uLong crc;
+		assert_non_null(c);
+		memcpy(c, b, n);
+		if (k == 0)
+			c[n - 52 + 16 + 3] = 0x80;	/* wait = 2^31 */
+		else
+			memset(c + n - 52 + 4, 0xff, 8);	/* best = NaN */
+		crc = crc32(0L, c, (uInt)(n - 4));
+		for (int i = 0; i < 4; i++)
+			c[n - 4 + i] = (unsigned char)(crc >> (8 * i));
+		assert_int_equal(tu_write_file(path, c, n), 0);
+		free(c);
+		assert_rc(ak("inspect", path, NULL), 2);
+		snprintf(want, sizeof(want), "akkctl: %s: corrupt checkpoint: %s", path,
+			 k ? "the watch block holds a non-finite best value" :
+			     "the watch block holds 2147483648 (0 to 2147483647)");
+		tu_assert_line(g_err, want);
+	}
+	free(b);
+	/* unforged, it resumes */
+	assert_rc(ak("inspect", out_file("forge", "last.bin"), NULL), 0);
+}
+
 /* ---- under mpirun ------------------------------------------------------------ */
 
 static int have_mpi(void)
@@ -528,6 +571,7 @@ int main(void)
 		cmocka_unit_test(plateau_lr_in_metrics),
 		cmocka_unit_test(plateau_trains_as_step),
 		cmocka_unit_test(plateau_survives_resume),
+		cmocka_unit_test(forged_watch_is_refused),
 		cmocka_unit_test(early_stop_and_plateau_under_mpi),
 	};
 
