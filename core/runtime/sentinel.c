@@ -304,18 +304,15 @@ static int drain(struct akk_run *r, struct akk_err *e)
 /* Early stopping and the plateau lr schedule after an epoch's validation
  * (nn/monitor.h). Under data parallelism only rank 0 validates; its
  * decisions reach the other ranks through a reduction (they add 0).
- * *reduced: the plateau reduced the lr, which the gates learn at the
- * next SYNC. */
+ * A reduction of the lr reaches the gates with the next SYNC. */
 static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
-		       int *reduced, struct akk_err *e)
+		       struct akk_err *e)
 {
 	const struct akk_spec *s = r->spec;
 	const struct akk_lr_spec *pl = &s->optim.sched;
 	const struct akk_early_stop_spec *es = &s->sched.early;
 	struct akk_watch *w = &r->watch;
-	int before = w->reductions;
 
-	*reduced = 0;
 	if (!akk_spec_watches(s))
 		return 0;
 	w->stopped_epoch = 0;
@@ -336,13 +333,11 @@ static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
 		w->stopped_epoch = (int)d[0];
 		w->reductions = (int)d[1];
 	}
-	*reduced = w->reductions != before;
 	return 0;
 }
 
 static int report(struct akk_run *r, const struct phase *ph, int epoch,
-		  const char *phase, double seconds, int *reduced,
-		  struct akk_err *e)
+		  const char *phase, double seconds, struct akk_err *e)
 {
 	struct akk_epoch_report rep = {
 		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
@@ -390,8 +385,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		if (akk_metrics_write(r->metrics, &row, e))
 			return -1;
 	}
-	*reduced = 0;
-	if (!strcmp(phase, "epoch") && watch_epoch(r, &rep, reduced, e))
+	if (!strcmp(phase, "epoch") && watch_epoch(r, &rep, e))
 		return -1;
 	if (r->cfg.obs.epoch_end && r->cfg.obs.epoch_end(r->cfg.obs.ctx, r, &rep, e))
 		return -1;
@@ -403,7 +397,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 	struct akk_batch **slots = calloc(r->K, sizeof(*slots));
 	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
 	long next_id = r->cfg.start.id;
-	int rc = -1, epoch, reduced;
+	int rc = -1, epoch, reductions;
 	struct phase ph;
 
 	if (!slots || !vslots) {
@@ -448,12 +442,13 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.correct = (long)sums[1];
 			ph.samples = (long)sums[2];
 		}
-		if (report(r, &ph, epoch, "epoch", akk_now() - t0, &reduced, e))
+		reductions = r->watch.reductions;
+		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
 			goto fail;
 		if (r->watch.stopped_epoch)	/* early stopping */
 			break;
-		if (reduced && drain(r, e))	/* the gates learn the new lr */
-			goto out;
+		if (r->watch.reductions != reductions && drain(r, e))
+			goto out;	/* the gates learn the plateau's new lr */
 	}
 	if (!atomic_load(&r->interrupted) && r->sched.final_pass &&
 	    !r->watch.stopped_epoch &&
@@ -466,7 +461,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 		    drain(r, e))
 			goto out;
 		if (!ph.stopping && report(r, &ph, r->cfg.epochs - 1, "final",
-					   akk_now() - t0, &reduced, e))
+					   akk_now() - t0, e))
 			goto fail;
 	}
 	rc = 0;
