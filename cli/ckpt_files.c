@@ -158,6 +158,9 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 {
 	int final = !strcmp(rep->phase, "final");
 	int improved = rep->val_samples && rep->val_acc > p->metrics.best_val_acc;
+	/* with early stopping, best.bin follows its monitor: it is the result */
+	int best = p->spec->sched.early.on ?
+		   !final && akk_run_watch(r)->stop.best_epoch == rep->epoch : improved;
 
 	if (!final) {
 		p->metrics.epoch = rep->epoch;
@@ -177,7 +180,7 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 			return -1;
 		prune(p->dir, p->keep);
 	}
-	if (improved && ckpt_save(p, r, "best.bin", e))
+	if (best && ckpt_save(p, r, "best.bin", e))
 		return -1;
 	return 0;
 }

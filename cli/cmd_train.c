@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <libgen.h>
 
+#include "base/file.h"
 #include "ckpt_files.h"
 #include "cli.h"
 #include "data/open.h"
@@ -46,6 +47,7 @@ struct train_ui {
 	int last_epoch;		/* the last epoch completed; 0: none */
 	int have_val;
 	double final_acc, final_train_acc;
+	int best_missing;	/* early stopping: no best.bin to restore here */
 };
 
 static void progress(void *ctx, const struct akk_progress *p)
@@ -115,6 +117,42 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	return 0;
 }
 
+/* Early stopping's result: last.bin becomes a copy of best.bin (the
+ * best epoch's checkpoint, written when its monitor last improved). A
+ * run resumed into another directory may not have it there: then last.bin
+ * holds the weights training ended with, and the summary says so. */
+static int restore_best(struct train_ui *ui, struct akk_run *run, const char *dir,
+			struct akk_err *e)
+{
+	char *from = ckpt_join(dir, "best.bin", e), *to = ckpt_join(dir, "last.bin", e);
+	FILE *f = from ? fopen(from, "rb") : NULL;
+	unsigned char *buf = NULL;
+	long len = -1;
+	int rc = -1;
+
+	if (!from || !to)
+		goto out;
+	if (!f && errno == ENOENT) {
+		ui->best_missing = 1;
+		rc = ckpt_save(&ui->ckpt, run, "last.bin", e);
+		goto out;
+	}
+	if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+	    !(buf = malloc(len ? (size_t)len : 1)) || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		akk_err_set(e, "cannot restore the best checkpoint: cannot read '%s': %s", from,
+			    errno ? strerror(errno) : "short read");
+		goto out;
+	}
+	rc = akk_file_replace(to, buf, (size_t)len, e);
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	free(from);
+	free(to);
+	return rc;
+}
+
 /* arg as one shell word. */
 static void put_shell_word(FILE *f, const char *arg)
 {
@@ -144,7 +182,16 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 	char *path;
 
 	progress_duration(t, sizeof(t), akk_now() - ui->start);
-	if (interrupted)
+	if (!interrupted && akk_run_watch(run)->stopped_epoch) {
+		const struct akk_early_stop_spec *es = &ui->ckpt.spec->sched.early;
+		const struct akk_monitor *m = &akk_run_watch(run)->stop;
+		fprintf(stderr, "summary: stopped early after epoch %d of %d in %s (%s did not improve for %d epochs); best epoch %d (%s %.4f), %s",
+			akk_run_watch(run)->stopped_epoch, st.epochs, t,
+			akk_monitor_names[es->monitor], es->patience, m->best_epoch,
+			akk_monitor_names[es->monitor], m->best, ui->best_missing ?
+			"not restored: its best.bin is not in this directory" :
+			"restored as last.bin");
+	} else if (interrupted)
 		fprintf(stderr, "summary: interrupted in epoch %d of %d after %s",
 			st.pos.epoch + 1, st.epochs, t);
 	else
@@ -676,7 +723,9 @@ int cmd_train(int argc, char **argv)
 		goto report;
 	/* Every thread has stopped: the final state, complete or interrupted
 	 * (under MPI, rank 0 gathered the other ranks' gates at the drain). */
-	if (world.rank == 0 && ckpt_save(&ui.ckpt, run, "last.bin", &e)) {
+	if (world.rank == 0 && (akk_run_watch(run)->stopped_epoch && rc == EXIT_OK ?
+				restore_best(&ui, run, s.out.dir, &e) :
+				ckpt_save(&ui.ckpt, run, "last.bin", &e))) {
 		rc = EXIT_RUNTIME;
 		goto report;
 	}

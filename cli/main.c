@@ -135,6 +135,7 @@ const struct cli_command cli_commands[] = {
 	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
 	  "corrupt or not a checkpoint.\n" },
 	{ "export", cmd_export, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
+	{ "lr-find", cmd_lrfind, "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N] [--out FILE.csv]\n                     [--set KEY=VALUE]...\n\n  --min LR, --max LR     the rates swept, exponentially (default 1e-7 and 10)\n  --steps N              batches, at least 2 (default 100)\n  -o, --out FILE.csv     write the CSV to FILE.csv too\n  -s, --set KEY=VALUE    override a config key, with the same checks\n", "the learning-rate range test: loss against lr, and a suggested lr", "\nFrom a fresh model, trains N batches in flip-flop with the lr growing\nexponentially from --min to --max, and prints 'lr,loss,smoothed_loss' CSV\nlines on stdout (the loss smoothed as fastai does). It stops early when the\nsmoothed loss exceeds 4 times its best or the loss is not finite. On stderr:\n'suggested lr: X' (the steepest descent of the smoothed loss against log(lr),\nfastai's 'steep') and the lr of the lowest smoothed loss with its tenth.\nWrites no run directory and no checkpoint.\n\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
 	{ "help", cmd_help,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },

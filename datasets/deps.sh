@@ -8,10 +8,14 @@ set -eu
 # over https (ca-certificates, which a bare root lacks);
 # Open MPI (openmpi-bin, libopenmpi-dev) builds the MPI transport and runs
 # its tests (make MPI=0 builds without it); groff-base checks the man
-# pages in test_ui; protobuf-c (libprotobuf-c-dev, protobuf-c-compiler)
-# with onnx.proto from libonnx-dev builds `akkctl export --onnx`, and
-# python3-onnx checks its models in test_onnx.
-PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx"
+# pages in test_ui.
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base"
+# protobuf-c (libprotobuf-c-dev, protobuf-c-compiler) with onnx.proto from
+# libonnx-dev builds `akkctl export --onnx`; python3-onnx checks its models
+# in test_onnx.
+PKGS="$PKGS libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx"
+# iproute2 (ip) builds the two network namespaces of tests/netns_mpi.sh.
+PKGS="$PKGS iproute2"
 # `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "data/idx.h"
+#include "data/open.h"
 #include "model/model.h"
 #include "model/reference.h"
 #include "config/spec.h"
@@ -35,8 +35,8 @@ int main(int argc, char **argv)
 	}
 	if (akk_spec_load(&s, argv[1], (const char *const *)argv + 2, argc - 2, &e) ||
 	    akk_model_plan(&m, &s, &e) ||
-	    akk_dataset_load(&train, s.data.train_images, s.data.train_labels, &e) ||
-	    akk_dataset_load(&val, s.data.val_images, s.data.val_labels, &e) ||
+	    akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
+	    akk_data_open(&val, &s.data, AKK_DATA_VAL, &e) ||
 	    akk_reference_init(&r, &m, &train, &e))
 		goto fail;
 	akk_float_mode();

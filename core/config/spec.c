@@ -796,8 +796,20 @@ static const struct key lr_keys[] = {
 	      LR(STEP) | LR(EXPONENTIAL), 0.1),	/* exponential: 0.95 */
 	FLOAT("step_epochs", LRS, step_epochs, F_LO | F_LO_OPEN, 0, 0,
 	      LR(STEP), 1),
-	FLOAT("min_lr", LRS, min_lr, F_LO, 0, 0, LR(COSINE), 0),
+	FLOAT("min_lr", LRS, min_lr, F_LO, 0, 0, LR(COSINE) | LR(PLATEAU), 0),
 	FLOAT("warmup_epochs", LRS, warmup_epochs, F_LO, 0, 0, 0, 0),
+	/* plateau: Keras' ReduceLROnPlateau and its defaults */
+	FLOAT("factor", LRS, factor, F_LO | F_LO_OPEN | F_HI | F_HI_OPEN, 0, 1,
+	      LR(PLATEAU), 0.1),
+	KEY("patience", SCALAR, h_int, "an integer", LRS, patience, F_LO | F_HI,
+	    1, 1000000, LR(PLATEAU), 10),
+	KEY("cooldown", SCALAR, h_int, "an integer", LRS, cooldown, F_LO | F_HI,
+	    0, 1000000, LR(PLATEAU), 0),
+	FLOAT("min_delta", LRS, min_delta, F_LO, 0, 0, LR(PLATEAU), 1e-4),
+	{ .name = "monitor", .type = YAML_NO_NODE, .fn = h_names,
+	  .what = "a name", .off = offsetof(LRS, monitor),
+	  .applies = LR(PLATEAU), .names = akk_monitor_names,
+	  .noun = "monitor", .def = AKK_MON_VAL_LOSS },
 	END,
 };
 
@@ -1151,6 +1163,18 @@ static const struct key conc_keys[] = {
 	END,
 };
 
+#define ESTOP struct akk_early_stop_spec
+
+/* early_stopping: {patience, monitor, min_delta}, or just the patience. */
+static const struct key early_keys[] = {
+	KEY("patience", SCALAR, h_int, "an integer", ESTOP, patience,
+	    F_LO | F_HI, 1, 1000000, 0, 3),
+	NAMES("monitor", ESTOP, monitor, 0, akk_monitor_names, "monitor",
+	      AKK_MON_VAL_LOSS),
+	FLOAT("min_delta", ESTOP, min_delta, F_LO, 0, 0, 0, 0),
+	END,
+};
+
 static const struct key sched_keys[] = {
 	NAMES("mode", SCHED, mode, 0, mode_names, "mode", AKK_MODE_WHEELS),
 	INT("epochs", SCHED, epochs, F_LO, 1, 0, 10),
@@ -1161,6 +1185,11 @@ static const struct key sched_keys[] = {
 	FLOAT("max_loss", SCHED, max_loss, F_LO, 0, 0, 0, 0),
 	NAMES("parallel", SCHED, data_parallel, 0, parallel_names, "parallel",
 	      0),
+	{ .name = "early_stopping", .type = YAML_NO_NODE, .fn = h_section,
+	  .what = "an integer or a mapping", .off = offsetof(SCHED, early),
+	  .flags = F_OPTIONAL, .keys = early_keys, .shorthand = "patience",
+	  .mark_off = MARK(SCHED, early.mark),
+	  .set_off = MARK(SCHED, early.on) },
 	END,
 };
 
@@ -1706,6 +1735,37 @@ static int defaults(struct akk_spec *s, const char *name)
 	return s->data.format && s->out.metrics && s->name ? 0 : -1;
 }
 
+/* Early stopping and the plateau schedule watch validation metrics: a
+ * config that has them needs validation data; a gate may use plateau
+ * only when the global optimizer does (one watch decides for all). */
+static int check_watch(const struct akk_spec *s, const char *file,
+		       struct akk_err *e)
+{
+	const struct akk_mark *gm = &s->optim.sched.mark;
+	int plateau = s->optim.sched.kind == AKK_LR_PLATEAU;
+
+	if (s->sched.early.on && !s->data.val_images)
+		return akk_err_at(e, file, s->sched.early.mark.line,
+				  s->sched.early.mark.col,
+				  "'early_stopping' watches validation data, but the config has no data.validation");
+	if (plateau && !s->data.val_images)
+		return akk_err_at(e, file, gm->line, gm->col,
+				  "schedule 'plateau' watches validation data, but the config has no data.validation");
+	for (int i = 0; !plateau && i < s->ngates; i++) {
+		const struct akk_lr_spec *l = &s->gates[i].optim.sched;
+		if (s->gates[i].has_optim && l->kind == AKK_LR_PLATEAU)
+			return akk_err_at(e, file, l->mark.line, l->mark.col,
+					  "gate %d's schedule 'plateau' needs the global optimizer's schedule to be 'plateau' too",
+					  i + 1);
+	}
+	return 0;
+}
+
+int akk_spec_watches(const struct akk_spec *s)
+{
+	return s->sched.early.on || s->optim.sched.kind == AKK_LR_PLATEAU;
+}
+
 static char *copy_text(const char *t, size_t len)
 {
 	char *p = malloc(len + 1);
@@ -1797,6 +1857,8 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 				   i + 1);
 			goto out;
 		}
+	if (check_watch(s, s->path ? s->path : name, e))
+		goto out;
 	if (!s->out.dir) {
 		size_t n = strlen(s->name) + sizeof("runs/");
 		if (!(s->out.dir = malloc(n)))

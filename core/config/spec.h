@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
+#include "nn/monitor.h"
 #include "nn/optim.h"
 
 /* The most gates a network may have: the spec checks it at the config's
@@ -74,6 +75,8 @@ struct akk_schedule_spec {
 	int data_parallel;		/* parallel: data (under mpirun: one whole
 					 * pipeline per rank, gradients averaged);
 					 * default pipeline */
+	struct akk_early_stop_spec early;	/* early_stopping (needs
+					 * validation data) */
 	struct akk_mark mark;
 };
 
@@ -120,6 +123,11 @@ int akk_spec_parse(struct akk_spec *s, const char *text, size_t len,
 void akk_spec_release(struct akk_spec *s);
 
 const char *akk_mode_name(enum akk_mode m);
+
+/* Whether the run watches validation metrics between epochs (early
+ * stopping, or the plateau lr schedule): its checkpoints then store the
+ * watch (struct akk_watch). */
+int akk_spec_watches(const struct akk_spec *s);
 
 /* The rank of every gate for a world of nranks processes (gate_rank has
  * ngates entries). Fails, at the gate's line, when a gate is placed on a

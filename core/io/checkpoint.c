@@ -137,6 +137,28 @@ static void put_gate(struct wbuf *w, const struct akk_gate *g)
 	}
 }
 
+/* ---- the watch block: early stopping and the lr plateau ---------------
+ * Optional, after the last gate: "WTCH", then early stopping's best (f64),
+ * best epoch, wait and stopped epoch (u32 each), the plateau's best (f64),
+ * best epoch, wait, cooldown and reductions (u32 each). Written only by
+ * runs that watch (akk_spec_watches); a file without it reads as zeros. */
+#define WATCH_TAG "WTCH"
+#define WATCH_BYTES (4 + 8 + 3 * 4 + 8 + 4 * 4)
+
+static void put_watch(struct wbuf *w, const struct akk_watch *x)
+{
+	put(w, WATCH_TAG, 4);
+	put_f64(w, x->stop.best);
+	put_u32(w, x->stop.best_epoch);
+	put_u32(w, x->stop.wait);
+	put_u32(w, x->stopped_epoch);
+	put_f64(w, x->plateau.best);
+	put_u32(w, x->plateau.best_epoch);
+	put_u32(w, x->plateau.wait);
+	put_u32(w, x->cooldown);
+	put_u32(w, x->reductions);
+}
+
 int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 			 struct akk_err *e)
 {
@@ -178,6 +200,8 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 	put_u32(&w, src->ngates);
 	for (int i = 0; i < src->ngates; i++)
 		put_gate(&w, src->gates[i]);
+	if (src->watch)
+		put_watch(&w, src->watch);
 	if (!w.oom) {
 		uint64_t total = w.len + 4;
 		for (int i = 0; i < 8; i++)
@@ -597,6 +621,35 @@ out:
 	return rc;
 }
 
+/* The watch block (see put_watch): counts fit an int, bests are finite. */
+static void get_watch(struct rbuf *r, struct akk_checkpoint *c)
+{
+	struct akk_watch *x = &c->watch;
+	uint32_t v[7];
+
+	take(r, 4, "the watch block");
+	x->stop.best = get_f64(r, "the watch block");
+	v[0] = get_u32(r, "the watch block");
+	v[1] = get_u32(r, "the watch block");
+	v[2] = get_u32(r, "the watch block");
+	x->plateau.best = get_f64(r, "the watch block");
+	for (int i = 3; i < 7; i++)
+		v[i] = get_u32(r, "the watch block");
+	for (int i = 0; i < 7; i++)
+		if (v[i] > (uint32_t)INT32_MAX)
+			bad(r, "the watch block holds %u (0 to %d)", v[i], INT32_MAX);
+	if (!isfinite(x->stop.best) || !isfinite(x->plateau.best))
+		bad(r, "the watch block holds a non-finite best value");
+	x->stop.best_epoch = (int)v[0];
+	x->stop.wait = (int)v[1];
+	x->stopped_epoch = (int)v[2];
+	x->plateau.best_epoch = (int)v[3];
+	x->plateau.wait = (int)v[4];
+	x->cooldown = (int)v[5];
+	x->reductions = (int)v[6];
+	c->has_watch = !r->bad;
+}
+
 int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 			struct akk_err *e)
 {
@@ -668,6 +721,9 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 		for (int t = 0; !r.bad && t < cg->ntensors; t++)
 			get_tensor(&r, &cg->tensors[t]);
 	}
+	if (!r.bad && r.len - r.off == WATCH_BYTES &&
+	    !memcmp(r.p + r.off, WATCH_TAG, 4))
+		get_watch(&r, c);
 	if (!r.bad && r.off != r.len)
 		r.bad = "the end (extra bytes after the last gate)";
 	/* the bytes are parsed: free them before validating */

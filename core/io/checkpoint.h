@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "model/gate.h"
 #include "base/rng.h"
+#include "nn/monitor.h"
 
 #define AKK_CKPT_MAGIC "AKKCKPT1"
 #define AKK_CKPT_VERSION 1
@@ -77,6 +78,10 @@ struct akk_checkpoint {
 	int ngates;
 	/* From the stored config, which the reader parsed. */
 	int batch_size, epochs;
+	/* Early stopping and the lr plateau (the optional "watch" block
+	 * after the gates); all zero when the file has none. */
+	int has_watch;
+	struct akk_watch watch;
 };
 
 /* Everything a writer needs. */
@@ -88,6 +93,7 @@ struct akk_ckpt_source {
 	int ngates;
 	struct akk_position pos;
 	struct akk_ckpt_metrics metrics;
+	const struct akk_watch *watch;	/* NULL: no watch block */
 };
 
 /* Write atomically to path. */

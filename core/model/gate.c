@@ -224,7 +224,8 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 	g->step++;
 	if (!p->nparams)
 		return 0;
-	lr = akk_lr_at(p->optim, epoch, g->epochs);
+	lr = akk_lr_reduced(p->optim, akk_lr_at(p->optim, epoch, g->epochs),
+			    g->lr_reductions);
 	g->last_lr = lr;
 	akk_optim_step(p->optim, g->params, g->grads, g->opt, p->nparams,
 		       g->step, lr);

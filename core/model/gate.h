@@ -51,6 +51,8 @@ struct akk_gate {
 	int epochs;
 	struct akk_rng rng;	/* dropout */
 	float last_lr;
+	int lr_reductions;	/* lr schedule plateau: reductions so far
+				 * (akk_lr_reduced); set between epochs */
 };
 
 /* Allocate everything for batches of up to max_batch samples, ntapes

@@ -9,7 +9,7 @@ const char *const akk_optim_names[] = {
 	"sgd", "momentum", "nesterov", "rmsprop", "adam", "adamw", "radam", NULL,
 };
 const char *const akk_lr_names[] = {
-	"constant", "step", "exponential", "cosine", NULL,
+	"constant", "step", "exponential", "cosine", "plateau", NULL,
 };
 
 static int find(const char *const *names, const char *name)
@@ -32,7 +32,7 @@ int akk_optim_find(const char *name)
 
 const char *akk_lr_name(enum akk_lr_kind k)
 {
-	return (unsigned)k <= AKK_LR_COSINE ? akk_lr_names[k] : NULL;
+	return (unsigned)k <= AKK_LR_PLATEAU ? akk_lr_names[k] : NULL;
 }
 
 int akk_lr_find(const char *name)
@@ -70,6 +70,7 @@ float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs)
 	e -= W;
 	switch (s->kind) {
 	case AKK_LR_CONSTANT:
+	case AKK_LR_PLATEAU:	/* reduced by akk_lr_reduced */
 		break;
 	case AKK_LR_STEP:
 		v = lr * pow(s->gamma, floor(e / (s->step_epochs > 0 ?
@@ -86,6 +87,17 @@ float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs)
 	}
 	}
 	return (float)v;
+}
+
+float akk_lr_reduced(const struct akk_optim_spec *o, float lr, int reductions)
+{
+	const struct akk_lr_spec *s = &o->sched;
+	double v;
+
+	if (s->kind != AKK_LR_PLATEAU || reductions <= 0)
+		return lr;
+	v = lr * pow(s->factor, reductions);
+	return (float)(v > s->min_lr ? v : s->min_lr);
 }
 
 double akk_norm2(const float *g, size_t n)

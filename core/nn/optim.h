@@ -38,6 +38,8 @@ enum akk_lr_kind {
 	AKK_LR_STEP,		/* lr * gamma^floor(epoch / step_epochs) */
 	AKK_LR_EXPONENTIAL,	/* lr * gamma^epoch (epoch fractional) */
 	AKK_LR_COSINE,		/* min_lr + (lr-min_lr)(1+cos(pi e/E))/2 */
+	AKK_LR_PLATEAU,		/* max(lr * factor^k, min_lr), k the reductions
+				 * so far (nn/monitor.h): reduce on plateau */
 };
 
 struct akk_lr_spec {
@@ -46,6 +48,13 @@ struct akk_lr_spec {
 	float step_epochs;	/* step (default 1) */
 	float min_lr;		/* cosine (default 0) */
 	float warmup_epochs;	/* linear warm-up from 0 first (default 0) */
+	/* plateau (Keras' ReduceLROnPlateau): watch `monitor` (enum
+	 * akk_monitor_metric, default val_loss); after `patience` epochs
+	 * (default 10) without an improvement of more than min_delta (1e-4),
+	 * multiply the lr by factor (0.1), not below min_lr, then wait
+	 * `cooldown` epochs (0) before watching again. */
+	float factor, min_delta;
+	int patience, cooldown, monitor;
 	struct akk_mark mark;
 };
 
@@ -84,6 +93,11 @@ int akk_optim_state_per_param(enum akk_optim_kind k);
  * are torch's StepLR, ExponentialLR and CosineAnnealingLR (T_max =
  * epochs). */
 float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs);
+
+/* The plateau schedule's lr after `reductions` reductions, from the lr
+ * akk_lr_at gave: max(lr * factor^reductions, min_lr); lr itself for every
+ * other schedule, or with no reduction yet. */
+float akk_lr_reduced(const struct akk_optim_spec *o, float lr, int reductions);
 
 /* One step on n parameters. t is the 1-based count of steps this block has
  * taken (bias correction). g may be modified (clipping, decay). state has

@@ -101,6 +101,8 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		a->validations++;
 		return akk_send(&r->tr, down, &o);
 	case AKK_MSG_SYNC:
+		/* between epochs: the plateau schedule's reductions so far */
+		g->lr_reductions = (int)m->id;
 		return akk_send(&r->tr, down, &o);
 	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
 		akk_gate_pack(g, a->pack);

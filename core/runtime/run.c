@@ -221,8 +221,13 @@ int akk_run_restore(struct akk_run *r, const struct akk_checkpoint *c,
 	struct akk_gate *gates[AKK_MAX_GATES];
 	int G = r->model->ngates;
 
-	for (int i = 0; i < G; i++)
+	/* the watch of early stopping and the lr plateau, before any thread */
+	r->watch = c->watch;
+	for (int i = 0; i < G; i++) {
 		gates[i] = r->gates[i].ready ? &r->gates[i].gate : NULL;
+		if (gates[i])
+			gates[i]->lr_reductions = c->watch.reductions;
+	}
 	return akk_checkpoint_restore(c, gates, G, path, e);
 }
 
@@ -263,8 +268,14 @@ int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
 	struct akk_ckpt_source src = {
 		.spec = spec, .base_dir = base_dir, .mode = r->cfg.mode,
 		.gates = gates, .ngates = G, .pos = r->pos, .metrics = *metrics,
+		.watch = akk_spec_watches(spec) ? &r->watch : NULL,
 	};
 	return akk_checkpoint_write(path, &src, e);
+}
+
+const struct akk_watch *akk_run_watch(const struct akk_run *r)
+{
+	return &r->watch;
 }
 
 int akk_run_agree_position(struct akk_run *r, struct akk_world *w)

@@ -139,6 +139,10 @@ int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
 			     const struct akk_spec *spec, const char *base_dir,
 			     const struct akk_ckpt_metrics *metrics,
 			     struct akk_err *e);
+/* Early stopping and the lr plateau so far (nn/monitor.h): after
+ * akk_run_train or from epoch_end. watch->stopped_epoch is the epoch
+ * early stopping ended the run after (0: it did not). */
+const struct akk_watch *akk_run_watch(const struct akk_run *r);
 /* Under MPI (collective, main thread, after akk_run_train): every rank
  * takes rank 0's position, which only its sentinel knows in a pipeline. */
 int akk_run_agree_position(struct akk_run *r, struct akk_world *w);

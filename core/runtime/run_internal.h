@@ -57,6 +57,8 @@ struct akk_run {
 	struct akk_position pos;	/* where training stands after the last
 					 * drain (sentinel thread; read after join) */
 	int epochs_done;
+	struct akk_watch watch;	/* early stopping and lr plateau (sentinel
+				 * thread; restored by akk_run_restore) */
 	int blas_threads;	/* compute threads a busy gate uses */
 	struct akk_pool *pool;	/* for them, when more than one */
 	struct akk_trace sentinel_trace;

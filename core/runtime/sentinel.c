@@ -282,7 +282,8 @@ static int gather(struct akk_run *r, struct akk_err *e)
  * idle and everything it wrote is visible here (under MPI, gathered). */
 static int drain(struct akk_run *r, struct akk_err *e)
 {
-	struct akk_msg m = { .kind = AKK_MSG_SYNC };
+	/* the SYNC tells every gate the plateau reductions so far */
+	struct akk_msg m = { .kind = AKK_MSG_SYNC, .id = r->watch.reductions };
 
 	if (akk_send(&r->tr, 1, &m))
 		return -1;
@@ -298,6 +299,41 @@ static int drain(struct akk_run *r, struct akk_err *e)
 		}
 		return protocol(r, e, "message after the drain");
 	}
+}
+
+/* Early stopping and the plateau lr schedule after an epoch's validation
+ * (nn/monitor.h). Under data parallelism only rank 0 validates; its
+ * decisions reach the other ranks through a reduction (they add 0).
+ * A reduction of the lr reaches the gates with the next SYNC. */
+static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
+		       struct akk_err *e)
+{
+	const struct akk_spec *s = r->spec;
+	const struct akk_lr_spec *pl = &s->optim.sched;
+	const struct akk_early_stop_spec *es = &s->sched.early;
+	struct akk_watch *w = &r->watch;
+
+	if (!akk_spec_watches(s))
+		return 0;
+	w->stopped_epoch = 0;
+	if (rep->val_samples && pl->kind == AKK_LR_PLATEAU) {
+		float lr = akk_lr_reduced(&s->optim, s->optim.lr, w->reductions);
+		akk_plateau_update(w, pl->monitor, pl->min_delta, pl->patience,
+				   pl->cooldown, lr <= pl->min_lr, rep->epoch,
+				   akk_monitor_value(pl->monitor, rep->val_loss, rep->val_acc));
+	}
+	if (rep->val_samples && es->on)
+		akk_early_stop_update(w, es, rep->epoch,
+				      akk_monitor_value(es->monitor, rep->val_loss, rep->val_acc));
+	if (r->shards > 1) {
+		double d[2] = { rep->val_samples ? w->stopped_epoch : 0,
+				rep->val_samples ? w->reductions : 0 };
+		if (akk_mpi_allreduce(&r->tr, r->model->ngates, d, 2, 1))
+			return akk_err_set(e, "the early-stopping reduction failed");
+		w->stopped_epoch = (int)d[0];
+		w->reductions = (int)d[1];
+	}
+	return 0;
 }
 
 static int report(struct akk_run *r, const struct phase *ph, int epoch,
@@ -326,9 +362,10 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		const struct akk_gate *gt = &r->gates[g].gate;
 		lrs[g] = 0;
 		if (r->gates[g].ready && gt->plan->nparams && gt->step > 0)
-			lrs[g] = akk_lr_at(gt->plan->optim, ((double)gt->step - 0.5) /
-					   (gt->steps_per_epoch > 0 ? gt->steps_per_epoch : 1),
-					   gt->epochs);
+			lrs[g] = akk_lr_reduced(gt->plan->optim,
+				akk_lr_at(gt->plan->optim, ((double)gt->step - 0.5) /
+					  (gt->steps_per_epoch > 0 ? gt->steps_per_epoch : 1),
+					  gt->epochs), r->watch.reductions);
 		if (r->spec->gates[g].has_optim)
 			nlr = r->model->ngates;
 	}
@@ -348,6 +385,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		if (akk_metrics_write(r->metrics, &row, e))
 			return -1;
 	}
+	if (!strcmp(phase, "epoch") && watch_epoch(r, &rep, e))
+		return -1;
 	if (r->cfg.obs.epoch_end && r->cfg.obs.epoch_end(r->cfg.obs.ctx, r, &rep, e))
 		return -1;
 	return 0;
@@ -358,7 +397,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 	struct akk_batch **slots = calloc(r->K, sizeof(*slots));
 	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
 	long next_id = r->cfg.start.id;
-	int rc = -1, epoch;
+	int rc = -1, epoch, reductions;
 	struct phase ph;
 
 	if (!slots || !vslots) {
@@ -403,10 +442,16 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.correct = (long)sums[1];
 			ph.samples = (long)sums[2];
 		}
+		reductions = r->watch.reductions;
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
 			goto fail;
+		if (r->watch.stopped_epoch)	/* early stopping */
+			break;
+		if (r->watch.reductions != reductions && drain(r, e))
+			goto out;	/* the gates learn the plateau's new lr */
 	}
 	if (!atomic_load(&r->interrupted) && r->sched.final_pass &&
+	    !r->watch.stopped_epoch &&
 	    r->val_batches && !atomic_load(&r->stop)) {
 		double t0 = akk_now();
 

@@ -32,7 +32,8 @@ struct akk_msg {
 	int kind;
 	int B;			/* samples */
 	int slot;		/* VALIDATE: evaluation slot (sentinel's and gates') */
-	long id;		/* FORWARD/BACKWARD: training batch sequence number */
+	long id;		/* FORWARD/BACKWARD: training batch sequence number;
+				 * SYNC: the lr plateau reductions so far */
 	/* FORWARD/VALIDATE: the sender's output (B x n/B floats), lent until the
 	 * batch's backward reaches the sentinel (training) or the batch comes
 	 * back to the sentinel (validation). BACKWARD: the gradient, lent until

@@ -1,0 +1,227 @@
+/* test_lrfind.c - akkctl lr-find: its CSV and suggestion, the stop when the
+ * loss explodes, bad flags (exit 2 and the exact message), no run directory
+ * unless --out, reproducibility, and that its first steps train exactly as
+ * `akkctl train` does at the same rate. Small synthetic IDX files in a
+ * temp directory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char g_dir[512], g_cfg[700];
+static char g_out[1 << 17], g_err[1 << 16];
+
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
+
+#define assert_rc(rc, want) do { \
+	int r_ = (rc), w_ = (want); \
+	if (r_ != w_) { \
+		print_error("exit status %d, expected %d\n--- stderr:\n%s\n", r_, w_, g_err); \
+		fail(); \
+	} \
+} while (0)
+
+static void write_cfg(char *path, const char *name, const char *train)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"seed: 3\n"
+		"data:\n"
+		"  train: {images: %s-images, labels: %s-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 16}, relu]\n"
+		"    - layers: [{dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.1}\n"
+		"schedule: {mode: wheels, epochs: 3, batch_size: 20}\n"
+		"output: {dir: out-%s}\n", name, train, train, name);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, 700, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* The CSV rows of out (after the header), as lr, loss, smoothed. */
+static int rows(const char *out, double (*r)[3], int max)
+{
+	const char *p = strchr(out, '\n');
+	int n = 0;
+
+	assert_non_null(p);
+	assert_memory_equal(out, "lr,loss,smoothed_loss\n", 22);
+	for (p++; *p && n < max; n++) {
+		assert_int_equal(sscanf(p, "%lf,%lf,%lf", &r[n][0], &r[n][1], &r[n][2]), 3);
+		p = strchr(p, '\n');
+		assert_non_null(p);
+		p++;
+	}
+	return n;
+}
+
+static void prints_csv_and_a_suggestion(void **state)
+{
+	static double r[64][3];
+	char csv[800], *first;
+
+	(void)state;
+	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "1", "--steps", "30", NULL), 0);
+	assert_int_equal(rows(g_out, r, 64), 30);
+	assert_true(fabs(r[0][0] - 1e-4) < 1e-10);
+	assert_true(fabs(r[29][0] - 1) < 1e-5);
+	for (int i = 1; i < 30; i++) {
+		/* a geometric sweep: the same ratio at every step */
+		assert_true(fabs(r[i][0] / r[i - 1][0] - pow(1e4, 1.0 / 29)) < 1e-4);
+		assert_true(isfinite(r[i][1]) && isfinite(r[i][2]));
+	}
+	assert_true(r[0][1] == r[0][2]);	/* the first smoothed loss is the loss */
+	tu_assert_prefix(g_err, "lr-find: lrf, 30 steps of batch 20, lr from 0.0001 to 1\n");
+	tu_assert_contains(g_err, "\nsuggested lr: ");
+	tu_assert_contains(g_err, " (steepest descent of the smoothed loss); the smoothed loss is lowest at lr ");
+	/* nothing written, unless --out */
+	assert_false(tu_exists(tu_path(g_dir, "out-lrf")));
+	first = strdup(g_out);
+	snprintf(csv, sizeof(csv), "%s/sweep.csv", g_dir);
+	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "1", "--steps", "30",
+		     "--out", csv, NULL), 0);
+	assert_false(tu_exists(tu_path(g_dir, "out-lrf")));
+	/* reproducible, and --out holds what stdout shows */
+	assert_string_equal(g_out, first);
+	{
+		char *f = tu_slurp(csv, NULL);
+		assert_non_null(f);
+		assert_string_equal(f, first);
+		free(f);
+	}
+	free(first);
+	/* more steps than the set has batches: whole epochs, cut at N */
+	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "1e-2", "--steps", "45", NULL), 0);
+	assert_int_equal(rows(g_out, r, 64), 45);
+	assert_true(fabs(r[44][0] - 1e-2) < 1e-7);
+}
+
+static void stops_when_the_loss_explodes(void **state)
+{
+	static double r[200][3];
+	int n;
+	double best;
+	char want[256];
+
+	(void)state;
+	assert_rc(ak("lr-find", g_cfg, "--min", "1e-3", "--max", "1e9", "--steps", "200",
+		     "--set", "schedule.batch_size=2", NULL), 0);
+	n = rows(g_out, r, 200);
+	assert_true(n > 10 && n < 200);
+	snprintf(want, sizeof(want), "lr-find: stopped after step %d of 200: ", n);
+	tu_assert_contains(g_err, want);
+	best = r[0][2];
+	for (int i = 0; i < n - 1; i++) {
+		if (r[i][2] < best)
+			best = r[i][2];
+		assert_true(r[i][2] <= 4 * best);	/* no earlier row exploded */
+	}
+	assert_true(!isfinite(r[n - 1][2]) || r[n - 1][2] > 4 * best);
+}
+
+/* Two steps from --min a: the first batch trains at a, so the two losses
+ * are those of `akkctl train` at constant lr a on the same two batches
+ * (the same flip-flop path, the same shuffle). */
+static void first_steps_train_as_train(void **state)
+{
+	static double r[4][3];
+	char cfg[700], *p;
+	double loss;
+
+	(void)state;
+	assert_rc(ak("lr-find", g_cfg, "--min", "0.05", "--max", "3", "--steps", "2", NULL), 0);
+	assert_int_equal(rows(g_out, r, 4), 2);
+	tu_assert_contains(g_err, "no suggested lr: 2 steps are too few");
+	write_cfg(cfg, "two", "two");
+	assert_rc(ak("train", cfg, "--mode", "flip-flop", "--epochs", "1", "--set",
+		     "optimizer.lr=0.05", NULL), 0);
+	p = strstr(g_err, "epoch 1/1: train loss ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "epoch 1/1: train loss %lf", &loss), 1);
+	if (fabs(loss - (r[0][1] + r[1][1]) / 2) > 1e-4)
+		fail_msg("train: %g, lr-find's two steps: %g and %g", loss, r[0][1], r[1][1]);
+}
+
+static void bad_flags_exit_2(void **state)
+{
+	static const struct {
+		const char *args[6];
+		const char *line;
+	} cases[] = {
+		{ { "--steps", "1" }, "akkctl: option '--steps' needs a whole number from 2 to 1000000, got '1'" },
+		{ { "--min", "0" }, "akkctl: option '--min' needs a learning rate greater than 0, got '0'" },
+		{ { "--max", "x" }, "akkctl: option '--max' needs a learning rate greater than 0, got 'x'" },
+		{ { "--min", "1", "--max", "0.5" }, "akkctl: --max 0.5 must be greater than --min 1" },
+		{ { "--bogus" }, "akkctl: unknown option '--bogus'" },
+		{ { "--min", "1e-40", "--max", "1" }, "akkctl: the range --min 1e-40 to --max 1 over 100 steps does not fit a float schedule" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const char *const *a = cases[i].args;
+		assert_rc(ak("lr-find", g_cfg, a[0], a[1], a[2], a[3], NULL), 2);
+		tu_assert_prefix(g_err, cases[i].line);
+		assert_string_equal(g_out, "");
+	}
+	assert_rc(ak("lr-find", NULL), 2);
+	tu_assert_prefix(g_err, "akkctl: lr-find needs a CONFIG\nusage: akkctl lr-find CONFIG");
+	assert_rc(ak("lr-find", g_cfg, "--set", "optimizer.lr=-1", NULL), 2);
+	tu_assert_line(g_err, "akkctl: --set optimizer.lr=-1: 'lr' must be greater than 0, got -1");
+	{
+		char bad[700], want[900];
+		snprintf(bad, sizeof(bad), "%s/bad.yaml", g_dir);
+		assert_int_equal(tu_write_file(bad, "data: 3\n", 8), 0);
+		assert_rc(ak("lr-find", bad, NULL), 2);
+		snprintf(want, sizeof(want), "akkctl: %s:1:1: missing required key 'optimizer'", bad);
+		tu_assert_line(g_err, want);
+	}
+	assert_rc(ak("lr-find", "--help", NULL), 0);
+	tu_assert_prefix(g_out, "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N]");
+}
+
+static int group_setup(void **state)
+{
+	const char *d = tu_tmpdir();
+	struct akk_dataset t;
+
+	(void)state;
+	if (!d)
+		return -1;
+	snprintf(g_dir, sizeof(g_dir), "%s", d);
+	tu_dataset(&t, 600, 8, 4, 1);
+	tu_write_idx(tu_path(g_dir, "train-images"), &t, 1);
+	tu_write_idx(tu_path(g_dir, "train-labels"), &t, 0);
+	/* the first 40 samples: what lr-find's two steps of 20 cut the set to */
+	t.n = 40;
+	tu_write_idx(tu_path(g_dir, "two-images"), &t, 1);
+	tu_write_idx(tu_path(g_dir, "two-labels"), &t, 0);
+	akk_dataset_release(&t);
+	write_cfg(g_cfg, "lrf", "train");
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	tu_rm_tree(g_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(prints_csv_and_a_suggestion),
+		cmocka_unit_test(stops_when_the_loss_explodes),
+		cmocka_unit_test(first_steps_train_as_train),
+		cmocka_unit_test(bad_flags_exit_2),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
