@@ -106,8 +106,11 @@ static void flipflop_equals_reference(void **unused)
 	for (long i = 0; i < 5 * 63; i++)
 		assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
 	assert_int_equal(run_actors(&f, &r, (struct akk_observer){ 0 }, &e), 0);
+	assert_null(r.pool);	/* one compute thread: every product alone */
 	for (int g = 0; g < f.model.ngates; g++) {
 		assert_int_equal(r.gates[g].gate.step, 315);
+		for (int i = 0; i < f.model.gates[g].nlayers; i++)
+			assert_null(r.gates[g].gate.layers[i].pool);
 		assert_same_params(&r.gates[g].gate, &ref.gates[g]);
 	}
 	akk_run_release(&r);
@@ -152,6 +155,12 @@ static void pool_reproducible(void **unused)
 	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
 	assert_non_null(r.pool);
 	assert_int_equal(akk_run_train(&r, &e), 0);
+	/* the gates lent the run's pool to their layers, whose products went
+	 * to it (more than 2 of them a step are wide enough to split) */
+	for (int g = 0; g < f.model.ngates; g++)
+		for (int i = 0; i < f.model.gates[g].nlayers; i++)
+			assert_ptr_equal(r.gates[g].gate.layers[i].pool, r.pool);
+	assert_true(akk_pool_products(r.pool) >= 2 * 16);
 	assert_int_equal(akk_run_init(&r2, &f.model, &f.train, &f.val, &cfg, &e), 0);
 	assert_int_equal(akk_run_train(&r2, &e), 0);
 	for (int g = 0; g < f.model.ngates; g++) {

@@ -14,6 +14,7 @@
 
 #include "base/err.h"
 #include "base/rng.h"
+#include "tensor/pool.h"
 #include "tensor/tensor.h"
 
 /* Where something was written in the config, for error reports. */
@@ -80,6 +81,9 @@ struct akk_layer {
 	struct akk_view views[AKK_MAX_VIEWS];
 	/* Filled by the gate: */
 	size_t poff, soff;	/* offsets in the gate's parameter / state blocks */
+	struct akk_pool *pool;	/* what the kernels pass to akk_sgemm: the
+				 * gate's compute pool, or NULL (the calling
+				 * thread alone); lent by the run: do not free */
 };
 
 /* One option of a layer kind, declared in the kind's file; the spec parser

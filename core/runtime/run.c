@@ -140,6 +140,8 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 				  akk_gate_needs_stash(&m->gates[i]),
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
+		if (a->local)
+			akk_gate_use_pool(&a->gate, r->pool);
 		if (cfg->gate_rank && a->local) {
 			a->pack_len = akk_gate_pack_len(&m->gates[i]);
 			if (!(a->pack = akk_alloc(a->pack_len))) {
