@@ -727,7 +727,8 @@ out:
 	free(resume_dir);
 	free(cfgdir);
 	free(base_dir);
-	akk_world_finalize(&world);
+	if (akk_world_finalize(&world, &e) && rc == EXIT_OK)
+		rc = cli_report(&e, EXIT_RUNTIME);
 free_args:
 	for (int i = 0; i < nowned; i++)
 		free(owned[i]);

@@ -354,7 +354,8 @@ join:
 	 * rank at a time, and the next run's link starts clean. */
 	if (!r->failed) {
 		akk_mpi_link_stats(&r->tr, &r->link_stats);
-		akk_mpi_link_stop(&r->tr);
+		if (akk_mpi_link_stop(&r->tr, &r->err))
+			r->failed = 1;
 	}
 	if (r->failed) {
 		*e = r->err;
@@ -365,7 +366,9 @@ join:
 
 void akk_run_release(struct akk_run *r)
 {
-	akk_mpi_link_stop(&r->tr);
+	/* the link of a run that failed (akk_run_train reported why) or
+	 * never trained: there is no one to report to */
+	akk_mpi_link_stop(&r->tr, NULL);
 	for (int i = 0; r->gates && i < r->model->ngates; i++) {
 		akk_gate_release(&r->gates[i].gate);
 		free(r->gates[i].trace.ev);
