@@ -613,6 +613,34 @@ static void interrupted_run_says_how_to_resume(void **state)
 
 /* ---- 4. defects -------------------------------------------------------------- */
 
+/* The command that resumes is the one thing an interrupted run must tell:
+ * when stderr cannot take it (a full device), the exit status says so. */
+static void resume_command_unwritable_fails(void **state)
+{
+	const char *d = subdir("sigint-full");
+	pid_t pid;
+	int status, tries = 0;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open("/dev/full", O_WRONLY);
+		dup2(fd, 2);
+		execlp(tu_akkctl(), tu_akkctl(), "train", g_long, "--out", d, NULL);
+		_exit(127);
+	}
+	while (!has_row(tu_path(d, "metrics.csv")) && tries++ < 3000) {
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGINT);
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	assert_true(tu_exists(tu_path(d, "last.bin")));
+}
+
 static void long_out_paths(void **state)
 {
 	char path[8192], want[512];
@@ -681,6 +709,7 @@ int main(void)
 		cmocka_unit_test(progress_on_a_terminal),
 		cmocka_unit_test(summary_after_every_run),
 		cmocka_unit_test(interrupted_run_says_how_to_resume),
+		cmocka_unit_test(resume_command_unwritable_fails),
 		cmocka_unit_test(long_out_paths),
 		cmocka_unit_test(every_gates_lr_in_the_metrics),
 	};
