@@ -270,11 +270,6 @@ static void interposer_counts(void **unused)
 	counting_reset();
 }
 
-static void make_data(struct akk_dataset *d, size_t n, uint32_t seed)
-{
-	tu_dataset(d, n, SIDE, CLASSES, seed);
-}
-
 /* Every layer kind the dense path has: dense, relu, dropout, batchnorm. */
 static const char *dense_yaml =
 	"data: {train: {images: x, labels: y}}\n"
@@ -406,8 +401,8 @@ static void steady_state(const char *yaml, const char *mode,
 		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 	if (akk_model_plan(&model, &spec, &e))
 		fail_msg("plan: %s", e.msg);
-	make_data(&train, 1000, 7);	/* 63 batches, the last of 8 */
-	make_data(&val, 200, 9);	/* 13 batches */
+	tu_dataset(&train, 1000, SIDE, CLASSES, 7);	/* 63 batches, the last of 8 */
+	tu_dataset(&val, 200, SIDE, CLASSES, 9);	/* 13 batches */
 	cfg.mode = spec.sched.mode;
 	counting_reset();
 	if (akk_run_init(&r, &model, &train, &val, &cfg, &e))

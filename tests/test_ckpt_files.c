@@ -35,20 +35,30 @@ static void touch(const char *name)
 	assert_int_equal(tu_write_file(tu_path(g_dir, name), "x", 1), 0);
 }
 
+/* prune(dir, keep) writes exactly the line fmt makes of path and errno's
+ * text for err on stderr; fmt NULL: nothing. */
+static void prune_says(const char *dir, int keep, const char *fmt,
+		       const char *path, int err)
+{
+	char want[1400] = "", *said;
+
+	if (fmt)
+		snprintf(want, sizeof(want), fmt, path, strerror(err));
+	tu_stderr_begin();
+	prune(dir, keep);
+	said = tu_stderr_end();
+	assert_string_equal(said, want);
+	free(said);
+}
+
 /* Epochs sort as numbers, and a prune that removes what it should says
  * nothing. */
 static void prune_keeps_the_newest(void **unused)
 {
-	char *err;
-
 	(void)unused;
 	touch("epoch-0009.bin"), touch("epoch-0010.bin");
 	touch("epoch-0100.bin"), touch("epoch-1000.bin"), touch("best.bin");
-	tu_stderr_begin();
-	prune(g_dir, 2);
-	err = tu_stderr_end();
-	assert_string_equal(err, "");
-	free(err);
+	prune_says(g_dir, 2, NULL, NULL, 0);
 	assert_false(tu_exists(tu_path(g_dir, "epoch-0009.bin")));
 	assert_false(tu_exists(tu_path(g_dir, "epoch-0010.bin")));
 	assert_true(tu_exists(tu_path(g_dir, "epoch-0100.bin")));
@@ -60,20 +70,12 @@ static void prune_keeps_the_newest(void **unused)
  * and the others are removed all the same. */
 static void prune_says_what_it_cannot_remove(void **unused)
 {
-	char want[1400], *err;
-
 	(void)unused;
 	touch("epoch-0001.bin"), touch("epoch-0003.bin"), touch("epoch-0004.bin");
 	assert_int_equal(mkdir(tu_path(g_dir, "epoch-0002.bin"), 0777), 0);
 	touch("epoch-0002.bin/x");
-	tu_stderr_begin();
-	prune(g_dir, 1);
-	err = tu_stderr_end();
-	snprintf(want, sizeof(want),
-		 "akkctl: warning: cannot remove old checkpoint '%s/epoch-0002.bin': %s\n",
-		 g_dir, strerror(EISDIR));
-	assert_string_equal(err, want);
-	free(err);
+	prune_says(g_dir, 1, "akkctl: warning: cannot remove old checkpoint '%s': %s\n",
+		   tu_path(g_dir, "epoch-0002.bin"), EISDIR);
 	assert_false(tu_exists(tu_path(g_dir, "epoch-0001.bin")));
 	assert_true(tu_exists(tu_path(g_dir, "epoch-0002.bin/x")));
 	assert_false(tu_exists(tu_path(g_dir, "epoch-0003.bin")));
@@ -84,18 +86,11 @@ static void prune_says_what_it_cannot_remove(void **unused)
 static void prune_says_when_it_cannot_list(void **unused)
 {
 	const char *notdir = tu_path(g_dir, "run");
-	char want[1400], *err;
 
 	(void)unused;
 	touch("run");
-	tu_stderr_begin();
-	prune(notdir, 1);
-	err = tu_stderr_end();
-	snprintf(want, sizeof(want),
-		 "akkctl: warning: cannot list '%s' to remove old checkpoints: %s\n",
-		 notdir, strerror(ENOTDIR));
-	assert_string_equal(err, want);
-	free(err);
+	prune_says(notdir, 1, "akkctl: warning: cannot list '%s' to remove old checkpoints: %s\n",
+		   notdir, ENOTDIR);
 }
 
 int main(void)

@@ -539,22 +539,24 @@ static int has_row(const char *path)
 	return n >= 2;
 }
 
-static void interrupted_run_says_how_to_resume(void **state)
+/* Train g_long into d with stderr to errpath (a file, or /dev/full) and
+ * the NULL-terminated extra arguments (up to 8), send SIGINT once the
+ * first epoch's rows are in, and return the wait status. */
+static int train_interrupted(const char *d, const char *errpath,
+			     const char *const *extra)
 {
-	const char *d = subdir("sigint");
-	const char *errf = tu_path(g_dir, "sigint.err");
-	char want[4096], *err;
+	const char *argv[16] = { tu_akkctl(), "train", g_long, "--out", d };
+	int n = 5, status, tries = 0;
 	pid_t pid;
-	int status, tries = 0;
 
-	(void)state;
+	for (; extra && *extra && n < 13; extra++)
+		argv[n++] = *extra;
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 		dup2(fd, 2);
-		execlp(tu_akkctl(), tu_akkctl(), "train", g_long, "--out", d, "--set",
-		       "output.keep=1", "--set", "name=a b", NULL);
+		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	while (!has_row(tu_path(d, "metrics.csv")) && tries++ < 3000) {
@@ -563,6 +565,20 @@ static void interrupted_run_says_how_to_resume(void **state)
 	}
 	kill(pid, SIGINT);
 	waitpid(pid, &status, 0);
+	return status;
+}
+
+static void interrupted_run_says_how_to_resume(void **state)
+{
+	static const char *const extra[] = { "--set", "output.keep=1", "--set",
+					     "name=a b", NULL };
+	const char *d = subdir("sigint");
+	const char *errf = tu_path(g_dir, "sigint.err");
+	char want[4096], *err;
+	int status;
+
+	(void)state;
+	status = train_interrupted(d, errf, extra);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 130);
 	err = tu_slurp(errf, NULL);
@@ -618,24 +634,10 @@ static void interrupted_run_says_how_to_resume(void **state)
 static void resume_command_unwritable_fails(void **state)
 {
 	const char *d = subdir("sigint-full");
-	pid_t pid;
-	int status, tries = 0;
+	int status;
 
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open("/dev/full", O_WRONLY);
-		dup2(fd, 2);
-		execlp(tu_akkctl(), tu_akkctl(), "train", g_long, "--out", d, NULL);
-		_exit(127);
-	}
-	while (!has_row(tu_path(d, "metrics.csv")) && tries++ < 3000) {
-		struct timespec ts = { 0, 20000000 };
-		nanosleep(&ts, NULL);
-	}
-	kill(pid, SIGINT);
-	waitpid(pid, &status, 0);
+	status = train_interrupted(d, "/dev/full", NULL);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 1);
 	assert_true(tu_exists(tu_path(d, "last.bin")));

@@ -19,11 +19,6 @@
 #define SIDE 8
 #define CLASSES 4
 
-static void make_data(struct akk_dataset *d, size_t n, uint32_t seed)
-{
-	tu_dataset(d, n, SIDE, CLASSES, seed);
-}
-
 static const char *net_yaml =
 	"data: {train: {images: x, labels: y}}\n"
 	"network:\n"
@@ -56,8 +51,8 @@ static void setup_net(struct fixture *f, const char *mode, int epochs, int K,
 		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 	if (akk_model_plan(&f->model, &f->spec, &e))
 		fail_msg("plan: %s", e.msg);
-	make_data(&f->train, 1000, 7);	/* 63 batches, the last of 8 */
-	make_data(&f->val, 200, 9);
+	tu_dataset(&f->train, 1000, SIDE, CLASSES, 7);	/* 63 batches, the last of 8 */
+	tu_dataset(&f->val, 200, SIDE, CLASSES, 9);
 }
 
 static void teardown_net(struct fixture *f)
@@ -146,8 +141,8 @@ static void pool_reproducible(void **unused)
 	assert_int_equal(akk_spec_parse(&f.spec, wide, strlen(wide), "wide.yaml", ".",
 					NULL, 0, &e), 0);
 	assert_int_equal(akk_model_plan(&f.model, &f.spec, &e), 0);
-	make_data(&f.train, 1000, 7);
-	make_data(&f.val, 200, 9);
+	tu_dataset(&f.train, 1000, SIDE, CLASSES, 7);
+	tu_dataset(&f.val, 200, SIDE, CLASSES, 9);
 	akk_blas_threads(1);
 	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
 	for (long i = 0; i < 16; i++)
