@@ -33,6 +33,8 @@ enum akk_init {
 	AKK_INIT_CONSTANT,
 };
 
+#define AKK_KIND_OPTS 4	/* fopt and iopt slots of a layer spec */
+
 /* Options of one layer, as written in the config. Only the fields in the
  * kind's option table are meaningful: the spec parser sets them (to their
  * table's defaults when absent) and leaves the others zero. Kernels, strides
@@ -53,6 +55,12 @@ struct akk_layer_spec {
 	float eps;		/* batchnorm: variance epsilon (1e-5) */
 	enum akk_init init;	/* dense, conv2d: weight initialiser */
 	float init_value;	/* AKK_INIT_CONSTANT: the value */
+	/* The options of a kind that no field above fits: its option table
+	 * places them here (AKK_OPTION("factor", FLOAT, fopt[0], ...); INT,
+	 * BOOL and INIT options in iopt) and its kernels read them from
+	 * there, so a new kind adds no field to this struct. */
+	float fopt[AKK_KIND_OPTS];
+	int iopt[AKK_KIND_OPTS];
 };
 
 /* A named tensor inside a gate block, for checkpoints and inspect. */
