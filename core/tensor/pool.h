@@ -32,7 +32,7 @@ void akk_sgemm(struct akk_pool *pool, int trans_a, int trans_b, int M, int N,
 	       int K, float alpha, const float *A, int lda, const float *B,
 	       int ldb, float beta, float *C, int ldc);
 
-/* Products p has split so far (for tests and akkctl bench). */
+/* Products p has split so far: where products ran, for tests. */
 long akk_pool_products(struct akk_pool *p);
 
 #endif
