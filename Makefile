@@ -106,6 +106,8 @@ endif
 
 # test_rundir tests the progress line's formatting by including its source.
 $(B)/tests/test_rundir.o: cli/progress.c
+# test_ckpt_files tests the pruning of checkpoints the same way.
+$(B)/tests/test_ckpt_files.o: cli/ckpt_files.c
 
 $(B)/libakk.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -91,42 +91,60 @@ static int cmp_epoch(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The names in dir that pick() accepts, allocated (*n of them); NULL with
- * *n = 0 when there are none or dir cannot be opened (errno says). */
-static char **list_dir(const char *dir, int (*pick)(const char *, const char *),
-		       const char *arg, int *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char **names = NULL;
-	int cap = 0;
-
-	*n = 0;
-	if (!d)
-		return NULL;
-	while ((de = readdir(d))) {
-		if (!pick(de->d_name, arg))
-			continue;
-		if (*n == cap) {
-			char **nn = realloc(names, (size_t)(cap ? 2 * cap : 16) * sizeof(*nn));
-			if (!nn)
-				break;
-			names = nn;
-			cap = cap ? 2 * cap : 16;
-		}
-		if (!(names[*n] = strdup(de->d_name)))
-			break;
-		(*n)++;
-	}
-	closedir(d);
-	return names;
-}
-
 static void free_names(char **names, int n)
 {
 	for (int i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+/* The names in dir that pick() accepts, allocated (*n of them); NULL with
+ * *n = 0 when there are none (errno 0) or dir cannot be read whole (errno
+ * says why: a part of the list is never returned, since pruning from one
+ * could remove a checkpoint it should keep). */
+static char **list_dir(const char *dir, int (*pick)(const char *, const char *),
+		       const char *arg, int *n)
+{
+	DIR *d;
+	struct dirent *de;
+	char **names = NULL;
+	int cap = 0, err = 0;
+
+	*n = 0;
+	errno = 0;
+	if (!(d = opendir(dir)))
+		return NULL;
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			err = errno;	/* 0 at the end of the directory */
+			break;
+		}
+		if (!pick(de->d_name, arg))
+			continue;
+		if (*n == cap) {
+			char **nn = realloc(names, (size_t)(cap ? 2 * cap : 16) * sizeof(*nn));
+			if (!nn) {
+				err = ENOMEM;
+				break;
+			}
+			names = nn;
+			cap = cap ? 2 * cap : 16;
+		}
+		if (!(names[*n] = strdup(de->d_name))) {
+			err = ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	if (err) {
+		free_names(names, *n);
+		names = NULL;
+		*n = 0;
+	}
+	errno = err;
+	return names;
 }
 
 static int pick_epoch(const char *name, const char *arg)
@@ -135,19 +153,27 @@ static int pick_epoch(const char *name, const char *arg)
 	return is_epoch_file(name);
 }
 
-/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch). */
+/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch).
+ * An old checkpoint that cannot be removed, or a directory that cannot be
+ * listed, is said on stderr with the path and the reason; training goes
+ * on (the new checkpoint is written: only disk space is at stake). */
 static void prune(const char *dir, int keep)
 {
 	int n;
 	char **names = list_dir(dir, pick_epoch, NULL, &n);
 
-	if (!names)
+	if (!names) {
+		if (errno)
+			fprintf(stderr, "akkctl: warning: cannot list '%s' to remove old checkpoints: %s\n",
+				dir, strerror(errno));
 		return;
+	}
 	qsort(names, n, sizeof(*names), cmp_epoch);
 	for (int i = 0; i < n - keep; i++) {
 		char *path = ckpt_join(dir, names[i], NULL);
-		if (path)
-			unlink(path);
+		if (!path || (unlink(path) && errno != ENOENT))
+			fprintf(stderr, "akkctl: warning: cannot remove old checkpoint '%s': %s\n",
+				path ? path : names[i], strerror(path ? errno : ENOMEM));
 		free(path);
 	}
 	free_names(names, n);

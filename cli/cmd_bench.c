@@ -552,6 +552,7 @@ out:
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	free(gate_rank);
-	akk_world_finalize(&world);
+	if (akk_world_finalize(&world, &e) && rc == EXIT_OK)
+		rc = cli_report(&e, EXIT_RUNTIME);
 	return rc;
 }

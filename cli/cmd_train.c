@@ -153,29 +153,41 @@ out:
 	return rc;
 }
 
-/* arg as one shell word. */
-static void put_shell_word(FILE *f, const char *arg)
+/* arg as one shell word: 0, or -1 on a write error. */
+static int put_shell_word(FILE *f, const char *arg)
 {
 	if (*arg && strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-			   "0123456789_./=:,+-@%") == strlen(arg)) {
-		fputs(arg, f);
-		return;
-	}
-	fputc('\'', f);
+			   "0123456789_./=:,+-@%") == strlen(arg))
+		return fputs(arg, f) < 0 ? -1 : 0;
+	if (fputc('\'', f) == EOF)
+		return -1;
 	for (; *arg; arg++)
-		if (*arg == '\'')
-			fputs("'\\''", f);
-		else
-			fputc(*arg, f);
-	fputc('\'', f);
+		if ((*arg == '\'' ? fputs("'\\''", f) : fputc(*arg, f)) < 0)
+			return -1;
+	return fputc('\'', f) == EOF ? -1 : 0;
+}
+
+/* The command that resumes an interrupted run, as one line: 0, or -1 when
+ * it could not be written (then the user cannot know it: an error). */
+static int put_resume_command(FILE *f, const char *config, const char *dir,
+			      char *const *opts, int nopts)
+{
+	if (fputs("to resume: akkctl train ", f) < 0 || put_shell_word(f, config) ||
+	    fputs(" --resume ", f) < 0 || put_shell_word(f, dir))
+		return -1;
+	for (int i = 0; i < nopts; i++)
+		if (fputc(' ', f) == EOF || put_shell_word(f, opts[i]))
+			return -1;
+	return fputs("\n", f) < 0 || fflush(f) ? -1 : 0;
 }
 
 /* The closing lines: epochs, time, best and final accuracy, the files, and
  * after an interrupt the command that resumes. opts: the --mode, --epochs
- * and --set options as given, nopts words. */
-static void summary(const struct train_ui *ui, const struct akk_run *run,
-		    const char *config, const char *dir, const char *metrics,
-		    char *const *opts, int nopts, int interrupted)
+ * and --set options as given, nopts words. -1 when the command that
+ * resumes could not be written. */
+static int summary(const struct train_ui *ui, const struct akk_run *run,
+		   const char *config, const char *dir, const char *metrics,
+		   char *const *opts, int nopts, int interrupted)
 {
 	struct akk_run_stats st = akk_run_stats(run);
 	char t[32];
@@ -218,16 +230,8 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 		fprintf(stderr, "  last:    %s\n", path);
 	free(path);
 	if (!interrupted)
-		return;
-	fputs("to resume: akkctl train ", stderr);
-	put_shell_word(stderr, config);
-	fputs(" --resume ", stderr);
-	put_shell_word(stderr, dir);
-	for (int i = 0; i < nopts; i++) {
-		fputc(' ', stderr);
-		put_shell_word(stderr, opts[i]);
-	}
-	fputs("\n", stderr);
+		return 0;
+	return put_resume_command(stderr, config, dir, opts, nopts);
 }
 
 /* Signals. Blocking SIGINT/SIGTERM with pthread_sigmask covers only the
@@ -737,8 +741,9 @@ int cmd_train(int argc, char **argv)
 			fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
 				akk_run_stats(run).pos.epoch + 1,
 				akk_run_stats(run).pos.index, s.out.dir);
-		summary(&ui, run, argv[optind], s.out.dir, s.out.metrics, words, nwords,
-			rc == EXIT_INTERRUPTED);
+		if (summary(&ui, run, argv[optind], s.out.dir, s.out.metrics, words,
+			    nwords, rc == EXIT_INTERRUPTED))
+			rc = EXIT_RUNTIME;	/* the run cannot be resumed as told */
 	}
 	goto out;
 report:
@@ -776,7 +781,8 @@ out:
 	free(resume_dir);
 	free(cfgdir);
 	free(base_dir);
-	akk_world_finalize(&world);
+	if (akk_world_finalize(&world, &e) && rc == EXIT_OK)
+		rc = cli_report(&e, EXIT_RUNTIME);
 free_args:
 	for (int i = 0; i < nowned; i++)
 		free(owned[i]);

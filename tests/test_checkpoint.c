@@ -11,7 +11,6 @@
  * timing: interrupts come from the sentinel's own progress callback. */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,11 +32,6 @@
 
 #define SIDE 8
 #define CLASSES 4
-
-static void make_data(struct akk_dataset *d, size_t n, uint32_t seed)
-{
-	tu_dataset(d, n, SIDE, CLASSES, seed);
-}
 
 static void parse(struct akk_spec *s, struct akk_model *m, const char *text,
 		  const char *const *sets, int nsets)
@@ -144,25 +138,6 @@ static void put_file(const char *path, const void *data, size_t len)
 	assert_int_equal(tu_write_file(path, data, len), 0);
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *p;
-	long n;
-
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	p = malloc(n ? n : 1);
-	assert_non_null(p);
-	assert_int_equal(fread(p, 1, n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return p;
-}
-
 static void put_le32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -178,20 +153,6 @@ static uint32_t le32(const unsigned char *p)
 static void fix_crc(unsigned char *p, size_t len)
 {
 	put_le32(p + len - 4, (uint32_t)crc32(0L, p, (uInt)(len - 4)));
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Temporary directories of the running test, removed by its teardown
@@ -214,7 +175,7 @@ static int remove_dirs(void **unused)
 {
 	(void)unused;
 	for (int i = 0; i < ndirs; i++) {
-		rm_tree(dirs[i]);
+		tu_rm_tree(dirs[i]);
 		free(dirs[i]);
 	}
 	ndirs = 0;
@@ -267,7 +228,7 @@ static void round_trip(const char *text, const char *const *sets, int nsets)
 	struct akk_ckpt_metrics met = { 1, 0.875, 0.5, 0.75, 0.625, 0.6875 };
 
 	parse(&s, &m, text, sets, nsets);
-	make_data(&train, 100, 3);	/* 7 batches per epoch, the last of 4 */
+	tu_dataset(&train, 100, SIDE, CLASSES, 3);	/* 7 batches per epoch, the last of 4 */
 	akk_blas_threads(1);
 	assert_int_equal(akk_reference_init(&ref, &m, &train, &e), 0);
 	for (int i = 0; i < 10; i++)	/* across an epoch boundary */
@@ -701,6 +662,7 @@ static unsigned char *small_ckpt(const char *dir, char *path, size_t pathsz,
 	struct akk_model m;
 	struct akk_gate *g;
 	struct akk_err e = { 0 };
+	unsigned char *data;
 
 	parse(&s, &m, small_yaml, NULL, 0);
 	g = fresh_gates(&m, 3);
@@ -711,7 +673,9 @@ static unsigned char *small_ckpt(const char *dir, char *path, size_t pathsz,
 	free_gates(g, m.ngates);
 	akk_model_release(&m);
 	akk_spec_release(&s);
-	return slurp(path, len);
+	data = (unsigned char *)tu_slurp(path, len);
+	assert_non_null(data);
+	return data;
 }
 
 /* Every proper prefix of a checkpoint is rejected. */
@@ -794,7 +758,8 @@ static void random_bit_flips_rejected(void **unused)
 	snprintf(path, sizeof(path), "%s/big.bin", dir);
 	assert_int_equal(write_ckpt(path, &s, g, m.ngates, 0, (struct akk_position){ 0 },
 				    (struct akk_ckpt_metrics){ 0 }, &e), 0);
-	data = slurp(path, &len);
+	data = (unsigned char *)tu_slurp(path, &len);
+	assert_non_null(data);
 	snprintf(bad, sizeof(bad), "%s/flip.bin", dir);
 	assert_flip_rejected(bad, data, len, 0, 0);
 	assert_flip_rejected(bad, data, len, len - 1, 7);
@@ -1080,8 +1045,8 @@ static void resume_equals_uninterrupted(int stop_epoch, long stop_batch)
 	char *dir = tmpdir(), path[600];
 
 	parse(&s, &m, resume_yaml, NULL, 0);
-	make_data(&train, 1000, 7);	/* 63 batches, the last of 8 */
-	make_data(&val, 200, 9);
+	tu_dataset(&train, 1000, SIDE, CLASSES, 7);	/* 63 batches, the last of 8 */
+	tu_dataset(&val, 200, SIDE, CLASSES, 9);
 
 	run_init(&a, &m, &train, &val, 3, (struct akk_position){ 0 },
 		 (struct akk_observer){ &ra, NULL, collect });
@@ -1311,7 +1276,8 @@ static void stored_config_of_a_huge_network_rejected(void **unused)
 	free_gates(g, m.ngates);
 	akk_model_release(&m);
 	akk_spec_release(&s);
-	data = slurp(path, &len);
+	data = (unsigned char *)tu_slurp(path, &len);
+	assert_non_null(data);
 	at = memmem(data, len, "[4]        ", 11);
 	assert_non_null(at);
 	memcpy(at, "[100000000]", 11);
@@ -1352,7 +1318,8 @@ static void read_from_a_pipe(void **unused)
 	free_gates(g, m.ngates);
 	akk_model_release(&m);
 	akk_spec_release(&s);
-	data = slurp(path, &len);
+	data = (unsigned char *)tu_slurp(path, &len);
+	assert_non_null(data);
 	assert_true(len > 400000);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	for (int forged = 0; forged < 2; forged++) {

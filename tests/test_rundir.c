@@ -539,22 +539,24 @@ static int has_row(const char *path)
 	return n >= 2;
 }
 
-static void interrupted_run_says_how_to_resume(void **state)
+/* Train g_long into d with stderr to errpath (a file, or /dev/full) and
+ * the NULL-terminated extra arguments (up to 8), send SIGINT once the
+ * first epoch's rows are in, and return the wait status. */
+static int train_interrupted(const char *d, const char *errpath,
+			     const char *const *extra)
 {
-	const char *d = subdir("sigint");
-	const char *errf = tu_path(g_dir, "sigint.err");
-	char want[4096], *err;
+	const char *argv[16] = { tu_akkctl(), "train", g_long, "--out", d };
+	int n = 5, status, tries = 0;
 	pid_t pid;
-	int status, tries = 0;
 
-	(void)state;
+	for (; extra && *extra && n < 13; extra++)
+		argv[n++] = *extra;
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 		dup2(fd, 2);
-		execlp(tu_akkctl(), tu_akkctl(), "train", g_long, "--out", d, "--set",
-		       "output.keep=1", "--set", "name=a b", NULL);
+		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	while (!has_row(tu_path(d, "metrics.csv")) && tries++ < 3000) {
@@ -563,6 +565,20 @@ static void interrupted_run_says_how_to_resume(void **state)
 	}
 	kill(pid, SIGINT);
 	waitpid(pid, &status, 0);
+	return status;
+}
+
+static void interrupted_run_says_how_to_resume(void **state)
+{
+	static const char *const extra[] = { "--set", "output.keep=1", "--set",
+					     "name=a b", NULL };
+	const char *d = subdir("sigint");
+	const char *errf = tu_path(g_dir, "sigint.err");
+	char want[4096], *err;
+	int status;
+
+	(void)state;
+	status = train_interrupted(d, errf, extra);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 130);
 	err = tu_slurp(errf, NULL);
@@ -612,6 +628,20 @@ static void interrupted_run_says_how_to_resume(void **state)
 }
 
 /* ---- 4. defects -------------------------------------------------------------- */
+
+/* The command that resumes is the one thing an interrupted run must tell:
+ * when stderr cannot take it (a full device), the exit status says so. */
+static void resume_command_unwritable_fails(void **state)
+{
+	const char *d = subdir("sigint-full");
+	int status;
+
+	(void)state;
+	status = train_interrupted(d, "/dev/full", NULL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	assert_true(tu_exists(tu_path(d, "last.bin")));
+}
 
 static void long_out_paths(void **state)
 {
@@ -681,6 +711,7 @@ int main(void)
 		cmocka_unit_test(progress_on_a_terminal),
 		cmocka_unit_test(summary_after_every_run),
 		cmocka_unit_test(interrupted_run_says_how_to_resume),
+		cmocka_unit_test(resume_command_unwritable_fails),
 		cmocka_unit_test(long_out_paths),
 		cmocka_unit_test(every_gates_lr_in_the_metrics),
 	};

@@ -19,11 +19,6 @@
 #define SIDE 8
 #define CLASSES 4
 
-static void make_data(struct akk_dataset *d, size_t n, uint32_t seed)
-{
-	tu_dataset(d, n, SIDE, CLASSES, seed);
-}
-
 static const char *net_yaml =
 	"data: {train: {images: x, labels: y}}\n"
 	"network:\n"
@@ -56,8 +51,8 @@ static void setup_net(struct fixture *f, const char *mode, int epochs, int K,
 		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 	if (akk_model_plan(&f->model, &f->spec, &e))
 		fail_msg("plan: %s", e.msg);
-	make_data(&f->train, 1000, 7);	/* 63 batches, the last of 8 */
-	make_data(&f->val, 200, 9);
+	tu_dataset(&f->train, 1000, SIDE, CLASSES, 7);	/* 63 batches, the last of 8 */
+	tu_dataset(&f->val, 200, SIDE, CLASSES, 9);
 }
 
 static void teardown_net(struct fixture *f)
@@ -106,8 +101,11 @@ static void flipflop_equals_reference(void **unused)
 	for (long i = 0; i < 5 * 63; i++)
 		assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
 	assert_int_equal(run_actors(&f, &r, (struct akk_observer){ 0 }, &e), 0);
+	assert_null(r.pool);	/* one compute thread: every product alone */
 	for (int g = 0; g < f.model.ngates; g++) {
 		assert_int_equal(r.gates[g].gate.step, 315);
+		for (int i = 0; i < f.model.gates[g].nlayers; i++)
+			assert_null(r.gates[g].gate.layers[i].pool);
 		assert_same_params(&r.gates[g].gate, &ref.gates[g]);
 	}
 	akk_run_release(&r);
@@ -143,8 +141,8 @@ static void pool_reproducible(void **unused)
 	assert_int_equal(akk_spec_parse(&f.spec, wide, strlen(wide), "wide.yaml", ".",
 					NULL, 0, &e), 0);
 	assert_int_equal(akk_model_plan(&f.model, &f.spec, &e), 0);
-	make_data(&f.train, 1000, 7);
-	make_data(&f.val, 200, 9);
+	tu_dataset(&f.train, 1000, SIDE, CLASSES, 7);
+	tu_dataset(&f.val, 200, SIDE, CLASSES, 9);
 	akk_blas_threads(1);
 	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
 	for (long i = 0; i < 16; i++)
@@ -152,6 +150,12 @@ static void pool_reproducible(void **unused)
 	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
 	assert_non_null(r.pool);
 	assert_int_equal(akk_run_train(&r, &e), 0);
+	/* the gates lent the run's pool to their layers, whose products went
+	 * to it (more than 2 of them a step are wide enough to split) */
+	for (int g = 0; g < f.model.ngates; g++)
+		for (int i = 0; i < f.model.gates[g].nlayers; i++)
+			assert_ptr_equal(r.gates[g].gate.layers[i].pool, r.pool);
+	assert_true(akk_pool_products(r.pool) >= 2 * 16);
 	assert_int_equal(akk_run_init(&r2, &f.model, &f.train, &f.val, &cfg, &e), 0);
 	assert_int_equal(akk_run_train(&r2, &e), 0);
 	for (int g = 0; g < f.model.ngates; g++) {

@@ -15,6 +15,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +27,13 @@
 /* Worst |c - ref| / bound seen, printed by the tests. */
 static double worst;
 
-/* C = alpha op(A) op(B) + beta C through akk_sgemm, checked element by
- * element against the same product in double. Leading dimensions are
+/* C = alpha op(A) op(B) + beta C through akk_sgemm given pool (or NULL),
+ * checked element by element against the same product in double. Leading dimensions are
  * padded by `pad` so that offsets into A, B and C are exercised; with
  * beta == 0, C starts as NaN, which the product must not read. */
-static void check_product(int ta, int tb, int M, int N, int K, float alpha,
-			  float beta, int pad, uint32_t seed)
+static void check_product(struct akk_pool *pool, int ta, int tb, int M,
+			  int N, int K, float alpha, float beta, int pad,
+			  uint32_t seed)
 {
 	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
 	int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
@@ -46,7 +48,7 @@ static void check_product(int ta, int tb, int M, int N, int K, float alpha,
 		for (size_t i = 0; i < (size_t)M * ldc; i++)
 			C0[i] = NAN;
 	memcpy(C, C0, (size_t)M * ldc * sizeof(*C));
-	akk_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	akk_sgemm(pool, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 	for (int i = 0; i < M; i++)
 		for (int j = 0; j < N; j++) {
 			double ref = 0, s = 0, err, bound;
@@ -109,13 +111,14 @@ static void sgemm_matches_reference(void **unused)
 					for (size_t k = 0; k < sizeof(Ks) / sizeof(*Ks); k++, n++) {
 						float beta = n % 3 == 0 ? 0 : n % 3 == 1 ? 1 : 0.25f;
 						float alpha = n % 2 ? 1 : -0.5f;
-						check_product(ta, tb, Ms[m], Ns[j], Ks[k], alpha,
+						check_product(NULL, ta, tb, Ms[m], Ns[j], Ks[k], alpha,
 							      beta, (int)(n % 3), seed += 3);
 					}
 	for (size_t i = 0; i < sizeof(extra) / sizeof(*extra); i++)
 		for (int b = 0; b < 2; b++, n++)
-			check_product(extra[i].ta, extra[i].tb, extra[i].M, extra[i].N,
-				      extra[i].K, 1, b ? 1.0f : 0.0f, b, seed += 3);
+			check_product(NULL, extra[i].ta, extra[i].tb, extra[i].M,
+				      extra[i].N, extra[i].K, 1, b ? 1.0f : 0.0f, b,
+				      seed += 3);
 	fprintf(stderr, "# %ld products, worst error %.3f of the bound\n", n, worst);
 }
 
@@ -130,17 +133,53 @@ static void pool_sgemm_matches_reference(void **unused)
 	akk_blas_threads(1);
 	p = akk_pool_create(3, &e);
 	assert_non_null(p);
-	akk_pool_attach(p);
 	worst = 0;
-	check_product(0, 0, 2048, 20, 64, 1, 0, 0, 11);
-	check_product(0, 0, 2048, 20, 64, -0.5f, 1, 1, 12);
-	check_product(0, 0, 1500, 36, 40, 1, 0.25f, 2, 13);
-	check_product(0, 1, 2048, 20, 64, 1, 1, 0, 14);
-	check_product(1, 0, 2048, 20, 64, 1, 0, 0, 15);
-	check_product(0, 0, 256, 512, 64, 1, 1, 0, 16);
-	akk_pool_attach(NULL);
+	check_product(p, 0, 0, 2048, 20, 64, 1, 0, 0, 11);
+	check_product(p, 0, 0, 2048, 20, 64, -0.5f, 1, 1, 12);
+	check_product(p, 0, 0, 1500, 36, 40, 1, 0.25f, 2, 13);
+	check_product(p, 0, 1, 2048, 20, 64, 1, 1, 0, 14);
+	check_product(p, 1, 0, 2048, 20, 64, 1, 0, 0, 15);
+	check_product(p, 0, 0, 256, 512, 64, 1, 1, 0, 16);
+	assert_int_equal(akk_pool_products(p), 6);	/* every one was split */
 	akk_pool_destroy(p);
 	fprintf(stderr, "# pooled: worst error %.3f of the bound\n", worst);
+}
+
+/* Where a product runs is said by its first argument and nothing else: a
+ * large product given a pool is split across it (the pool counts it), the
+ * same product given NULL runs on the calling thread alone, a small one
+ * given the pool is not worth splitting, and a thread that never met the
+ * pool splits across it when given it. (Before, akk_sgemm read a pool
+ * attached to the calling thread, which this API cannot express.) */
+static void *product_on_other_thread(void *arg)
+{
+	check_product(arg, 0, 0, 2048, 20, 64, 1, 0, 0, 24);
+	return NULL;
+}
+
+static void sgemm_splits_only_across_the_pool_given(void **unused)
+{
+	struct akk_err e = { 0 };
+	struct akk_pool *p;
+	pthread_t t;
+
+	(void)unused;
+	akk_blas_threads(1);
+	p = akk_pool_create(2, &e);
+	assert_non_null(p);
+	assert_int_equal(akk_pool_products(p), 0);
+	check_product(NULL, 0, 0, 2048, 20, 64, 1, 0, 0, 21);
+	assert_int_equal(akk_pool_products(p), 0);
+	check_product(p, 0, 0, 2048, 20, 64, 1, 0, 0, 22);
+	assert_int_equal(akk_pool_products(p), 1);
+	check_product(p, 0, 0, 16, 20, 64, 1, 0, 0, 23);	/* 2^14.3 < 2^21 */
+	assert_int_equal(akk_pool_products(p), 1);
+	assert_int_equal(pthread_create(&t, NULL, product_on_other_thread, p), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(akk_pool_products(p), 2);
+	check_product(NULL, 1, 0, 2048, 20, 64, 1, 1, 0, 25);
+	assert_int_equal(akk_pool_products(p), 2);
+	akk_pool_destroy(p);
 }
 
 /* akk_cores counts the CPUs of the affinity mask (taskset -c 0 means one
@@ -172,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sgemm_matches_reference),
 		cmocka_unit_test(pool_sgemm_matches_reference),
+		cmocka_unit_test(sgemm_splits_only_across_the_pool_given),
 		cmocka_unit_test(cores_follow_affinity),
 	};
 

@@ -348,3 +348,37 @@ void tu_expect_word(FILE *f, const char *key)
 	assert_int_equal(fscanf(f, "%63s", word), 1);
 	assert_string_equal(word, key);
 }
+
+static int stderr_saved = -1;
+static char stderr_path[600];
+
+void tu_stderr_begin(void)
+{
+	int fd;
+
+	assert_int_equal(stderr_saved, -1);
+	snprintf(stderr_path, sizeof(stderr_path), "%s/stderr.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	fd = mkstemp(stderr_path);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	stderr_saved = dup(2);
+	assert_true(stderr_saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	close(fd);
+}
+
+char *tu_stderr_end(void)
+{
+	char *s;
+
+	assert_true(stderr_saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(stderr_saved, 2), 2);
+	close(stderr_saved);
+	stderr_saved = -1;
+	s = tu_slurp(stderr_path, NULL);
+	unlink(stderr_path);
+	assert_non_null(s);
+	return s;
+}

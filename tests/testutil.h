@@ -84,4 +84,10 @@ unsigned char *tu_idx_bytes(int type, int rank, const uint32_t *dims,
 /* Expect the whitespace-separated word key next in f (fixture files). */
 void tu_expect_word(FILE *f, const char *key);
 
+/* Send this process's stderr (fd 2) to a fresh temporary file until
+ * tu_stderr_end, which restores it and returns what was written
+ * (NUL-terminated; caller frees). Not nested. */
+void tu_stderr_begin(void);
+char *tu_stderr_end(void);
+
 #endif

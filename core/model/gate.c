@@ -60,11 +60,12 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	g->aux_off = calloc(p->nlayers + 1, sizeof(size_t));
 	g->tapes = calloc(ntapes, sizeof(*g->tapes));
 	g->evals = calloc(nevals > 0 ? nevals : 1, sizeof(*g->evals));
+	g->layers = calloc(p->nlayers > 0 ? p->nlayers : 1, sizeof(*g->layers));
 	g->ntapes = ntapes;
 	g->nevals = nevals;
 	fail = !g->params || !g->grads || !g->state || !g->opt || !g->work ||
 	       !g->dbuf[0] || !g->dbuf[1] || !g->act_off || !g->aux_off ||
-	       !g->tapes || !g->evals;
+	       !g->tapes || !g->evals || !g->layers;
 	for (int i = 0; !fail && i < ntapes; i++)
 		fail = tape_alloc(&g->tapes[i], p, max_batch, 1, stash);
 	for (int i = 0; !fail && i < nevals; i++)
@@ -75,6 +76,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	}
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct akk_layer *l = &p->layers[i];
+		g->layers[i] = *l;
 		g->act_off[i + 1] = g->act_off[i] + akk_shape_size(l->out);
 		g->aux_off[i + 1] = g->aux_off[i] + l->aux;
 		akk_rng_seed(&rng, seed, AKK_STREAM_INIT + p->index * 64 + i);
@@ -94,6 +96,7 @@ void akk_gate_release(struct akk_gate *g)
 	free(g->evals);
 	free(g->act_off);
 	free(g->aux_off);
+	free(g->layers);
 	akk_free(g->params);
 	akk_free(g->grads);
 	akk_free(g->state);
@@ -102,6 +105,12 @@ void akk_gate_release(struct akk_gate *g)
 	akk_free(g->dbuf[0]);
 	akk_free(g->dbuf[1]);
 	memset(g, 0, sizeof(*g));
+}
+
+void akk_gate_use_pool(struct akk_gate *g, struct akk_pool *pool)
+{
+	for (int i = 0; i < g->plan->nlayers; i++)
+		g->layers[i].pool = pool;
 }
 
 /* Run every layer forward; the output of layer i is at act + B*act_off[i+1]
@@ -114,7 +123,7 @@ static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 	const float *in = x;
 
 	for (int i = 0; i < p->nlayers; i++) {
-		const struct akk_layer *l = &p->layers[i];
+		const struct akk_layer *l = &g->layers[i];
 		float *y = t->act + (size_t)B * g->act_off[i];
 		l->ops->forward(l, y, t->aux + (size_t)B * g->aux_off[i],
 				g->state + l->soff, g->work, in,
@@ -180,7 +189,7 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 	t = &g->tapes[g->head];
 	params = t->stash ? t->stash : g->params;
 	for (int i = p->nlayers - 1; i >= 0; i--) {
-		const struct akk_layer *l = &p->layers[i];
+		const struct akk_layer *l = &g->layers[i];
 		const float *x = i ? t->act + (size_t)B * g->act_off[i - 1] : t->x;
 		const float *y = t->act + (size_t)B * g->act_off[i];
 		float *dx = i ? g->dbuf[flip] : (need_dx ? t->dx : NULL);

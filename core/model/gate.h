@@ -32,6 +32,8 @@ struct akk_tape {
 
 struct akk_gate {
 	const struct akk_gate_plan *plan;	/* not owned */
+	struct akk_layer *layers;	/* (plan->nlayers) copies of the plan's
+					 * layers carrying this gate's pool */
 	int max_batch;
 	float *params;		/* (nparams) */
 	float *grads;		/* (nparams + 1) accumulated by backward, zeroed by
@@ -64,6 +66,11 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *plan,
 		  int steps_per_epoch, int epochs, uint64_t seed,
 		  struct akk_err *e);
 void akk_gate_release(struct akk_gate *g);
+/* Let the gate's large products run split across pool (NULL, the default:
+ * on the calling thread alone). The pool is lent: it must outlive every
+ * forward, backward and eval of the gate; one pool may serve several gates
+ * (a product that finds it busy runs alone). */
+void akk_gate_use_pool(struct akk_gate *g, struct akk_pool *pool);
 
 /* Training forward of batch `id` (B samples of x, lent until its backward):
  * pushes a tape and returns the output (B, out), valid until that tape is

@@ -14,6 +14,7 @@
 
 #include "base/err.h"
 #include "base/rng.h"
+#include "tensor/pool.h"
 #include "tensor/tensor.h"
 
 /* Where something was written in the config, for error reports. */
@@ -31,6 +32,8 @@ enum akk_init {
 	AKK_INIT_ZEROS,
 	AKK_INIT_CONSTANT,
 };
+
+#define AKK_KIND_OPTS 4	/* fopt and iopt slots of a layer spec */
 
 /* Options of one layer, as written in the config. Only the fields in the
  * kind's option table are meaningful: the spec parser sets them (to their
@@ -52,6 +55,12 @@ struct akk_layer_spec {
 	float eps;		/* batchnorm: variance epsilon (1e-5) */
 	enum akk_init init;	/* dense, conv2d: weight initialiser */
 	float init_value;	/* AKK_INIT_CONSTANT: the value */
+	/* The options of a kind that no field above fits: its option table
+	 * places them here (AKK_OPTION("factor", FLOAT, fopt[0], ...); INT,
+	 * BOOL and INIT options in iopt) and its kernels read them from
+	 * there, so a new kind adds no field to this struct. */
+	float fopt[AKK_KIND_OPTS];
+	int iopt[AKK_KIND_OPTS];
 };
 
 /* A named tensor inside a gate block, for checkpoints and inspect. */
@@ -80,6 +89,9 @@ struct akk_layer {
 	struct akk_view views[AKK_MAX_VIEWS];
 	/* Filled by the gate: */
 	size_t poff, soff;	/* offsets in the gate's parameter / state blocks */
+	struct akk_pool *pool;	/* what the kernels pass to akk_sgemm: the
+				 * gate's compute pool, or NULL (the calling
+				 * thread alone); lent by the run: do not free */
 };
 
 /* One option of a layer kind, declared in the kind's file; the spec parser

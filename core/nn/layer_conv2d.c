@@ -222,7 +222,7 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 			for (int f = 0; f < g.F; f++)
 				for (int j = 0; j < hw; j++)
 					yi[(size_t)f * hw + j] = b[f];
-		akk_sgemm(0, 0, g.F, hw, ckk, 1, w, ckk, col, hw,
+		akk_sgemm(l->pool, 0, 0, g.F, hw, ckk, 1, w, ckk, col, hw,
 			  bias ? 1.0f : 0.0f, yi, hw);
 	}
 }
@@ -246,7 +246,8 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 			col = work;
 		}
 		/* dW (F, Ckk) += dy (F, HoWo) col^T (HoWo, Ckk) */
-		akk_sgemm(0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1, dw, ckk);
+		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1,
+			  dw, ckk);
 		if (l->spec->bias)
 			for (int f = 0; f < g.F; f++) {
 				const float *r = dyi + (size_t)f * hw;
@@ -260,9 +261,11 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 		/* dcol (Ckk, HoWo) = W^T (Ckk, F) dy (F, HoWo), then col2im. */
 		float *dxi = dx + i * xs;
 		if (pw) {
-			akk_sgemm(1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw, 0, dxi, hw);
+			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw,
+				  0, dxi, hw);
 		} else {
-			akk_sgemm(1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw, 0, work, hw);
+			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw,
+				  0, work, hw);
 			col2im(dxi, work, &g);
 		}
 	}

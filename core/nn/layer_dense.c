@@ -91,7 +91,8 @@ static void dense_forward(const struct akk_layer *l, float *y, float *aux,
 			memcpy(y + (size_t)i * dout, b, dout * sizeof(*y));
 		beta = 1;
 	}
-	akk_sgemm(0, 1, B, dout, din, 1, x, din, w, din, beta, y, dout);
+	akk_sgemm(l->pool, 0, 1, B, dout, din, 1, x, din, w, din, beta, y,
+		  dout);
 }
 
 /* dW (Dout, Din) += dy^T x; db += column sums of dy; dx (B, Din) = dy W. */
@@ -104,7 +105,7 @@ static void dense_backward(const struct akk_layer *l, float *dx, float *dp,
 	float *dw = dp, *db = dp + (size_t)din * dout;
 
 	(void)work, (void)y, (void)aux;
-	akk_sgemm(1, 0, dout, din, B, 1, dy, dout, x, din, 1, dw, din);
+	akk_sgemm(l->pool, 1, 0, dout, din, B, 1, dy, dout, x, din, 1, dw, din);
 	if (l->spec->bias)
 		for (int i = 0; i < B; i++) {
 			const float *r = dy + (size_t)i * dout;
@@ -112,7 +113,8 @@ static void dense_backward(const struct akk_layer *l, float *dx, float *dp,
 				db[j] += r[j];
 		}
 	if (dx)
-		akk_sgemm(0, 0, B, din, dout, 1, dy, dout, p, din, 0, dx, din);
+		akk_sgemm(l->pool, 0, 0, B, din, dout, 1, dy, dout, p, din, 0,
+			  dx, din);
 }
 
 static const struct akk_layer_option dense_options[] = {

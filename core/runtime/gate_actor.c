@@ -126,7 +126,6 @@ void *akk_gate_actor_main(void *arg)
 	int backward_state = 0;
 
 	akk_float_mode();
-	akk_pool_attach(a->run->pool);
 	while (!akk_recv(&a->run->tr, a->self, &m)) {
 		double t0 = akk_now();
 		int rc = handle(a, &m, &backward_state);

@@ -140,6 +140,8 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 				  akk_gate_needs_stash(&m->gates[i]),
 				  r->per_epoch, cfg->epochs, s->seed, e))
 			goto fail;
+		if (a->local)
+			akk_gate_use_pool(&a->gate, r->pool);
 		if (cfg->gate_rank && a->local) {
 			a->pack_len = akk_gate_pack_len(&m->gates[i]);
 			if (!(a->pack = akk_alloc(a->pack_len))) {
@@ -363,7 +365,8 @@ join:
 	 * rank at a time, and the next run's link starts clean. */
 	if (!r->failed) {
 		akk_mpi_link_stats(&r->tr, &r->link_stats);
-		akk_mpi_link_stop(&r->tr);
+		if (akk_mpi_link_stop(&r->tr, &r->err))
+			r->failed = 1;
 	}
 	if (r->failed) {
 		*e = r->err;
@@ -374,7 +377,9 @@ join:
 
 void akk_run_release(struct akk_run *r)
 {
-	akk_mpi_link_stop(&r->tr);
+	/* the link of a run that failed (akk_run_train reported why) or
+	 * never trained: there is no one to report to */
+	akk_mpi_link_stop(&r->tr, NULL);
 	for (int i = 0; r->gates && i < r->model->ngates; i++) {
 		akk_gate_release(&r->gates[i].gate);
 		free(r->gates[i].trace.ev);

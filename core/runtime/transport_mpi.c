@@ -62,6 +62,7 @@ struct akk_mpi_link {
 	struct akk_mailbox outbox;	/* struct out, from local actors */
 	struct akk_mailbox reduces;	/* struct reduce *, from local threads */
 	MPI_Comm *comms;		/* one per reduction channel */
+	int ncomms;			/* of them duplicated and not yet freed */
 	struct reduce **active;		/* in flight, one per channel at most */
 	struct reduce *posted;		/* one per channel, for posted ones */
 	int channels;
@@ -72,7 +73,8 @@ struct akk_mpi_link {
 	int nfree, freelist[NREQ];
 	pthread_t thread;
 	atomic_int stop;
-	int stopped;			/* akk_mpi_link_stop has run (main thread) */
+	int started;			/* the thread runs (main thread) */
+	int stopped;			/* stop_link has run (main thread) */
 	/* An MPI call of the thread failed: err says which (written before
 	 * failed is set). The thread then fails every local actor and
 	 * answers what is still posted with failures until it is stopped. */
@@ -116,16 +118,23 @@ static int link_fail(struct akk_mpi_link *l, const char *fmt, ...)
 	return -1;
 }
 
+/* MPI's words for the error code rc, in why (MPI_MAX_ERROR_STRING). */
+static void mpi_why(int rc, char *why)
+{
+	int len = 0;
+
+	if (MPI_Error_string(rc, why, &len) != MPI_SUCCESS)
+		snprintf(why, MPI_MAX_ERROR_STRING, "error %d", rc);
+}
+
 /* An MPI call of the thread returned rc: 0, or the link fails. */
 static int mpi_check(struct akk_mpi_link *l, int rc, const char *call)
 {
 	char why[MPI_MAX_ERROR_STRING];
-	int len = 0;
 
 	if (rc == MPI_SUCCESS)
 		return 0;
-	if (MPI_Error_string(rc, why, &len) != MPI_SUCCESS)
-		snprintf(why, sizeof(why), "error %d", rc);
+	mpi_why(rc, why);
 	return link_fail(l, "MPI: %s failed: %s", call, why);
 }
 
@@ -352,10 +361,49 @@ static int post_hook(struct akk_transport *t, int to, const struct akk_msg *m)
 /* What the transport calls to reach other ranks (transport.h). */
 static const struct akk_link_ops link_ops = { post_hook, akk_mpi_link_free };
 
-/* Everything a link holds, whether akk_mpi_link_start got half way or the
- * link ran: the one teardown. ncomms: communicators still to free (the
- * link thread's stop frees them once it ran). */
-static void free_link(struct akk_mpi_link *l, int ncomms)
+/* Free the communicators the link still holds: collective, so on the
+ * main thread with no link thread running, as they were duplicated. Every
+ * one is freed even after a failure; the first failure is the error. */
+static int free_comms(struct akk_mpi_link *l, struct akk_err *e)
+{
+	char why[MPI_MAX_ERROR_STRING];
+	int rc = 0;
+
+	for (int c = 0; c < l->ncomms; c++) {
+		int r = MPI_Comm_free(&l->comms[c]);
+		if (r != MPI_SUCCESS && !rc) {
+			mpi_why(r, why);
+			rc = akk_err_set(e, "MPI: MPI_Comm_free failed: %s", why);
+		}
+	}
+	l->ncomms = 0;
+	return rc;
+}
+
+/* The one teardown, whether akk_mpi_link_start got half way or the link
+ * ran: stop the thread if it started (it sends what is queued first) and
+ * close the mailboxes, so that from then on posts and reductions fail at
+ * once; free the communicators. The memory stays (free_link). Does
+ * nothing the second time. */
+static int stop_link(struct akk_mpi_link *l, struct akk_err *e)
+{
+	int rc;
+
+	if (l->stopped)
+		return 0;
+	if (l->started) {
+		atomic_store(&l->stop, 1);
+		pthread_join(l->thread, NULL);
+		akk_mailbox_close(&l->outbox);
+		akk_mailbox_close(&l->reduces);
+	}
+	rc = free_comms(l, e);
+	l->stopped = 1;
+	return rc;
+}
+
+/* The link's memory, after stop_link. */
+static void free_link(struct akk_mpi_link *l)
 {
 	for (int a = 0; a < l->nactors; a++) {
 		if (l->fwd) akk_free(l->fwd[a].buf);
@@ -364,8 +412,6 @@ static void free_link(struct akk_mpi_link *l, int ncomms)
 		if (l->state) akk_free(l->state[a].buf);
 	}
 	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
-	for (int c = 0; c < ncomms; c++)
-		MPI_Comm_free(&l->comms[c]);
 	free(l->comms), free(l->active), free(l->posted);
 	akk_mailbox_release(&l->outbox);
 	akk_mailbox_release(&l->reduces);
@@ -376,7 +422,8 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       struct akk_err *e)
 {
 	struct akk_mpi_link *l = calloc(1, sizeof(*l));
-	int n = t->nactors, fail = 0, ndup = 0;
+	char why[MPI_MAX_ERROR_STRING];
+	int n = t->nactors, rc, nomem;
 
 	if (!l)
 		return akk_err_set(e, "out of memory");
@@ -392,41 +439,56 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	l->comms = calloc(p->channels + 1, sizeof(*l->comms));
 	l->active = calloc(p->channels + 1, sizeof(*l->active));
 	l->posted = calloc(p->channels + 1, sizeof(*l->posted));
-	fail = !l->fwd || !l->bwd || !l->val || !l->state || !l->comms || !l->active ||
-	       !l->posted ||
-	       akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n)) ||
-	       akk_mailbox_init(&l->reduces, sizeof(struct reduce *), p->channels + 1);
+	nomem = !l->fwd || !l->bwd || !l->val || !l->state || !l->comms || !l->active ||
+		!l->posted ||
+		akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n)) ||
+		akk_mailbox_init(&l->reduces, sizeof(struct reduce *), p->channels + 1);
+	if (nomem) {
+		akk_err_set(e, "out of memory");
+		goto fail;
+	}
 	/* collective, so here on the main thread before the link thread runs */
-	for (int c = 0; !fail && c < p->channels; c++, ndup++)
-		if (MPI_Comm_dup(MPI_COMM_WORLD, &l->comms[c]) != MPI_SUCCESS) {
-			akk_err_set(e, "MPI: MPI_Comm_dup failed");
-			fail = 2;
-			break;
+	for (; l->ncomms < p->channels; l->ncomms++)
+		if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &l->comms[l->ncomms])) != MPI_SUCCESS) {
+			mpi_why(rc, why);
+			akk_err_set(e, "MPI: MPI_Comm_dup failed: %s", why);
+			goto fail;
 		}
-	for (int a = 0; !fail && p->fwd_width && a < n; a++) {
+	for (int a = 0; !nomem && p->fwd_width && a < n; a++) {
 		if (t->actor_rank[a] != t->rank)
 			continue;	/* nothing arrives here for it */
-		fail = slots_alloc(&l->fwd[a], p->K, p->fwd_width[a] * p->max_batch) ||
-		       slots_alloc(&l->bwd[a], p->K, p->bwd_width[a] * p->max_batch) ||
-		       slots_alloc(&l->val[a], p->V, p->fwd_width[a] * p->max_batch);
+		nomem = slots_alloc(&l->fwd[a], p->K, p->fwd_width[a] * p->max_batch) ||
+			slots_alloc(&l->bwd[a], p->K, p->bwd_width[a] * p->max_batch) ||
+			slots_alloc(&l->val[a], p->V, p->fwd_width[a] * p->max_batch);
 	}
 	/* rank 0's sentinel gathers every remote gate's state */
-	for (int a = 1; !fail && p->fwd_width && a < n; a++)
+	for (int a = 1; !nomem && p->fwd_width && a < n; a++)
 		if (t->rank == 0 && t->actor_rank[a] != 0)
-			fail = slots_alloc(&l->state[a], 1, p->state_len[a]);
+			nomem = slots_alloc(&l->state[a], 1, p->state_len[a]);
+	if (nomem) {
+		akk_err_set(e, "out of memory");
+		goto fail;
+	}
 	for (int i = 0; i < NREQ; i++) {
 		l->req[i] = MPI_REQUEST_NULL;
 		l->freelist[i] = i;
 	}
 	l->nfree = NREQ;
 	t->link = l;
-	if (!fail && !pthread_create(&l->thread, NULL, link_main, l)) {
-		t->ops = &link_ops;
-		return 0;
+	if (pthread_create(&l->thread, NULL, link_main, l)) {
+		t->link = NULL;
+		akk_err_set(e, "cannot start the MPI communication thread");
+		goto fail;
 	}
-	t->link = NULL;
-	free_link(l, ndup);
-	return fail == 2 ? -1 : akk_err_set(e, "cannot start the MPI communication thread");
+	l->started = 1;
+	t->ops = &link_ops;
+	return 0;
+fail:
+	/* e says why the start failed: that is the error, even when freeing
+	 * the communicators duplicated so far fails as well */
+	stop_link(l, NULL);
+	free_link(l);
+	return -1;
 }
 
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
@@ -436,20 +498,9 @@ int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
 	return l ? akk_mailbox_send(&l->outbox, &o) : -1;
 }
 
-void akk_mpi_link_stop(struct akk_transport *t)
+int akk_mpi_link_stop(struct akk_transport *t, struct akk_err *e)
 {
-	struct akk_mpi_link *l = t->link;
-
-	if (!l || l->stopped)
-		return;
-	atomic_store(&l->stop, 1);
-	pthread_join(l->thread, NULL);
-	for (int c = 0; c < l->channels; c++)
-		MPI_Comm_free(&l->comms[c]);
-	/* From now on posts and reductions fail at once. */
-	akk_mailbox_close(&l->outbox);
-	akk_mailbox_close(&l->reduces);
-	l->stopped = 1;
+	return t->link ? stop_link(t->link, e) : 0;
 }
 
 void akk_mpi_link_free(struct akk_transport *t)
@@ -458,8 +509,10 @@ void akk_mpi_link_free(struct akk_transport *t)
 
 	if (!l)
 		return;
-	akk_mpi_link_stop(t);	/* freed the communicators */
-	free_link(l, 0);
+	/* stopped already, and its error reported, by the run that used it
+	 * (akk_run_train, akk_run_release): a stop here has no one to tell */
+	stop_link(l, NULL);
+	free_link(l);
 	t->link = NULL;
 	t->ops = NULL;
 }
@@ -570,9 +623,10 @@ int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m)
 	return -1;
 }
 
-void akk_mpi_link_stop(struct akk_transport *t)
+int akk_mpi_link_stop(struct akk_transport *t, struct akk_err *e)
 {
-	(void)t;
+	(void)t, (void)e;
+	return 0;
 }
 
 void akk_mpi_link_free(struct akk_transport *t)

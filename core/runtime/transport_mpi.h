@@ -26,11 +26,13 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 		       struct akk_err *e);
 /* Hand a message for an actor on another rank to the link. */
 int akk_mpi_post(struct akk_mpi_link *l, int to, const struct akk_msg *m);
-/* Send what is queued and stop the thread; afterwards akk_mpi_post and
+/* Send what is queued, stop the thread and free the link's communicators
+ * (collective: every rank's main thread); afterwards akk_mpi_post and
  * the reductions fail at once (a late post, such as a signal thread's
  * INTERRUPT, is safe: the link's memory stays until akk_transport_release
- * frees it). Does nothing the second time. */
-void akk_mpi_link_stop(struct akk_transport *t);
+ * frees it). Returns 0, or -1 with e filled when MPI could not free a
+ * communicator. Does nothing the second time. */
+int akk_mpi_link_stop(struct akk_transport *t, struct akk_err *e);
 /* Stop the link if it runs and free it (akk_transport_release does). */
 void akk_mpi_link_free(struct akk_transport *t);
 /* Data parallelism: sum n values (floats, or doubles when dbl) over every

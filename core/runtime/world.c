@@ -33,10 +33,9 @@ int akk_world_init(struct akk_world *w, int *argc, char ***argv,
 
 	if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
 		return akk_err_set(e, "cannot start MPI");
-	if (provided < MPI_THREAD_SERIALIZED) {
-		MPI_Finalize();
-		return akk_err_set(e, "the MPI library does not support threads (MPI_THREAD_SERIALIZED)");
-	}
+	if (provided < MPI_THREAD_SERIALIZED)
+		return akk_err_set(e, "the MPI library does not support threads (MPI_THREAD_SERIALIZED)%s",
+				   MPI_Finalize() == MPI_SUCCESS ? "" : "; MPI_Finalize failed");
 	w->active = 1;
 	/* Failures come back as return codes (each one checked, and the
 	 * CLI ends the job with the reason) instead of aborting inside MPI;
@@ -59,13 +58,18 @@ int akk_world_init(struct akk_world *w, int *argc, char ***argv,
 #endif
 }
 
-void akk_world_finalize(struct akk_world *w)
+int akk_world_finalize(struct akk_world *w, struct akk_err *e)
 {
+	int rc = 0;
+
 #ifdef AKK_MPI
-	if (w->active)
-		MPI_Finalize();
+	if (w->active && MPI_Finalize() != MPI_SUCCESS)
+		rc = akk_err_set(e, "MPI: MPI_Finalize failed");
+#else
+	(void)e;
 #endif
 	w->active = 0;
+	return rc;
 }
 
 int akk_world_bcast(struct akk_world *w, long *v, int n)

@@ -26,7 +26,8 @@ int akk_world_available(void);
  * rank makes every MPI call while the main thread waits). */
 int akk_world_init(struct akk_world *w, int *argc, char ***argv,
 		   struct akk_err *e);
-void akk_world_finalize(struct akk_world *w);
+/* End MPI if akk_world_init started it: 0, or -1 with e filled. */
+int akk_world_finalize(struct akk_world *w, struct akk_err *e);
 /* Broadcast n longs from rank 0 (collective; main thread only). */
 int akk_world_bcast(struct akk_world *w, long *v, int n);
 /* Data parallelism over `ranks` ranks: n samples in batches of

@@ -36,8 +36,6 @@ struct akk_pool {
 	struct job job;
 };
 
-static _Thread_local struct akk_pool *attached;
-
 /* Rows [M*part/n, M*(part+1)/n) of C. */
 static void run_part(const struct job *j, int part, int n)
 {
@@ -119,16 +117,23 @@ void akk_pool_destroy(struct akk_pool *p)
 	free(p);
 }
 
-void akk_pool_attach(struct akk_pool *p)
+long akk_pool_products(struct akk_pool *p)
 {
-	attached = p;
+	long n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->gen;
+	pthread_mutex_unlock(&p->mu);
+	return n;
 }
 
-int akk_pool_sgemm(int trans_a, int trans_b, int M, int N, int K,
-		   float alpha, const float *A, int lda, const float *B,
-		   int ldb, float beta, float *C, int ldc)
+/* Split C = alpha op(A) op(B) + beta C across p. Returns 0 when done, -1
+ * when the caller should compute it alone (no pool, too small, or the pool
+ * is busy). */
+static int split_sgemm(struct akk_pool *p, int trans_a, int trans_b, int M,
+		       int N, int K, float alpha, const float *A, int lda,
+		       const float *B, int ldb, float beta, float *C, int ldc)
 {
-	struct akk_pool *p = attached;
 	struct job j = { trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc };
 
 	if (!p || (long)M * N * K < MIN_MNK || M < 2 * p->n ||
@@ -149,14 +154,14 @@ int akk_pool_sgemm(int trans_a, int trans_b, int M, int N, int K,
 	return 0;
 }
 
-/* Declared in tensor.h: the product every layer calls lives beside the
- * pool it may split across, so tensor.c does not depend on pool.c. */
-void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
-	       const float *A, int lda, const float *B, int ldb, float beta,
-	       float *C, int ldc)
+/* The product every layer calls lives beside the pool it may split
+ * across, so tensor.c does not depend on pool.c. */
+void akk_sgemm(struct akk_pool *pool, int trans_a, int trans_b, int M, int N,
+	       int K, float alpha, const float *A, int lda, const float *B,
+	       int ldb, float beta, float *C, int ldc)
 {
-	if (!akk_pool_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
-			    beta, C, ldc))
+	if (!split_sgemm(pool, trans_a, trans_b, M, N, K, alpha, A, lda, B,
+			 ldb, beta, C, ldc))
 		return;
 	akk_sgemm_here(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
 		       C, ldc);

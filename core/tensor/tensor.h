@@ -30,14 +30,10 @@ float *akk_alloc(size_t n);
 void akk_free(void *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
- * op(A) is M x K, op(B) is K x N, C is M x N. A large product is split
- * across the calling thread's compute pool, if it has one (defined in
- * pool.c, beside that pool).
- * Allocates nothing, whichever kernels OpenBLAS picked for the CPU. */
-void akk_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
-	       const float *A, int lda, const float *B, int ldb, float beta,
-	       float *C, int ldc);
-/* The same product on the calling thread alone (the pool's parts). */
+ * op(A) is M x K, op(B) is K x N, C is M x N. On the calling thread alone:
+ * the kernel of akk_sgemm (pool.h), which layers call, and of each part of
+ * a product it splits across a compute pool. Allocates nothing, whichever
+ * kernels OpenBLAS picked for the CPU. */
 void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
 		    float alpha, const float *A, int lda, const float *B,
 		    int ldb, float beta, float *C, int ldc);
