@@ -61,6 +61,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 #endif

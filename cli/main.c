@@ -24,6 +24,7 @@ const struct cli_command cli_commands[] = {
 	{ "eval", cmd_eval,
 	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
 	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
+	  "                   [--confusion-svg FILE.svg]\n"
 	  "\n"
 	  "  -d, --data DIR         the test set in DIR: t10k-images-idx3-ubyte and\n"
 	  "                         t10k-labels-idx1-ubyte, each plain or .gz\n"
@@ -32,7 +33,10 @@ const struct cli_command cli_commands[] = {
 	  "  -b, --batch N          samples per forward pass, 1 to 65536 (default 256)\n"
 	  "  -c, --confusion        also print the confusion matrix\n"
 	  "  -p, --predictions FILE.csv\n"
-	  "                         write every sample's prediction to FILE.csv\n",
+	  "                         write every sample's prediction to FILE.csv\n"
+	  "      --confusion-svg FILE.svg\n"
+	  "                         draw the confusion matrix as a heat map (-: the SVG\n"
+	  "                         on stdout instead of the report)\n",
 	  "evaluate a checkpoint on a dataset",
 	  "\n"
 	  "Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
@@ -134,6 +138,24 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
 	  "corrupt or not a checkpoint.\n" },
+	{ "plot", cmd_plot,
+	  "usage: akkctl plot RUNDIR|METRICS.csv [-o FILE.svg]\n"
+	  "\n"
+	  "  -o, --out FILE.svg     where to write the chart (default RUNDIR/curves.svg;\n"
+	  "                         - for stdout)\n",
+	  "draw a run's learning curves as an SVG chart",
+	  "\n"
+	  "Reads the run's metrics file (metrics.csv, or the name its checkpoints'\n"
+	  "config gives) and draws one standalone SVG: the training and validation\n"
+	  "loss per epoch on top with the learning rate on a right-hand axis, the\n"
+	  "accuracy below, the best epoch (highest validation accuracy) marked, each\n"
+	  "resume seen in the file marked, a legend, and the run's name as the title.\n"
+	  "Values that are not finite are left out and counted in a note. Given a\n"
+	  "metrics file instead of a directory, the chart goes beside it.\n"
+	  "\n"
+	  "Exit status: 0 success; 1 the chart cannot be written; 2 bad usage, or a\n"
+	  "directory that is not a run, or a metrics file that is not one or is\n"
+	  "damaged (the message names the file and the line).\n" },
 	{ "help", cmd_help,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },
