@@ -8,8 +8,9 @@ set -eu
 # over https (ca-certificates, which a bare root lacks);
 # Open MPI (openmpi-bin, libopenmpi-dev) builds the MPI transport and runs
 # its tests (make MPI=0 builds without it); groff-base checks the man
-# pages in test_ui.
-PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base"
+# pages in test_ui; libxml2-utils (xmllint) and chromium check the SVG
+# pictures of test_plot (well-formed, and rendered to PNG).
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base libxml2-utils chromium"
 # `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
