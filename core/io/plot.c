@@ -53,7 +53,12 @@ void akk_plot_ticks(double min, double max, int target, int integer,
 
 void akk_plot_tick_label(char *buf, int size, double v, double step)
 {
-	int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+	int dec = 0;
+
+	/* As many decimals as the step has: 0.25 two, 0.5 one, 5 none. */
+	while (dec < 10 && fabs(step * pow(10, dec) - round(step * pow(10, dec))) >
+	       1e-6 * step * pow(10, dec))
+		dec++;
 
 	if (fabs(v) < step * 1e-6)
 		v = 0;		/* not "-0.00" from rounding */
@@ -395,8 +400,9 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	draw_curve(&s, c, &l, AKK_CURVE_TRAIN, V_ACC, "train-accuracy", C_TRAIN, NULL, thin);
 	draw_curve(&s, c, &l, AKK_CURVE_VALIDATION, V_LOSS, "validation-loss", C_VAL, NULL, thin);
 	draw_curve(&s, c, &l, AKK_CURVE_VALIDATION, V_ACC, "validation-accuracy", C_VAL, NULL, thin);
-	/* A lone point has no line: give single epochs a dot. */
-	if (ntrain + nval <= 2 * (l.emax - l.emin) + 2) {
+	/* Dots on the epochs while they are 8 pixels apart or more (a lone
+	 * epoch has no line). */
+	if (l.emax - l.emin <= l.width / 8) {
 		akk_svg_group_begin(&s, "points");
 		for (size_t i = 0; i < c->n; i++) {
 			const struct akk_curve_row *r = &c->rows[i];

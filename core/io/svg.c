@@ -37,9 +37,6 @@ static int utf8_len(const unsigned char *p)
 	if (n > 1 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) ||
 		      (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f)))
 		return 0;	/* overlong, surrogate, beyond U+10FFFF */
-	/* C1 controls (U+0080-U+009F) are discouraged in XML: replace them. */
-	if (n == 2 && c == 0xc2 && p[1] < 0xa0)
-		return 0;
 	return n;
 }
 
@@ -61,8 +58,8 @@ int akk_svg_escape(FILE *f, const char *text)
 		}
 		if (ent)
 			bad = fputs(ent, f) == EOF;
-		else if (!n || *p < 0x20 || *p == 0x7f)
-			bad = fputc('?', f) == EOF;
+		else if (!n || *p < 0x20 || *p == 0x7f || (*p == 0xc2 && p[1] < 0xa0))
+			bad = fputc('?', f) == EOF;	/* C0, DEL, C1 (U+0080-U+009F) */
 		else
 			bad = fwrite(p, 1, (size_t)n, f) != (size_t)n;
 		p += n ? n : 1;
