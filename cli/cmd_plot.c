@@ -62,7 +62,7 @@ int cmd_plot(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL, *arg;
-	char name[256], metrics[PATH_MAX], mpath[PATH_MAX + 256], opath[PATH_MAX + 256];
+	char name[256], metrics[PATH_MAX], mpath[2 * PATH_MAX + 2], opath[PATH_MAX + 16];
 	char title[300], dir[PATH_MAX];
 	struct akk_curves cv = { 0 };
 	struct akk_err e = { 0 };
@@ -93,14 +93,19 @@ int cmd_plot(int argc, char **argv)
 	if (stat(arg, &st))
 		return cli_errorf(EXIT_USAGE, "cannot open '%s': %s", arg, strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
-		snprintf(dir, sizeof(dir), "%s", arg);
+		size_t n = strlen(arg);
+		while (n > 1 && arg[n - 1] == '/')	/* "runs/mnist/": no "//" in paths */
+			n--;
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, arg);
 		dir_name(name, sizeof(name), arg);
 		snprintf(metrics, sizeof(metrics), "metrics.csv");
 		from_checkpoint(arg, name, sizeof(name), metrics, sizeof(metrics));
-		snprintf(mpath, sizeof(mpath), "%s/%s", arg, metrics);
+		snprintf(mpath, sizeof(mpath), "%s/%s", dir, metrics);
+		if (strlen(mpath) >= PATH_MAX)
+			return cli_errorf(EXIT_USAGE, "the path of '%s' is too long", dir);
 		if (access(mpath, F_OK))
 			return cli_errorf(EXIT_USAGE, "'%s' is not a run directory: it has no %s",
-					  arg, metrics);
+					  dir, metrics);
 	} else {
 		/* A metrics file: the run is the directory that holds it. */
 		char tmp[PATH_MAX];

@@ -471,6 +471,9 @@ static void test_plot_run(void **state)
 	assert_renders(svgpath, AKK_PLOT_CURVES_W, AKK_PLOT_CURVES_H, 0.01, 8,
 		       (const unsigned[]){ 0x1f77b4, 0xff7f0e, 0x2ca02c, 0 });
 
+	/* A trailing slash: the same paths. */
+	assert_rc(ak("plot", tu_path(g_dir, "seven/"), NULL), 0);
+	tu_assert_line(g_err, x);
 	/* -o elsewhere, and the metrics file given itself. */
 	assert_rc(ak("plot", tu_path(d, "metrics.csv"), "-o", tu_path(g_dir, "seven.svg"), NULL), 0);
 	assert_well_formed(tu_path(g_dir, "seven.svg"));
