@@ -69,7 +69,8 @@ const struct cli_command cli_commands[] = {
 	  "its index from 0, its label, the predicted class and that class's softmax\n"
 	  "probability (0 to 1, six decimals).\n"
 	  "\n"
-	  "Exit status: 0 success; 1 a runtime failure (FILE.csv cannot be written);\n"
+	  "Exit status: 0 success; 1 a runtime failure (FILE.csv or FILE.svg cannot be\n"
+	  "written);\n"
 	  "2 bad usage, or a checkpoint or data file that is missing, corrupt or does\n"
 	  "not fit, or weights that give a loss that is not finite.\n" },
 	{ "bench", cmd_bench,
