@@ -516,8 +516,8 @@ int akk_plot_confusion(FILE *f, const long *counts, int classes,
 	const int C = classes;
 	struct akk_svg s;
 	long total = 0, diag = 0, maxc = 0;
-	int cell, every, digits = 1, namelen = 1, W, H;
-	double left, top = 78, grid, fs, lfs, sx;
+	int cell, every_row, every_col, slanted, digits = 1, namelen = 1, W, H;
+	double left, top = 78, grid, fs, lfs, tw, below, sx;
 	char text[256], col[8];
 
 	if (C < 1 || C > AKK_PLOT_MAX_CLASSES)
@@ -540,13 +540,19 @@ int akk_plot_confusion(FILE *f, const long *counts, int classes,
 	cell = 560 / C;
 	cell = cell > 56 ? 56 : cell < 2 ? 2 : cell;
 	grid = (double)cell * C;
-	/* Labels no taller than their cell, one in every `every` when small. */
+	/* Labels: one in every few cells when they do not fit in one; column
+	 * labels wider than their cell and longer than three characters are
+	 * slanted. tw estimates the widest label's width. */
 	lfs = cell * 0.8 > 12 ? 12 : cell * 0.8 < 8 ? 8 : cell * 0.8;
-	every = cell >= 10 ? 1 : (10 + cell - 1) / cell;
+	tw = 0.62 * lfs * namelen;
+	every_row = (int)ceil(lfs * 1.2 / cell);
+	slanted = tw + 4 > cell && namelen > 3;
+	every_col = (int)ceil((slanted ? lfs * 1.3 : tw + 4) / cell);
+	below = slanted ? tw * 0.71 + lfs + 8 : lfs + 8;
 	left = 50 + namelen * 7.0;
 	W = (int)(left + grid + 130);
 	W = W < 460 ? 460 : W;
-	H = (int)(top + grid + 70);
+	H = (int)(top + grid + below + 40);
 	/* Counts in the cells when they fit in them. */
 	fs = (cell - 6) / (0.62 * digits);
 	fs = fs > 13 ? 13 : fs;
@@ -581,7 +587,7 @@ int akk_plot_confusion(FILE *f, const long *counts, int classes,
 	akk_svg_group_end(&s);
 
 	akk_svg_group_begin(&s, "row-labels");
-	for (int i = 0; i < C; i += every) {
+	for (int i = 0; i < C; i += every_row) {
 		snprintf(text, sizeof(text), "%.*s", namelen, names[i]);
 		akk_svg_text(&s, left - 6, top + (i + 0.5) * cell + lfs * 0.35, AKK_SVG_END, lfs,
 			     C_TEXT, 0, 0, text);
@@ -590,15 +596,15 @@ int akk_plot_confusion(FILE *f, const long *counts, int classes,
 	akk_svg_group_end(&s);
 
 	akk_svg_group_begin(&s, "column-labels");
-	for (int j = 0; j < C; j += every) {
+	for (int j = 0; j < C; j += every_col) {
 		double x = left + (j + 0.5) * cell, y = top + grid + 6 + lfs;
 		snprintf(text, sizeof(text), "%.*s", namelen, names[j]);
-		if (namelen > 3 && cell < 7.0 * namelen)	/* long names: slanted */
+		if (slanted)
 			akk_svg_text(&s, x, y, AKK_SVG_END, lfs, C_TEXT, -45, 0, text);
 		else
 			akk_svg_text(&s, x, y, AKK_SVG_MIDDLE, lfs, C_TEXT, 0, 0, text);
 	}
-	akk_svg_text(&s, left + grid / 2, top + grid + 44, AKK_SVG_MIDDLE, 13, C_TEXT, 0, 0,
+	akk_svg_text(&s, left + grid / 2, top + grid + below + 22, AKK_SVG_MIDDLE, 13, C_TEXT, 0, 0,
 		     "predicted class");
 	akk_svg_group_end(&s);
 
