@@ -864,6 +864,33 @@ static void test_real_run(void **state)
 	assert_string_equal(g_out, "");
 }
 
+/* More classes than the heat map draws: refused before evaluating. */
+static void test_eval_too_many_classes(void **state)
+{
+	static const char cfg[] =
+		"name: wide\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates: [{layers: [{dense: 300}]}]\n"
+		"optimizer: {type: sgd, lr: 0.01}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 32}\n"
+		"output: {dir: out}\n";
+	const char *d = subdir("wide"), *out = tu_path(d, "out");
+
+	(void)state;
+	write_set(d, "train", 64, 3);
+	assert_int_equal(tu_write_file(tu_path(d, "wide.yaml"), cfg, sizeof(cfg) - 1), 0);
+	assert_rc(ak("train", tu_path(d, "wide.yaml"), "--quiet", NULL), 0);
+	assert_rc(ak("eval", tu_path(out, "last.bin"), "--images", tu_path(d, "train-images"),
+		     "--labels", tu_path(d, "train-labels"), "--confusion-svg",
+		     tu_path(d, "c.svg"), NULL), 2);
+	assert_string_equal(g_err, "akkctl: --confusion-svg draws at most 256 classes; the network has 300\n");
+	assert_string_equal(g_out, "");
+	assert_false(tu_exists(tu_path(d, "c.svg")));
+}
+
 /* The heat map straight from core: names escaped, the bound on classes,
  * counts left out when the cells are too small. */
 static void test_confusion_core(void **state)
@@ -965,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_plot_bad_input),
 		cmocka_unit_test(test_plot_cannot_write),
 		cmocka_unit_test(test_real_run),
+		cmocka_unit_test(test_eval_too_many_classes),
 		cmocka_unit_test(test_confusion_core),
 		cmocka_unit_test(test_readme_chart),
 	};
