@@ -257,7 +257,7 @@ static void draw_curve(struct akk_svg *s, const struct akk_curves *c,
 }
 
 static void y_axis(struct akk_svg *s, const struct layout *l, const struct panel *p,
-		   const struct akk_ticks *t, int right, const char *name, double scale)
+		   const struct akk_ticks *t, int right, const char *name)
 {
 	double x = right ? l->left + l->width : l->left;
 	char lab[64];
@@ -267,7 +267,7 @@ static void y_axis(struct akk_svg *s, const struct layout *l, const struct panel
 		if (!right)
 			akk_svg_line(s, l->left, y, l->left + l->width, y, C_GRID, 1, NULL);
 		akk_svg_line(s, x, y, right ? x + 4 : x - 4, y, C_AXIS, 1, NULL);
-		akk_plot_tick_label(lab, sizeof(lab), v * scale, t->step * scale);
+		akk_plot_tick_label(lab, sizeof(lab), v, t->step);
 		akk_svg_text(s, right ? x + 7 : x - 7, y + 4, right ? AKK_SVG_START : AKK_SVG_END,
 			     11, C_TEXT, 0, 0, lab);
 	}
@@ -357,9 +357,9 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	akk_svg_group_begin(&s, "axes");
 	x_grid(&s, &l, &l.loss, &xt, 0);
 	x_grid(&s, &l, &l.acc, &xt, 1);
-	y_axis(&s, &l, &l.loss, &l.loss.y, 0, "loss", 1);
-	y_axis(&s, &l, &l.loss, &l.lr, 1, "learning rate", 1);
-	y_axis(&s, &l, &l.acc, &l.acc.y, 0, "accuracy (%)", 1);
+	y_axis(&s, &l, &l.loss, &l.loss.y, 0, "loss");
+	y_axis(&s, &l, &l.loss, &l.lr, 1, "learning rate");
+	y_axis(&s, &l, &l.acc, &l.acc.y, 0, "accuracy (%)");
 	akk_svg_rect(&s, l.left, l.loss.top, l.width, l.loss.h, "none", C_AXIS);
 	akk_svg_rect(&s, l.left, l.acc.top, l.width, l.acc.h, "none", C_AXIS);
 	akk_svg_text(&s, l.left + l.width / 2, l.acc.top + l.acc.h + 40, AKK_SVG_MIDDLE, 13,
