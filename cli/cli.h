@@ -64,6 +64,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 extern const char cmd_export_usage[], cmd_export_details[];
 int cmd_lrfind(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 #endif

@@ -19,6 +19,8 @@
 #include "data/idx.h"
 #include "model/model.h"
 #include "config/spec.h"
+#include "io/plot.h"
+#include "pictures.h"
 
 static void data_file(char *out, int size, const char *dir, const char *name)
 {
@@ -64,6 +66,38 @@ static void print_report(const struct akk_eval_result *r, int confusion)
 	}
 }
 
+/* --confusion-svg: the confusion matrix as a heat map, written whole. */
+static int write_confusion_svg(const char *path, const struct akk_eval_result *r,
+			       const struct akk_checkpoint *ck, const char *name,
+			       const char *ckpath, struct akk_err *e)
+{
+	char **names = cli_class_names(ck, r->classes), *buf = NULL, title[512];
+	const char *base = strrchr(ckpath, '/');
+	size_t len = 0;
+	FILE *mem = NULL;
+	int rc = -1;
+
+	if (!names || !(mem = open_memstream(&buf, &len))) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	snprintf(title, sizeof(title), "%s: confusion matrix (%s)", name && *name ? name : "akkctl",
+		 base ? base + 1 : ckpath);
+	rc = akk_plot_confusion(mem, r->confusion, r->classes, (const char *const *)names,
+				title, path, e);
+	if (fclose(mem) && !rc)
+		rc = akk_err_set(e, "out of memory");
+	mem = NULL;
+	if (!rc)
+		rc = cli_write_svg(path, buf, len, e);
+out:
+	if (mem)
+		fclose(mem);
+	free(buf);
+	cli_class_names_free(names, r->classes);
+	return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -73,10 +107,11 @@ int cmd_eval(int argc, char **argv)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "confusion", no_argument, NULL, 'c' },
 		{ "predictions", required_argument, NULL, 'p' },
+		{ "confusion-svg", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dir = NULL, *images = NULL, *labels = NULL, *preds = NULL;
+	const char *dir = NULL, *images = NULL, *labels = NULL, *preds = NULL, *svg = NULL;
 	char *ckpath = NULL;
 	char ipath[1100], lpath[1100];
 	int bs = 256, confusion = 0, c, rc = EXIT_USAGE;
@@ -102,6 +137,11 @@ int cmd_eval(int argc, char **argv)
 			break;
 		case 'c': confusion = 1; break;
 		case 'p': preds = optarg; break;
+		case 'S':
+			if (!*optarg)
+				return cli_errorf(EXIT_USAGE, "option '--confusion-svg' needs a file name");
+			svg = optarg;
+			break;
 		case 'h': return cli_help("eval");
 		default: return cli_bad_option("eval", c, argv);
 		}
@@ -159,6 +199,11 @@ int cmd_eval(int argc, char **argv)
 			   d.classes - 1, m.classes);
 		goto report;
 	}
+	if (svg && m.classes > AKK_PLOT_MAX_CLASSES) {
+		akk_err_set(&e, "--confusion-svg draws at most %d classes; the network has %d",
+			    AKK_PLOT_MAX_CLASSES, m.classes);
+		goto report;
+	}
 	rc = EXIT_RUNTIME;
 	gates = calloc(m.ngates, sizeof(*gates));
 	gp = calloc(m.ngates, sizeof(*gp));
@@ -200,7 +245,11 @@ int cmd_eval(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto report;
 	}
-	print_report(&res, confusion);
+	rc = EXIT_RUNTIME;
+	if (svg && write_confusion_svg(svg, &res, &ck, s.name, ckpath, &e))
+		goto report;
+	if (!svg || strcmp(svg, "-"))	/* "-": stdout holds the SVG alone */
+		print_report(&res, confusion);
 	rc = EXIT_OK;
 	goto out;
 report:

@@ -24,6 +24,7 @@ const struct cli_command cli_commands[] = {
 	{ "eval", cmd_eval,
 	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
 	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
+	  "                   [--confusion-svg FILE.svg]\n"
 	  "\n"
 	  "  -d, --data DIR         the test set in DIR: t10k-images-idx3-ubyte and\n"
 	  "                         t10k-labels-idx1-ubyte, each plain or .gz\n"
@@ -32,7 +33,10 @@ const struct cli_command cli_commands[] = {
 	  "  -b, --batch N          samples per forward pass, 1 to 65536 (default 256)\n"
 	  "  -c, --confusion        also print the confusion matrix\n"
 	  "  -p, --predictions FILE.csv\n"
-	  "                         write every sample's prediction to FILE.csv\n",
+	  "                         write every sample's prediction to FILE.csv\n"
+	  "      --confusion-svg FILE.svg\n"
+	  "                         draw the confusion matrix as a heat map (-: the SVG\n"
+	  "                         on stdout instead of the report)\n",
 	  "evaluate a checkpoint on a dataset",
 	  "\n"
 	  "Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
@@ -65,7 +69,8 @@ const struct cli_command cli_commands[] = {
 	  "its index from 0, its label, the predicted class and that class's softmax\n"
 	  "probability (0 to 1, six decimals).\n"
 	  "\n"
-	  "Exit status: 0 success; 1 a runtime failure (FILE.csv cannot be written);\n"
+	  "Exit status: 0 success; 1 a runtime failure (FILE.csv or FILE.svg cannot be\n"
+	  "written);\n"
 	  "2 bad usage, or a checkpoint or data file that is missing, corrupt or does\n"
 	  "not fit, or weights that give a loss that is not finite.\n" },
 	{ "bench", cmd_bench,
@@ -136,6 +141,24 @@ const struct cli_command cli_commands[] = {
 	  "corrupt or not a checkpoint.\n" },
 	{ "export", cmd_export, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
 	{ "lr-find", cmd_lrfind, "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N] [--out FILE.csv]\n                     [--set KEY=VALUE]...\n\n  --min LR, --max LR     the rates swept, exponentially (default 1e-7 and 10)\n  --steps N              batches, at least 2 (default 100)\n  -o, --out FILE.csv     write the CSV to FILE.csv too\n  -s, --set KEY=VALUE    override a config key, with the same checks\n", "the learning-rate range test: loss against lr, and a suggested lr", "\nFrom a fresh model, trains N batches in flip-flop with the lr growing\nexponentially from --min to --max, and prints 'lr,loss,smoothed_loss' CSV\nlines on stdout (the loss smoothed as fastai does). It stops early when the\nsmoothed loss exceeds 4 times its best or the loss is not finite. On stderr:\n'suggested lr: X' (the steepest descent of the smoothed loss against log(lr),\nfastai's 'steep') and the lr of the lowest smoothed loss with its tenth.\nWrites no run directory and no checkpoint.\n\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
+	{ "plot", cmd_plot,
+	  "usage: akkctl plot RUNDIR|METRICS.csv [-o FILE.svg]\n"
+	  "\n"
+	  "  -o, --out FILE.svg     where to write the chart (default RUNDIR/curves.svg;\n"
+	  "                         - for stdout)\n",
+	  "draw a run's learning curves as an SVG chart",
+	  "\n"
+	  "Reads the run's metrics file (metrics.csv, or the name its checkpoints'\n"
+	  "config gives) and draws one standalone SVG: the training and validation\n"
+	  "loss per epoch on top with the learning rate on a right-hand axis, the\n"
+	  "accuracy below, the best epoch (highest validation accuracy) marked, each\n"
+	  "resume seen in the file marked, a legend, and the run's name as the title.\n"
+	  "Values that are not finite are left out and counted in a note. Given a\n"
+	  "metrics file instead of a directory, the chart goes beside it.\n"
+	  "\n"
+	  "Exit status: 0 success; 1 the chart cannot be written; 2 bad usage, or a\n"
+	  "directory that is not a run, or a metrics file that is not one or is\n"
+	  "damaged (the message names the file and the line).\n" },
 	{ "help", cmd_help,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },

@@ -16,6 +16,9 @@ PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmock
 PKGS="$PKGS libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx"
 # iproute2 (ip) builds the two network namespaces of tests/netns_mpi.sh.
 PKGS="$PKGS iproute2"
+# libxml2-utils (xmllint) and chromium check the SVG pictures of test_plot
+# (well-formed, and rendered to PNG).
+PKGS="$PKGS libxml2-utils chromium"
 # `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;

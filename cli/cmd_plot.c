@@ -1,0 +1,149 @@
+/* cmd_plot.c - akkctl plot: a run's learning curves as an SVG chart.
+ *
+ * RUNDIR is a run directory (its metrics file, and its name from one of
+ * its checkpoints when there is one) or a metrics file itself. The chart
+ * is drawn by core/io/plot.c into memory and written whole (temp, fsync,
+ * rename), or to stdout with -o -. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt_files.h"
+#include "cli.h"
+#include "config/spec.h"
+#include "io/checkpoint.h"
+#include "io/curves.h"
+#include "io/plot.h"
+#include "pictures.h"
+
+/* The base name of dir's real path ("runs/mnist/." -> "mnist"), in buf. */
+static void dir_name(char *buf, size_t size, const char *dir)
+{
+	char real[PATH_MAX];
+
+	if (!realpath(dir, real))
+		snprintf(real, sizeof(real), "%s", dir);
+	snprintf(buf, size, "%s", basename(real));
+}
+
+/* The run's name and metrics file name from a checkpoint in dir, when one
+ * can be read; *name and *metrics stay as they are otherwise. */
+static void from_checkpoint(const char *dir, char *name, size_t nsize,
+			    char *metrics, size_t msize)
+{
+	struct akk_checkpoint ck = { 0 };
+	struct akk_spec s = { 0 };
+	struct akk_err e = { 0 };
+	char *path = NULL;
+
+	if (ckpt_pick(dir, 0, &path, &e) == 1 && !akk_checkpoint_read(&ck, path, &e) &&
+	    !akk_checkpoint_spec(&ck, &s, NULL, 0, &e)) {
+		if (s.name && *s.name)
+			snprintf(name, nsize, "%s", s.name);
+		if (s.out.metrics && *s.out.metrics)
+			snprintf(metrics, msize, "%s", s.out.metrics);
+	}
+	akk_spec_release(&s);
+	akk_checkpoint_release(&ck);
+	free(path);
+}
+
+int cmd_plot(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = NULL, *arg;
+	char name[256], metrics[PATH_MAX], mpath[2 * PATH_MAX + 2], opath[PATH_MAX + 16];
+	char title[300], dir[PATH_MAX];
+	struct akk_curves cv = { 0 };
+	struct akk_err e = { 0 };
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int c, rc = EXIT_USAGE;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'h': return cli_help("plot");
+		default: return cli_bad_option("plot", c, argv);
+		}
+	}
+	if (optind != argc - 1) {
+		if (optind == argc)
+			cli_errorf(EXIT_USAGE, "plot needs a RUNDIR");
+		else
+			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
+		return cli_usage_error("plot");
+	}
+	if (out && !*out)
+		return cli_errorf(EXIT_USAGE, "option '--out' needs a file name");
+	arg = argv[optind];
+	if (stat(arg, &st))
+		return cli_errorf(EXIT_USAGE, "cannot open '%s': %s", arg, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		size_t n = strlen(arg);
+		while (n > 1 && arg[n - 1] == '/')	/* "runs/mnist/": no "//" in paths */
+			n--;
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, arg);
+		dir_name(name, sizeof(name), arg);
+		snprintf(metrics, sizeof(metrics), "metrics.csv");
+		from_checkpoint(arg, name, sizeof(name), metrics, sizeof(metrics));
+		snprintf(mpath, sizeof(mpath), "%s/%s", dir, metrics);
+		if (strlen(mpath) >= PATH_MAX)
+			return cli_errorf(EXIT_USAGE, "the path of '%s' is too long", dir);
+		if (access(mpath, F_OK))
+			return cli_errorf(EXIT_USAGE, "'%s' is not a run directory: it has no %s",
+					  dir, metrics);
+	} else {
+		/* A metrics file: the run is the directory that holds it. */
+		char tmp[PATH_MAX];
+		snprintf(mpath, sizeof(mpath), "%s", arg);
+		snprintf(tmp, sizeof(tmp), "%s", arg);
+		snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+		dir_name(name, sizeof(name), dir);
+	}
+	if (akk_curves_load(&cv, mpath, &e))
+		return cli_report(&e, EXIT_USAGE);
+	if (!out) {
+		snprintf(opath, sizeof(opath), "%s/curves.svg", dir);
+		out = opath;
+	}
+	snprintf(title, sizeof(title), "%s: learning curves", name);
+	rc = EXIT_RUNTIME;
+	if (!(mem = open_memstream(&buf, &len))) {
+		akk_err_set(&e, "out of memory");
+		goto report;
+	}
+	if (akk_plot_curves(mem, &cv, title, out, &e)) {
+		fclose(mem);
+		goto report;
+	}
+	if (fclose(mem)) {
+		akk_err_set(&e, "out of memory");
+		goto report;
+	}
+	if (cli_write_svg(out, buf, len, &e))
+		goto report;
+	if (strcmp(out, "-"))
+		fprintf(stderr, "wrote '%s'\n", out);
+	rc = EXIT_OK;
+	goto done;
+report:
+	cli_report(&e, rc);
+done:
+	free(buf);
+	akk_curves_release(&cv);
+	return rc;
+}
