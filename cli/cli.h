@@ -61,6 +61,8 @@ int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+extern const char cmd_predict_usage[], cmd_predict_details[];
 int cmd_help(int argc, char **argv);
 
 #endif
