@@ -211,7 +211,6 @@ int cmd_predict(int argc, char **argv)
 		goto report;
 	} else
 		made_out = 1;
-	write_header(&o);
 	for (int i = optind + 1; i < argc; i++) {
 		const char *path = argv[i];
 
@@ -221,6 +220,8 @@ int cmd_predict(int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto report;
 		}
+		if (i == optind + 1)	/* after the first input proved readable */
+			write_header(&o);
 		for (size_t s = 0; s < d.n; s += PREDICT_BLOCK) {
 			size_t B = d.n - s < PREDICT_BLOCK ? d.n - s : PREDICT_BLOCK;
 

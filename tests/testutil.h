@@ -84,4 +84,10 @@ unsigned char *tu_idx_bytes(int type, int rank, const uint32_t *dims,
 /* Expect the whitespace-separated word key next in f (fixture files). */
 void tu_expect_word(FILE *f, const char *key);
 
+/* A short run of configs/lenet.yaml in dir/run (one epoch on the first
+ * ntrain MNIST training images, copied to dir): for predict and the
+ * library. Returns 0; 1 when datasets/mnist is missing (the caller
+ * skips); -1 when training failed (printed). */
+int tu_lenet_run(const char *dir, int ntrain);
+
 #endif

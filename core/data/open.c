@@ -37,9 +37,11 @@ static int idx_inputs(struct akk_dataset *d, const char *path, struct akk_err *e
 	if (akk_idx_load(&x, path, e))
 		return -1;
 	if (x.rank != 3) {
+		int rank = x.rank;
+
 		akk_idx_release(&x);
-		return akk_err_at(e, path, 0, 0, "IDX images have rank 3 (N x H x W), this file has rank %d",
-				  x.rank);
+		return akk_err_at(e, path, 0, 0, "not an image file: rank %d, expected rank 3 (N x H x W)",
+				  rank);
 	}
 	if (x.dims[1] > INT_MAX || x.dims[2] > INT_MAX) {
 		akk_idx_release(&x);
