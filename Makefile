@@ -54,7 +54,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
-TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint test_tensor test_provider
+TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint test_tensor test_provider test_lib
 
 .PHONY: all deps data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl
@@ -174,7 +174,9 @@ install: $(B)/akkctl
 # needs only OpenBLAS, zlib and libyaml. akkctl and the tests keep linking
 # the static libakk.a, built without -fPIC. core/api/akk.map exports the
 # akk.h functions and nothing else. `make install` adds the library, the
-# header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3).
+# header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3). akk.pc
+# names only -lakk: libakk.so is the only form installed, and it carries
+# its own dependencies (DT_NEEDED).
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 LIB_MAJOR  := $(firstword $(subst ., ,$(VERSION)))
@@ -197,25 +199,23 @@ $(B)/$(LIB_REAL): $(LIB_OBJ) core/api/akk.map
 	ln -sf $(LIB_REAL) $(B)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(B)/libakk.so
 
-$(B)/akk.pc: core/api/akk.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e 's|@REQUIRES@|$(LIB_PKGS)|g' $< > $@
-
 install: install-lib
-install-lib: $(B)/$(LIB_REAL) $(B)/akk.pc
+install-lib: $(B)/$(LIB_REAL)
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 755 $(B)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_REAL)
 	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libakk.so
 	install -m 644 core/api/akk.h $(DESTDIR)$(INCLUDEDIR)/akk.h
-	install -m 644 $(B)/akk.pc $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		core/api/akk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc
 	install -m 644 man/akk.3 $(DESTDIR)$(PREFIX)/share/man/man3/akk.3
 
 # test_lib installs the library into a staging directory: build it first.
 ifeq ($(B),build)
-test: $(B)/$(LIB_REAL) $(B)/akk.pc
+test: $(B)/$(LIB_REAL)
 endif
 # ---- end of libakk ---------------------------------------------------------
 

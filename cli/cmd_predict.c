@@ -229,7 +229,7 @@ int cmd_predict(int argc, char **argv)
 			for (size_t k = 0; k < B * in; k++)
 				x[k] = d.xtype == AKK_X_U8 ? (float)d.x8[s * in + k]
 							   : d.xf[s * in + k];
-			if (akk_predict(m, x, (long)B, prob, msg, sizeof(msg))) {
+			if (akk_predict(m, x, B * in, prob, B * o.C, msg, sizeof(msg))) {
 				akk_err_at(&e, path, 0, 0, "%s", msg);
 				goto report;
 			}

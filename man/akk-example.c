@@ -64,13 +64,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: not an IDX image file\n", argv[2]);
 		goto out;
 	}
-	if ((size_t)h * w != akk_input_size(m)) {
-		fprintf(stderr, "%s: %d x %d images, the model takes %zu values\n",
-			argv[2], h, w, akk_input_size(m));
-		goto out;
-	}
 	prob = malloc((size_t)n * classes * sizeof(float) + 1);
-	if (!prob || akk_predict(m, x, n, prob, err, sizeof(err))) {
+	if (!prob || akk_predict(m, x, (size_t)n * h * w, prob, (size_t)n * classes,
+				 err, sizeof(err))) {
 		fprintf(stderr, "akk_predict: %s\n", prob ? err : "out of memory");
 		goto out;
 	}

@@ -257,10 +257,11 @@ static const float *gate_forward(const struct akk_lib_model *m, int g,
 	return x;
 }
 
-int akk_predict(const akk_model *m, const float *x, long n, float *out,
-		char *err, size_t errlen)
+int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
+		size_t nout, char *err, size_t errlen)
 {
 	size_t in = akk_input_size(m);
+	long n = (long)(nx / in);
 	int C = m->plan.classes, rc = -1;
 	float a = m->pre.map.a, b = m->pre.map.b;
 	struct workspace w;
@@ -271,11 +272,21 @@ int akk_predict(const akk_model *m, const float *x, long n, float *out,
 
 	_mm_setcsr(csr | 0x8040);
 #endif
-	if (n < 0 || (n > 0 && (!x || !out))) {
-		if (n < 0)
-			put_msg(err, errlen, "negative number of samples %ld", n);
-		else
-			put_msg(err, errlen, "no input or output buffer");
+	if (nx % in) {
+		char shape[64];
+
+		akk_shape_format(m->spec.input, shape, sizeof(shape));
+		put_msg(err, errlen, "%zu input values are not a whole number of samples of %zu values (%s)",
+			nx, in, shape);
+		goto restore;
+	}
+	if (nout / C < (size_t)n) {
+		put_msg(err, errlen, "an output buffer of %zu floats is too small for %ld samples of %d outputs",
+			nout, n, C);
+		goto restore;
+	}
+	if (n > 0 && (!x || !out)) {
+		put_msg(err, errlen, "no input or output buffer");
 		goto restore;
 	}
 	if (workspace_alloc(&w, m, n < AKK_PREDICT_CHUNK ? (n ? (int)n : 1) : AKK_PREDICT_CHUNK)) {

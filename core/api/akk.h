@@ -63,13 +63,15 @@ int akk_is_regression(const akk_model *m);
  * names no classes (or k is out of range). Owned by the model. */
 const char *akk_class_name(const akk_model *m, int k);
 
-/* Predict n samples: x holds n * akk_input_size(m) raw values, sample
- * after sample (channels first); out receives n * akk_outputs(m) floats,
- * for each sample the probability of every class (softmax), or the
- * predicted values for regression. Returns 0, or -1 with a message in
- * err (n < 0, out of memory, a non-finite output). */
-int akk_predict(const akk_model *m, const float *x, long n, float *out,
-		char *err, size_t errlen);
+/* Predict the samples in x: nx raw values, a whole number of samples of
+ * akk_input_size(m) values each, sample after sample (channels first).
+ * out (room for nout floats) receives akk_outputs(m) floats per sample:
+ * the probability of every class (softmax), or the predicted values for
+ * regression. Returns 0, or -1 with a message in err: nx not a whole
+ * number of samples (the input has the wrong shape), out too small, out
+ * of memory, a non-finite output. */
+int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
+		size_t nout, char *err, size_t errlen);
 
 /* Free everything the model holds; m may be NULL. */
 void akk_close(akk_model *m);
