@@ -31,7 +31,7 @@ static float *read_idx(const char *path, long *n, int *h, int *w)
 				x = NULL;
 				break;
 			}
-			x[i] = (float)c;	/* raw pixels: the model scales them */
+			x[i] = (float)c; /* raw pixels: the model scales them */
 		}
 	}
 	fclose(f);
