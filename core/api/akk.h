@@ -14,8 +14,11 @@
  *
  * Threads: after akk_open returns, any number of threads may call
  * akk_predict (and the query functions) on the same model at once. The
- * weights are read-only; every akk_predict call allocates its own
- * workspace. akk_close must not race with any other call on the model.
+ * weights are read-only; every akk_predict call works in a workspace of
+ * its own, taken from the model's mutex-guarded list of idle ones (or
+ * allocated when none is free) and put back at the end, so the model
+ * keeps one per call that ran at the same time until akk_close. akk_close
+ * must not race with any other call on the model.
  *
  * Link with `pkg-config --cflags --libs akk`. */
 #ifndef AKK_H
