@@ -335,7 +335,7 @@ static void predict_bad_checkpoint(void **state)
 	assert_rc(ak("predict", NULL), 2);
 	tu_assert_line(g_err, "akkctl: predict needs a CHECKPOINT and an INPUT");
 	assert_rc(ak("predict", g_ckpt, g_test, "--format", "csvx", NULL), 2);
-	tu_assert_line(g_err, "akkctl: --format must be idx or pnm, not 'csvx'");
+	tu_assert_line(g_err, "akkctl: data format 'csvx' has no reader for unlabelled input");
 	assert_rc(ak("predict", "--help", NULL), 0);
 	tu_assert_prefix(g_out, "usage: akkctl predict CHECKPOINT|DIR INPUT...");
 }
