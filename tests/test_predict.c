@@ -281,6 +281,11 @@ static void predict_bad_input(void **state)
 	assert_rc(ak("predict", g_ckpt, bad, NULL), 2);
 	snprintf(want, sizeof(want), "akkctl: %s: pixel value is larger than 255", bad);
 	tu_assert_line(g_err, want);
+	/* binary pixels right after maxval */
+	assert_int_equal(tu_write_file(bad, "P5 2 1 255x\001\002", 13), 0);
+	assert_rc(ak("predict", g_ckpt, bad, NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: %s: no white space after maxval at byte 10", bad);
+	tu_assert_line(g_err, want);
 	/* images of the wrong size */
 	{
 		const char *small = tu_path(g_dir, "small.idx");

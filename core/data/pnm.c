@@ -132,6 +132,10 @@ int akk_pnm_dataset(struct akk_dataset *d, const char *path, struct akk_err *e)
 		}
 	} else {
 		/* exactly one white-space byte ends the header */
+		if (pos >= len || !isspace(p[pos])) {
+			akk_err_at(e, path, 0, 0, "no white space after maxval at byte %zu", pos);
+			goto fail;
+		}
 		pos++;
 		if (len < pos || len - pos != nval) {
 			akk_err_at(e, path, 0, 0, "%zu bytes of pixels, but %ld x %ld%s takes %zu",
