@@ -12,6 +12,8 @@
 #   make deps-graph   the include graph; fails on a circle or an upward include
 #   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
 #                     the example configs in PREFIX/share/akkctl/configs
+#   make lib          the inference library libakk.so (akk(3)); make install
+#                     installs it with akk.h, akk.pc and akk(3)
 #   make MPI=1        build with Open MPI (the default when mpicc is found;
 #                     MPI=0 builds without it)
 #
@@ -52,7 +54,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
-TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint test_tensor test_provider
+TSAN_TESTS ?= test_mailbox test_runtime test_checkpoint test_tensor test_provider test_lib
 
 .PHONY: all deps data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl
@@ -196,6 +198,58 @@ install: $(B)/akkctl
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 configs/*.yaml $(DESTDIR)$(PREFIX)/share/akkctl/configs/
+
+# ---- libakk: the inference library (akk.h, akk(3)) -------------------------
+# libakk.so.MAJOR.MINOR.PATCH with soname libakk.so.MAJOR, from its own PIC
+# objects in $(B)/pic: core/ without runtime/ (the actors and MPI) and the
+# ONNX writer (protobuf-c), so it
+# needs only OpenBLAS, zlib and libyaml. akkctl and the tests keep linking
+# the static libakk.a, built without -fPIC. core/api/akk.map exports the
+# akk.h functions and nothing else. `make install` adds the library, the
+# header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3). akk.pc
+# names only -lakk: libakk.so is the only form installed, and it carries
+# its own dependencies (DT_NEEDED).
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LIB_MAJOR  := $(firstword $(subst ., ,$(VERSION)))
+LIB_REAL   := libakk.so.$(VERSION)
+LIB_SONAME := libakk.so.$(LIB_MAJOR)
+LIB_SRC    := $(filter-out core/runtime/% core/io/onnx.c,$(CORE_SRC))
+LIB_OBJ    := $(LIB_SRC:%.c=$(B)/pic/%.o)
+LIB_PKGS   := yaml-0.1 openblas zlib
+.PHONY: lib install-lib
+lib: $(B)/$(LIB_REAL)
+
+$(B)/pic/%.o: %.c $(wildcard core/*/*.h) Makefile $(B)/flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -fPIC -c -o $@ $<
+
+$(B)/$(LIB_REAL): $(LIB_OBJ) core/api/akk.map
+	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=core/api/akk.map \
+		-Wl,--as-needed -Wl,-z,defs -o $@ $(LIB_OBJ) \
+		$(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -pthread $(SAN) $(LDFLAGS)
+	ln -sf $(LIB_REAL) $(B)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(B)/libakk.so
+
+install: install-lib
+install-lib: $(B)/$(LIB_REAL)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 755 $(B)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_REAL)
+	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libakk.so
+	install -m 644 core/api/akk.h $(DESTDIR)$(INCLUDEDIR)/akk.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		core/api/akk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc
+	install -m 644 man/akk.3 $(DESTDIR)$(PREFIX)/share/man/man3/akk.3
+
+# test_lib installs the library into a staging directory: build it first.
+ifeq ($(B),build)
+test: $(B)/$(LIB_REAL)
+endif
+# ---- end of libakk ---------------------------------------------------------
 
 clean:
 	rm -rf build akkctl

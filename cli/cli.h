@@ -65,6 +65,8 @@ int cmd_export(int argc, char **argv);
 extern const char cmd_export_usage[], cmd_export_details[];
 int cmd_lrfind(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+extern const char cmd_predict_usage[], cmd_predict_details[];
 int cmd_help(int argc, char **argv);
 
 #endif

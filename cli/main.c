@@ -102,6 +102,7 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
+	{ "predict", cmd_predict, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
 	{ "inspect", cmd_inspect,
 	  "usage: akkctl inspect CHECKPOINT|DIR\n",
 	  "show what a checkpoint holds",

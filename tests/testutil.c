@@ -382,3 +382,49 @@ char *tu_stderr_end(void)
 	assert_non_null(s);
 	return s;
 }
+
+/* The first n records of an IDX file (header of hdr bytes, rec bytes per
+ * record) with the count field set to n. */
+static int tu_idx_head(const char *from, const char *to, int hdr, size_t rec, int n)
+{
+	size_t len;
+	unsigned char *p = (unsigned char *)tu_slurp(from, &len);
+	int rc = -1;
+
+	if (p && len >= hdr + rec * n) {
+		p[4] = (unsigned char)(n >> 24);
+		p[5] = (unsigned char)(n >> 16);
+		p[6] = (unsigned char)(n >> 8);
+		p[7] = (unsigned char)n;
+		rc = tu_write_file(to, p, hdr + rec * n);
+	}
+	free(p);
+	return rc;
+}
+
+int tu_lenet_run(const char *dir, int ntrain)
+{
+	char out[4096], err[4096], im[1024], lb[1024], run[1024], si[1100], sl[1100];
+	int rc;
+
+	if (!tu_exists("datasets/mnist/train-images-idx3-ubyte") ||
+	    !tu_exists("datasets/mnist/t10k-images-idx3-ubyte"))
+		return 1;
+	snprintf(im, sizeof(im), "%s/train-images", dir);
+	snprintf(lb, sizeof(lb), "%s/train-labels", dir);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(si, sizeof(si), "data.train.images=%s", im);
+	snprintf(sl, sizeof(sl), "data.train.labels=%s", lb);
+	if (tu_idx_head("datasets/mnist/train-images-idx3-ubyte", im, 16, 784, ntrain) ||
+	    tu_idx_head("datasets/mnist/train-labels-idx1-ubyte", lb, 8, 1, ntrain)) {
+		fprintf(stderr, "cannot copy %d MNIST training samples to %s\n", ntrain, dir);
+		return -1;
+	}
+	rc = tu_ak(out, sizeof(out), err, sizeof(err), "train", "configs/lenet.yaml", "--epochs", "1",
+		   "--out", run, "--set", si, "--set", sl, "--quiet", NULL);
+	if (rc) {
+		fprintf(stderr, "training lenet failed (exit %d):\n%s", rc, err);
+		return -1;
+	}
+	return 0;
+}

@@ -90,4 +90,10 @@ void tu_expect_word(FILE *f, const char *key);
 void tu_stderr_begin(void);
 char *tu_stderr_end(void);
 
+/* A short run of configs/lenet.yaml in dir/run (one epoch on the first
+ * ntrain MNIST training images, copied to dir): for predict and the
+ * library. Returns 0; 1 when datasets/mnist is missing (the caller
+ * skips); -1 when training failed (printed). */
+int tu_lenet_run(const char *dir, int ntrain);
+
 #endif

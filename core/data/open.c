@@ -1,9 +1,12 @@
 /* open.c - dispatching a config's data to its format's reader. */
 #include "data/open.h"
 
+#include <limits.h>
 #include <string.h>
+#include <strings.h>
 
 #include "data/idx.h"
+#include "data/pnm.h"
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
@@ -24,4 +27,54 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 	if (!s->format || !strcmp(s->format, "idx"))
 		return akk_idx_dataset(d, images, labels, e);
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
+}
+
+/* An IDX image file alone: its bytes become d's, without labels. */
+static int idx_inputs(struct akk_dataset *d, const char *path, struct akk_err *e)
+{
+	struct akk_idx x;
+
+	if (akk_idx_load(&x, path, e))
+		return -1;
+	if (x.rank != 3) {
+		int rank = x.rank;
+
+		akk_idx_release(&x);
+		return akk_err_at(e, path, 0, 0, "not an image file: rank %d, expected rank 3 (N x H x W)",
+				  rank);
+	}
+	if (x.dims[1] > INT_MAX || x.dims[2] > INT_MAX) {
+		akk_idx_release(&x);
+		return akk_err_at(e, path, 0, 0, "image size %lu x %lu is too large",
+				  (unsigned long)x.dims[1], (unsigned long)x.dims[2]);
+	}
+	d->n = x.count;
+	d->in = x.item;
+	d->c = 1;
+	d->h = (int)x.dims[1];
+	d->w = (int)x.dims[2];
+	d->xtype = AKK_X_U8;
+	d->x8 = x.data;
+	return 0;
+}
+
+const char *akk_data_input_format(const char *path, const char *config_format)
+{
+	size_t n = strlen(path);
+
+	if (n > 4 && (!strcasecmp(path + n - 4, ".pgm") || !strcasecmp(path + n - 4, ".ppm") ||
+		      !strcasecmp(path + n - 4, ".pnm")))
+		return "pnm";
+	return config_format ? config_format : "idx";
+}
+
+int akk_data_open_inputs(struct akk_dataset *d, const char *format,
+			 const char *path, struct akk_err *e)
+{
+	memset(d, 0, sizeof(*d));
+	if (!format || !strcmp(format, "idx"))
+		return idx_inputs(d, path, e);
+	if (!strcmp(format, "pnm"))
+		return akk_pnm_dataset(d, path, e);
+	return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
 }

@@ -1,0 +1,263 @@
+/* cmd_predict.c - akkctl predict: classes (or values) for unlabelled input.
+ *
+ * The network comes from the checkpoint through the inference library
+ * (api/akk.h), so akkctl predict and a program linked with libakk give the
+ * same numbers bit for bit; the input files are read by the data readers
+ * (data/open.h: IDX images, PGM/PPM images, ...). Output is CSV: a header
+ * line, then one row per sample, indices counted on across the inputs. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/akk.h"
+#include "ckpt_files.h"
+#include "cli.h"
+#include "data/open.h"
+
+/* Samples converted and predicted at a time: a multiple of the library's
+ * internal batch, so the batches equal those of one call on a whole file. */
+#define PREDICT_BLOCK 4096
+
+const char cmd_predict_usage[] =
+	"usage: akkctl predict CHECKPOINT|DIR INPUT... [--out FILE] [--top K]\n"
+	"                      [--format FORMAT]\n"
+	"\n"
+	"  -o, --out FILE         write the CSV to FILE instead of stdout\n"
+	"  -k, --top K            also the K best classes and their probabilities\n"
+	"  -f, --format FORMAT    read every INPUT as FORMAT: idx or pnm (default:\n"
+	"                         pnm for names ending in .pgm, .ppm or .pnm, else idx)\n";
+
+const char cmd_predict_details[] =
+	"\n"
+	"Rebuilds the network from CHECKPOINT (a run directory: its best.bin, else\n"
+	"last.bin, else the newest epoch-NNNN.bin, as eval) and predicts every\n"
+	"sample of every INPUT: an IDX image file (no label file needed) or one\n"
+	"PGM (P5, P2) or PPM (P6) image with maxval 255. The input preprocessing\n"
+	"(scale, normalize) is the checkpoint's.\n"
+	"\n"
+	"Output, CSV: the header, then one row per sample, in input order:\n"
+	"  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"
+	"      index counts from 0 across all INPUTs; predicted is the most\n"
+	"      probable class (its name when the checkpoint names its classes),\n"
+	"      probability its softmax probability (%.9g: the float exactly);\n"
+	"      with --top K the next K-1 classes by probability.\n"
+	"  index,value1,...,valueN\n"
+	"      for a regression network: the N predicted values.\n";
+
+struct out_ctx {
+	FILE *f;
+	const akk_model *m;
+	int C, top;
+	int *order;	/* C class indices, sorted per row */
+};
+
+static void put_class(FILE *f, const akk_model *m, int k)
+{
+	const char *name = akk_class_name(m, k);
+
+	if (!name) {
+		fprintf(f, "%d", k);
+		return;
+	}
+	if (!strpbrk(name, ",\"\n\r")) {
+		fputs(name, f);
+		return;
+	}
+	fputc('"', f);
+	for (const char *p = name; *p; p++) {
+		if (*p == '"')
+			fputc('"', f);
+		fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void write_header(const struct out_ctx *o)
+{
+	if (akk_is_regression(o->m)) {
+		fprintf(o->f, "index");
+		for (int k = 1; k <= o->C; k++)
+			fprintf(o->f, ",value%d", k);
+		fprintf(o->f, "\n");
+		return;
+	}
+	fprintf(o->f, "index,predicted,probability");
+	for (int k = 2; k <= o->top; k++)
+		fprintf(o->f, ",top%d,probability%d", k, k);
+	fprintf(o->f, "\n");
+}
+
+/* Most probable first; equal probabilities by class index. */
+static const float *g_row;
+static int by_prob(const void *a, const void *b)
+{
+	int i = *(const int *)a, j = *(const int *)b;
+
+	if (g_row[i] != g_row[j])
+		return g_row[i] > g_row[j] ? -1 : 1;
+	return i - j;
+}
+
+static void write_row(struct out_ctx *o, long index, const float *p)
+{
+	fprintf(o->f, "%ld", index);
+	if (akk_is_regression(o->m)) {
+		for (int k = 0; k < o->C; k++)
+			fprintf(o->f, ",%.9g", p[k]);
+		fprintf(o->f, "\n");
+		return;
+	}
+	for (int k = 0; k < o->C; k++)
+		o->order[k] = k;
+	g_row = p;
+	qsort(o->order, o->C, sizeof(int), by_prob);
+	for (int k = 0; k < o->top; k++) {
+		fputc(',', o->f);
+		put_class(o->f, o->m, o->order[k]);
+		fprintf(o->f, ",%.9g", p[o->order[k]]);
+	}
+	fprintf(o->f, "\n");
+}
+
+/* Whether the file's samples fit the network's input: the same C x H x W
+ * for an image network, the same number of values for a flat one. */
+static int check_shape(const struct akk_dataset *d, const akk_model *m,
+		       const char *path, struct akk_err *e)
+{
+	int dims[4], rank = akk_input_shape(m, dims);
+
+	if (rank == 3 ? d->c == dims[0] && d->h == dims[1] && d->w == dims[2]
+		      : d->in == akk_input_size(m))
+		return 0;
+	if (rank == 3)
+		return akk_err_at(e, path, 0, 0,
+				  "samples are %d x %d x %d (channels x height x width), but the network takes [%d, %d, %d]",
+				  d->c, d->h, d->w, dims[0], dims[1], dims[2]);
+	return akk_err_at(e, path, 0, 0, "samples have %zu values, but the network takes %zu",
+			  d->in, akk_input_size(m));
+}
+
+int cmd_predict(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "top", required_argument, NULL, 'k' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *outpath = NULL, *format = NULL;
+	char *ckpath = NULL, msg[8192];
+	int top = 1, c, rc = EXIT_USAGE, made_out = 0;
+	akk_model *m = NULL;
+	struct akk_dataset d = { 0 };
+	struct akk_err e = { 0 };
+	struct out_ctx o = { 0 };
+	float *x = NULL, *prob = NULL;
+	size_t in;
+	long index = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:k:f:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': outpath = optarg; break;
+		case 'k':
+			if (cli_parse_int("--top", optarg, 1, 1 << 20, &top))
+				return cli_usage_error("predict");
+			break;
+		case 'f': format = optarg; break;	/* data/open.c knows the formats */
+		case 'h': return cli_help("predict");
+		default: return cli_bad_option("predict", c, argv);
+		}
+	}
+	if (argc - optind < 2) {
+		cli_errorf(EXIT_USAGE, optind == argc ? "predict needs a CHECKPOINT and an INPUT"
+						      : "predict needs an INPUT");
+		return cli_usage_error("predict");
+	}
+	switch (ckpt_pick(argv[optind], 1, &ckpath, &e)) {
+	case -1: return cli_report(&e, EXIT_USAGE);
+	case 1: fprintf(stderr, "using '%s'\n", ckpath); break;
+	}
+	if (!(m = akk_open(ckpath, msg, sizeof(msg)))) {
+		free(ckpath);
+		return cli_errorf(EXIT_USAGE, "%s", msg);
+	}
+	o.m = m;
+	o.C = akk_outputs(m);
+	o.top = top > o.C ? o.C : top;
+	in = akk_input_size(m);
+	rc = EXIT_RUNTIME;
+	o.order = malloc(o.C * sizeof(int));
+	x = malloc((size_t)PREDICT_BLOCK * in * sizeof(float));
+	prob = malloc((size_t)PREDICT_BLOCK * o.C * sizeof(float));
+	if (!o.order || !x || !prob) {
+		akk_err_set(&e, "out of memory");
+		goto report;
+	}
+	if (!outpath)
+		o.f = stdout;
+	else if (!(o.f = fopen(outpath, "w"))) {
+		akk_err_set(&e, "cannot open '%s': %s", outpath, strerror(errno));
+		goto report;
+	} else
+		made_out = 1;
+	for (int i = optind + 1; i < argc; i++) {
+		const char *path = argv[i];
+
+		if (akk_data_open_inputs(&d, format ? format : akk_data_input_format(path, NULL),
+					 path, &e) ||
+		    check_shape(&d, m, path, &e)) {
+			rc = EXIT_USAGE;
+			goto report;
+		}
+		if (i == optind + 1)	/* after the first input proved readable */
+			write_header(&o);
+		for (size_t s = 0; s < d.n; s += PREDICT_BLOCK) {
+			size_t B = d.n - s < PREDICT_BLOCK ? d.n - s : PREDICT_BLOCK;
+
+			/* raw values, as the file holds them: the library preprocesses */
+			for (size_t k = 0; k < B * in; k++)
+				x[k] = d.xtype == AKK_X_U8 ? (float)d.x8[s * in + k]
+							   : d.xf[s * in + k];
+			if (akk_predict(m, x, B * in, prob, B * o.C, msg, sizeof(msg))) {
+				akk_err_at(&e, path, 0, 0, "%s", msg);
+				goto report;
+			}
+			for (size_t j = 0; j < B; j++)
+				write_row(&o, index++, prob + j * o.C);
+		}
+		akk_dataset_release(&d);
+	}
+	if (fflush(o.f) || ferror(o.f) || (made_out && fclose(o.f))) {
+		if (made_out)
+			o.f = NULL;
+		akk_err_set(&e, "cannot write '%s': %s", outpath ? outpath : "standard output",
+			    strerror(errno));
+		goto report;
+	}
+	o.f = NULL;
+	rc = EXIT_OK;
+	goto out;
+report:
+	cli_report(&e, rc);
+	if (made_out) {
+		if (o.f)
+			fclose(o.f);
+		o.f = NULL;
+		unlink(outpath);
+	}
+out:
+	if (o.f && o.f != stdout)
+		fclose(o.f);
+	akk_dataset_release(&d);
+	free(x);
+	free(prob);
+	free(o.order);
+	akk_close(m);
+	free(ckpath);
+	return rc;
+}

@@ -1,0 +1,86 @@
+/* akk.h - the akkctl inference library (libakk, akk(3)).
+ *
+ * Open a checkpoint written by `akkctl train`, ask the shape of one input
+ * sample and the number of outputs (and the class names when the
+ * checkpoint has them), predict a batch of samples into your buffer,
+ * close. Input values are raw, as the data files hold them (MNIST pixels
+ * 0..255): the preprocessing the network was trained with (scale,
+ * normalize) is read from the checkpoint and applied inside.
+ *
+ * Errors: every function that can fail returns NULL or -1 and writes a
+ * one-line message (no newline) into the caller's buffer err of errlen
+ * bytes (cut to fit; err may be NULL). Nothing here prints or exits, and
+ * the library keeps no state outside the akk_model.
+ *
+ * Threads: after akk_open returns, any number of threads may call
+ * akk_predict (and the query functions) on the same model at once. The
+ * weights are read-only; every akk_predict call works in a workspace of
+ * its own, taken from the model's mutex-guarded list of idle ones (or
+ * allocated when none is free) and put back at the end, so the model
+ * keeps one per call that ran at the same time until akk_close. akk_close
+ * must not race with any other call on the model.
+ *
+ * Link with `pkg-config --cflags --libs akk`. */
+#ifndef AKK_H
+#define AKK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AKK_VERSION_MAJOR 0
+#define AKK_VERSION_MINOR 1
+#define AKK_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if */
+#define AKK_VERSION_NUMBER (AKK_VERSION_MAJOR * 10000 + AKK_VERSION_MINOR * 100 + \
+			    AKK_VERSION_PATCH)
+#ifndef AKK_VERSION
+#define AKK_VERSION "0.1.0"
+#endif
+
+/* An opened model (opaque). */
+typedef struct akk_lib_model akk_model;
+
+/* The version of the library linked at run time: "MAJOR.MINOR.PATCH". */
+const char *akk_version(void);
+
+/* Open the checkpoint at path. Returns NULL with a message in err when the
+ * file is missing, not a checkpoint, damaged, from a newer format
+ * version, or its network cannot be rebuilt. */
+akk_model *akk_open(const char *path, char *err, size_t errlen);
+
+/* The shape of one input sample: its rank (1: [features], 3: [channels,
+ * height, width]) and, when dims is not NULL, its dims (dims has room for
+ * 4). */
+int akk_input_shape(const akk_model *m, int *dims);
+/* Values per input sample: the product of the dims. */
+size_t akk_input_size(const akk_model *m);
+/* Outputs per sample: the number of classes (or of predicted values for
+ * regression). */
+int akk_outputs(const akk_model *m);
+/* 1 when the model predicts values (regression), 0 for classes. */
+int akk_is_regression(const akk_model *m);
+/* The name of class k (0 <= k < akk_outputs), or NULL when the checkpoint
+ * names no classes (or k is out of range). Owned by the model. */
+const char *akk_class_name(const akk_model *m, int k);
+
+/* Predict the samples in x: nx raw values, a whole number of samples of
+ * akk_input_size(m) values each, sample after sample (channels first).
+ * out (room for nout floats) receives akk_outputs(m) floats per sample:
+ * the probability of every class (softmax), or the predicted values for
+ * regression. Returns 0, or -1 with a message in err: nx not a whole
+ * number of samples (the input has the wrong shape), out too small, out
+ * of memory, a non-finite output. */
+int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
+		size_t nout, char *err, size_t errlen);
+
+/* Free everything the model holds; m may be NULL. */
+void akk_close(akk_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
