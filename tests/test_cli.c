@@ -32,7 +32,8 @@
 #define BATCH 32
 #define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
 
-static const char *const commands[] = { "train", "eval", "bench", "check", "inspect", "help" };
+static const char *const commands[] = { "train", "eval", "bench", "check", "predict", "inspect",
+					 "export", "lr-find", "plot", "help" };
 #define NCOMMANDS (int)(sizeof(commands) / sizeof(commands[0]))
 
 static char g_dir[512];		/* the group's temp directory */
@@ -466,6 +467,19 @@ static void help_lists_commands(void **state)
 			char line[64];
 			snprintf(line, sizeof(line), "\n  %s ", commands[i]);
 			tu_assert_contains(g_out, line);
+		}
+		/* and every command the help lists is one of them: a new
+		 * command gets the checks below too */
+		for (const char *p = strstr(g_out, "\ncommands:\n"); p && (p = strstr(p + 1, "\n  "));) {
+			char name[32];
+			int known = 0;
+
+			if (sscanf(p + 3, "%31s", name) != 1)
+				break;
+			for (int i = 0; i < NCOMMANDS; i++)
+				known |= !strcmp(name, commands[i]);
+			if (!known)
+				fail_msg("'akkctl --help' lists '%s', which commands[] lacks", name);
 		}
 		if (f == 0)
 			snprintf(first, sizeof(first), "%s", g_out);
