@@ -154,7 +154,7 @@ int cmd_lrfind(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char **sets = calloc(argc, sizeof(*sets));
+	const char **sets = calloc(argc + 1, sizeof(*sets));
 	const char *out = NULL;
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
@@ -208,6 +208,8 @@ int cmd_lrfind(int argc, char **argv)
 		cli_errorf(EXIT_USAGE, "--max %g must be greater than --min %g", hi, lo);
 		goto usage;
 	}
+	/* the sweep is a flip-flop run, whatever the config says */
+	sets[nsets++] = "schedule.mode=flip-flop";
 	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 		goto out;
@@ -242,7 +244,6 @@ int cmd_lrfind(int argc, char **argv)
 			if (s.gates[i].has_optim)
 				sweep_schedule(&s.gates[i].optim, (float)lr0, (float)gamma);
 	}
-	s.sched.mode = AKK_MODE_FLIPFLOP;
 	s.sched.epochs = (int)((w.steps + per_epoch - 1) / per_epoch);
 	s.sched.max_loss = 0;	/* the sweep stops on its own */
 	s.sched.early.on = 0;
@@ -255,7 +256,7 @@ int cmd_lrfind(int argc, char **argv)
 	}
 	{
 		struct akk_run_config cfg = {
-			.mode = AKK_MODE_FLIPFLOP, .epochs = s.sched.epochs,
+			.mode = s.sched.mode, .epochs = s.sched.epochs,
 			.blas_threads = s.sched.threads,
 			.obs = { &w, on_batch, NULL },
 		};
