@@ -3,12 +3,17 @@
 
 #include <string.h>
 
+#include "data/cifar.h"
 #include "data/idx.h"
+#include "data/npy.h"
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	return part == AKK_DATA_TRAIN ? s->train_images != NULL
-				      : s->val_images != NULL;
+	int t = part == AKK_DATA_TRAIN;
+
+	return (t ? s->train_images : s->val_images) != NULL ||
+	       (t ? s->train_features : s->val_features) != NULL ||
+	       (t ? s->train_files.n : s->val_files.n) > 0;
 }
 
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
@@ -22,6 +27,16 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		return akk_err_set(e, "the config has no %s data",
 				   part == AKK_DATA_TRAIN ? "training" : "validation");
 	if (!s->format || !strcmp(s->format, "idx"))
-		return akk_idx_dataset(d, images, labels, e);
+		return akk_idx_dataset_layout(d, images, labels,
+					      s->layout_nhwc, e);
+	if (!strcmp(s->format, "npy"))
+		return akk_npy_dataset(d, part == AKK_DATA_TRAIN ?
+				       s->train_features : s->val_features,
+				       labels, s->layout_nhwc, e);
+	if (!strcmp(s->format, "cifar10")) {
+		const struct akk_path_list *f = part == AKK_DATA_TRAIN ?
+						&s->train_files : &s->val_files;
+		return akk_cifar_dataset(d, (const char *const *)f->v, f->n, e);
+	}
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
