@@ -25,7 +25,11 @@ int akk_augment_init(struct akk_augment *a, const struct akk_data_spec *s,
 	a->seed = seed;
 	if (!a->on)
 		return 0;
-	if (!(a->tmp = malloc((size_t)c * h * w * sizeof(float)))) {
+	a->tmp = malloc((size_t)c * h * w * sizeof(float));
+	a->col = malloc((size_t)w * sizeof(int));
+	if (!a->tmp || !a->col) {
+		free(a->tmp);
+		free(a->col);
 		memset(a, 0, sizeof(*a));
 		return akk_err_set(e, "out of memory for augmentation");
 	}
@@ -35,6 +39,7 @@ int akk_augment_init(struct akk_augment *a, const struct akk_data_spec *s,
 void akk_augment_release(struct akk_augment *a)
 {
 	free(a->tmp);
+	free(a->col);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -70,18 +75,24 @@ void akk_augment_sample(struct akk_augment *a, float *x, int epoch,
 	memcpy(a->tmp, x, (size_t)a->c * hw * sizeof(float));
 	/* out(y, x) = in(clamp(y + ty) + dy, clamp(x' + tx) + dx), x' the
 	 * flipped column; 0 outside the image */
+	/* the source column of each output column, -1 outside */
+	for (int xo = 0; xo < W; xo++) {
+		int sx = clamp((flip ? W - 1 - xo : xo) + tx, W - 1) + dx;
+		a->col[xo] = sx >= 0 && sx < W ? sx : -1;
+	}
 	for (int ch = 0; ch < a->c; ch++) {
 		const float *in = a->tmp + (size_t)ch * hw;
 		float *out = x + (size_t)ch * hw;
 		for (int y = 0; y < H; y++) {
 			int sy = clamp(y + ty, H - 1) + dy;
-			for (int xo = 0; xo < W; xo++) {
-				int sx = clamp((flip ? W - 1 - xo : xo) + tx,
-					       W - 1) + dx;
-				out[(size_t)y * W + xo] =
-					sy >= 0 && sy < H && sx >= 0 && sx < W ?
-					in[(size_t)sy * W + sx] : 0.0f;
+			float *o = out + (size_t)y * W;
+			if (sy < 0 || sy >= H) {
+				memset(o, 0, (size_t)W * sizeof(float));
+				continue;
 			}
+			const float *row = in + (size_t)sy * W;
+			for (int xo = 0; xo < W; xo++)
+				o[xo] = a->col[xo] >= 0 ? row[a->col[xo]] : 0.0f;
 		}
 	}
 }

@@ -11,7 +11,7 @@
  *     uncovered border 0 (0 after preprocessing: the mean when normalized);
  *   translate T: a shift by ty, tx in [-T, T], the border pixels repeated;
  *   flip: mirror left-right with probability 1/2.
- * All channels move together. Memory is one sample of scratch, allocated
+ * All channels move together. Memory is one sample (and one row) of scratch, allocated
  * by akk_augment_init: augmenting allocates nothing. */
 #ifndef AKK_AUGMENT_H
 #define AKK_AUGMENT_H
@@ -28,6 +28,7 @@ struct akk_augment {
 	int c, h, w;		/* sample shape, channels first */
 	uint64_t seed;
 	float *tmp;		/* (c, h, w) scratch, owned */
+	int *col;		/* (w) source column per output column, owned */
 };
 
 /* From the spec's augment keys for samples of c x h x w. Off (and nothing
