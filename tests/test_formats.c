@@ -603,6 +603,18 @@ static void test_cli_npy(void **state)
 	if (ak("eval", in_dir("run-npy"), NULL) != 0)
 		fail_msg("eval: %s", g_err);
 	tu_assert_contains(g_out, "samples 12 ");
+	/* the network's input against the features: exit 2 naming the file */
+	cfg = write_config("npy-shape.yaml",
+			   "  format: npy\n"
+			   "  train: {features: e2e-x.npy, labels: e2e-y.npy}\n",
+			   "[7]", "run-npy-shape");
+	assert_int_equal(ak("train", cfg, NULL), 2);
+	{
+		char want[1200];
+		snprintf(want, sizeof(want), "akkctl: %s: training images have 6 values each, but network.input [7] needs 7",
+			 in_dir("e2e-x.npy"));
+		tu_assert_line(g_err, want);
+	}
 }
 
 static void test_cli_cifar(void **state)

@@ -16,6 +16,26 @@ int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 	       (t ? s->train_files.n : s->val_files.n) > 0;
 }
 
+const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	int t = part == AKK_DATA_TRAIN;
+	const struct akk_path_list *f = t ? &s->train_files : &s->val_files;
+
+	if (s->format && !strcmp(s->format, "npy"))
+		return t ? s->train_features : s->val_features;
+	if (s->format && !strcmp(s->format, "cifar10"))
+		return f->n ? f->v[0] : NULL;
+	return t ? s->train_images : s->val_images;
+}
+
+const char *akk_data_label_file(const struct akk_data_spec *s,
+				enum akk_data_part part)
+{
+	if (s->format && !strcmp(s->format, "cifar10"))
+		return akk_data_file(s, part);
+	return part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
+}
+
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e)
 {
