@@ -250,13 +250,14 @@ static void test_no_alloc(void **state)
 	struct akk_data_spec s = spec(4, 1, 2);
 	struct akk_augment a;
 	struct akk_err e;
-	float *x = malloc(8 * 3 * 32 * 32 * sizeof(float));
+	float *x;
 	long before;
 
 	(void)state;
 #ifdef SANITIZED
 	skip();
 #endif
+	x = malloc(8 * 3 * 32 * 32 * sizeof(float));
 	assert_non_null(x);
 	tu_fill(x, 8 * 3 * 32 * 32, 0, 1, 3);
 	assert_int_equal(akk_augment_init(&a, &s, 3, 32, 32, 1, &e), 0);
