@@ -325,6 +325,42 @@ static void test_provider_train_only(void **state)
 	akk_dataset_release(&d);
 }
 
+/* A provider started mid-run (resume at epoch 1, batch 2) streams the
+ * same augmented batches as one that ran from the start. */
+static void test_resume_same_stream(void **state)
+{
+	struct akk_dataset d;
+	struct akk_data_spec s = spec(2, 1, 1);
+	struct akk_provider p, q;
+	struct akk_err e;
+	struct akk_batch *b, *c;
+	size_t in;
+
+	(void)state;
+	tu_dataset(&d, 20, 6, 2, 5);
+	in = d.in;
+	assert_int_equal(akk_provider_init(&p, &d, &s, 1, 7, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&q, &d, &s, 1, 7, 4, in, 2, 2, 1, 2, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_start(&p, &e), 0);
+	assert_int_equal(akk_provider_start(&q, &e), 0);
+	for (int i = 0; i < 5 + 2; i++) {	/* 5 batches per epoch */
+		b = akk_provider_next(&p);
+		akk_provider_recycle(&p, b);
+	}
+	for (int i = 0; i < 6; i++) {
+		b = akk_provider_next(&p);
+		c = akk_provider_next(&q);
+		assert_int_equal(b->epoch, c->epoch);
+		assert_int_equal(b->index, c->index);
+		assert_memory_equal(b->x, c->x, (size_t)b->B * in * sizeof(float));
+		akk_provider_recycle(&p, b);
+		akk_provider_recycle(&q, c);
+	}
+	akk_provider_release(&p);
+	akk_provider_release(&q);
+	akk_dataset_release(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_no_alloc),
 		cmocka_unit_test(test_provider_train_only),
+		cmocka_unit_test(test_resume_same_stream),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -559,6 +559,44 @@ static void test_spec_keys(void **state)
 		    "t.yaml:3:13: unknown key 'rotate' in data.augment");
 }
 
+/* data.layout reaches the IDX reader through akk_data_open. */
+static void test_open_idx_layout(void **state)
+{
+	uint32_t dims[4] = { 1, 1, 2, 2 }, n = 1;	/* 1 x (H 1, W 2, C 2) */
+	uint8_t px[4] = { 1, 2, 3, 4 }, lab[1] = { 3 };
+	unsigned char *b;
+	size_t size;
+	struct akk_data_spec ds;
+	struct akk_dataset d;
+	struct akk_err e;
+	char im[600], lb[600];
+
+	(void)state;
+	b = tu_idx_bytes(0x08, 4, dims, px, 4, &size);
+	snprintf(im, sizeof(im), "%s", in_dir("l4-im"));
+	assert_int_equal(tu_write_file(im, b, size), 0);
+	free(b);
+	b = tu_idx_bytes(0x08, 1, &n, lab, 1, &size);
+	snprintf(lb, sizeof(lb), "%s", in_dir("l4-lb"));
+	assert_int_equal(tu_write_file(lb, b, size), 0);
+	free(b);
+	memset(&ds, 0, sizeof(ds));
+	ds.format = "idx";
+	ds.train_images = im;
+	ds.train_labels = lb;
+	ds.layout_nhwc = 1;
+	assert_int_equal(akk_data_open(&d, &ds, AKK_DATA_TRAIN, &e), 0);
+	assert_int_equal(d.c, 2);
+	assert_int_equal(d.h, 1);
+	assert_int_equal(d.w, 2);
+	/* (w0: c0 c1, w1: c0 c1) = 1 2 3 4 -> channel 0: 1 3, channel 1: 2 4 */
+	assert_int_equal(d.x8[0], 1);
+	assert_int_equal(d.x8[1], 3);
+	assert_int_equal(d.x8[2], 2);
+	assert_int_equal(d.x8[3], 4);
+	akk_dataset_release(&d);
+}
+
 /* ---- end to end: train from the command line, evaluate the checkpoint ---- */
 
 static const char *write_config(const char *name, const char *data,
@@ -666,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_cifar_meta),
 		cmocka_unit_test(test_cifar_bad),
 		cmocka_unit_test(test_spec_keys),
+		cmocka_unit_test(test_open_idx_layout),
 		cmocka_unit_test(test_cli_npy),
 		cmocka_unit_test(test_cli_cifar),
 	};
