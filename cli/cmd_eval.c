@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "model/evaluate.h"
 #include "data/idx.h"
+#include "data/open.h"
 #include "model/model.h"
 #include "config/spec.h"
 #include "io/plot.h"
@@ -124,6 +125,7 @@ int cmd_eval(int argc, char **argv)
 	struct akk_err e = { 0 };
 	FILE *pf = NULL;
 	int made_preds = 0;	/* remove the predictions file on failure */
+	int from_cfg = 0;	/* the config's validation data, any format */
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:i:l:b:cp:h", opts, NULL)) != -1) {
@@ -180,14 +182,16 @@ int cmd_eval(int argc, char **argv)
 		images = ipath;
 		labels = lpath;
 	} else if (!images) {
-		if (!s.data.val_images) {
+		if (!akk_data_has(&s.data, AKK_DATA_VAL)) {
 			akk_err_set(&e, "the checkpoint's config has no validation data; give --data or --images and --labels");
 			goto report;
 		}
 		images = s.data.val_images;
 		labels = s.data.val_labels;
+		from_cfg = 1;
 	}
-	if (akk_idx_dataset(&d, images, labels, &e))
+	if (from_cfg ? akk_data_open(&d, &s.data, AKK_DATA_VAL, &e) :
+		       akk_idx_dataset(&d, images, labels, &e))
 		goto report;
 	if ((long)d.in != akk_shape_size(s.input)) {
 		akk_err_at(&e, images, 0, 0, "images have %zu values each, but the network takes %ld",

@@ -472,7 +472,7 @@ static void test_dataset_ranks(void **state)
 	lb = in_dir("rk-lb");
 	/* Swapped: the label file where images belong. */
 	snprintf(want, sizeof(want),
-		 "%s: not an image file: rank 1 (4), expected rank 3 (count x height x width)", lb);
+		 "%s: not an image file: rank 1 (4), expected rank 3 (count x height x width) or 4 (count x channels x height x width)", lb);
 	expect_dataset_error(lb, im, want);
 	/* Images where labels belong. */
 	snprintf(want, sizeof(want),
@@ -482,6 +482,54 @@ static void test_dataset_ranks(void **state)
 	snprintf(want, sizeof(want), "%s: cannot open: No such file or directory",
 		 in_dir("rk-none"));
 	expect_dataset_error(im, in_dir("rk-none"), want);
+}
+
+/* ---- rank-4 images (h13formats) ---- */
+
+/* N x C x H x W as it is; N x H x W x C (nhwc) made channels first. */
+static void test_dataset_rank4(void **state)
+{
+	uint32_t nchw[4] = { 2, 3, 2, 2 }, nhwc[4] = { 2, 2, 2, 3 }, n = 2;
+	uint8_t px[24], lab[2] = { 1, 4 };
+	struct akk_dataset d;
+	struct akk_err e;
+	struct buf b;
+
+	(void)state;
+	for (int i = 0; i < 24; i++)
+		px[i] = (uint8_t)i;
+	b = idx_bytes(0x08, 4, nchw, px, 24);
+	write_plain("r4-chw", b);
+	free(b.p);
+	b = idx_bytes(0x08, 4, nhwc, px, 24);
+	write_gz("r4-hwc.gz", b);
+	free(b.p);
+	b = idx_bytes(0x08, 1, &n, lab, 2);
+	write_plain("r4-lb", b);
+	free(b.p);
+
+	assert_int_equal(akk_idx_dataset(&d, in_dir("r4-chw"), in_dir("r4-lb"), &e), 0);
+	assert_int_equal(d.c, 3);
+	assert_int_equal(d.h, 2);
+	assert_int_equal(d.w, 2);
+	assert_int_equal(d.in, 12);
+	assert_int_equal(d.classes, 5);
+	assert_memory_equal(d.x8, px, 24);
+	akk_dataset_release(&d);
+
+	/* The same file read as nhwc: 3 x 2 x 2 becomes... 2 x 2 x 3 HWC,
+	 * so the file's (h, w, c) sample s = 12s + 3(2h + w) + c lands at
+	 * channel c, pixel 2h + w. */
+	assert_int_equal(akk_idx_dataset_layout(&d, in_dir("r4-hwc.gz"), in_dir("r4-lb"), 1, &e), 0);
+	assert_int_equal(d.c, 3);
+	assert_int_equal(d.h, 2);
+	assert_int_equal(d.w, 2);
+	for (int s = 0; s < 2; s++)
+		for (int c = 0; c < 3; c++)
+			for (int p = 0; p < 4; p++)
+				assert_int_equal(d.x8[s * 12 + c * 4 + p],
+						 s * 12 + p * 3 + c);
+	akk_dataset_release(&d);
 }
 
 /* ---- bounds: bombs, endless streams, junk ---- */
@@ -760,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_dataset_good),
 		cmocka_unit_test(test_dataset_mismatch),
 		cmocka_unit_test(test_dataset_ranks),
+		cmocka_unit_test(test_dataset_rank4),
 		cmocka_unit_test(test_gzip_bomb),
 		cmocka_unit_test(test_fifo_bounded),
 		cmocka_unit_test(test_gzip_junk),

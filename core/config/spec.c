@@ -1121,14 +1121,65 @@ static const struct key network_keys[] = {
 
 #define DATA struct akk_data_spec
 
+/* h13formats: a list of paths (data.train.files), each resolved like
+ * h_path. */
+static int h_paths(struct ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key,
+		   yaml_node_t *val)
+{
+	struct akk_path_list *l = FIELD(sec->obj, k, struct akk_path_list);
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+	struct key one = *k;
+	struct { char *p; } slot;
+	struct section sub = *sec;
+
+	(void)key;
+	if (n < 1)
+		return fail(c, val, "'%s' must list at least one file", k->name);
+	for (int i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->n = 0;
+	if (!(l->v = calloc((size_t)n, sizeof(*l->v))))
+		return akk_err_set(c->e, "out of memory");
+	one.off = 0;
+	sub.obj = &slot;
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *item = node(c, items[i]);
+		if (item->type != YAML_SCALAR_NODE)
+			return fail_type(c, "a file", "a string", item);
+		slot.p = NULL;
+		if (h_path(c, &one, &sub, NULL, item))
+			return -1;
+		l->v[l->n++] = slot.p;
+	}
+	return 0;
+}
+
+#define PATHS(K_, T_, F_)                                                    \
+	{ .name = K_, .type = YAML_SEQUENCE_NODE, .fn = h_paths,             \
+	  .what = "a list of files", .off = offsetof(T_, F_) }
+
+/* Which of images, labels, features, files each format needs; the others
+ * are checked in h_part. */
+static const char *const part_keys[] = { "images", "labels", "features",
+					 "files", NULL };
+
 static const struct key train_keys[] = {
-	STR("images", h_path, DATA, train_images, F_REQ),
-	STR("labels", h_path, DATA, train_labels, F_REQ),
+	STR("images", h_path, DATA, train_images, 0),
+	STR("labels", h_path, DATA, train_labels, 0),
+	/* h13formats: npy features, cifar10 record files */
+	STR("features", h_path, DATA, train_features, 0),
+	PATHS("files", DATA, train_files),
 	END,
 };
 static const struct key val_keys[] = {
-	STR("images", h_path, DATA, val_images, F_REQ),
-	STR("labels", h_path, DATA, val_labels, F_REQ),
+	STR("images", h_path, DATA, val_images, 0),
+	STR("labels", h_path, DATA, val_labels, 0),
+	/* h13formats: npy features, cifar10 record files */
+	STR("features", h_path, DATA, val_features, 0),
+	PATHS("files", DATA, val_files),
 	END,
 };
 static const struct key normalize_keys[] = {
@@ -1137,18 +1188,80 @@ static const struct key normalize_keys[] = {
 	END,
 };
 
-/* idx is the only format, and the default (data.format in defaults()). */
-static const char *const format_names[] = { "idx", NULL };
+/* idx is the default (data.format in defaults()). */
+static const char *const format_names[] = { "idx", "npy", "cifar10", NULL };
+
+/* data.format: one of format_names, stored as the name. */
+static int h_format(struct ctx *c, const struct key *k,
+		    const struct section *sec, yaml_node_t *key,
+		    yaml_node_t *val)
+{
+	return h_names(c, k, sec, key, val) || h_str(c, k, sec, key, val);
+}
+
+/* data.train and data.validation: the keys of the format (format comes
+ * first in data_keys, so it is known here). */
+static int h_part(struct ctx *c, const struct key *k,
+		  const struct section *sec, yaml_node_t *key,
+		  yaml_node_t *val)
+{
+	const char *f = ((DATA *)sec->obj)->format;
+	const char *need[3] = { "images", "labels", NULL };
+	yaml_node_t *kn;
+
+	if (h_section(c, k, sec, key, val))
+		return -1;
+	if (!strcmp(f, "npy"))
+		need[0] = "features";
+	else if (!strcmp(f, "cifar10")) {
+		need[0] = "files";
+		need[1] = NULL;
+	}
+	for (int i = 0; need[i]; i++)
+		if (!map_get(c, val, need[i], NULL))
+			return fail(c, val, "missing required key '%s' in data.%s%s%s%s",
+				    need[i], k->name, strcmp(f, "idx") ?
+				    " (data format '" : "", strcmp(f, "idx") ?
+				    f : "", strcmp(f, "idx") ? "')" : "");
+	for (int i = 0; part_keys[i]; i++) {
+		int j = 0;
+		while (need[j] && strcmp(need[j], part_keys[i]))
+			j++;
+		if (!need[j] && map_get(c, val, part_keys[i], &kn))
+			return fail(c, kn, "'%s' does not apply to data format '%s'",
+				    part_keys[i], f);
+	}
+	return 0;
+}
+
+/* h13formats: rank-4 image layout and augmentation. */
+static const char *const layout_names[] = { "nchw", "nhwc", NULL };
+static const struct key augment_keys[] = {
+	INT("crop_padding", DATA, crop_padding, F_LO | F_HI, 0, 64, 0),
+	BOOL("flip", DATA, flip, 0),
+	INT("translate", DATA, translate, F_LO | F_HI, 0, 64, 0),
+	END,
+};
 
 static const struct key data_keys[] = {
-	NAMES("format", DATA, format, F_NOSTORE, format_names, "data format",
-	      0),
-	SECTION("train", 0, F_REQ, train_keys, MARK(DATA, train_mark)),
-	SECTION("validation", 0, 0, val_keys, MARK(DATA, val_mark)),
+	{ .name = "format", .type = YAML_NO_NODE, .fn = h_format,
+	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
+	  .names = format_names, .noun = "data format" },
+	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_part,
+	  .what = "a mapping", .flags = F_REQ, .keys = train_keys,
+	  .mark_off = MARK(DATA, train_mark) },
+	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_part,
+	  .what = "a mapping", .keys = val_keys,
+	  .mark_off = MARK(DATA, val_mark) },
 	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = normalize_keys,
 	  .set_off = MARK(DATA, normalize) },
+	/* h13formats */
+	NAMES("layout", DATA, layout_nhwc, 0, layout_names, "layout", 0),
+	{ .name = "augment", .type = YAML_MAPPING_NODE, .fn = h_section,
+	  .what = "a mapping", .keys = augment_keys,
+	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
 	END,
 };
 
@@ -1947,6 +2060,14 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->data.train_labels);
 	free(s->data.val_images);
 	free(s->data.val_labels);
+	free(s->data.train_features);
+	free(s->data.val_features);
+	for (int i = 0; i < s->data.train_files.n; i++)
+		free(s->data.train_files.v[i]);
+	free(s->data.train_files.v);
+	for (int i = 0; i < s->data.val_files.n; i++)
+		free(s->data.val_files.v[i]);
+	free(s->data.val_files.v);
 	for (int i = 0; s->gates && i < s->ngates; i++)
 		free(s->gates[i].layers);
 	free(s->gates);

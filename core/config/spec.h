@@ -49,8 +49,14 @@ struct akk_gate_spec {
  * over all ranks. Rank 0 always hosts the sentinel and data providers. */
 enum akk_placement { AKK_PLACE_EXPLICIT, AKK_PLACE_CONTIGUOUS };
 
+/* A list of paths (data.train.files), owned. */
+struct akk_path_list {
+	char **v;
+	int n;
+};
+
 struct akk_data_spec {
-	char *format;			/* "idx" */
+	char *format;			/* "idx", "npy", "cifar10" */
 	/* Paths resolved against the config file's directory (absolute paths
 	 * stay as they are). Validation may be absent (NULL). */
 	char *train_images, *train_labels;
@@ -60,6 +66,17 @@ struct akk_data_spec {
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */
 	struct akk_mark train_mark, val_mark;
+	/* h13formats: .npy, CIFAR-10, rank-4 layout, augmentation */
+	char *train_features, *val_features;	/* npy: features (labels in
+						 * *_labels) */
+	struct akk_path_list train_files, val_files;	/* cifar10 */
+	int layout_nhwc;		/* layout: nhwc (rank-4 IDX, .npy);
+					 * default nchw */
+	int augment;			/* 1: an augment: mapping is given */
+	int crop_padding;		/* augment.crop_padding, default 0 */
+	int flip;			/* augment.flip, default false */
+	int translate;			/* augment.translate, default 0 */
+	struct akk_mark augment_mark;
 };
 
 struct akk_schedule_spec {

@@ -420,8 +420,32 @@ void akk_idx_release(struct akk_idx *x)
 	memset(x, 0, sizeof(*x));
 }
 
+/* (H, W, C) -> (C, H, W) for each of n samples of hw * c bytes. */
+static int to_channels_first(uint8_t *x, size_t n, size_t hw, size_t c)
+{
+	uint8_t *tmp = malloc(hw * c);
+
+	if (!tmp)
+		return -1;
+	for (size_t s = 0; s < n; s++) {
+		uint8_t *row = x + s * hw * c;
+		memcpy(tmp, row, hw * c);
+		for (size_t p = 0; p < hw; p++)
+			for (size_t ch = 0; ch < c; ch++)
+				row[ch * hw + p] = tmp[p * c + ch];
+	}
+	free(tmp);
+	return 0;
+}
+
 int akk_idx_dataset(struct akk_dataset *d, const char *images,
 		    const char *labels, struct akk_err *e)
+{
+	return akk_idx_dataset_layout(d, images, labels, 0, e);
+}
+
+int akk_idx_dataset_layout(struct akk_dataset *d, const char *images,
+			   const char *labels, int nhwc, struct akk_err *e)
 {
 	struct akk_idx im = { 0 }, lb = { 0 };
 	char dims[128];
@@ -430,16 +454,17 @@ int akk_idx_dataset(struct akk_dataset *d, const char *images,
 	memset(d, 0, sizeof(*d));
 	if (akk_idx_load(&im, images, e) < 0)
 		goto fail;
-	if (im.rank != 3) {
+	if (im.rank != 3 && im.rank != 4) {
 		format_dims(dims, sizeof(dims), im.dims, im.rank);
 		akk_err_at(e, images, 0, 0,
-			   "not an image file: rank %d (%s), expected rank 3 (count x height x width)",
+			   "not an image file: rank %d (%s), expected rank 3 (count x height x width) or 4 (count x channels x height x width)",
 			   im.rank, dims);
 		goto fail;
 	}
-	if (im.dims[1] > INT_MAX || im.dims[2] > INT_MAX) {
-		akk_err_at(e, images, 0, 0, "image size %lu x %lu is too large",
-			   (unsigned long)im.dims[1], (unsigned long)im.dims[2]);
+	if (im.dims[1] > INT_MAX || im.dims[2] > INT_MAX ||
+	    (im.rank == 4 && im.dims[3] > INT_MAX)) {
+		format_dims(dims, sizeof(dims), im.dims, im.rank);
+		akk_err_at(e, images, 0, 0, "image size %s is too large", dims);
 		goto fail;
 	}
 	if (akk_idx_load(&lb, labels, e) < 0)
@@ -470,6 +495,19 @@ int akk_idx_dataset(struct akk_dataset *d, const char *images,
 	d->c = 1;
 	d->h = (int)im.dims[1];
 	d->w = (int)im.dims[2];
+	if (im.rank == 4) {
+		/* rank 4: N x C x H x W, or N x H x W x C (nhwc) made
+		 * channels first here, once */
+		d->c = (int)im.dims[nhwc ? 3 : 1];
+		d->h = (int)im.dims[nhwc ? 1 : 2];
+		d->w = (int)im.dims[nhwc ? 2 : 3];
+		if (nhwc && d->c > 1 &&
+		    to_channels_first(im.data, im.count,
+				      (size_t)d->h * (size_t)d->w, (size_t)d->c)) {
+			akk_err_at(e, images, 0, 0, "out of memory");
+			goto fail;
+		}
+	}
 	d->in = im.item;
 	d->xtype = AKK_X_U8;
 	d->x8 = im.data;

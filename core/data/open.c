@@ -5,13 +5,38 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/cifar.h"
 #include "data/idx.h"
+#include "data/npy.h"
 #include "data/pnm.h"
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	return part == AKK_DATA_TRAIN ? s->train_images != NULL
-				      : s->val_images != NULL;
+	int t = part == AKK_DATA_TRAIN;
+
+	return (t ? s->train_images : s->val_images) != NULL ||
+	       (t ? s->train_features : s->val_features) != NULL ||
+	       (t ? s->train_files.n : s->val_files.n) > 0;
+}
+
+const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	int t = part == AKK_DATA_TRAIN;
+	const struct akk_path_list *f = t ? &s->train_files : &s->val_files;
+
+	if (s->format && !strcmp(s->format, "npy"))
+		return t ? s->train_features : s->val_features;
+	if (s->format && !strcmp(s->format, "cifar10"))
+		return f->n ? f->v[0] : NULL;
+	return t ? s->train_images : s->val_images;
+}
+
+const char *akk_data_label_file(const struct akk_data_spec *s,
+				enum akk_data_part part)
+{
+	if (s->format && !strcmp(s->format, "cifar10"))
+		return akk_data_file(s, part);
+	return part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
 }
 
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
@@ -25,7 +50,17 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		return akk_err_set(e, "the config has no %s data",
 				   part == AKK_DATA_TRAIN ? "training" : "validation");
 	if (!s->format || !strcmp(s->format, "idx"))
-		return akk_idx_dataset(d, images, labels, e);
+		return akk_idx_dataset_layout(d, images, labels,
+					      s->layout_nhwc, e);
+	if (!strcmp(s->format, "npy"))
+		return akk_npy_dataset(d, part == AKK_DATA_TRAIN ?
+				       s->train_features : s->val_features,
+				       labels, s->layout_nhwc, e);
+	if (!strcmp(s->format, "cifar10")) {
+		const struct akk_path_list *f = part == AKK_DATA_TRAIN ?
+						&s->train_files : &s->val_files;
+		return akk_cifar_dataset(d, (const char *const *)f->v, f->n, e);
+	}
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
 

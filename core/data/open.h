@@ -14,6 +14,12 @@ enum akk_data_part { AKK_DATA_TRAIN, AKK_DATA_VAL };
 
 /* Whether the config names data for part (validation may be absent). */
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part);
+/* The file that holds part's samples (IDX images, .npy features, the
+ * first CIFAR-10 file) and the one that holds its labels (the same file
+ * for CIFAR-10), for messages; NULL when absent. */
+const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part);
+const char *akk_data_label_file(const struct akk_data_spec *s,
+				enum akk_data_part part);
 /* Read part of the config's data into d. Errors name the file and the
  * place. */
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,

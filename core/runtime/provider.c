@@ -28,6 +28,8 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	p->index = index;
 	p->npool = npool;
 	akk_pixel_map(&p->map, ds);
+	if (shuffle && akk_augment_init(&p->aug, ds, d->c, d->h, d->w, seed, e))
+		return -1;
 	p->pool = calloc(npool, sizeof(*p->pool));
 	p->perm = shuffle ? malloc(d->n * sizeof(*p->perm)) : NULL;
 	if (!p->pool || (shuffle && !p->perm) ||
@@ -66,6 +68,7 @@ static void *provider_main(void *arg)
 
 		akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
 				     p->index + 1 == p->per_epoch, &p->map);
+		akk_augment_batch(&p->aug, b->x, b->B, p->perm, a, p->epoch);
 		b->index = p->index;
 		b->epoch = p->epoch;
 		if (++p->index == p->per_epoch) {
@@ -117,6 +120,7 @@ void akk_provider_release(struct akk_provider *p)
 		akk_batch_release(&p->pool[i]);
 	free(p->pool);
 	free(p->perm);
+	akk_augment_release(&p->aug);
 	akk_mailbox_release(&p->free);
 	akk_mailbox_release(&p->ready);
 	memset(p, 0, sizeof(*p));

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 
+#include "data/augment.h"
 #include "data/batch.h"
 #include "runtime/mailbox.h"
 
@@ -21,6 +22,7 @@ struct akk_provider {
 	int bs;
 	long per_epoch;
 	struct akk_pixel_map map;
+	struct akk_augment aug;		/* training only (data.augment) */
 	uint32_t *perm;			/* (n) when shuffling */
 	struct akk_batch *pool;		/* npool batches */
 	int npool;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/open.h"
 #include "io/metrics.h"
 #include "runtime/world.h"
 
@@ -36,8 +37,10 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 {
 	const struct akk_data_spec *ds = &m->spec->data;
 
-	return check_one(m, train, "training", ds->train_images, ds->train_labels, e) ||
-	       (val && check_one(m, val, "validation", ds->val_images, ds->val_labels, e)) ? -1 : 0;
+	return check_one(m, train, "training", akk_data_file(ds, AKK_DATA_TRAIN),
+			 akk_data_label_file(ds, AKK_DATA_TRAIN), e) ||
+	       (val && check_one(m, val, "validation", akk_data_file(ds, AKK_DATA_VAL),
+				 akk_data_label_file(ds, AKK_DATA_VAL), e)) ? -1 : 0;
 }
 
 /* Under MPI: who runs where, and the link to the other ranks. */

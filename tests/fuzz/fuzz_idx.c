@@ -188,9 +188,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_violation("dataset: loaded, but one of its files alone does not");
 		check_loaded(&xi, data + 8, n, "images");
 		check_loaded(&xl, data + 8 + n, size - 8 - n, "labels");
-		if (xi.rank != 3 || xl.rank != 1 || d.n != xi.count ||
-		    d.n != xl.count || d.h != (int)xi.dims[1] ||
-		    d.w != (int)xi.dims[2] || d.c != 1 || d.in != xi.item ||
+		if ((xi.rank != 3 && xi.rank != 4) || xl.rank != 1 || d.n != xi.count ||
+		    d.n != xl.count || d.h != (int)xi.dims[xi.rank - 2] ||
+		    d.w != (int)xi.dims[xi.rank - 1] ||
+		    d.c != (xi.rank == 4 ? (int)xi.dims[1] : 1) || d.in != xi.item ||
 		    d.xtype != AKK_X_U8 || (d.n && memcmp(d.x8, xi.data, d.n * d.in)))
 			fuzz_violation("dataset: %zu samples of %zu, images %zu (rank %d), labels %zu (rank %d)",
 				       d.n, d.in, xi.count, xi.rank, xl.count, xl.rank);
