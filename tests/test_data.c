@@ -16,6 +16,8 @@
 #include "data/preprocess.h"
 #include "data/split.h"
 #include "io/checkpoint.h"
+#include "model/gate.h"
+#include "model/model.h"
 
 static char g_out[1 << 16], g_err[1 << 16];
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
@@ -361,6 +363,9 @@ static void split_stored_and_kept_on_resume(void **unused)
 	assert_memory_equal(c2.pre.a, c.pre.a, 16 * sizeof(float));
 	assert_memory_equal(c2.pre.b, c.pre.b, 16 * sizeof(float));
 
+	assert_int_equal(ak("inspect", ck, NULL), 0);
+	tu_assert_line(g_out, "data         classification, input map of 16 values, "
+		       "100 training samples held out for validation");
 	/* eval takes the checkpoint's own held-out part */
 	assert_int_equal(ak("eval", ck, NULL), 0);
 	tu_assert_prefix(g_out, "samples 100  loss ");
@@ -445,6 +450,70 @@ static void data_section_validated(void **unused)
 	tu_rm_tree(g_dir);
 }
 
+/* A checkpoint of the split config's untrained network (gates at step 0)
+ * with class names, written by the library; eval prints the names, inspect
+ * lists them, and a repeated name is rejected. */
+static void class_names_in_checkpoint(void **unused)
+{
+	char *names[4] = { "cat", "dog", "emu", "gnu" };
+	struct akk_dataset d;
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate g[2];
+	const struct akk_gate *gp[2] = { &g[0], &g[1] };
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	const char *cfg, *ck;
+	char *text;
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	write_data(&d, 400);
+	cfg = write_config("names.yaml", "");
+	ck = tu_path(g_dir, "names.bin");
+	assert_non_null(text = tu_slurp(cfg, NULL));
+	if (akk_spec_parse(&s, text, strlen(text), cfg, g_dir, NULL, 0, &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s", e.msg);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(akk_gate_init(&g[i], &m.gates[i], 16, 1, 1, 0, 1, 1, 42, &e), 0);
+	{
+		struct akk_ckpt_source src = {
+			.spec = &s, .base_dir = g_dir, .gates = gp, .ngates = 2,
+			.class_names = names, .nclass_names = 4,
+		};
+		assert_int_equal(akk_checkpoint_write(ck, &src, &e), 0);
+	}
+	if (akk_checkpoint_read(&c, ck, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.nclass_names, 4);
+	assert_string_equal(c.class_names[3], "gnu");
+	akk_checkpoint_release(&c);
+	assert_int_equal(ak("inspect", ck, NULL), 0);
+	tu_assert_line(g_out, "classes      cat, dog, emu, gnu");
+	assert_int_equal(ak("eval", ck, "--images", tu_path(g_dir, "images"),
+			    "--labels", tu_path(g_dir, "labels"), NULL), 0);
+	tu_assert_contains(g_out, "\nemu  ");
+	tu_assert_contains(g_out, "\ngnu  ");
+	names[2] = "cat";
+	{
+		struct akk_ckpt_source src = {
+			.spec = &s, .base_dir = g_dir, .gates = gp, .ngates = 2,
+			.class_names = names, .nclass_names = 4,
+		};
+		assert_int_equal(akk_checkpoint_write(ck, &src, &e), 0);
+	}
+	assert_int_equal(akk_checkpoint_read(&c, ck, &e), -1);
+	tu_assert_contains(e.msg, "data.class_names[2] repeats 'cat'");
+	for (int i = 0; i < 2; i++)
+		akk_gate_release(&g[i]);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	akk_dataset_release(&d);
+	free(text);
+	tu_rm_tree(g_dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +524,7 @@ int main(void)
 		cmocka_unit_test(subset_partitions),
 		cmocka_unit_test(split_stored_and_kept_on_resume),
 		cmocka_unit_test(data_section_validated),
+		cmocka_unit_test(class_names_in_checkpoint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
