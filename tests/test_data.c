@@ -284,6 +284,8 @@ static void write_data(struct akk_dataset *d, size_t n)
 	tu_write_idx(tu_path(g_dir, "labels"), d, 0);
 }
 
+static const char *g_output_extra = "";	/* more output: keys */
+
 static const char *write_config(const char *name, const char *extra)
 {
 	char text[2048];
@@ -302,7 +304,7 @@ static const char *write_config(const char *name, const char *extra)
 		"    - layers: [{dense: 4}]\n"
 		"optimizer: {type: sgd, lr: 0.05}\n"
 		"schedule: {mode: flip-flop, epochs: 1, batch_size: 16}\n"
-		"output: {dir: out}\n", extra);
+		"output: {dir: out%s}\n", extra, g_output_extra);
 
 	assert_true(n > 0 && n < (int)sizeof(text));
 	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
@@ -652,6 +654,54 @@ static void regression_linear(void **unused)
 	tu_rm_tree(g_dir);
 }
 
+/* output.best_by: loss keeps in best.bin the epoch of the lowest
+ * validation loss (metrics.csv's), and records that loss; resumed, the
+ * choice goes on from the stored loss. */
+static void best_by_loss(void **unused)
+{
+	struct akk_dataset d;
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	const char *cfg;
+	char *text, *p;
+	double best = -1;
+	int best_epoch = 0;
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	write_data(&d, 400);
+	g_output_extra = ", best_by: loss";
+	cfg = write_config("best.yaml", "");
+	g_output_extra = "";
+	if (ak("train", cfg, "--quiet", "--epochs", "3", "--set", "optimizer.lr=0.5", NULL))
+		fail_msg("%s", g_err);
+	if (ak("train", cfg, "--quiet", "--resume", tu_path(g_dir, "out"), "--epochs", "6",
+	       "--set", "optimizer.lr=0.5", NULL))
+		fail_msg("%s", g_err);
+	assert_non_null(text = tu_slurp(tu_path(g_dir, "out/metrics.csv"), NULL));
+	for (p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+		int epoch;
+		char phase[16];
+		long n;
+		double loss;
+		if (sscanf(p + 1, "%d,%15[^,],%ld,%lf", &epoch, phase, &n, &loss) == 4 &&
+		    !strcmp(phase, "validation") && (best < 0 || loss < best)) {
+			best = loss;
+			best_epoch = epoch;
+		}
+	}
+	free(text);
+	assert_true(best_epoch > 0);
+	if (akk_checkpoint_read(&c, tu_path(g_dir, "out/best.bin"), &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.metrics.epoch, best_epoch);
+	assert_true(fabs(c.metrics.val_loss - best) < 1e-6);
+	assert_true(fabs(c.metrics.best_val_loss - best) < 1e-6);
+	akk_checkpoint_release(&c);
+	akk_dataset_release(&d);
+	tu_rm_tree(g_dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +714,7 @@ int main(void)
 		cmocka_unit_test(data_section_validated),
 		cmocka_unit_test(class_names_in_checkpoint),
 		cmocka_unit_test(regression_linear),
+		cmocka_unit_test(best_by_loss),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
