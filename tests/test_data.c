@@ -262,6 +262,7 @@ static void subset_partitions(void **unused)
 		assert_true(out.xf[k] == (float)i);
 		assert_int_equal(out.labels[k++], d.labels[i]);
 	}
+	akk_dataset_release(&in);
 	assert_int_equal(akk_dataset_subset(&in, &d, bad_order, 2, 0, &e), -1);
 	assert_string_equal(e.msg, "held-out index 3 (number 2) is out of order");
 	assert_int_equal(akk_dataset_subset(&in, &d, beyond, 1, 1, &e), -1);
