@@ -74,7 +74,11 @@ int cmd_inspect(int argc, char **argv)
 	printf("position     epoch %ld, batch %ld (%ld steps done)%s\n",
 	       (long)ck.pos.epoch + (ck.pos.index ? 1 : 0), ck.pos.index, ck.pos.id,
 	       ck.pos.index ? ", mid-epoch" : ", at an epoch boundary");
-	if (ck.metrics.epoch)
+	if (ck.metrics.epoch && ck.task == 1)	/* R^2 in the accuracy fields */
+		printf("last epoch   %d: train loss %.4f r2 %.4f, validation loss %.4f r2 %.4f\n",
+		       ck.metrics.epoch, ck.metrics.train_loss, ck.metrics.train_acc,
+		       ck.metrics.val_loss, ck.metrics.val_acc);
+	else if (ck.metrics.epoch)
 		printf("last epoch   %d: train loss %.4f acc %.2f%%, validation loss %.4f acc %.2f%% (best %.2f%%)\n",
 		       ck.metrics.epoch, ck.metrics.train_loss,
 		       100 * ck.metrics.train_acc, ck.metrics.val_loss,
@@ -90,6 +94,27 @@ int cmd_inspect(int argc, char **argv)
 		printf("network      ");
 		cli_put_safe(stdout, s.name, 0);
 		printf(": %d gates, %zu parameters, %d classes\n", m.ngates, m.nparams, m.classes);
+	}
+	/* the data section (version 2) */
+	if (ck.version >= 2) {
+		if (ck.task == 1)
+			printf("data         regression, %d target%s", ck.targets,
+			       ck.targets == 1 ? "" : "s");
+		else
+			printf("data         classification");
+		if (ck.pre.in)
+			printf(", input map of %zu values", ck.pre.in);
+		if (ck.nheldout)
+			printf(", %zu training samples held out for validation", ck.nheldout);
+		printf("\n");
+	}
+	if (ck.nclass_names) {
+		printf("classes      ");
+		for (int i = 0; i < ck.nclass_names; i++) {
+			printf("%s", i ? ", " : "");
+			cli_put_safe(stdout, ck.class_names[i], 0);
+		}
+		printf("\n");
 	}
 	printf("\n%-5s %-6s %-36s %-20s %10s\n", "gate", "step", "tensor", "shape", "values");
 	for (int g = 0; g < ck.ngates; g++)

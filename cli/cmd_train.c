@@ -25,6 +25,7 @@
 #include "ckpt_files.h"
 #include "cli.h"
 #include "data/open.h"
+#include "data/split.h"
 #include "io/metrics.h"
 #include "model/model.h"
 #include "progress.h"
@@ -48,6 +49,7 @@ struct train_ui {
 	int have_val;
 	double final_acc, final_train_acc;
 	int best_missing;	/* early stopping: no best.bin to restore here */
+	double final_loss;	/* issue 13: for regression's summary */
 };
 
 static void progress(void *ctx, const struct akk_progress *p)
@@ -92,16 +94,36 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	}
 	ui->epoch_mark = now;
 	if (rep->val_samples) {
+		int by_loss = ui->ckpt.spec->out.best_by == AKK_BEST_LOSS;
+
 		ui->have_val = 1;
 		ui->final_acc = rep->val_acc;
-		if (!ui->best.epoch || rep->val_acc > ui->best.accuracy)
-			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc };
+		ui->final_loss = rep->val_loss;
+		if (!ui->best.epoch || (by_loss ? rep->val_loss < ui->best.loss
+					       : rep->val_acc > ui->best.accuracy))
+			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc,
+							      rep->val_loss };
 	}
 	if (ui->quiet)
 		return 0;
 	if (ui->drawn)
 		fputs("\r\033[K", stderr);
 	ui->drawn = 0;
+	if (rep->regression) {	/* issue 13: RMSE and R^2 */
+		if (final) {
+			fprintf(stderr, "final: validation loss %.4f rmse %.4g r2 %.4f (weights after %ld steps)\n",
+				rep->val_loss, rep->val_rmse, rep->val_acc, rep->vmax);
+			return 0;
+		}
+		fprintf(stderr, "epoch %d/%d: train loss %.4f rmse %.4g r2 %.4f", rep->epoch,
+			rep->epochs, rep->train_loss, rep->train_rmse, rep->train_acc);
+		if (rep->val_samples)
+			fprintf(stderr, "  validation loss %.4f rmse %.4g r2 %.4f", rep->val_loss,
+				rep->val_rmse, rep->val_acc);
+		fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
+			rep->samples_per_s, rep->lr);
+		return 0;
+	}
 	if (final) {
 		fprintf(stderr, "final: validation loss %.4f acc %.2f%% (weights after %ld steps)\n",
 			rep->val_loss, 100 * rep->val_acc, rep->vmax);
@@ -209,11 +231,26 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
 	else
 		fprintf(stderr, "summary: %d of %d epochs done in %s", st.epochs,
 			st.epochs, t);
-	if (ui->best.epoch)
+	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION) {	/* issue 13 */
+		if (ui->best.epoch)
+			fprintf(stderr, "; best validation loss %.4f (r2 %.4f) at epoch %d%s",
+				ui->best.loss, ui->best.accuracy, ui->best.epoch,
+				ui->best.final ? " (final pass)" : "");
+		if (ui->have_val)
+			fprintf(stderr, "; final validation loss %.4f r2 %.4f", ui->final_loss,
+				ui->final_acc);
+	} else if (ui->best.epoch && ui->ckpt.spec->out.best_by == AKK_BEST_LOSS) {
+		fprintf(stderr, "; best validation loss %.4f (accuracy %.2f%%) at epoch %d%s",
+			ui->best.loss, 100 * ui->best.accuracy, ui->best.epoch,
+			ui->best.final ? " (final pass)" : "");
+	} else if (ui->best.epoch) {
 		fprintf(stderr, "; best validation accuracy %.2f%% at epoch %d%s",
 			100 * ui->best.accuracy, ui->best.epoch,
 			ui->best.final ? " (final pass)" : "");
-	if (ui->have_val)
+	}
+	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION)
+		;
+	else if (ui->have_val)
 		fprintf(stderr, "; final validation accuracy %.2f%%", 100 * ui->final_acc);
 	else if (ui->last_epoch)
 		fprintf(stderr, "; final training accuracy %.2f%% (no validation data)",
@@ -417,6 +454,41 @@ static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
 	return 0;
 }
 
+/* issue 13 (h13core): validation: {split: F} holds out part of train,
+ * in place (train keeps the rest, val gets the held-out samples). The
+ * indices come from the checkpoint when resuming one that has them, so
+ * they never change during a run; else they are computed from the seed. */
+static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
+		    struct akk_dataset *train, struct akk_dataset *val,
+		    uint32_t **heldout, size_t *nheldout, struct akk_err *e)
+{
+	struct akk_dataset rest = { 0 };
+	char msg[sizeof(e->msg)];
+
+	if (!(s->data.split > 0))
+		return 0;
+	if (ck && ck->nheldout) {
+		if (!(*heldout = malloc(ck->nheldout * sizeof(**heldout))))
+			return akk_err_set(e, "out of memory");
+		memcpy(*heldout, ck->heldout, ck->nheldout * sizeof(**heldout));
+		*nheldout = ck->nheldout;
+	} else if (akk_split_heldout(heldout, nheldout, train, s->data.split,
+				     s->seed, e)) {
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, s->path, s->data.val_mark.line,
+				  s->data.val_mark.col, "%s", msg);
+	}
+	if (akk_dataset_subset(val, train, *heldout, *nheldout, 0, e) ||
+	    akk_dataset_subset(&rest, train, *heldout, *nheldout, 1, e)) {
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, ck ? "--resume" : s->path, 0, 0,
+				  "%s", msg);
+	}
+	akk_dataset_release(train);
+	*train = rest;
+	return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -448,6 +520,8 @@ int cmd_train(int argc, char **argv)
 	struct akk_checkpoint ck = { 0 };
 	struct akk_world world = { 0 };
 	int *gate_rank = NULL, dp = 0;
+	uint32_t *heldout = NULL;	/* a validation split's indices */
+	size_t nheldout = 0;
 	long counts[3];
 	pthread_t sigthread;
 	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val;
@@ -564,16 +638,21 @@ int cmd_train(int argc, char **argv)
 	/* Rank 0 reads the data; in a pipeline the others need only the
 	 * sample counts, with data parallelism each reads its own. */
 	dp = s.sched.data_parallel && world.size > 1;
-	have_val = akk_data_has(&s.data, AKK_DATA_VAL);
+	have_val = akk_data_has(&s.data, AKK_DATA_VAL) || s.data.split > 0;
 	if (dp && world.rank != 0 &&
-	    akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e)) {
+	    (akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
+	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
+		      &heldout, &nheldout, &e))) {
 		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
 		goto report;
 	}
 	if (world.rank == 0 &&
 	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
 	     akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
-	     (have_val && akk_data_open(&val, &s.data, AKK_DATA_VAL, &e))))
+	     (akk_data_has(&s.data, AKK_DATA_VAL) &&
+	      akk_data_open(&val, &s.data, AKK_DATA_VAL, &e)) ||
+	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
+		      &heldout, &nheldout, &e)))
 		counts[0] = -1;
 	else
 		counts[0] = (long)train.n;
@@ -613,8 +692,10 @@ int cmd_train(int argc, char **argv)
 		    mkdirs(s.out.dir, &e) ||
 		    run_dir_remove_temps(s.out.dir, s.out.metrics, &e))
 			goto report;
-		if (resume && akk_metrics_truncate(metrics, ck.pos.epoch, lr_columns(&s),
-						   &ui.best, &e)) {
+		if (resume && akk_metrics_truncate_for(metrics, ck.pos.epoch, lr_columns(&s),
+						       s.data.task == AKK_TASK_REGRESSION,
+						       s.out.best_by == AKK_BEST_LOSS,
+						       &ui.best, &e)) {
 			rc = EXIT_USAGE;
 			goto report;
 		}
@@ -625,7 +706,8 @@ int cmd_train(int argc, char **argv)
 	ui.ckpt.dir = s.out.dir;
 	ui.ckpt.every = s.out.checkpoint_every;
 	ui.ckpt.keep = s.out.keep;
-	if (resume)
+	ui.ckpt.metrics.best_val_loss = -1;	/* none yet */
+	if (resume && !start_over)
 		ui.ckpt.metrics = ck.metrics;
 	if (!(cfgdir = realpath(argv[optind], NULL))) {
 		akk_err_set(&e, "cannot resolve '%s': %s", argv[optind], strerror(errno));
@@ -645,6 +727,11 @@ int cmd_train(int argc, char **argv)
 			.start = ck.pos,
 			.rank = world.rank, .gate_rank = gate_rank,
 			.shards = dp ? world.size : 1,
+			/* issue 13 (h13core): the data section */
+			.pre = resume && !start_over && ck.pre.in ? &ck.pre : NULL,
+			.heldout = heldout, .nheldout = nheldout,
+			.class_names = train.class_names,
+			.nclass_names = train.class_names ? train.classes : 0,
 		};
 		/* Ranks on one machine share its cores. */
 		if (!cfg.blas_threads && world.local_size > 1) {
@@ -772,6 +859,7 @@ out:
 	akk_checkpoint_release(&ck);
 	akk_dataset_release(&train);
 	akk_dataset_release(&val);
+	free(heldout);
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	free(gate_rank);

@@ -11,11 +11,13 @@ char **cli_class_names(const struct akk_checkpoint *ck, int classes)
 {
 	char **names = calloc((size_t)(classes > 0 ? classes : 1), sizeof(*names));
 
-	(void)ck;	/* checkpoints hold no class names yet: the index */
+	/* the names the checkpoint stores (its data's, e.g. a CSV's string
+	 * labels); past them, or without them, the class index */
 	for (int c = 0; names && c < classes; c++) {
 		char buf[16];
 		snprintf(buf, sizeof(buf), "%d", c);
-		if (!(names[c] = strdup(buf))) {
+		if (!(names[c] = strdup(ck && c < ck->nclass_names && ck->class_names[c] ?
+					 ck->class_names[c] : buf))) {
 			cli_class_names_free(names, c);
 			return NULL;
 		}

@@ -276,6 +276,7 @@ static void test_provider_train_only(void **state)
 	struct akk_dataset d;
 	struct akk_data_spec s = spec(2, 1, 0);
 	struct akk_provider p, q;
+	struct akk_preprocess pre;
 	struct akk_err e;
 	struct akk_batch *b;
 	size_t in;
@@ -283,8 +284,9 @@ static void test_provider_train_only(void **state)
 	(void)state;
 	tu_dataset(&d, 16, 6, 2, 3);
 	in = d.in;
+	assert_int_equal(akk_preprocess_init(&pre, &s, in, 1, NULL, &e), 0);
 	/* validation: file order, the plain pixels */
-	assert_int_equal(akk_provider_init(&q, &d, &s, 0, 42, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&q, &d, &pre, &s, 0, 42, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
 	assert_null(q.aug.tmp);
 	assert_int_equal(akk_provider_start(&q, &e), 0);
 	b = akk_provider_next(&q);
@@ -294,7 +296,7 @@ static void test_provider_train_only(void **state)
 	akk_provider_recycle(&q, b);
 	akk_provider_release(&q);
 	/* training: some batch of the first epoch differs from its pixels */
-	assert_int_equal(akk_provider_init(&p, &d, &s, 1, 42, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &s, 1, 42, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
 	assert_non_null(p.aug.tmp);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	{
@@ -322,6 +324,7 @@ static void test_provider_train_only(void **state)
 		akk_augment_release(&ref);
 	}
 	akk_provider_release(&p);
+	akk_preprocess_release(&pre);
 	akk_dataset_release(&d);
 }
 
@@ -332,6 +335,7 @@ static void test_resume_same_stream(void **state)
 	struct akk_dataset d;
 	struct akk_data_spec s = spec(2, 1, 1);
 	struct akk_provider p, q;
+	struct akk_preprocess pre;
 	struct akk_err e;
 	struct akk_batch *b, *c;
 	size_t in;
@@ -339,8 +343,9 @@ static void test_resume_same_stream(void **state)
 	(void)state;
 	tu_dataset(&d, 20, 6, 2, 5);
 	in = d.in;
-	assert_int_equal(akk_provider_init(&p, &d, &s, 1, 7, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
-	assert_int_equal(akk_provider_init(&q, &d, &s, 1, 7, 4, in, 2, 2, 1, 2, 1, 0, &e), 0);
+	assert_int_equal(akk_preprocess_init(&pre, &s, in, 1, NULL, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &s, 1, 7, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&q, &d, &pre, &s, 1, 7, 4, in, 2, 2, 1, 2, 1, 0, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	assert_int_equal(akk_provider_start(&q, &e), 0);
 	for (int i = 0; i < 5 + 2; i++) {	/* 5 batches per epoch */
@@ -358,6 +363,7 @@ static void test_resume_same_stream(void **state)
 	}
 	akk_provider_release(&p);
 	akk_provider_release(&q);
+	akk_preprocess_release(&pre);
 	akk_dataset_release(&d);
 }
 

@@ -224,8 +224,8 @@ static void round_trip(const char *text, const char *const *sets, int nsets)
 	struct akk_gate *fresh;
 	struct akk_err e = { 0 };
 	char *dir = tmpdir(), path[600];
-	struct akk_position pos = { 1, 3, 10, 12.5, 37, 48, 1.25 };
-	struct akk_ckpt_metrics met = { 1, 0.875, 0.5, 0.75, 0.625, 0.6875 };
+	struct akk_position pos = { 1, 3, 10, 12.5, 37, 48, 1.25, { 0 } };
+	struct akk_ckpt_metrics met = { 1, 0.875, 0.5, 0.75, 0.625, 0.6875, 0 };
 
 	parse(&s, &m, text, sets, nsets);
 	tu_dataset(&train, 100, SIDE, CLASSES, 3);	/* 7 batches per epoch, the last of 4 */
@@ -821,11 +821,11 @@ static void future_version_rejected(void **unused)
 
 	(void)unused;
 	assert_int_equal(le32(data + 8), AKK_CKPT_VERSION);
-	put_le32(data + 8, 2);
+	put_le32(data + 8, AKK_CKPT_VERSION + 1);
 	fix_crc(data, len);
 	assert_int_equal(tu_write_file(path, data, len), 0);
 	assert_read_fails(path, &e);
-	if (!strstr(e.msg, "version 2 is not supported"))
+	if (!strstr(e.msg, "version 3 is not supported"))
 		fail_msg("%s", e.msg);
 	put_le32(data + 8, 0xffffffffu);
 	fix_crc(data, len);

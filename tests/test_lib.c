@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "io/checkpoint.h"
 #include "forge.h"
 #include "api/akk.h"
 
@@ -241,12 +242,12 @@ static void lib_errors(void **state)
 	assert_null(akk_open("configs/lenet.yaml", NULL, 0));
 	SKIP_WITHOUT_MNIST();
 	assert_int_equal(forge_load(&fg, g_ckpt), 0);
-	forge_set_u(&fg, forge_find(&fg, "header.version"), 2);
+	forge_set_u(&fg, forge_find(&fg, "header.version"), AKK_CKPT_VERSION + 1);
 	assert_int_equal(forge_save(&fg, newer), 0);
 	forge_release(&fg);
 	assert_null(akk_open(newer, err, sizeof(err)));
-	snprintf(want, sizeof(want), "%s: checkpoint format version 2 is not supported "
-		 "(this akkctl reads version 1)", newer);
+	snprintf(want, sizeof(want), "%s: checkpoint format version %d is not supported "
+		 "(this akkctl reads versions 1 to %d)", newer, AKK_CKPT_VERSION + 1, AKK_CKPT_VERSION);
 	assert_string_equal(err, want);
 	m = open_ok();
 	/* the wrong input shape: 10 x 10 images */

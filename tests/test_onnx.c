@@ -167,7 +167,7 @@ static float *reference_probs(const char *ckpt, const struct akk_dataset *d,
 	struct akk_gate gates[8];
 	struct akk_gate *gp[8];
 	struct akk_batch b;
-	struct akk_pixel_map map;
+	struct akk_preprocess map = { 0 };
 	struct akk_err e = { 0 };
 	int bs = 250;
 
@@ -186,7 +186,7 @@ static float *reference_probs(const char *ckpt, const struct akk_dataset *d,
 	float *p = malloc(d->n * C * sizeof(*p));
 	assert_non_null(p);
 	assert_int_equal(akk_batch_alloc(&b, bs, akk_shape_size(s.input), C), 0);
-	akk_pixel_map(&map, &s.data);
+	assert_int_equal(akk_checkpoint_input_map(&ck, &s, &map, &e), 0);
 	akk_float_mode();
 	for (long i = 0; i < akk_batches_per_epoch(d->n, bs); i++) {
 		const float *h;
@@ -198,6 +198,7 @@ static float *reference_probs(const char *ckpt, const struct akk_dataset *d,
 			akk_softmax_row(p + ((size_t)i * bs + j) * C, h + (size_t)j * C, C);
 	}
 	akk_batch_release(&b);
+	akk_preprocess_release(&map);
 	for (int i = 0; i < m.ngates; i++)
 		akk_gate_release(&gates[i]);
 	akk_model_release(&m);
@@ -427,15 +428,15 @@ static void bad_input(void **state)
 	snprintf(line, sizeof(line), "akkctl: %s: truncated checkpoint: the header says %zu "
 		 "bytes, the file has %zu", trunc, len, len / 2);
 	tu_assert_line(g_err, line);
-	/* one from a newer format (version 2 in the header) */
+	/* one from a newer format (the next version in the header) */
 	bytes = tu_slurp(ckpt, &len);
 	assert_non_null(bytes);
-	bytes[8] = 2;
+	bytes[8] = AKK_CKPT_VERSION + 1;
 	assert_int_equal(tu_write_file(trunc, bytes, len), 0);
 	free(bytes);
 	assert_rc(ak("export", trunc, "--onnx", model, NULL), 2);
-	snprintf(line, sizeof(line), "akkctl: %s: checkpoint format version 2 is not supported "
-		 "(this akkctl reads version 1)", trunc);
+	snprintf(line, sizeof(line), "akkctl: %s: checkpoint format version %d is not supported "
+		 "(this akkctl reads versions 1 to %d)", trunc, AKK_CKPT_VERSION + 1, AKK_CKPT_VERSION);
 	tu_assert_line(g_err, line);
 	/* a missing one */
 	assert_rc(ak("export", tu_path(dir, "none.bin"), "--onnx", model, NULL), 2);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "io/checkpoint.h"
 #include "forge.h"
 
 static char g_dir[512], g_out[1 << 16], g_err[1 << 14];
@@ -326,12 +327,12 @@ static void predict_bad_checkpoint(void **state)
 	assert_rc(ak("predict", "configs/lenet.yaml", g_test, NULL), 2);
 	tu_assert_line(g_err, "akkctl: configs/lenet.yaml: not an akkctl checkpoint (bad magic)");
 	assert_int_equal(forge_load(&fg, g_ckpt), 0);
-	forge_set_u(&fg, forge_find(&fg, "header.version"), 2);
+	forge_set_u(&fg, forge_find(&fg, "header.version"), AKK_CKPT_VERSION + 1);
 	assert_int_equal(forge_save(&fg, newer), 0);
 	forge_release(&fg);
 	assert_rc(ak("predict", newer, g_test, NULL), 2);
-	snprintf(want, sizeof(want), "akkctl: %s: checkpoint format version 2 is not supported "
-		 "(this akkctl reads version 1)", newer);
+	snprintf(want, sizeof(want), "akkctl: %s: checkpoint format version %d is not supported "
+		 "(this akkctl reads versions 1 to %d)", newer, AKK_CKPT_VERSION + 1, AKK_CKPT_VERSION);
 	tu_assert_line(g_err, want);
 	assert_rc(ak("predict", tu_path(g_dir, "none"), g_test, NULL), 2);
 	/* usage */

@@ -1277,6 +1277,24 @@ static void test_pixel_overflow(void **ctx)
 
 /* --- release ------------------------------------------------------------- */
 
+/* Early stopping and the plateau schedule watch validation data of any
+ * form: a held-out split is validation data too. */
+static void test_watch_split(void **ctx)
+{
+	struct akk_spec s;
+
+	(void)ctx;
+	ok(&s, "data:\n  train: {images: ti, labels: tl}\n  validation: {split: 0.1}\n"
+	   NET OPT "schedule: {early_stopping: 2}\n", NULL, 0);
+	assert_true(s.sched.early.on);
+	akk_spec_release(&s);
+	ok(&s, "data:\n  train: {images: ti, labels: tl}\n  validation: {split: 0.1}\n"
+	   NET "optimizer: {type: sgd, lr: 0.1, schedule: plateau}\n", NULL, 0);
+	akk_spec_release(&s);
+	bad(MIN "schedule: {early_stopping: 2}\n",
+	    "t.yaml:8:12: 'early_stopping' watches validation data, but the config has no data.validation");
+}
+
 static void test_release(void **ctx)
 {
 	struct akk_spec s;
@@ -1319,6 +1337,7 @@ int main(void)
 		cmocka_unit_test(test_floats_as_stored),
 		cmocka_unit_test(test_layer_limit),
 		cmocka_unit_test(test_pixel_overflow),
+		cmocka_unit_test(test_watch_split),
 		cmocka_unit_test(test_release),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

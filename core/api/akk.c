@@ -15,6 +15,7 @@
 #endif
 
 #include "data/batch.h"
+#include "data/preprocess.h"
 #include "io/checkpoint.h"
 #include "model/gate.h"
 #include "model/model.h"
@@ -24,12 +25,6 @@
 /* Samples per forward pass inside akk_predict: a call of any size gives
  * the same outputs as akkctl eval's batches of 256. */
 #define AKK_PREDICT_CHUNK 256
-
-/* What the network's input needs before the first layer, from the
- * checkpoint: x = raw * a + b today (scale and normalize). */
-struct akk_preprocess {
-	struct akk_pixel_map map;
-};
 
 /* One call's scratch: per gate the outputs, kept values and layer scratch
  * of a forward pass over up to cap samples, and the input after
@@ -60,29 +55,16 @@ struct akk_lib_model {
 
 static void workspace_free(struct workspace *w);
 
-/* The one place that turns a checkpoint into input preprocessing. */
-static int checkpoint_preprocess(const struct akk_checkpoint *ck,
-				 const struct akk_spec *s,
-				 struct akk_preprocess *pre, struct akk_err *e)
-{
-	(void)ck;
-	(void)e;
-	akk_pixel_map(&pre->map, &s->data);
-	return 0;
-}
-
-/* The checkpoint's class names (NULL: it names none), and whether it
- * predicts values: neither is stored in the checkpoint yet. */
+/* The checkpoint's class names (NULL: it names none) and whether it
+ * predicts values (data.task regression). */
 static const char *const *checkpoint_class_names(const struct akk_checkpoint *ck)
 {
-	(void)ck;
-	return NULL;
+	return ck->nclass_names ? (const char *const *)ck->class_names : NULL;
 }
 
 static int checkpoint_regression(const struct akk_checkpoint *ck)
 {
-	(void)ck;
-	return 0;
+	return ck->task == 1;
 }
 
 static void put_err(char *err, size_t errlen, const struct akk_err *e)
@@ -137,7 +119,7 @@ akk_model *akk_open(const char *path, char *err, size_t errlen)
 	if (akk_checkpoint_spec(&ck, &m->spec, NULL, 0, e) ||
 	    akk_model_plan(&m->plan, &m->spec, e) ||
 	    akk_checkpoint_match(&ck, &m->plan, path, e) ||
-	    checkpoint_preprocess(&ck, &m->spec, &m->pre, e))
+	    akk_checkpoint_input_map(&ck, &m->spec, &m->pre, e))
 		goto fail;
 	m->gates = calloc(m->plan.ngates, sizeof(*m->gates));
 	if (!m->gates) {
@@ -159,7 +141,7 @@ akk_model *akk_open(const char *path, char *err, size_t errlen)
 	m->regression = checkpoint_regression(&ck);
 	if ((names = checkpoint_class_names(&ck))) {
 		m->class_names = calloc(m->plan.classes, sizeof(char *));
-		for (int k = 0; m->class_names && k < m->plan.classes; k++)
+		for (int k = 0; m->class_names && k < m->plan.classes && k < ck.nclass_names; k++)
 			if (!(m->class_names[k] = strdup(names[k]))) {
 				akk_err_set(e, "out of memory");
 				goto fail;
@@ -198,6 +180,7 @@ void akk_close(akk_model *m)
 		for (int k = 0; k < m->plan.classes; k++)
 			free(m->class_names[k]);
 	free(m->class_names);
+	akk_preprocess_release(&m->pre);
 	akk_model_release(&m->plan);
 	akk_spec_release(&m->spec);
 	free(m);
@@ -318,7 +301,6 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 	size_t in = akk_input_size(m);
 	long n = (long)(nx / in);
 	int C = m->plan.classes, rc = -1;
-	float a = m->pre.map.a, b = m->pre.map.b;
 	struct workspace *w = NULL;
 #if defined(__x86_64__) || defined(__i386__)
 	/* akkctl computes with denormals flushed to zero: the same here, and
@@ -360,8 +342,8 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 		const float *src = x + (size_t)s * in;
 		const float *h = w->x;
 
-		for (size_t k = 0; k < (size_t)B * in; k++)
-			w->x[k] = src[k] * a + b;
+		for (int j = 0; j < B; j++)
+			akk_preprocess_f32(w->x + (size_t)j * in, src + (size_t)j * in, &m->pre);
 		for (int g = 0; g < m->plan.ngates; g++)
 			h = gate_forward(m, g, w, h, B);
 		for (int j = 0; j < B; j++) {

@@ -737,6 +737,10 @@ static int h_section(struct ctx *c, const struct key *k,
 	return walk(c, val, &sub);
 }
 
+static int h_channels(struct ctx *c, const struct key *k,
+		      const struct section *sec, yaml_node_t *key,
+		      yaml_node_t *val);
+
 /* Each key's default (def) into obj, sub-sections included. Strings, lists
  * and the special keys have theirs in defaults(). */
 static void apply_defaults(const struct key *keys, void *obj)
@@ -744,7 +748,7 @@ static void apply_defaults(const struct key *keys, void *obj)
 	for (const struct key *k = keys; k->name; k++) {
 		if (k->fn == h_section)
 			apply_defaults(k->keys, (char *)obj + k->off);
-		else if (k->fn == h_float)
+		else if (k->fn == h_float || k->fn == h_channels)
 			*FIELD(obj, k, float) = (float)k->def;
 		else if (k->fn == h_int || k->fn == h_bool ||
 			 (k->fn == h_names && !(k->flags & F_NOSTORE)))
@@ -1182,11 +1186,66 @@ static const struct key val_keys[] = {
 	PATHS("files", DATA, val_files),
 	END,
 };
+/* issue 13 (h13core): normalize's mean and std are a number, or a list of
+ * numbers, one per input channel (checked against network.input after the
+ * walk). A number goes into the float at k->off, as h_float; each item of a
+ * list is checked as h_float checks a number, into the struct akk_channels
+ * at k->set_off - 1. */
+static int h_channels(struct ctx *c, const struct key *k,
+		      const struct section *sec, yaml_node_t *key,
+		      yaml_node_t *val)
+{
+	struct akk_channels *ch =
+		(struct akk_channels *)((char *)sec->obj + k->set_off - 1);
+	yaml_node_item_t *items;
+	struct key one = *k;
+	int n;
+
+	if (val->type != YAML_SEQUENCE_NODE)
+		return h_float(c, k, sec, key, val);
+	items = val->data.sequence.items.start;
+	n = (int)(val->data.sequence.items.top - items);
+	if (n < 1 || n > AKK_SPEC_MAX_CHANNELS)
+		return fail(c, val, "'%s' must have 1 to %d values, got %d",
+			    k->name, AKK_SPEC_MAX_CHANNELS, n);
+	free(ch->v);
+	ch->n = 0;
+	ch->v = malloc((size_t)n * sizeof(float));
+	if (!ch->v)
+		return akk_err_set(c->e, "out of memory");
+	one.off = 0;
+	for (int i = 0; i < n; i++) {
+		struct section at = *sec;
+		at.obj = &ch->v[i];
+		if (h_float(c, &one, &at, key, node(c, items[i])))
+			return -1;
+	}
+	ch->n = n;
+	ch->mark = mark_of(c, val);
+	return 0;
+}
+
+#define CHANNELS(K_, T_, F_, LIST_, FL_, D_)                                 \
+	{ .name = K_, .type = YAML_NO_NODE, .fn = h_channels,                \
+	  .what = "a number or a list of numbers", .off = offsetof(T_, F_),  \
+	  .flags = FL_, .def = D_, .set_off = MARK(T_, LIST_) }
+
 static const struct key normalize_keys[] = {
-	FLOAT("mean", DATA, mean, F_REQ, 0, 0, 0, 0),
-	FLOAT("std", DATA, std, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 1),
+	CHANNELS("mean", DATA, mean, mean_ch, F_REQ, 0),
+	CHANNELS("std", DATA, std, std_ch, F_REQ | F_LO | F_LO_OPEN, 1),
 	END,
 };
+/* issue 13 (h13core): data.task and output.best_by */
+static const char *const task_names[] = { "classification", "regression", NULL };
+static const char *const best_by_names[] = { "accuracy", "loss", NULL };
+
+/* issue 13 (h13core): validation: {split: F} holds out part of train. */
+static const struct key split_keys[] = {
+	FLOAT("split", DATA, split, F_REQ | F_LO | F_LO_OPEN | F_HI | F_HI_OPEN,
+	      0, 1, 0, 0),
+	END,
+};
+
 
 /* idx is the default (data.format in defaults()). */
 static const char *const format_names[] = { "idx", "npy", "cifar10", NULL };
@@ -1234,6 +1293,20 @@ static int h_part(struct ctx *c, const struct key *k,
 	return 0;
 }
 
+/* validation: a mapping with split is a split; any other, files. */
+static int h_validation(struct ctx *c, const struct key *k,
+			const struct section *sec, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	struct key as = *k;
+
+	if (val->type == YAML_MAPPING_NODE && map_get(c, val, "split", NULL)) {
+		as.keys = split_keys;
+		return h_section(c, &as, sec, key, val);
+	}
+	return h_part(c, k, sec, key, val);
+}
+
 /* h13formats: rank-4 image layout and augmentation. */
 static const char *const layout_names[] = { "nchw", "nhwc", NULL };
 static const struct key augment_keys[] = {
@@ -1250,7 +1323,7 @@ static const struct key data_keys[] = {
 	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_part,
 	  .what = "a mapping", .flags = F_REQ, .keys = train_keys,
 	  .mark_off = MARK(DATA, train_mark) },
-	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_part,
+	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_validation,
 	  .what = "a mapping", .keys = val_keys,
 	  .mark_off = MARK(DATA, val_mark) },
 	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
@@ -1262,6 +1335,8 @@ static const struct key data_keys[] = {
 	{ .name = "augment", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = augment_keys,
 	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
+	BOOL("standardize", DATA, standardize, 0),	/* issue 13 (h13core) */
+	NAMES("task", DATA, task, 0, task_names, "task", AKK_TASK_CLASSIFICATION),
 	END,
 };
 
@@ -1328,6 +1403,8 @@ static const struct key output_keys[] = {
 	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
 	INT("keep", OUT, keep, F_LO, 1, 0, 3),
 	STR("metrics", h_metrics, OUT, metrics, 0),
+	/* issue 13 (h13core): -1 until resolved by data.task */
+	NAMES("best_by", OUT, best_by, 0, best_by_names, "best_by", -1),
 	END,
 };
 
@@ -1851,17 +1928,25 @@ static int defaults(struct akk_spec *s, const char *name)
 /* Early stopping and the plateau schedule watch validation metrics: a
  * config that has them needs validation data; a gate may use plateau
  * only when the global optimizer does (one watch decides for all). */
+/* Whether the config validates: a validation part in any format, or a
+ * split held out of the training data. */
+static int has_validation(const struct akk_data_spec *d)
+{
+	return d->val_images || d->val_features || d->val_files.n > 0 ||
+	       d->split > 0;
+}
+
 static int check_watch(const struct akk_spec *s, const char *file,
 		       struct akk_err *e)
 {
 	const struct akk_mark *gm = &s->optim.sched.mark;
 	int plateau = s->optim.sched.kind == AKK_LR_PLATEAU;
 
-	if (s->sched.early.on && !s->data.val_images)
+	if (s->sched.early.on && !has_validation(&s->data))
 		return akk_err_at(e, file, s->sched.early.mark.line,
 				  s->sched.early.mark.col,
 				  "'early_stopping' watches validation data, but the config has no data.validation");
-	if (plateau && !s->data.val_images)
+	if (plateau && !has_validation(&s->data))
 		return akk_err_at(e, file, gm->line, gm->col,
 				  "schedule 'plateau' watches validation data, but the config has no data.validation");
 	for (int i = 0; !plateau && i < s->ngates; i++) {
@@ -1946,20 +2031,50 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
-	/* values that overflow together: the pixel map (batch.h) */
-	{
+	/* issue 13 (h13core): regression takes the losses that compare with
+	 * float targets; best.bin is best by loss unless told */
+	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
+	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
+		struct akk_mark at = s->loss_mark.line ? s->loss_mark : s->data.mark;
+		akk_err_at(e, s->path ? s->path : name, at.line, at.col,
+			   "data.task regression needs loss mse, mae or huber, not '%s'",
+			   akk_loss_name(s->loss));
+		goto out;
+	}
+	if (s->out.best_by < 0)
+		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
+								      : AKK_BEST_ACCURACY;
+	/* issue 13 (h13core): per-channel lists have one value per channel
+	 * of network.input (its first dimension; of a rank-1 input, each
+	 * feature is a channel) */
+	for (int i = 0; i < 2; i++) {
+		const struct akk_channels *ch = i ? &s->data.std_ch : &s->data.mean_ch;
+		if (ch->n && ch->n != s->input.d[0]) {
+			akk_err_at(e, s->path ? s->path : name, ch->mark.line,
+				   ch->mark.col,
+				   "'%s' has %d value%s, but network.input has %d channel%s",
+				   i ? "std" : "mean", ch->n, ch->n == 1 ? "" : "s",
+				   s->input.d[0], s->input.d[0] == 1 ? "" : "s");
+			goto out;
+		}
+	}
+	/* values that overflow together: the pixel map (data/preprocess.h),
+	 * per channel */
+	for (int ci = 0; ci < s->input.d[0]; ci++) {
 		const struct akk_data_spec *d = &s->data;
-		double std = d->normalize ? d->std : 1;
+		double mean = !d->normalize ? 0 : d->mean_ch.n ? d->mean_ch.v[ci] : d->mean;
+		double std = !d->normalize ? 1 : d->std_ch.n ? d->std_ch.v[ci] : d->std;
 		double a = 1.0 / ((double)d->scale * std);
-		double b = d->normalize ? -(double)d->mean / std : 0;
+		double b = -mean / std;
 		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX)) {
 			akk_err_at(e, s->path ? s->path : name, d->mark.line,
 				   d->mark.col,
 				   "pixels would become (pixel / %g - %g) / %g, which overflows a float",
-				   (double)d->scale, d->normalize ? (double)d->mean : 0.0,
-				   std);
+				   (double)d->scale, mean, std);
 			goto out;
 		}
+		if (!d->normalize || (!d->mean_ch.n && !d->std_ch.n))
+			break;
 	}
 	/* keys that contradict each other across sections */
 	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
@@ -2068,6 +2183,8 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; i < s->data.val_files.n; i++)
 		free(s->data.val_files.v[i]);
 	free(s->data.val_files.v);
+	free(s->data.mean_ch.v);
+	free(s->data.std_ch.v);
 	for (int i = 0; s->gates && i < s->ngates; i++)
 		free(s->gates[i].layers);
 	free(s->gates);

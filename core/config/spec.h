@@ -29,6 +29,8 @@
  * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
 #define AKK_SPEC_MAX_BYTES (1 << 20)
 #define AKK_SPEC_MAX_DEPTH 64
+/* The longest per-channel list (data.normalize; issue 13, h13core). */
+#define AKK_SPEC_MAX_CHANNELS 65536
 /* The most layers in a network, all gates together. */
 #define AKK_MAX_LAYERS 65536
 
@@ -55,6 +57,17 @@ struct akk_path_list {
 	int n;
 };
 
+/* data.task and output.best_by (issue 13, h13core). */
+enum akk_task { AKK_TASK_CLASSIFICATION, AKK_TASK_REGRESSION };
+enum akk_best_by { AKK_BEST_ACCURACY, AKK_BEST_LOSS };
+
+/* A list of floats, one per input channel (issue 13, h13core). */
+struct akk_channels {
+	float *v;			/* n values, owned; NULL when n = 0 */
+	int n;
+	struct akk_mark mark;		/* the list */
+};
+
 struct akk_data_spec {
 	char *format;			/* "idx", "npy", "cifar10" */
 	/* Paths resolved against the config file's directory (absolute paths
@@ -77,6 +90,15 @@ struct akk_data_spec {
 	int flip;			/* augment.flip, default false */
 	int translate;			/* augment.translate, default 0 */
 	struct akk_mark augment_mark;
+	/* issue 13 (h13core): per-channel normalize, standardize and the
+	 * validation split. */
+	struct akk_channels mean_ch, std_ch;	/* normalize lists; n = 0: the
+						 * scalars mean, std apply */
+	int standardize;		/* 1: per-feature mean and std of the
+					 * training split (data/preprocess.h) */
+	float split;			/* validation: {split: F}: the fraction of
+					 * train held out (0 < F < 1); 0 = none */
+	int task;			/* enum akk_task, default classification */
 };
 
 struct akk_schedule_spec {
@@ -102,6 +124,9 @@ struct akk_output_spec {
 	int checkpoint_every;		/* epochs; 0 = only the last; default 1 */
 	int keep;			/* newest epoch checkpoints kept; default 3 */
 	char *metrics;			/* file name inside dir; default "metrics.csv" */
+	int best_by;			/* enum akk_best_by: what best.bin is best
+					 * by; default accuracy for classification,
+					 * loss for regression (issue 13) */
 };
 
 struct akk_spec {

@@ -1,4 +1,4 @@
-/* batch.c - filling batches: shuffling and pixel conversion. */
+/* batch.c - filling batches: shuffling and the input map. */
 #include "data/batch.h"
 
 #include <string.h>
@@ -20,7 +20,8 @@ int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
 	/* int32 labels in a float-sized, aligned block */
 	b->labels = (int32_t *)akk_alloc((size_t)max_batch);
 	b->dlogits = akk_alloc(nd);
-	if (!b->x || !b->labels || !b->dlogits) {
+	b->targets = akk_alloc(nd);
+	if (!b->x || !b->labels || !b->dlogits || !b->targets) {
 		akk_batch_release(b);
 		return -1;
 	}
@@ -32,15 +33,8 @@ void akk_batch_release(struct akk_batch *b)
 	akk_free(b->x);
 	akk_free(b->labels);
 	akk_free(b->dlogits);
+	akk_free(b->targets);
 	memset(b, 0, sizeof(*b));
-}
-
-void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d)
-{
-	double mean = d->normalize ? d->mean : 0, std = d->normalize ? d->std : 1;
-
-	m->a = (float)(1.0 / ((double)d->scale * std));
-	m->b = (float)(-mean / std);
 }
 
 long akk_batches_per_epoch(size_t n, int bs)
@@ -65,27 +59,25 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
 
 void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
-			  int last, const struct akk_pixel_map *map)
+			  int last, const struct akk_preprocess *pre)
 {
 	size_t item = d->in;
-	float a = map->a, c = map->b;
 
 	for (int j = 0; j < count; j++) {
 		size_t s = perm ? perm[start + j] : start + j;
 		float *x = b->x + (size_t)j * item;
 
-		if (d->xtype == AKK_X_U8) {
-			const uint8_t *px = d->x8 + s * item;
-
-			for (size_t k = 0; k < item; k++)
-				x[k] = (float)px[k] * a + c;
-		} else {
-			const float *px = d->xf + s * item;
-
-			for (size_t k = 0; k < item; k++)
-				x[k] = px[k] * a + c;
-		}
+		if (d->xtype == AKK_X_U8)
+			akk_preprocess_u8(x, d->x8 + s * item, pre);
+		else
+			akk_preprocess_f32(x, d->xf + s * item, pre);
 		b->labels[j] = d->labels ? d->labels[s] : 0;
+		/* regression: the sample's targets (the run checked that
+		 * they are as many as the network's outputs) */
+		if (d->y)
+			memcpy(b->targets + (size_t)j * d->targets,
+			       d->y + s * (size_t)d->targets,
+			       (size_t)d->targets * sizeof(float));
 	}
 	b->B = count;
 	b->last = last;
@@ -93,11 +85,11 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 
 void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
 		    const uint32_t *perm, long index, int bs,
-		    const struct akk_pixel_map *map)
+		    const struct akk_preprocess *pre)
 {
 	size_t start = (size_t)index * bs;
 	int B = start + bs <= d->n ? bs : (int)(d->n - start);
 
-	akk_batch_fill_range(b, d, perm, start, B, start + B >= d->n, map);
+	akk_batch_fill_range(b, d, perm, start, B, start + B >= d->n, pre);
 	b->index = index;
 }

@@ -16,12 +16,17 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/preprocess.h"
+#include "nn/loss.h"
 #include "model/gate.h"
 #include "base/rng.h"
 #include "nn/monitor.h"
 
 #define AKK_CKPT_MAGIC "AKKCKPT1"
-#define AKK_CKPT_VERSION 1
+#define AKK_CKPT_VERSION 2
+/* Version 1 files (no data section) are still read: their input map is
+ * rebuilt from their stored config, which could not standardize. */
+#define AKK_CKPT_VERSION_MIN 1
 /* The most training batches (and optimizer steps) a checkpoint may
  * record: 2^40, far beyond any run, and small enough that no position
  * arithmetic overflows. */
@@ -29,6 +34,8 @@
 /* The longest checkpoint read from a pipe or device, which has no size to
  * check the header against: 4 GiB. A regular file is bounded by its size. */
 #define AKK_CKPT_MAX_STREAM (4ull << 30)
+/* The most class names a checkpoint may hold. */
+#define AKK_CKPT_MAX_CLASSES 65536
 
 /* Where training stands: the next batch to train. */
 struct akk_position {
@@ -39,6 +46,8 @@ struct akk_position {
 	double loss_sum;
 	long correct, samples;
 	double seconds;
+	struct akk_reg_sums reg;	/* regression: the epoch's RMSE and R^2
+					 * sums so far (issue 13) */
 };
 
 /* The last completed epoch's metrics, for inspect. */
@@ -46,6 +55,10 @@ struct akk_ckpt_metrics {
 	int epoch;		/* 1-based; 0 = none yet */
 	double train_loss, train_acc, val_loss, val_acc;
 	double best_val_acc;
+	/* issue 13: the lowest validation loss so far (-1: none yet), for
+	 * output.best_by: loss. With data.task regression the acc fields
+	 * hold R^2. */
+	double best_val_loss;
 };
 
 struct akk_ckpt_tensor {
@@ -82,6 +95,16 @@ struct akk_checkpoint {
 	 * after the gates); all zero when the file has none. */
 	int has_watch;
 	struct akk_watch watch;
+	/* The data section (version 2; issue 13, h13core): empty in a
+	 * version 1 file. */
+	int task;		/* 0 classification, 1 regression */
+	int targets;		/* regression targets per sample; 0 otherwise */
+	char **class_names;	/* nclass_names (<= the network's classes), owned */
+	int nclass_names;
+	struct akk_preprocess pre;	/* the input map; in = 0: none stored */
+	uint32_t *heldout;	/* nheldout training indices held out for
+				 * validation, increasing, owned */
+	size_t nheldout;
 };
 
 /* Everything a writer needs. */
@@ -94,6 +117,13 @@ struct akk_ckpt_source {
 	struct akk_position pos;
 	struct akk_ckpt_metrics metrics;
 	const struct akk_watch *watch;	/* NULL: no watch block */
+	/* The data section (issue 13, h13core), all lent: the input map
+	 * (NULL: none), the class names and the held-out indices. */
+	const struct akk_preprocess *pre;
+	char *const *class_names;
+	int nclass_names;
+	const uint32_t *heldout;
+	size_t nheldout;
 };
 
 /* Write atomically to path. */
@@ -109,6 +139,12 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 			struct akk_err *e);
 void akk_checkpoint_release(struct akk_checkpoint *c);
+/* The input map the checkpoint's network was trained with, into pre: the
+ * stored one (version 2), or for a version 1 file the one its config s
+ * gives (scale and normalize: version 1 could not standardize). */
+int akk_checkpoint_input_map(const struct akk_checkpoint *c,
+			     const struct akk_spec *s,
+			     struct akk_preprocess *pre, struct akk_err *e);
 /* Parse the stored config (as akk_spec_parse, with the stored overrides
  * and base directory), appending extra overrides. */
 int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,

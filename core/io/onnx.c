@@ -240,17 +240,21 @@ int akk_onnx_input_map(const struct akk_checkpoint *c,
 		       const struct akk_spec *s, float *a, float *b, size_t n,
 		       struct akk_err *e)
 {
-	struct akk_pixel_map map;
+	struct akk_preprocess pre = { 0 };
 
-	(void)c;	/* per-feature statistics will come from here */
 	if ((long)n != akk_shape_size(s->input))
 		return akk_err_set(e, "the input map has %zu values, the network "
 				   "takes %ld", n, akk_shape_size(s->input));
-	akk_pixel_map(&map, &s->data);
-	for (size_t i = 0; i < n; i++) {
-		a[i] = map.a;
-		b[i] = map.b;
+	if (akk_checkpoint_input_map(c, s, &pre, e))
+		return -1;
+	if (pre.in != n) {
+		akk_preprocess_release(&pre);
+		return akk_err_set(e, "the checkpoint's input map has %zu values, the network "
+				   "takes %zu", pre.in, n);
 	}
+	memcpy(a, pre.a, n * sizeof(*a));
+	memcpy(b, pre.b, n * sizeof(*b));
+	akk_preprocess_release(&pre);
 	return 0;
 }
 

@@ -14,20 +14,26 @@ struct akk_eval_result {
 	double loss;		/* mean over samples */
 	double accuracy;
 	long n;
-	long *confusion;	/* (classes, classes): [label][predicted], owned */
+	long *confusion;	/* (classes, classes): [label][predicted], owned;
+				 * NULL for regression */
 	int classes;
+	/* data.task regression (issue 13): accuracy is 0, and these hold
+	 * the RMSE and R^2 over all targets pooled */
+	int regression;
+	double rmse, r2;
 };
 
 /* Called for every sample in order: its index in the dataset, label,
- * predicted class and that class's softmax probability. */
+ * predicted class and that class's softmax probability (classification
+ * only: not called for regression). */
 typedef int (*akk_prediction_fn)(void *ctx, long index, int label,
 				 int predicted, float prob);
 
 /* Gates must have been initialised with max_batch >= bs and one evaluation
- * tape. */
+ * tape. pre maps d's values to the network's input (the checkpoint's). */
 int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
-		 const struct akk_dataset *d, int bs,
-		 struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
+		 const struct akk_dataset *d, const struct akk_preprocess *pre,
+		 int bs, struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
 		 struct akk_err *e);
 void akk_eval_result_release(struct akk_eval_result *res);
 

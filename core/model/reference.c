@@ -27,7 +27,11 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 			akk_reference_release(r);
 			return -1;
 		}
-	akk_pixel_map(&r->map, &s->data);
+	if (akk_preprocess_init(&r->pre, &s->data, akk_shape_size(s->input),
+				s->input.d[0], train, e)) {
+		akk_reference_release(r);
+		return -1;
+	}
 	akk_shuffle(r->perm, train->n, s->seed, 0);
 	return 0;
 }
@@ -39,6 +43,7 @@ void akk_reference_release(struct akk_reference *r)
 	free(r->gates);
 	free(r->perm);
 	akk_batch_release(&r->batch);
+	akk_preprocess_release(&r->pre);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -51,13 +56,17 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	const float *h;
 	double loss;
 
-	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->map);
+	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->pre);
 	h = b->x;
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
 			return -1;
-	loss = akk_loss(s->loss, s->huber_delta, b->dlogits, h, b->labels,
-			b->B, m->classes, correct);
+	/* regression (issue 13): against the batch's float targets */
+	loss = s->data.task == AKK_TASK_REGRESSION ?
+		akk_loss_targets(s->loss, s->huber_delta, b->dlogits, h, b->targets,
+				 b->B, m->classes, NULL) :
+		akk_loss(s->loss, s->huber_delta, b->dlogits, h, b->labels,
+			 b->B, m->classes, correct);
 	if (loss_sum)
 		*loss_sum += loss * b->B;
 	h = b->dlogits;
@@ -83,20 +92,26 @@ int akk_reference_evaluate(struct akk_reference *r,
 	const struct akk_spec *s = m->spec;
 	long n = akk_batches_per_epoch(d->n, s->sched.batch_size), correct = 0;
 	double sum = 0;
+	struct akk_reg_sums reg = { 0 };
 
 	(void)e;
 	for (long i = 0; i < n; i++) {
 		struct akk_batch *b = &r->batch;
 		const float *h;
 
-		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, &r->map);
+		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, &r->pre);
 		h = b->x;
 		for (int g = 0; g < m->ngates; g++)
 			h = akk_gate_eval(&r->gates[g], 0, h, b->B);
-		sum += akk_loss(s->loss, s->huber_delta, NULL, h, b->labels,
-				b->B, m->classes, &correct) * b->B;
+		sum += (s->data.task == AKK_TASK_REGRESSION ?
+			akk_loss_targets(s->loss, s->huber_delta, NULL, h, b->targets,
+					 b->B, m->classes, &reg) :
+			akk_loss(s->loss, s->huber_delta, NULL, h, b->labels,
+				 b->B, m->classes, &correct)) * b->B;
 	}
 	*loss = d->n ? sum / d->n : 0;
 	*accuracy = d->n ? (double)correct / d->n : 0;
+	if (s->data.task == AKK_TASK_REGRESSION)	/* R^2 */
+		*accuracy = akk_reg_r2(&reg);
 	return 0;
 }

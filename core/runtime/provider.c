@@ -5,6 +5,7 @@
 #include <string.h>
 
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
+		      const struct akk_preprocess *pre,
 		      const struct akk_data_spec *ds, int shuffle,
 		      uint64_t seed, int bs, size_t in, int classes,
 		      int npool, int epoch, long index, int shards, int shard,
@@ -27,8 +28,8 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	p->epoch = epoch;
 	p->index = index;
 	p->npool = npool;
-	akk_pixel_map(&p->map, ds);
-	if (shuffle && akk_augment_init(&p->aug, ds, d->c, d->h, d->w, seed, e))
+	p->pre = pre;
+	if (shuffle && ds && akk_augment_init(&p->aug, ds, d->c, d->h, d->w, seed, e))
 		return -1;
 	p->pool = calloc(npool, sizeof(*p->pool));
 	p->perm = shuffle ? malloc(d->n * sizeof(*p->perm)) : NULL;
@@ -67,7 +68,7 @@ static void *provider_main(void *arg)
 		size_t z = lo + len * (p->shard + 1) / p->shards;
 
 		akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
-				     p->index + 1 == p->per_epoch, &p->map);
+				     p->index + 1 == p->per_epoch, p->pre);
 		akk_augment_batch(&p->aug, b->x, b->B, p->perm, a, p->epoch);
 		b->index = p->index;
 		b->epoch = p->epoch;

@@ -21,7 +21,7 @@ struct akk_provider {
 	uint64_t seed;
 	int bs;
 	long per_epoch;
-	struct akk_pixel_map map;
+	const struct akk_preprocess *pre;	/* lent until release */
 	struct akk_augment aug;		/* training only (data.augment) */
 	uint32_t *perm;			/* (n) when shuffling */
 	struct akk_batch *pool;		/* npool batches */
@@ -38,8 +38,11 @@ struct akk_provider {
 /* Stream starting at batch `index` of `epoch` (the next epoch's first
  * when index is the epoch's batch count). With shards > 1, batch i
  * of an epoch is this shard's even slice of samples [i*shards*bs,
- * (i+1)*shards*bs) of the epoch's order, the same on every rank. */
+ * (i+1)*shards*bs) of the epoch's order, the same on every rank. pre: the
+ * input map (lent until release); ds: the data spec whose augment keys a
+ * shuffled (training) stream applies, or NULL for none. */
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
+		      const struct akk_preprocess *pre,
 		      const struct akk_data_spec *ds, int shuffle,
 		      uint64_t seed, int bs, size_t in, int classes,
 		      int npool, int epoch, long index, int shards, int shard,

@@ -17,11 +17,33 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 	long in = akk_shape_size(s->input);
 	char shape[64];
 
+	/* formats without images/labels paths: name the config */
+	if (!path)
+		path = s->path;
+	if (!lpath)
+		lpath = path;
 	if ((long)d->in != in) {
 		akk_shape_format(s->input, shape, sizeof(shape));
 		return akk_err_at(e, path, 0, 0,
 				  "%s images have %zu values each, but network.input %s needs %ld",
 				  what, d->in, shape, in);
+	}
+	/* issue 13 (h13core): regression needs float targets, as many as
+	 * the network's outputs; classification needs class labels */
+	if (s->data.task == AKK_TASK_REGRESSION) {
+		if (!d->y || d->targets < 1)
+			return akk_err_at(e, lpath, 0, 0,
+					  "%s data has no regression targets, but data.task is regression",
+					  what);
+		if (d->targets != m->classes)
+			return akk_err_at(e, lpath, 0, 0,
+					  "%s data has %d target%s per sample, but the network outputs %d",
+					  what, d->targets, d->targets == 1 ? "" : "s",
+					  m->classes);
+	} else if (d->y && !d->labels) {
+		return akk_err_at(e, lpath, 0, 0,
+				  "%s data has regression targets, not class labels: set data.task: regression",
+				  what);
 	}
 	if (d->classes > m->classes)
 		return akk_err_at(e, lpath, 0, 0,
@@ -37,10 +59,13 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 {
 	const struct akk_data_spec *ds = &m->spec->data;
 
+	/* a held-out split's validation part comes from the training files */
+	enum akk_data_part vp = akk_data_has(ds, AKK_DATA_VAL) ? AKK_DATA_VAL : AKK_DATA_TRAIN;
+
 	return check_one(m, train, "training", akk_data_file(ds, AKK_DATA_TRAIN),
 			 akk_data_label_file(ds, AKK_DATA_TRAIN), e) ||
-	       (val && check_one(m, val, "validation", akk_data_file(ds, AKK_DATA_VAL),
-				 akk_data_label_file(ds, AKK_DATA_VAL), e)) ? -1 : 0;
+	       (val && check_one(m, val, "validation", akk_data_file(ds, vp),
+				 akk_data_label_file(ds, vp), e)) ? -1 : 0;
 }
 
 /* Under MPI: who runs where, and the link to the other ranks. */
@@ -153,13 +178,23 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			}
 		}
 	}
-	if (r->root && akk_provider_init(&r->tprov, train, &s->data, 1, s->seed,
+	if (r->root && (cfg->pre ? akk_preprocess_set(&r->pre, cfg->pre->in, cfg->pre->a,
+						      cfg->pre->b, e)
+			      : akk_preprocess_init(&r->pre, &s->data, in, s->input.d[0],
+						    train, e)))
+		goto fail;
+	if (r->root && r->pre.in != in) {
+		akk_err_set(e, "the input map has %zu values, but network.input needs %zu",
+			    r->pre.in, in);
+		goto fail;
+	}
+	if (r->root && akk_provider_init(&r->tprov, train, &r->pre, &s->data, 1, s->seed,
 					 bs, in, m->classes, r->K + 2,
 					 cfg->start.epoch, cfg->start.index,
 					 r->shards, cfg->rank, e))
 		goto fail;
 	if (r->root && val &&
-	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
+	    akk_provider_init(&r->vprov, val, &r->pre, &s->data, 0, s->seed, bs, in,
 			      m->classes, r->V + 2, 0, 0, 1, 0, e))
 		goto fail;
 	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
@@ -274,6 +309,9 @@ int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
 		.spec = spec, .base_dir = base_dir, .mode = r->cfg.mode,
 		.gates = gates, .ngates = G, .pos = r->pos, .metrics = *metrics,
 		.watch = akk_spec_watches(spec) ? &r->watch : NULL,
+		.pre = r->pre.in ? &r->pre : NULL,
+		.heldout = r->cfg.heldout, .nheldout = r->cfg.nheldout,
+		.class_names = r->cfg.class_names, .nclass_names = r->cfg.nclass_names,
 	};
 	return akk_checkpoint_write(path, &src, e);
 }
@@ -396,6 +434,7 @@ void akk_run_release(struct akk_run *r)
 	akk_provider_release(&r->tprov);
 	if (r->val && r->root)
 		akk_provider_release(&r->vprov);
+	akk_preprocess_release(&r->pre);
 	akk_transport_release(&r->tr);
 	akk_pool_destroy(r->pool);
 	r->pool = NULL;
