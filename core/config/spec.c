@@ -1109,30 +1109,205 @@ static const struct key network_keys[] = {
 
 #define DATA struct akk_data_spec
 
+/* Which keys of train and validation each format takes: required ones
+ * are checked by h_data_files, not by the table. */
 static const struct key train_keys[] = {
-	STR("images", h_path, DATA, train_images, F_REQ),
-	STR("labels", h_path, DATA, train_labels, F_REQ),
+	STR("images", h_path, DATA, train_images, 0),
+	STR("labels", h_path, DATA, train_labels, 0),
+	/* format csv */
+	STR("file", h_path, DATA, train_file, 0),
+	STR("targets_file", h_path, DATA, train_targets, 0),
 	END,
 };
 static const struct key val_keys[] = {
-	STR("images", h_path, DATA, val_images, F_REQ),
-	STR("labels", h_path, DATA, val_labels, F_REQ),
+	STR("images", h_path, DATA, val_images, 0),
+	STR("labels", h_path, DATA, val_labels, 0),
+	/* format csv */
+	STR("file", h_path, DATA, val_file, 0),
+	STR("targets_file", h_path, DATA, val_targets, 0),
 	END,
 };
+
+/* The keys of data.train and data.validation per format; 1: required. */
+static const struct {
+	const char *format, *key;
+	int required;
+} data_file_keys[] = {
+	{ "idx", "images", 1 }, { "idx", "labels", 1 },
+	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
+	{ NULL, NULL, 0 },
+};
+
+/* data.train or data.validation: the section, then the keys its format
+ * needs and takes (the format is read first: table order). */
+static int h_data_files(struct ctx *c, const struct key *k,
+			const struct section *sec, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	const char *format = ((const DATA *)sec->obj)->format;
+
+	if (h_section(c, k, sec, key, val))
+		return -1;
+	for (int i = 0; data_file_keys[i].format; i++)
+		if (data_file_keys[i].required &&
+		    !strcmp(data_file_keys[i].format, format) &&
+		    !map_get(c, val, data_file_keys[i].key, NULL))
+			return fail(c, val, "missing required key '%s' in data.%s",
+				    data_file_keys[i].key, k->name);
+	for (yaml_node_pair_t *p = val->data.mapping.pairs.start;
+	     p < val->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node(c, p->key);
+		int i;
+		for (i = 0; data_file_keys[i].format; i++)
+			if (!strcmp(data_file_keys[i].format, format) &&
+			    !strcmp(data_file_keys[i].key, text(kn)))
+				break;
+		if (!data_file_keys[i].format)
+			return fail(c, kn, "'%s' does not apply to data format '%s'",
+				    text(kn), format);
+	}
+	return 0;
+}
+
+#define CSV struct akk_csv_spec
+
+/* A CSV column: a plain integer is a 0-based index, anything else a
+ * name. */
+static int parse_csv_col(struct ctx *c, const char *name, yaml_node_t *val,
+			 struct akk_csv_col *col)
+{
+	col->mark = mark_of(c, val);
+	if (val->type == YAML_SCALAR_NODE && is_bare(val) &&
+	    int_syntax(text(val))) {
+		long long v;
+		if (parse_int(c, name, val, &v))
+			return -1;
+		if (v < 0 || v > AKK_CSV_MAX_COLS - 1)
+			return fail(c, val, "'%s' must be a column name or an index from 0 to %d, got %s",
+				    name, AKK_CSV_MAX_COLS - 1, text(val));
+		col->index = (int)v;
+		return 0;
+	}
+	col->index = -1;
+	return parse_str(c, name, val, &col->name);
+}
+
+static int h_csv_label(struct ctx *c, const struct key *k,
+		       const struct section *sec, yaml_node_t *key,
+		       yaml_node_t *val)
+{
+	struct akk_csv_col *col = &((CSV *)sec->obj)->label;
+
+	(void)key;
+	free(col->name);
+	col->name = NULL;
+	return parse_csv_col(c, k->name, val, col);
+}
+
+static int h_csv_targets(struct ctx *c, const struct key *k,
+			 const struct section *sec, yaml_node_t *key,
+			 yaml_node_t *val)
+{
+	CSV *o = sec->obj;
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+
+	(void)key;
+	if (!n)
+		return fail(c, val, "'targets' must not be empty");
+	if (n > AKK_CSV_MAX_COLS)
+		return fail(c, val, "too many targets: %d, at most %d", n,
+			    AKK_CSV_MAX_COLS);
+	for (int i = 0; i < o->ntargets; i++)
+		free(o->targets[i].name);
+	free(o->targets);
+	o->ntargets = 0;
+	if (!(o->targets = calloc((size_t)n, sizeof(*o->targets))))
+		return akk_err_set(c->e, "out of memory");
+	for (int i = 0; i < n; i++) {
+		struct akk_csv_col *t = &o->targets[i];
+		yaml_node_t *item = node(c, items[i]);
+		if (parse_csv_col(c, k->name, item, t))
+			return -1;
+		o->ntargets++;
+		for (int j = 0; j < i; j++)
+			if (t->name ? o->targets[j].name &&
+				      !strcmp(t->name, o->targets[j].name) :
+				      !o->targets[j].name &&
+				      t->index == o->targets[j].index)
+				return fail(c, item, "column %s is twice in 'targets'",
+					    text(item));
+	}
+	return 0;
+}
+
+static const char *const delimiter_names[] = { "comma", "whitespace",
+					       "semicolon", NULL };
+
+static const struct key csv_keys[] = {
+	BOOL("header", CSV, header, 0),
+	INT("skip", CSV, skip, F_LO | F_HI, 0, INT_MAX, 0),
+	NAMES("delimiter", CSV, delimiter, 0, delimiter_names, "delimiter",
+	      AKK_CSV_COMMA),
+	{ .name = "label", .type = YAML_SCALAR_NODE, .fn = h_csv_label,
+	  .what = "a column name or index" },
+	{ .name = "targets", .type = YAML_SEQUENCE_NODE, .fn = h_csv_targets,
+	  .what = "a list" },
+	END,
+};
+
+/* data.csv: only with format csv (read before it: table order). */
+static int h_csv(struct ctx *c, const struct key *k,
+		 const struct section *sec, yaml_node_t *key,
+		 yaml_node_t *val)
+{
+	const char *format = ((const DATA *)sec->obj)->format;
+
+	if (strcmp(format, "csv"))
+		return fail(c, key, "'csv' does not apply to data format '%s'",
+			    format);
+	return h_section(c, k, sec, key, val);
+}
 static const struct key normalize_keys[] = {
 	FLOAT("mean", DATA, mean, F_REQ, 0, 0, 0, 0),
 	FLOAT("std", DATA, std, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 1),
 	END,
 };
 
-/* idx is the only format, and the default (data.format in defaults()). */
-static const char *const format_names[] = { "idx", NULL };
+/* idx is the default (data.format in defaults()). */
+static const char *const format_names[] = { "idx", "csv", NULL };
+
+/* data.format: one of format_names, stored as its name. */
+static int h_format(struct ctx *c, const struct key *k,
+		    const struct section *sec, yaml_node_t *key,
+		    yaml_node_t *val)
+{
+	char **format = FIELD(sec->obj, k, char *);
+	char *name;
+
+	if (h_names(c, k, sec, key, val))
+		return -1;
+	if (!(name = strdup(text(val))))
+		return akk_err_set(c->e, "out of memory");
+	free(*format);
+	*format = name;
+	return 0;
+}
 
 static const struct key data_keys[] = {
-	NAMES("format", DATA, format, F_NOSTORE, format_names, "data format",
-	      0),
-	SECTION("train", 0, F_REQ, train_keys, MARK(DATA, train_mark)),
-	SECTION("validation", 0, 0, val_keys, MARK(DATA, val_mark)),
+	{ .name = "format", .type = YAML_NO_NODE, .fn = h_format,
+	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
+	  .names = format_names, .noun = "data format" },
+	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_data_files,
+	  .what = "a mapping", .flags = F_REQ, .keys = train_keys,
+	  .mark_off = MARK(DATA, train_mark) },
+	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_data_files,
+	  .what = "a mapping", .keys = val_keys,
+	  .mark_off = MARK(DATA, val_mark) },
+	/* format csv */
+	{ .name = "csv", .type = YAML_MAPPING_NODE, .fn = h_csv,
+	  .what = "a mapping", .off = offsetof(DATA, csv), .keys = csv_keys,
+	  .mark_off = MARK(DATA, csv.mark) },
 	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = normalize_keys,
@@ -1701,6 +1876,7 @@ static int defaults(struct akk_spec *s, const char *name)
 	apply_defaults(top_keys, s);
 	s->seed = 42;
 	s->data.format = strdup("idx");
+	s->data.csv.label.index = -1;
 	s->out.metrics = strdup("metrics.csv");
 	s->name = base_name(name);
 	return s->data.format && s->out.metrics && s->name ? 0 : -1;
@@ -1885,6 +2061,14 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->data.train_labels);
 	free(s->data.val_images);
 	free(s->data.val_labels);
+	free(s->data.train_file);
+	free(s->data.train_targets);
+	free(s->data.val_file);
+	free(s->data.val_targets);
+	free(s->data.csv.label.name);
+	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
+		free(s->data.csv.targets[i].name);
+	free(s->data.csv.targets);
 	for (int i = 0; s->gates && i < s->ngates; i++)
 		free(s->gates[i].layers);
 	free(s->gates);

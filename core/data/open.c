@@ -3,12 +3,13 @@
 
 #include <string.h>
 
+#include "data/csv.h"
 #include "data/idx.h"
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	return part == AKK_DATA_TRAIN ? s->train_images != NULL
-				      : s->val_images != NULL;
+	return part == AKK_DATA_TRAIN ? s->train_images || s->train_file
+				      : s->val_images || s->val_file;
 }
 
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
@@ -23,5 +24,9 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 				   part == AKK_DATA_TRAIN ? "training" : "validation");
 	if (!s->format || !strcmp(s->format, "idx"))
 		return akk_idx_dataset(d, images, labels, e);
+	if (!strcmp(s->format, "csv"))
+		return akk_csv_dataset(d, part == AKK_DATA_TRAIN ? s->train_file : s->val_file,
+				       part == AKK_DATA_TRAIN ? s->train_targets : s->val_targets,
+				       &s->csv, 0 /* data.task: regression (h13core) */, e);
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
