@@ -548,6 +548,7 @@ static void test_spec_keys(void **state)
 	assert_null(s.data.csv.label.name);
 	assert_int_equal(s.data.csv.label.index, -1);
 	assert_int_equal(s.data.csv.ntargets, 0);
+	assert_true(s.data.scale == 1);	/* not 255: not pixels */
 	akk_spec_release(&s);
 }
 

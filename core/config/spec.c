@@ -1291,6 +1291,9 @@ static int h_format(struct ctx *c, const struct key *k,
 		return akk_err_set(c->e, "out of memory");
 	free(*format);
 	*format = name;
+	/* A table's values are not pixels: scale (read later) defaults to 1. */
+	if (!strcmp(name, "csv"))
+		((DATA *)sec->obj)->scale = 1;
 	return 0;
 }
 
