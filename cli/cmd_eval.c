@@ -1,9 +1,12 @@
 /* cmd_eval.c - akkctl eval: evaluate a checkpoint on a dataset.
  *
  * The network is rebuilt from the checkpoint alone (its stored config);
- * the data comes from that config's validation set, from --data DIR
- * (t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, plain or .gz) or from
- * --images/--labels. CHECKPOINT may be a run directory: see ckpt_pick. */
+ * the data comes from that config's validation set (read through its
+ * data.format; with a validation split, the checkpoint's held-out part of
+ * the training data), from --data DIR (t10k-images-idx3-ubyte and
+ * t10k-labels-idx1-ubyte, plain or .gz) or from --images/--labels (IDX).
+ * Values become the network's input through the checkpoint's stored
+ * input map. CHECKPOINT may be a run directory: see ckpt_pick. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -17,6 +20,8 @@
 #include "cli.h"
 #include "model/evaluate.h"
 #include "data/idx.h"
+#include "data/open.h"
+#include "data/split.h"
 #include "model/model.h"
 #include "config/spec.h"
 
@@ -33,20 +38,30 @@ static int write_prediction(void *ctx, long index, int label, int predicted,
 	return fprintf(ctx, "%ld,%d,%d,%.6f\n", index, label, predicted, prob) < 0;
 }
 
-static void print_report(const struct akk_eval_result *r, int confusion)
+static void print_report(const struct akk_eval_result *r, int confusion,
+			 char *const *names, int nnames)
 {
-	int C = r->classes;
+	int C = r->classes, w = 6;
+
+	/* class names, when the checkpoint has them, widen the first column */
+	for (int c = 0; c < nnames; c++)
+		if ((int)strlen(names[c]) > w)
+			w = strlen(names[c]) > 24 ? 24 : (int)strlen(names[c]);
 
 	printf("samples %ld  loss %.4f  accuracy %.2f%%\n\n", r->n, r->loss,
 	       100 * r->accuracy);
-	printf("%-6s %9s %9s %8s\n", "class", "precision", "recall", "support");
+	printf("%-*s %9s %9s %8s\n", w, "class", "precision", "recall", "support");
 	for (int c = 0; c < C; c++) {
 		long tp = r->confusion[(size_t)c * C + c], pred = 0, support = 0;
 		for (int k = 0; k < C; k++) {
 			pred += r->confusion[(size_t)k * C + c];
 			support += r->confusion[(size_t)c * C + k];
 		}
-		printf("%-6d %8.2f%% %8.2f%% %8ld\n", c,
+		if (c < nnames)
+			printf("%-*.*s", w, w, names[c]);
+		else
+			printf("%-*d", w, c);
+		printf(" %8.2f%% %8.2f%% %8ld\n",
 		       pred ? 100.0 * tp / pred : 0.0,
 		       support ? 100.0 * tp / support : 0.0, support);
 	}
@@ -62,6 +77,34 @@ static void print_report(const struct akk_eval_result *r, int confusion)
 			printf(" %6ld", r->confusion[(size_t)c * C + k]);
 		printf("\n");
 	}
+}
+
+/* The checkpoint's own validation data: its config's validation set,
+ * read through data.format, or with a validation split the held-out
+ * part of its training data, at the indices the checkpoint stores. */
+static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
+			       const struct akk_checkpoint *ck, const char *ckpath,
+			       struct akk_err *e)
+{
+	struct akk_dataset all = { 0 };
+	int rc;
+
+	if (akk_data_has(&s->data, AKK_DATA_VAL))
+		return akk_data_open(d, &s->data, AKK_DATA_VAL, e);
+	if (!(s->data.split > 0))
+		return akk_err_set(e, "the checkpoint's config has no validation data; give --data or --images and --labels");
+	if (!ck->nheldout)
+		return akk_err_at(e, ckpath, 0, 0, "the checkpoint has no held-out indices for its validation split");
+	if (akk_data_open(&all, &s->data, AKK_DATA_TRAIN, e))
+		return -1;
+	rc = akk_dataset_subset(d, &all, ck->heldout, ck->nheldout, 0, e);
+	akk_dataset_release(&all);
+	if (rc) {
+		char msg[sizeof(e->msg)];
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, ckpath, 0, 0, "%s (has the training data changed?)", msg);
+	}
+	return 0;
 }
 
 int cmd_eval(int argc, char **argv)
@@ -84,6 +127,7 @@ int cmd_eval(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset d = { 0 };
+	struct akk_preprocess pre = { 0 };
 	struct akk_gate *gates = NULL, **gp = NULL;
 	struct akk_eval_result res = { 0 };
 	struct akk_err e = { 0 };
@@ -139,19 +183,27 @@ int cmd_eval(int argc, char **argv)
 		data_file(lpath, sizeof(lpath), dir, "t10k-labels-idx1-ubyte");
 		images = ipath;
 		labels = lpath;
-	} else if (!images) {
-		if (!s.data.val_images) {
-			akk_err_set(&e, "the checkpoint's config has no validation data; give --data or --images and --labels");
-			goto report;
-		}
-		images = s.data.val_images;
-		labels = s.data.val_labels;
 	}
-	if (akk_idx_dataset(&d, images, labels, &e))
+	if (images) {
+		if (akk_idx_dataset(&d, images, labels, &e))
+			goto report;
+	} else if (load_own_validation(&d, &s, &ck, ckpath, &e)) {
 		goto report;
+	}
+	if (!images)
+		images = s.data.val_images ? s.data.val_images : s.path;
+	if (!labels)
+		labels = s.data.val_labels ? s.data.val_labels : s.path;
 	if ((long)d.in != akk_shape_size(s.input)) {
 		akk_err_at(&e, images, 0, 0, "images have %zu values each, but the network takes %ld",
 			   d.in, akk_shape_size(s.input));
+		goto report;
+	}
+	/* the checkpoint's input map; a version 1 file has none: its
+	 * config's scale and normalize (it could not standardize) */
+	if (ck.pre.in ? akk_preprocess_set(&pre, ck.pre.in, ck.pre.a, ck.pre.b, &e)
+		      : akk_preprocess_init(&pre, &s.data, d.in, s.input.d[0], NULL, &e)) {
+		akk_err_at(&e, ckpath, 0, 0, "%s", "the checkpoint has no input map for its config");
 		goto report;
 	}
 	if (d.classes > m.classes) {
@@ -184,7 +236,7 @@ int cmd_eval(int argc, char **argv)
 		fprintf(pf, "index,label,predicted,probability\n");
 	}
 	akk_float_mode();
-	if (akk_evaluate(gp, &m, &d, bs, &res, pf ? write_prediction : NULL, pf, &e))
+	if (akk_evaluate(gp, &m, &d, &pre, bs, &res, pf ? write_prediction : NULL, pf, &e))
 		goto report;
 	if (pf && fclose(pf)) {
 		pf = NULL;
@@ -200,7 +252,7 @@ int cmd_eval(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto report;
 	}
-	print_report(&res, confusion);
+	print_report(&res, confusion, ck.class_names, ck.nclass_names);
 	rc = EXIT_OK;
 	goto out;
 report:
@@ -220,6 +272,7 @@ out:
 	free(gates);
 	free(gp);
 	akk_dataset_release(&d);
+	akk_preprocess_release(&pre);
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	akk_checkpoint_release(&ck);

@@ -24,6 +24,7 @@
 #include "ckpt_files.h"
 #include "cli.h"
 #include "data/open.h"
+#include "data/split.h"
 #include "io/metrics.h"
 #include "model/model.h"
 #include "progress.h"
@@ -366,6 +367,41 @@ static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
 	return 0;
 }
 
+/* issue 13 (h13core): validation: {split: F} holds out part of train,
+ * in place (train keeps the rest, val gets the held-out samples). The
+ * indices come from the checkpoint when resuming one that has them, so
+ * they never change during a run; else they are computed from the seed. */
+static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
+		    struct akk_dataset *train, struct akk_dataset *val,
+		    uint32_t **heldout, size_t *nheldout, struct akk_err *e)
+{
+	struct akk_dataset rest = { 0 };
+	char msg[sizeof(e->msg)];
+
+	if (!(s->data.split > 0))
+		return 0;
+	if (ck && ck->nheldout) {
+		if (!(*heldout = malloc(ck->nheldout * sizeof(**heldout))))
+			return akk_err_set(e, "out of memory");
+		memcpy(*heldout, ck->heldout, ck->nheldout * sizeof(**heldout));
+		*nheldout = ck->nheldout;
+	} else if (akk_split_heldout(heldout, nheldout, train, s->data.split,
+				     s->seed, e)) {
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, s->path, s->data.val_mark.line,
+				  s->data.val_mark.col, "%s", msg);
+	}
+	if (akk_dataset_subset(val, train, *heldout, *nheldout, 0, e) ||
+	    akk_dataset_subset(&rest, train, *heldout, *nheldout, 1, e)) {
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, ck ? "--resume" : s->path, 0, 0,
+				  "%s", msg);
+	}
+	akk_dataset_release(train);
+	*train = rest;
+	return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -397,6 +433,8 @@ int cmd_train(int argc, char **argv)
 	struct akk_checkpoint ck = { 0 };
 	struct akk_world world = { 0 };
 	int *gate_rank = NULL, dp = 0;
+	uint32_t *heldout = NULL;	/* a validation split's indices */
+	size_t nheldout = 0;
 	long counts[3];
 	pthread_t sigthread;
 	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val;
@@ -513,16 +551,21 @@ int cmd_train(int argc, char **argv)
 	/* Rank 0 reads the data; in a pipeline the others need only the
 	 * sample counts, with data parallelism each reads its own. */
 	dp = s.sched.data_parallel && world.size > 1;
-	have_val = akk_data_has(&s.data, AKK_DATA_VAL);
+	have_val = akk_data_has(&s.data, AKK_DATA_VAL) || s.data.split > 0;
 	if (dp && world.rank != 0 &&
-	    akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e)) {
+	    (akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
+	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
+		      &heldout, &nheldout, &e))) {
 		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
 		goto report;
 	}
 	if (world.rank == 0 &&
 	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
 	     akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
-	     (have_val && akk_data_open(&val, &s.data, AKK_DATA_VAL, &e))))
+	     (akk_data_has(&s.data, AKK_DATA_VAL) &&
+	      akk_data_open(&val, &s.data, AKK_DATA_VAL, &e)) ||
+	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
+		      &heldout, &nheldout, &e)))
 		counts[0] = -1;
 	else
 		counts[0] = (long)train.n;
@@ -594,6 +637,11 @@ int cmd_train(int argc, char **argv)
 			.start = ck.pos,
 			.rank = world.rank, .gate_rank = gate_rank,
 			.shards = dp ? world.size : 1,
+			/* issue 13 (h13core): the data section */
+			.pre = resume && !start_over && ck.pre.in ? &ck.pre : NULL,
+			.heldout = heldout, .nheldout = nheldout,
+			.class_names = train.class_names,
+			.nclass_names = train.class_names ? train.classes : 0,
 		};
 		/* Ranks on one machine share its cores. */
 		if (!cfg.blas_threads && world.local_size > 1) {
@@ -718,6 +766,7 @@ out:
 	akk_checkpoint_release(&ck);
 	akk_dataset_release(&train);
 	akk_dataset_release(&val);
+	free(heldout);
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	free(gate_rank);

@@ -98,6 +98,58 @@ static inline int forge_str(struct forge *fg, size_t *off, const char *name, cha
 	return 0;
 }
 
+/* A run of count values of width 4 from *off: "NAME0" and, when there
+ * are more, "NAMEN" (the last); steps over all of them. */
+static inline int forge_run(struct forge *fg, size_t *off, enum forge_type t,
+			    const char *name, uint64_t count)
+{
+	char field[96];
+
+	if (!count)
+		return 0;
+	if (count > (fg->len - 4 - *off) / 4)
+		return -1;
+	snprintf(field, sizeof(field), "%s0", name);
+	if (forge_add(fg, off, t, "%s", field))
+		return -1;
+	if (count > 1) {
+		*off += 4 * (count - 2);
+		snprintf(field, sizeof(field), "%sN", name);
+		if (forge_add(fg, off, t, "%s", field))
+			return -1;
+	}
+	return 0;
+}
+
+/* The data section of a version 2 file (issue 13): data.task,
+ * data.targets, data.nclass_names, data.class_nameI.len,
+ * data.input_map.in, data.input_map.a0/aN/b0/bN, data.nheldout,
+ * data.heldout0/heldoutN. */
+static inline int forge_data(struct forge *fg, size_t *off)
+{
+	char buf[64];
+	uint64_t n;
+
+	if (forge_add(fg, off, FORGE_U32, "%s", "data.task") ||
+	    forge_add(fg, off, FORGE_U32, "%s", "data.targets") ||
+	    forge_add(fg, off, FORGE_U32, "%s", "data.nclass_names"))
+		return -1;
+	n = forge_at(fg, *off - 4, 4);
+	for (uint64_t i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "data.class_name%d", (int)i);
+		if (i > 64 || forge_str(fg, off, buf, NULL, 0))
+			return -1;
+	}
+	if (forge_add(fg, off, FORGE_U64, "%s", "data.input_map.in"))
+		return -1;
+	n = forge_at(fg, *off - 8, 8);
+	if (forge_run(fg, off, FORGE_F32, "data.input_map.a", n) ||
+	    forge_run(fg, off, FORGE_F32, "data.input_map.b", n) ||
+	    forge_add(fg, off, FORGE_U64, "%s", "data.nheldout"))
+		return -1;
+	return forge_run(fg, off, FORGE_U32, "data.heldout", forge_at(fg, *off - 8, 8));
+}
+
 /* Load path and index its fields; 0 on success. */
 static inline int forge_load(struct forge *fg, const char *path)
 {
@@ -187,6 +239,8 @@ static inline int forge_load(struct forge *fg, const char *path)
 			}
 		}
 	}
+	if (forge_at(fg, 8, 4) >= 2 && forge_data(fg, &off))
+		return -1;
 	return off == fg->len - 4 ? 0 : -1;
 }
 

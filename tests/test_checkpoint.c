@@ -856,11 +856,11 @@ static void future_version_rejected(void **unused)
 
 	(void)unused;
 	assert_int_equal(le32(data + 8), AKK_CKPT_VERSION);
-	put_le32(data + 8, 2);
+	put_le32(data + 8, AKK_CKPT_VERSION + 1);
 	fix_crc(data, len);
 	assert_int_equal(tu_write_file(path, data, len), 0);
 	assert_read_fails(path, &e);
-	if (!strstr(e.msg, "version 2 is not supported"))
+	if (!strstr(e.msg, "version 3 is not supported"))
 		fail_msg("%s", e.msg);
 	put_le32(data + 8, 0xffffffffu);
 	fix_crc(data, len);

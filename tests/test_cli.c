@@ -898,7 +898,7 @@ static void inspect_checkpoint(void **state)
 	(void)state;
 	assert_rc(ak("inspect", ck, NULL), 0);
 	assert_string_equal(g_err, "");
-	tu_assert_contains(g_out, "format       version 1\n");
+	tu_assert_contains(g_out, "format       version 2\n");
 	tu_assert_contains(g_out, "schedule     flip-flop\n");
 	tu_assert_contains(g_out, "override     --set schedule.epochs=3\n");
 	tu_assert_contains(g_out, "position     epoch 3, batch 0 ");

@@ -12,6 +12,7 @@ static void recycle_reports_a_stopped_provider(void **unused)
 {
 	struct akk_dataset d;
 	struct akk_data_spec ds = { 0 };
+	struct akk_preprocess pre;
 	struct akk_provider p;
 	struct akk_err e = { 0 };
 	struct akk_batch *b;
@@ -19,7 +20,8 @@ static void recycle_reports_a_stopped_provider(void **unused)
 	(void)unused;
 	ds.scale = 1;
 	tu_dataset(&d, 40, 4, 2, 7);
-	assert_int_equal(akk_provider_init(&p, &d, &ds, 1, 42, 8, 16, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_preprocess_init(&pre, &ds, d.in, 1, NULL, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, 1, 42, 8, 16, 2, 2, 0, 0, 1, 0, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	b = akk_provider_next(&p);
 	assert_non_null(b);
@@ -31,6 +33,7 @@ static void recycle_reports_a_stopped_provider(void **unused)
 	assert_int_equal(akk_provider_recycle(&p, b), -1);
 	assert_null(akk_provider_next(&p));
 	akk_provider_release(&p);
+	akk_preprocess_release(&pre);
 	akk_dataset_release(&d);
 }
 

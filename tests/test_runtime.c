@@ -268,6 +268,7 @@ static void provider_covers_every_sample(void **unused)
 {
 	struct fixture f;
 	struct akk_provider p;
+	struct akk_preprocess pre;
 	struct akk_err e = { 0 };
 	int *seen = calloc(1000, sizeof(int));
 	long first[2];
@@ -275,7 +276,8 @@ static void provider_covers_every_sample(void **unused)
 	(void)unused;
 	setup_net(&f, "wheels", 2, 4, 1, "");
 	f.spec.data.scale = 1;	/* floats equal the pixels */
-	assert_int_equal(akk_provider_init(&p, &f.train, &f.spec.data, 1, 42, 16,
+	assert_int_equal(akk_preprocess_init(&pre, &f.spec.data, f.train.in, 1, NULL, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &f.train, &pre, 1, 42, 16,
 					   64, 4, 3, 0, 0, 1, 0, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	for (int epoch = 0; epoch < 2; epoch++) {
@@ -300,6 +302,7 @@ static void provider_covers_every_sample(void **unused)
 	}
 	assert_int_not_equal(first[0], first[1]);
 	akk_provider_release(&p);
+	akk_preprocess_release(&pre);
 	free(seen);
 	teardown_net(&f);
 }

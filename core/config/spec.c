@@ -737,6 +737,10 @@ static int h_section(struct ctx *c, const struct key *k,
 	return walk(c, val, &sub);
 }
 
+static int h_channels(struct ctx *c, const struct key *k,
+		      const struct section *sec, yaml_node_t *key,
+		      yaml_node_t *val);
+
 /* Each key's default (def) into obj, sub-sections included. Strings, lists
  * and the special keys have theirs in defaults(). */
 static void apply_defaults(const struct key *keys, void *obj)
@@ -744,7 +748,7 @@ static void apply_defaults(const struct key *keys, void *obj)
 	for (const struct key *k = keys; k->name; k++) {
 		if (k->fn == h_section)
 			apply_defaults(k->keys, (char *)obj + k->off);
-		else if (k->fn == h_float)
+		else if (k->fn == h_float || k->fn == h_channels)
 			*FIELD(obj, k, float) = (float)k->def;
 		else if (k->fn == h_int || k->fn == h_bool ||
 			 (k->fn == h_names && !(k->flags & F_NOSTORE)))
@@ -1268,11 +1272,76 @@ static int h_csv(struct ctx *c, const struct key *k,
 			    format);
 	return h_section(c, k, sec, key, val);
 }
+
+/* issue 13 (h13core): normalize's mean and std are a number, or a list of
+ * numbers, one per input channel (checked against network.input after the
+ * walk). A number goes into the float at k->off, as h_float; each item of a
+ * list is checked as h_float checks a number, into the struct akk_channels
+ * at k->set_off - 1. */
+static int h_channels(struct ctx *c, const struct key *k,
+		      const struct section *sec, yaml_node_t *key,
+		      yaml_node_t *val)
+{
+	struct akk_channels *ch =
+		(struct akk_channels *)((char *)sec->obj + k->set_off - 1);
+	yaml_node_item_t *items;
+	struct key one = *k;
+	int n;
+
+	if (val->type != YAML_SEQUENCE_NODE)
+		return h_float(c, k, sec, key, val);
+	items = val->data.sequence.items.start;
+	n = (int)(val->data.sequence.items.top - items);
+	if (n < 1 || n > AKK_SPEC_MAX_CHANNELS)
+		return fail(c, val, "'%s' must have 1 to %d values, got %d",
+			    k->name, AKK_SPEC_MAX_CHANNELS, n);
+	free(ch->v);
+	ch->n = 0;
+	ch->v = malloc((size_t)n * sizeof(float));
+	if (!ch->v)
+		return akk_err_set(c->e, "out of memory");
+	one.off = 0;
+	for (int i = 0; i < n; i++) {
+		struct section at = *sec;
+		at.obj = &ch->v[i];
+		if (h_float(c, &one, &at, key, node(c, items[i])))
+			return -1;
+	}
+	ch->n = n;
+	ch->mark = mark_of(c, val);
+	return 0;
+}
+
+#define CHANNELS(K_, T_, F_, LIST_, FL_, D_)                                 \
+	{ .name = K_, .type = YAML_NO_NODE, .fn = h_channels,                \
+	  .what = "a number or a list of numbers", .off = offsetof(T_, F_),  \
+	  .flags = FL_, .def = D_, .set_off = MARK(T_, LIST_) }
+
 static const struct key normalize_keys[] = {
-	FLOAT("mean", DATA, mean, F_REQ, 0, 0, 0, 0),
-	FLOAT("std", DATA, std, F_REQ | F_LO | F_LO_OPEN, 0, 0, 0, 1),
+	CHANNELS("mean", DATA, mean, mean_ch, F_REQ, 0),
+	CHANNELS("std", DATA, std, std_ch, F_REQ | F_LO | F_LO_OPEN, 1),
 	END,
 };
+/* issue 13 (h13core): validation: {split: F} holds out part of train. */
+static const struct key split_keys[] = {
+	FLOAT("split", DATA, split, F_REQ | F_LO | F_LO_OPEN | F_HI | F_HI_OPEN,
+	      0, 1, 0, 0),
+	END,
+};
+
+/* validation: a mapping with split is a split; any other, files. */
+static int h_validation(struct ctx *c, const struct key *k,
+			const struct section *sec, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	struct key as = *k;
+
+	if (val->type == YAML_MAPPING_NODE && map_get(c, val, "split", NULL)) {
+		as.keys = split_keys;
+		return h_section(c, &as, sec, key, val);
+	}
+	return h_data_files(c, k, sec, key, val);
+}
 
 /* idx is the default (data.format in defaults()). */
 static const char *const format_names[] = { "idx", "csv", NULL };
@@ -1304,7 +1373,7 @@ static const struct key data_keys[] = {
 	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_data_files,
 	  .what = "a mapping", .flags = F_REQ, .keys = train_keys,
 	  .mark_off = MARK(DATA, train_mark) },
-	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_data_files,
+	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_validation,
 	  .what = "a mapping", .keys = val_keys,
 	  .mark_off = MARK(DATA, val_mark) },
 	/* format csv */
@@ -1315,6 +1384,7 @@ static const struct key data_keys[] = {
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = normalize_keys,
 	  .set_off = MARK(DATA, normalize) },
+	BOOL("standardize", DATA, standardize, 0),	/* issue 13 (h13core) */
 	END,
 };
 
@@ -1952,20 +2022,37 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
-	/* values that overflow together: the pixel map (batch.h) */
-	{
+	/* issue 13 (h13core): per-channel lists have one value per channel
+	 * of network.input (its first dimension; of a rank-1 input, each
+	 * feature is a channel) */
+	for (int i = 0; i < 2; i++) {
+		const struct akk_channels *ch = i ? &s->data.std_ch : &s->data.mean_ch;
+		if (ch->n && ch->n != s->input.d[0]) {
+			akk_err_at(e, s->path ? s->path : name, ch->mark.line,
+				   ch->mark.col,
+				   "'%s' has %d value%s, but network.input has %d channel%s",
+				   i ? "std" : "mean", ch->n, ch->n == 1 ? "" : "s",
+				   s->input.d[0], s->input.d[0] == 1 ? "" : "s");
+			goto out;
+		}
+	}
+	/* values that overflow together: the pixel map (data/preprocess.h),
+	 * per channel */
+	for (int ci = 0; ci < s->input.d[0]; ci++) {
 		const struct akk_data_spec *d = &s->data;
-		double std = d->normalize ? d->std : 1;
+		double mean = !d->normalize ? 0 : d->mean_ch.n ? d->mean_ch.v[ci] : d->mean;
+		double std = !d->normalize ? 1 : d->std_ch.n ? d->std_ch.v[ci] : d->std;
 		double a = 1.0 / ((double)d->scale * std);
-		double b = d->normalize ? -(double)d->mean / std : 0;
+		double b = -mean / std;
 		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX)) {
 			akk_err_at(e, s->path ? s->path : name, d->mark.line,
 				   d->mark.col,
 				   "pixels would become (pixel / %g - %g) / %g, which overflows a float",
-				   (double)d->scale, d->normalize ? (double)d->mean : 0.0,
-				   std);
+				   (double)d->scale, mean, std);
 			goto out;
 		}
+		if (!d->normalize || (!d->mean_ch.n && !d->std_ch.n))
+			break;
 	}
 	/* keys that contradict each other across sections */
 	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
@@ -2072,6 +2159,8 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
 		free(s->data.csv.targets[i].name);
 	free(s->data.csv.targets);
+	free(s->data.mean_ch.v);
+	free(s->data.std_ch.v);
 	for (int i = 0; s->gates && i < s->ngates; i++)
 		free(s->gates[i].layers);
 	free(s->gates);

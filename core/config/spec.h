@@ -28,6 +28,8 @@
  * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
 #define AKK_SPEC_MAX_BYTES (1 << 20)
 #define AKK_SPEC_MAX_DEPTH 64
+/* The longest per-channel list (data.normalize; issue 13, h13core). */
+#define AKK_SPEC_MAX_CHANNELS 65536
 /* The most layers in a network, all gates together. */
 #define AKK_MAX_LAYERS 65536
 
@@ -73,6 +75,13 @@ struct akk_csv_spec {
 	struct akk_mark mark;		/* the csv: key */
 };
 
+/* A list of floats, one per input channel (issue 13, h13core). */
+struct akk_channels {
+	float *v;			/* n values, owned; NULL when n = 0 */
+	int n;
+	struct akk_mark mark;		/* the list */
+};
+
 struct akk_data_spec {
 	char *format;			/* "idx", "csv" */
 	/* Paths resolved against the config file's directory (absolute paths
@@ -90,6 +99,14 @@ struct akk_data_spec {
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */
 	struct akk_mark train_mark, val_mark;
+	/* issue 13 (h13core): per-channel normalize, standardize and the
+	 * validation split. */
+	struct akk_channels mean_ch, std_ch;	/* normalize lists; n = 0: the
+						 * scalars mean, std apply */
+	int standardize;		/* 1: per-feature mean and std of the
+					 * training split (data/preprocess.h) */
+	float split;			/* validation: {split: F}: the fraction of
+					 * train held out (0 < F < 1); 0 = none */
 };
 
 struct akk_schedule_spec {

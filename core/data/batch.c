@@ -1,4 +1,4 @@
-/* batch.c - filling batches: shuffling and pixel conversion. */
+/* batch.c - filling batches: shuffling and the input map. */
 #include "data/batch.h"
 
 #include <string.h>
@@ -35,14 +35,6 @@ void akk_batch_release(struct akk_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
-void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d)
-{
-	double mean = d->normalize ? d->mean : 0, std = d->normalize ? d->std : 1;
-
-	m->a = (float)(1.0 / ((double)d->scale * std));
-	m->b = (float)(-mean / std);
-}
-
 long akk_batches_per_epoch(size_t n, int bs)
 {
 	return (long)((n + bs - 1) / bs);
@@ -65,26 +57,18 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
 
 void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
-			  int last, const struct akk_pixel_map *map)
+			  int last, const struct akk_preprocess *pre)
 {
 	size_t item = d->in;
-	float a = map->a, c = map->b;
 
 	for (int j = 0; j < count; j++) {
 		size_t s = perm ? perm[start + j] : start + j;
 		float *x = b->x + (size_t)j * item;
 
-		if (d->xtype == AKK_X_U8) {
-			const uint8_t *px = d->x8 + s * item;
-
-			for (size_t k = 0; k < item; k++)
-				x[k] = (float)px[k] * a + c;
-		} else {
-			const float *px = d->xf + s * item;
-
-			for (size_t k = 0; k < item; k++)
-				x[k] = px[k] * a + c;
-		}
+		if (d->xtype == AKK_X_U8)
+			akk_preprocess_u8(x, d->x8 + s * item, pre);
+		else
+			akk_preprocess_f32(x, d->xf + s * item, pre);
 		b->labels[j] = d->labels ? d->labels[s] : 0;
 	}
 	b->B = count;
@@ -93,11 +77,11 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 
 void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
 		    const uint32_t *perm, long index, int bs,
-		    const struct akk_pixel_map *map)
+		    const struct akk_preprocess *pre)
 {
 	size_t start = (size_t)index * bs;
 	int B = start + bs <= d->n ? bs : (int)(d->n - start);
 
-	akk_batch_fill_range(b, d, perm, start, B, start + B >= d->n, map);
+	akk_batch_fill_range(b, d, perm, start, B, start + B >= d->n, pre);
 	b->index = index;
 }

@@ -4,8 +4,9 @@
  * batch i of epoch e is perm_e[i*B + j], where perm_e is a Fisher-Yates
  * permutation seeded by (seed, epoch) alone, so an epoch's order never
  * depends on the ones before it (resume needs only the epoch number) and is
- * fresh every epoch. The last batch of an epoch is partial. Pixels become
- * floats as pixel * a + b, from the spec's scale and normalize. */
+ * fresh every epoch. The last batch of an epoch is partial. Stored values
+ * become the network's floats through the data's preprocessing map
+ * (data/preprocess.h). */
 #ifndef AKK_BATCH_H
 #define AKK_BATCH_H
 
@@ -14,6 +15,7 @@
 
 #include "base/err.h"
 #include "data/dataset.h"
+#include "data/preprocess.h"
 #include "config/spec.h"
 
 struct akk_batch {
@@ -31,13 +33,6 @@ int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in,
 		    int classes);
 void akk_batch_release(struct akk_batch *b);
 
-/* x = pixel * a + b: (pixel / scale - mean) / std folded into one
- * multiply-add, which vectorizes. */
-struct akk_pixel_map {
-	float a, b;
-};
-
-void akk_pixel_map(struct akk_pixel_map *m, const struct akk_data_spec *d);
 /* Batches per epoch of n samples in batches of bs (the last may be partial). */
 long akk_batches_per_epoch(size_t n, int bs);
 /* perm = a fresh permutation of 0..n-1 for `epoch`, from seed alone. */
@@ -46,11 +41,11 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch);
  * file order) into b; last marks the epoch's last batch. */
 void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
-			  int last, const struct akk_pixel_map *map);
+			  int last, const struct akk_preprocess *pre);
 /* Fill batch `index` (batch size bs) of an epoch from d in the order perm
  * (NULL: in file order). */
 void akk_batch_fill(struct akk_batch *b, const struct akk_dataset *d,
 		    const uint32_t *perm, long index, int bs,
-		    const struct akk_pixel_map *map);
+		    const struct akk_preprocess *pre);
 
 #endif

@@ -76,6 +76,13 @@ static void put_str(struct wbuf *w, const char *s)
 	put(w, s, n);
 }
 
+static uint32_t f32_bits(float f)
+{
+	uint32_t v;
+	memcpy(&v, &f, 4);
+	return v;
+}
+
 static void put_tensor(struct wbuf *w, const char *name, int rank,
 		       const int *dims, const float *data, size_t count)
 {
@@ -137,6 +144,27 @@ static void put_gate(struct wbuf *w, const struct akk_gate *g)
 	}
 }
 
+/* The data section (version 2): task, targets, class names, the input
+ * map's two vectors and the held-out indices. */
+static void put_data(struct wbuf *w, const struct akk_ckpt_source *src)
+{
+	size_t in = src->pre ? src->pre->in : 0;
+
+	put_u32(w, 0);		/* task: classification */
+	put_u32(w, 0);		/* targets */
+	put_u32(w, (uint32_t)src->nclass_names);
+	for (int i = 0; i < src->nclass_names; i++)
+		put_str(w, src->class_names[i]);
+	put_u64(w, in);
+	for (size_t k = 0; k < in; k++)
+		put_u32(w, f32_bits(src->pre->a[k]));
+	for (size_t k = 0; k < in; k++)
+		put_u32(w, f32_bits(src->pre->b[k]));
+	put_u64(w, src->nheldout);
+	for (size_t i = 0; i < src->nheldout; i++)
+		put_u32(w, src->heldout[i]);
+}
+
 int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 			 struct akk_err *e)
 {
@@ -178,6 +206,7 @@ int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
 	put_u32(&w, src->ngates);
 	for (int i = 0; i < src->ngates; i++)
 		put_gate(&w, src->gates[i]);
+	put_data(&w, src);
 	if (!w.oom) {
 		uint64_t total = w.len + 4;
 		for (int i = 0; i < 8; i++)
@@ -284,6 +313,49 @@ static char *get_str(struct rbuf *r, const char *what)
 /* The smallest gate: step, RNG, tensor count. */
 #define MIN_GATE_BYTES (8 + 32 + 4)
 
+/* The data section (version 2); its values are checked in check_data. */
+static void get_data(struct rbuf *r, struct akk_checkpoint *c)
+{
+	uint64_t in, nh;
+
+	c->task = (int)get_u32(r, "the data section's task");
+	c->targets = (int)get_u32(r, "the data section's targets");
+	c->nclass_names = (int)get_u32(r, "the data section's class names");
+	if (!r->bad && (c->nclass_names < 0 || c->nclass_names > AKK_CKPT_MAX_CLASSES ||
+			(size_t)c->nclass_names > left(r) / 4))
+		r->bad = "the data section's class name count";
+	if (!r->bad && !(c->class_names = calloc(c->nclass_names + 1, sizeof(char *))))
+		r->bad = "memory";
+	for (int i = 0; !r->bad && i < c->nclass_names; i++)
+		c->class_names[i] = get_str(r, "the data section's class names");
+	in = get_u64(r, "the data section's input map");
+	if (!r->bad && in > left(r) / 8)
+		r->bad = "the data section's input map size";
+	if (!r->bad && in) {
+		float *v = malloc((size_t)in * 2 * sizeof(float));
+		if (!v) {
+			r->bad = "memory";
+			return;
+		}
+		for (size_t k = 0; k < 2 * (size_t)in; k++) {
+			uint32_t u = get_u32(r, "the data section's input map");
+			memcpy(&v[k], &u, 4);
+		}
+		if (!r->bad && akk_preprocess_set(&c->pre, (size_t)in, v, v + in, NULL))
+			r->bad = "memory";
+		free(v);
+	}
+	nh = get_u64(r, "the data section's held-out indices");
+	if (!r->bad && nh > left(r) / 4)
+		r->bad = "the data section's held-out index count";
+	if (!r->bad && nh && !(c->heldout = malloc((size_t)nh * sizeof(uint32_t))))
+		r->bad = "memory";
+	for (size_t i = 0; !r->bad && i < nh; i++)
+		c->heldout[i] = get_u32(r, "the data section's held-out indices");
+	if (!r->bad)
+		c->nheldout = (size_t)nh;
+}
+
 static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
 {
 	uint64_t product = 1;
@@ -379,7 +451,7 @@ static uint64_t le64(const unsigned char *b)
  * declared length, which must equal the file's size before the rest is
  * read (a regular file) or bounds what is read (a pipe or device). */
 static int read_file(const char *path, unsigned char **out, size_t *len,
-		     struct akk_err *e)
+		     uint32_t *versionp, struct akk_err *e)
 {
 	FILE *f = fopen(path, "rb");
 	unsigned char head[24];
@@ -416,12 +488,14 @@ static int read_file(const char *path, unsigned char **out, size_t *len,
 		goto out;
 	}
 	version = head[8] | head[9] << 8 | head[10] << 16 | (uint32_t)head[11] << 24;
-	if (version != AKK_CKPT_VERSION) {
+	if (version < AKK_CKPT_VERSION_MIN || version > AKK_CKPT_VERSION) {
 		akk_err_at(e, path, 0, 0,
-			   "checkpoint format version %u is not supported (this akkctl reads version %d)",
-			   version, AKK_CKPT_VERSION);
+			   "checkpoint format version %u is not supported (this akkctl reads versions %d to %d)",
+			   version, AKK_CKPT_VERSION_MIN, AKK_CKPT_VERSION);
 		goto out;
 	}
+	if (versionp)
+		*versionp = version;
 	if (head[12] | head[13] | head[14] | head[15]) {
 		akk_err_at(e, path, 0, 0, "corrupt checkpoint: header.reserved is not 0");
 		goto out;
@@ -558,6 +632,44 @@ static int check_values(const struct akk_checkpoint *c, const struct akk_model *
 	return 0;
 }
 
+/* The data section against the format and the network: a known task,
+ * at most one name per class, each non-empty and different, an input map
+ * of network.input's size with finite values, held-out indices
+ * increasing. */
+static int check_data(const struct akk_checkpoint *c, const struct akk_model *m,
+		      const char *path, struct akk_err *e)
+{
+	long in = akk_shape_size(m->spec->input);
+
+	if (c->task != 0)
+		return BAD("data.task is %d (0 classification)", c->task);
+	if (c->targets != 0)
+		return BAD("data.targets is %d with task classification (0)", c->targets);
+	if (c->nclass_names > m->classes)
+		return BAD("data.class_names has %d names, but the network outputs %d classes",
+			   c->nclass_names, m->classes);
+	for (int i = 0; i < c->nclass_names; i++) {
+		if (!c->class_names[i][0])
+			return BAD("data.class_names[%d] is empty", i);
+		for (int j = 0; j < i; j++)
+			if (!strcmp(c->class_names[i], c->class_names[j]))
+				return BAD("data.class_names[%d] repeats '%s'", i,
+					   c->class_names[i]);
+	}
+	if (c->pre.in && (long)c->pre.in != in)
+		return BAD("data.input_map has %zu values, but network.input needs %ld",
+			   c->pre.in, in);
+	for (size_t k = 0; k < c->pre.in; k++)
+		if (!isfinite(c->pre.a[k]) || !isfinite(c->pre.b[k]) || c->pre.a[k] == 0)
+			return BAD("data.input_map of feature %zu is x * %g + %g (finite, a non-zero multiplier)",
+				   k + 1, (double)c->pre.a[k], (double)c->pre.b[k]);
+	for (size_t i = 1; i < c->nheldout; i++)
+		if (c->heldout[i] <= c->heldout[i - 1])
+			return BAD("data.heldout[%zu] is %u after %u (increasing)", i,
+				   c->heldout[i], c->heldout[i - 1]);
+	return 0;
+}
+
 /* The stored config must parse and plan, and the checkpoint must be
  * what that config describes: mode, epochs, batch size and every
  * tensor's name and shape. Nothing big is allocated: a plan is shapes. */
@@ -586,7 +698,8 @@ static int validate(struct akk_checkpoint *c, const char *path, struct akk_err *
 		    c->pos.samples, c->pos.index, s.sched.batch_size);
 		goto out;
 	}
-	if (akk_checkpoint_match(c, &m, path, e) || check_values(c, &m, path, e))
+	if (akk_checkpoint_match(c, &m, path, e) || check_values(c, &m, path, e) ||
+	    check_data(c, &m, path, e))
 		goto out;
 	c->batch_size = s.sched.batch_size;
 	c->epochs = s.sched.epochs;
@@ -607,7 +720,7 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	int rc = -1;
 
 	memset(c, 0, sizeof(*c));
-	if (read_file(path, &data, &len, e))
+	if (read_file(path, &data, &len, &c->version, e))
 		goto out;
 	crc = (uint32_t)crc32(0L, data, (uInt)(len - 4));
 	want = data[len - 4] | data[len - 3] << 8 | data[len - 2] << 16 |
@@ -622,7 +735,6 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	r.p = data;
 	r.len = len - 4;
 	r.off = 24;
-	c->version = AKK_CKPT_VERSION;
 	c->config_name = get_str(&r, "the config");
 	c->base_dir = get_str(&r, "the config");
 	c->config = get_str(&r, "the config");
@@ -668,8 +780,11 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 		for (int t = 0; !r.bad && t < cg->ntensors; t++)
 			get_tensor(&r, &cg->tensors[t]);
 	}
+	if (c->version >= 2)
+		get_data(&r, c);
 	if (!r.bad && r.off != r.len)
-		r.bad = "the end (extra bytes after the last gate)";
+		r.bad = c->version >= 2 ? "the end (extra bytes after the data section)"
+					: "the end (extra bytes after the last gate)";
 	/* the bytes are parsed: free them before validating */
 	free(data);
 	data = NULL;
@@ -706,6 +821,11 @@ void akk_checkpoint_release(struct akk_checkpoint *c)
 		free(c->gates[g].tensors);
 	}
 	free(c->gates);
+	for (int i = 0; c->class_names && i < c->nclass_names; i++)
+		free(c->class_names[i]);
+	free(c->class_names);
+	akk_preprocess_release(&c->pre);
+	free(c->heldout);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -16,11 +16,15 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/preprocess.h"
 #include "model/gate.h"
 #include "base/rng.h"
 
 #define AKK_CKPT_MAGIC "AKKCKPT1"
-#define AKK_CKPT_VERSION 1
+#define AKK_CKPT_VERSION 2
+/* Version 1 files (no data section) are still read: their input map is
+ * rebuilt from their stored config, which could not standardize. */
+#define AKK_CKPT_VERSION_MIN 1
 /* The most training batches (and optimizer steps) a checkpoint may
  * record: 2^40, far beyond any run, and small enough that no position
  * arithmetic overflows. */
@@ -28,6 +32,8 @@
 /* The longest checkpoint read from a pipe or device, which has no size to
  * check the header against: 4 GiB. A regular file is bounded by its size. */
 #define AKK_CKPT_MAX_STREAM (4ull << 30)
+/* The most class names a checkpoint may hold. */
+#define AKK_CKPT_MAX_CLASSES 65536
 
 /* Where training stands: the next batch to train. */
 struct akk_position {
@@ -77,6 +83,16 @@ struct akk_checkpoint {
 	int ngates;
 	/* From the stored config, which the reader parsed. */
 	int batch_size, epochs;
+	/* The data section (version 2; issue 13, h13core): empty in a
+	 * version 1 file. */
+	int task;		/* 0 classification, 1 regression */
+	int targets;		/* regression targets per sample; 0 otherwise */
+	char **class_names;	/* nclass_names (<= the network's classes), owned */
+	int nclass_names;
+	struct akk_preprocess pre;	/* the input map; in = 0: none stored */
+	uint32_t *heldout;	/* nheldout training indices held out for
+				 * validation, increasing, owned */
+	size_t nheldout;
 };
 
 /* Everything a writer needs. */
@@ -88,6 +104,13 @@ struct akk_ckpt_source {
 	int ngates;
 	struct akk_position pos;
 	struct akk_ckpt_metrics metrics;
+	/* The data section (issue 13, h13core), all lent: the input map
+	 * (NULL: none), the class names and the held-out indices. */
+	const struct akk_preprocess *pre;
+	char *const *class_names;
+	int nclass_names;
+	const uint32_t *heldout;
+	size_t nheldout;
 };
 
 /* Write atomically to path. */

@@ -8,15 +8,14 @@
 #include "nn/loss.h"
 
 int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
-		 const struct akk_dataset *d, int bs,
-		 struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
+		 const struct akk_dataset *d, const struct akk_preprocess *pre,
+		 int bs, struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
 		 struct akk_err *e)
 {
 	const struct akk_spec *s = m->spec;
 	int C = m->classes;
 	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
 	struct akk_batch b;
-	struct akk_pixel_map map;
 	float *prob = malloc(C * sizeof(float));
 	double sum = 0;
 	int rc = -1;
@@ -30,12 +29,11 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		akk_eval_result_release(res);
 		return akk_err_set(e, "out of memory");
 	}
-	akk_pixel_map(&map, &s->data);
 	for (long i = 0; i < nb; i++) {
 		const float *h = b.x;
 		double loss;
 
-		akk_batch_fill(&b, d, NULL, i, bs, &map);
+		akk_batch_fill(&b, d, NULL, i, bs, pre);
 		for (int g = 0; g < m->ngates; g++) {
 			const float *y = akk_gate_eval(gates[g], 0, h, b.B);
 			size_t n = (size_t)b.B * akk_shape_size(m->gates[g].out);

@@ -24,10 +24,10 @@ typedef int (*akk_prediction_fn)(void *ctx, long index, int label,
 				 int predicted, float prob);
 
 /* Gates must have been initialised with max_batch >= bs and one evaluation
- * tape. */
+ * tape. pre maps d's values to the network's input (the checkpoint's). */
 int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
-		 const struct akk_dataset *d, int bs,
-		 struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
+		 const struct akk_dataset *d, const struct akk_preprocess *pre,
+		 int bs, struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
 		 struct akk_err *e);
 void akk_eval_result_release(struct akk_eval_result *res);
 

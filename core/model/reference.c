@@ -27,7 +27,11 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 			akk_reference_release(r);
 			return -1;
 		}
-	akk_pixel_map(&r->map, &s->data);
+	if (akk_preprocess_init(&r->pre, &s->data, akk_shape_size(s->input),
+				s->input.d[0], train, e)) {
+		akk_reference_release(r);
+		return -1;
+	}
 	akk_shuffle(r->perm, train->n, s->seed, 0);
 	return 0;
 }
@@ -39,6 +43,7 @@ void akk_reference_release(struct akk_reference *r)
 	free(r->gates);
 	free(r->perm);
 	akk_batch_release(&r->batch);
+	akk_preprocess_release(&r->pre);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -51,7 +56,7 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	const float *h;
 	double loss;
 
-	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->map);
+	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->pre);
 	h = b->x;
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
@@ -89,7 +94,7 @@ int akk_reference_evaluate(struct akk_reference *r,
 		struct akk_batch *b = &r->batch;
 		const float *h;
 
-		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, &r->map);
+		akk_batch_fill(b, d, NULL, i, s->sched.batch_size, &r->pre);
 		h = b->x;
 		for (int g = 0; g < m->ngates; g++)
 			h = akk_gate_eval(&r->gates[g], 0, h, b->B);

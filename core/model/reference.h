@@ -18,7 +18,7 @@ struct akk_reference {
 	struct akk_gate *gates;		/* model->ngates, owned */
 	struct akk_batch batch;
 	uint32_t *perm;			/* (train->n) this epoch's order */
-	struct akk_pixel_map map;
+	struct akk_preprocess pre;	/* from the spec and train, owned */
 	long per_epoch;			/* batches per epoch */
 	int epoch;			/* current epoch, 0-based */
 	long index;			/* next batch within the epoch */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
-		      const struct akk_data_spec *ds, int shuffle,
+		      const struct akk_preprocess *pre, int shuffle,
 		      uint64_t seed, int bs, size_t in, int classes,
 		      int npool, int epoch, long index, int shards, int shard,
 		      struct akk_err *e)
@@ -27,7 +27,7 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	p->epoch = epoch;
 	p->index = index;
 	p->npool = npool;
-	akk_pixel_map(&p->map, ds);
+	p->pre = pre;
 	p->pool = calloc(npool, sizeof(*p->pool));
 	p->perm = shuffle ? malloc(d->n * sizeof(*p->perm)) : NULL;
 	if (!p->pool || (shuffle && !p->perm) ||
@@ -65,7 +65,7 @@ static void *provider_main(void *arg)
 		size_t z = lo + len * (p->shard + 1) / p->shards;
 
 		akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
-				     p->index + 1 == p->per_epoch, &p->map);
+				     p->index + 1 == p->per_epoch, p->pre);
 		b->index = p->index;
 		b->epoch = p->epoch;
 		if (++p->index == p->per_epoch) {

@@ -20,7 +20,7 @@ struct akk_provider {
 	uint64_t seed;
 	int bs;
 	long per_epoch;
-	struct akk_pixel_map map;
+	const struct akk_preprocess *pre;	/* lent until release */
 	uint32_t *perm;			/* (n) when shuffling */
 	struct akk_batch *pool;		/* npool batches */
 	int npool;
@@ -38,7 +38,7 @@ struct akk_provider {
  * of an epoch is this shard's even slice of samples [i*shards*bs,
  * (i+1)*shards*bs) of the epoch's order, the same on every rank. */
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
-		      const struct akk_data_spec *ds, int shuffle,
+		      const struct akk_preprocess *pre, int shuffle,
 		      uint64_t seed, int bs, size_t in, int classes,
 		      int npool, int epoch, long index, int shards, int shard,
 		      struct akk_err *e);

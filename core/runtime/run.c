@@ -37,7 +37,9 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 	const struct akk_data_spec *ds = &m->spec->data;
 
 	return check_one(m, train, "training", ds->train_images, ds->train_labels, e) ||
-	       (val && check_one(m, val, "validation", ds->val_images, ds->val_labels, e)) ? -1 : 0;
+	       (val && check_one(m, val, "validation",
+				 ds->val_images ? ds->val_images : ds->train_images,
+				 ds->val_labels ? ds->val_labels : ds->train_labels, e)) ? -1 : 0;
 }
 
 /* Under MPI: who runs where, and the link to the other ranks. */
@@ -148,13 +150,23 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			}
 		}
 	}
-	if (r->root && akk_provider_init(&r->tprov, train, &s->data, 1, s->seed,
+	if (r->root && (cfg->pre ? akk_preprocess_set(&r->pre, cfg->pre->in, cfg->pre->a,
+						      cfg->pre->b, e)
+			      : akk_preprocess_init(&r->pre, &s->data, in, s->input.d[0],
+						    train, e)))
+		goto fail;
+	if (r->root && r->pre.in != in) {
+		akk_err_set(e, "the input map has %zu values, but network.input needs %zu",
+			    r->pre.in, in);
+		goto fail;
+	}
+	if (r->root && akk_provider_init(&r->tprov, train, &r->pre, 1, s->seed,
 					 bs, in, m->classes, r->K + 2,
 					 cfg->start.epoch, cfg->start.index,
 					 r->shards, cfg->rank, e))
 		goto fail;
 	if (r->root && val &&
-	    akk_provider_init(&r->vprov, val, &s->data, 0, s->seed, bs, in,
+	    akk_provider_init(&r->vprov, val, &r->pre, 0, s->seed, bs, in,
 			      m->classes, r->V + 2, 0, 0, 1, 0, e))
 		goto fail;
 	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
@@ -263,6 +275,9 @@ int akk_run_write_checkpoint(const struct akk_run *r, const char *path,
 	struct akk_ckpt_source src = {
 		.spec = spec, .base_dir = base_dir, .mode = r->cfg.mode,
 		.gates = gates, .ngates = G, .pos = r->pos, .metrics = *metrics,
+		.pre = r->pre.in ? &r->pre : NULL,
+		.heldout = r->cfg.heldout, .nheldout = r->cfg.nheldout,
+		.class_names = r->cfg.class_names, .nclass_names = r->cfg.nclass_names,
 	};
 	return akk_checkpoint_write(path, &src, e);
 }
@@ -377,6 +392,7 @@ void akk_run_release(struct akk_run *r)
 	akk_provider_release(&r->tprov);
 	if (r->val && r->root)
 		akk_provider_release(&r->vprov);
+	akk_preprocess_release(&r->pre);
 	akk_transport_release(&r->tr);
 	akk_pool_destroy(r->pool);
 	r->pool = NULL;

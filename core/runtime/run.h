@@ -88,6 +88,15 @@ struct akk_run_config {
 	 * gradients before each step; 0 or 1: off. */
 	int shards;
 	struct akk_observer obs;
+	/* issue 13 (h13core): the input map to use (a checkpoint's, on
+	 * resume; copied), NULL: built from the spec and train; and the
+	 * held-out indices of a validation split (nheldout, lent for the
+	 * run), written into checkpoints. */
+	const struct akk_preprocess *pre;
+	const uint32_t *heldout;
+	size_t nheldout;
+	char *const *class_names;	/* nclass_names, lent; NULL: none */
+	int nclass_names;
 };
 
 /* Whether the data fits the network (values per sample, label range, not

@@ -63,6 +63,7 @@ struct akk_run {
 	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
 	struct akk_link_stats link_stats;	/* its MPI link's, after the run */
 	int root;		/* this process runs the sentinel */
+	struct akk_preprocess pre;	/* the input map (root only), owned */
 };
 
 int akk_run_init(struct akk_run *r, const struct akk_model *m,
