@@ -500,6 +500,50 @@ static void test_good_large(void **state)
 	free(text);
 }
 
+/* Plain decimals take a fast path: each must come out as strtod's. */
+static void test_decimals_as_strtod(void **state)
+{
+	struct akk_csv_spec o = opts();
+	struct akk_dataset d;
+	size_t rows = 20000, cap = rows * 40, n = 0;
+	char *text = malloc(cap), cell[32];
+	uint32_t r = 12345;
+
+	(void)state;
+	assert_non_null(text);
+	for (size_t i = 0; i < rows; i++) {
+		int len = 1 + (int)((r = r * 1664525u + 1013904223u) >> 28);
+		int point = (int)((r = r * 1664525u + 1013904223u) >> 27) % (len + 2);
+		size_t k = 0;
+		if ((r = r * 1664525u + 1013904223u) >> 31)
+			cell[k++] = '-';
+		for (int j = 0; j < len; j++) {
+			if (j == point)
+				cell[k++] = '.';
+			cell[k++] = (char)('0' + ((r = r * 1664525u + 1013904223u) >> 24) % 10);
+		}
+		cell[k] = '\0';
+		n += (size_t)snprintf(text + n, cap - n, "%s,0\n", cell);
+	}
+	load_ok(&d, write_str("decimals.csv", text), NULL, &o, 0);
+	assert_int_equal(d.n, rows);
+	{
+		const char *p = text;
+		for (size_t i = 0; i < rows; i++) {
+			float want = (float)strtod(p, NULL);
+			if (memcmp(&d.xf[i], &want, sizeof(want))) {
+				fprintf(stderr, "row %zu: '%.*s' read as %.9g, strtod gives %.9g\n",
+					i + 1, (int)strcspn(p, ","), p,
+					(double)d.xf[i], (double)want);
+				fail();
+			}
+			p = strchr(p, '\n') + 1;
+		}
+	}
+	akk_dataset_release(&d);
+	free(text);
+}
+
 /* --- the config keys ------------------------------------------------------ */
 
 static void test_spec_keys(void **state)
@@ -613,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_good_regression),
 		cmocka_unit_test(test_good_targets_file),
 		cmocka_unit_test(test_good_large),
+		cmocka_unit_test(test_decimals_as_strtod),
 		cmocka_unit_test(test_spec_keys),
 		cmocka_unit_test(test_cli),
 	};
