@@ -22,6 +22,7 @@
 #include "data/batch.h"
 #include "cli.h"
 #include "data/idx.h"
+#include "data/open.h"
 #include "model/model.h"
 #include "runtime/run.h"
 #include "config/spec.h"
@@ -324,12 +325,19 @@ static void csv_mode(FILE *f, const struct bench_run *b, const struct akk_model 
 			g + 1, b->busy[g], b->depth[g]);
 }
 
-static int load_or_synthesize(struct akk_dataset *d, const char *images,
-			      const char *labels, size_t n, const struct akk_model *m,
-			      int *synthetic, struct akk_err *e)
+/* The config's data through its data.format (issue 13), when its IDX
+ * images exist or it is of another format; else synthetic. */
+static int load_or_synthesize(struct akk_dataset *d, const struct akk_spec *s,
+			      enum akk_data_part part, size_t n,
+			      const struct akk_model *m, int *synthetic,
+			      struct akk_err *e)
 {
-	if (images && !access(images, F_OK))
-		return akk_idx_dataset(d, images, labels, e);
+	const char *images = part == AKK_DATA_TRAIN ? s->data.train_images
+						    : s->data.val_images;
+
+	if (!*synthetic && akk_data_has(&s->data, part) &&
+	    (!images || !access(images, F_OK)))
+		return akk_data_open(d, &s->data, part, e);
 	*synthetic = 1;
 	return akk_dataset_synthetic(d, n, akk_shape_size(m->spec->input),
 				     m->classes, m->spec->seed + n, e);
@@ -438,11 +446,10 @@ int cmd_bench(int argc, char **argv)
 	mpi = (struct bench_mpi){ world.rank, world.size, gate_rank, dp ? world.size : 1 };
 	/* the data: rank 0's, or every rank's with data parallelism */
 	if ((root || dp) &&
-	    (load_or_synthesize(&train, s.data.train_images, s.data.train_labels,
-				60000, &m, &synthetic, &e) ||
-	     (root && !noval && (s.data.val_images || synthetic) &&
-	      load_or_synthesize(&val, synthetic ? NULL : s.data.val_images,
-				 s.data.val_labels, 10000, &m, &synthetic, &e))))
+	    (load_or_synthesize(&train, &s, AKK_DATA_TRAIN, 60000, &m,
+				&synthetic, &e) ||
+	     (root && !noval && (akk_data_has(&s.data, AKK_DATA_VAL) || synthetic) &&
+	      load_or_synthesize(&val, &s, AKK_DATA_VAL, 10000, &m, &synthetic, &e))))
 		goto report;
 	counts[0] = (long)train.n;
 	counts[1] = (long)val.n;

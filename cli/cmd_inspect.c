@@ -91,6 +91,23 @@ int cmd_inspect(int argc, char **argv)
 		cli_put_safe(stdout, s.name, 0);
 		printf(": %d gates, %zu parameters, %d classes\n", m.ngates, m.nparams, m.classes);
 	}
+	/* the data section (version 2) */
+	if (ck.version >= 2) {
+		printf("data         classification");
+		if (ck.pre.in)
+			printf(", input map of %zu values", ck.pre.in);
+		if (ck.nheldout)
+			printf(", %zu training samples held out for validation", ck.nheldout);
+		printf("\n");
+	}
+	if (ck.nclass_names) {
+		printf("classes      ");
+		for (int i = 0; i < ck.nclass_names; i++) {
+			printf("%s", i ? ", " : "");
+			cli_put_safe(stdout, ck.class_names[i], 0);
+		}
+		printf("\n");
+	}
 	printf("\n%-5s %-6s %-36s %-20s %10s\n", "gate", "step", "tensor", "shape", "values");
 	for (int g = 0; g < ck.ngates; g++)
 		for (int t = 0; t < ck.gates[g].ntensors; t++) {

@@ -293,6 +293,65 @@ static void test_names(void **ctx)
 			    "softmax_cross_entropy");
 }
 
+/* Regression targets (issue 13): mse, mae and huber against float
+ * targets, their gradients by central differences as above, the value
+ * against a direct sum, and the RMSE and R^2 sums. */
+static void test_targets(void **ctx)
+{
+	enum { B = 3, D = 2 };
+	static const enum akk_loss_kind reg[] = { AKK_LOSS_MSE, AKK_LOSS_MAE,
+						  AKK_LOSS_HUBER };
+
+	(void)ctx;
+	for (size_t k = 0; k < 3; k++)
+		for (int di = 0; di < 2; di++) {
+			float z[B * D], t[B * D], d[B * D], delta = di ? 0.3f : 1.0f;
+			double direct = 0, got;
+
+			tu_fill(z, B * D, -2, 2, 21 + (uint32_t)k);
+			tu_fill(t, B * D, -3, 3, 31 + (uint32_t)k);
+			/* away from the kinks at r = 0 and |r| = delta */
+			for (int i = 0; i < B * D; i++) {
+				double r = (double)z[i] - t[i];
+				if (fabs(r) < 0.05 || fabs(fabs(r) - delta) < 0.05)
+					z[i] += 0.2f;
+			}
+			for (int i = 0; i < B * D; i++) {
+				double r = (double)z[i] - t[i], a = fabs(r);
+				direct += reg[k] == AKK_LOSS_MSE ? r * r :
+					  reg[k] == AKK_LOSS_MAE ? a :
+					  a <= delta ? 0.5 * r * r : delta * (a - 0.5 * delta);
+			}
+			got = akk_loss_targets(reg[k], delta, d, z, t, B, D, NULL);
+			assert_true(fabs(got - direct / (B * D)) < 1e-12);
+			for (int i = 0; i < B * D; i++) {
+				float z0 = z[i], zp = z0 + FD_H, zm = z0 - FD_H;
+				double lp, lm, fd;
+
+				z[i] = zp;
+				lp = akk_loss_targets(reg[k], delta, NULL, z, t, B, D, NULL);
+				z[i] = zm;
+				lm = akk_loss_targets(reg[k], delta, NULL, z, t, B, D, NULL);
+				z[i] = z0;
+				fd = (lp - lm) / ((double)zp - zm);
+				if (fabs(fd - d[i]) > FD_ABS + FD_REL * fabs(d[i]))
+					fail_msg("%s (delta %g) output %d: dout %.9g, "
+						 "finite difference %.9g",
+						 akk_loss_name(reg[k]), delta, i, d[i], fd);
+			}
+		}
+	/* targets 1, 2, 3, 4 predicted 1, 2, 3, 5: sse 1, sst 5 */
+	{
+		const float out[4] = { 1, 2, 3, 5 }, tg[4] = { 1, 2, 3, 4 };
+		struct akk_reg_sums s = { 0 };
+
+		akk_loss_targets(AKK_LOSS_MSE, 1, NULL, out, tg, 4, 1, &s);
+		assert_int_equal(s.n, 4);
+		assert_true(fabs(akk_reg_rmse(&s) - 0.5) < 1e-12);
+		assert_true(fabs(akk_reg_r2(&s) - 0.8) < 1e-12);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_huge_logits),
 		cmocka_unit_test(test_softmax_row),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_targets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

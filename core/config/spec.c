@@ -1322,6 +1322,10 @@ static const struct key normalize_keys[] = {
 	CHANNELS("std", DATA, std, std_ch, F_REQ | F_LO | F_LO_OPEN, 1),
 	END,
 };
+/* issue 13 (h13core): data.task and output.best_by */
+static const char *const task_names[] = { "classification", "regression", NULL };
+static const char *const best_by_names[] = { "accuracy", "loss", NULL };
+
 /* issue 13 (h13core): validation: {split: F} holds out part of train. */
 static const struct key split_keys[] = {
 	FLOAT("split", DATA, split, F_REQ | F_LO | F_LO_OPEN | F_HI | F_HI_OPEN,
@@ -1385,6 +1389,7 @@ static const struct key data_keys[] = {
 	  .what = "a mapping", .keys = normalize_keys,
 	  .set_off = MARK(DATA, normalize) },
 	BOOL("standardize", DATA, standardize, 0),	/* issue 13 (h13core) */
+	NAMES("task", DATA, task, 0, task_names, "task", AKK_TASK_CLASSIFICATION),
 	END,
 };
 
@@ -1434,6 +1439,8 @@ static const struct key output_keys[] = {
 	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
 	INT("keep", OUT, keep, F_LO, 1, 0, 3),
 	STR("metrics", h_metrics, OUT, metrics, 0),
+	/* issue 13 (h13core): -1 until resolved by data.task */
+	NAMES("best_by", OUT, best_by, 0, best_by_names, "best_by", -1),
 	END,
 };
 
@@ -2022,6 +2029,19 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
+	/* issue 13 (h13core): regression takes the losses that compare with
+	 * float targets; best.bin is best by loss unless told */
+	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
+	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
+		struct akk_mark at = s->loss_mark.line ? s->loss_mark : s->data.mark;
+		akk_err_at(e, s->path ? s->path : name, at.line, at.col,
+			   "data.task regression needs loss mse, mae or huber, not '%s'",
+			   akk_loss_name(s->loss));
+		goto out;
+	}
+	if (s->out.best_by < 0)
+		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
+								      : AKK_BEST_ACCURACY;
 	/* issue 13 (h13core): per-channel lists have one value per channel
 	 * of network.input (its first dimension; of a rank-1 input, each
 	 * feature is a channel) */

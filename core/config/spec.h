@@ -75,6 +75,10 @@ struct akk_csv_spec {
 	struct akk_mark mark;		/* the csv: key */
 };
 
+/* data.task and output.best_by (issue 13, h13core). */
+enum akk_task { AKK_TASK_CLASSIFICATION, AKK_TASK_REGRESSION };
+enum akk_best_by { AKK_BEST_ACCURACY, AKK_BEST_LOSS };
+
 /* A list of floats, one per input channel (issue 13, h13core). */
 struct akk_channels {
 	float *v;			/* n values, owned; NULL when n = 0 */
@@ -107,6 +111,7 @@ struct akk_data_spec {
 					 * training split (data/preprocess.h) */
 	float split;			/* validation: {split: F}: the fraction of
 					 * train held out (0 < F < 1); 0 = none */
+	int task;			/* enum akk_task, default classification */
 };
 
 struct akk_schedule_spec {
@@ -130,6 +135,9 @@ struct akk_output_spec {
 	int checkpoint_every;		/* epochs; 0 = only the last; default 1 */
 	int keep;			/* newest epoch checkpoints kept; default 3 */
 	char *metrics;			/* file name inside dir; default "metrics.csv" */
+	int best_by;			/* enum akk_best_by: what best.bin is best
+					 * by; default accuracy for classification,
+					 * loss for regression (issue 13) */
 };
 
 struct akk_spec {

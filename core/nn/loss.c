@@ -68,15 +68,17 @@ static double softmax_ce_row(float *d, const float *z, int y, int D, double s)
 	return lse + mx - z[y];
 }
 
-/* Element-wise losses of one row against onehot(y), with the gradient of
- * each element scaled by s = 1/(B*D). */
+/* Element-wise losses of one row against onehot(y), or against the float
+ * targets trow when not NULL, with the gradient of each element scaled by
+ * s = 1/(B*D). */
 static double elementwise_row(enum akk_loss_kind k, double delta, float *d,
-			      const float *z, int y, int D, double s)
+			      const float *z, int y, const float *trow, int D,
+			      double s)
 {
 	double sum = 0;
 
 	for (int j = 0; j < D; j++) {
-		double t = j == y, x = z[j], r = x - t, l, g;
+		double t = trow ? (double)trow[j] : j == y, x = z[j], r = x - t, l, g;
 
 		switch (k) {
 		case AKK_LOSS_SIGMOID_CE:
@@ -134,10 +136,51 @@ double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
 		if (k == AKK_LOSS_SOFTMAX_CE)
 			sum += softmax_ce_row(d, z, y, D, s);
 		else
-			sum += elementwise_row(k, delta, d, z, y, D, s);
+			sum += elementwise_row(k, delta, d, z, y, NULL, D, s);
 		hits += argmax(z, D) == y;
 	}
 	if (correct)
 		*correct += hits;
 	return sum * s;
+}
+
+double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
+			const float *out, const float *targets, int B, int D,
+			struct akk_reg_sums *sums)
+{
+	double sum = 0, s = 1.0 / ((double)B * D);
+
+	assert(B > 0 && D > 0);
+	assert(k == AKK_LOSS_MSE || k == AKK_LOSS_MAE || k == AKK_LOSS_HUBER);
+	for (int b = 0; b < B; b++) {
+		const float *z = out + (size_t)b * D, *t = targets + (size_t)b * D;
+
+		sum += elementwise_row(k, delta, dout ? dout + (size_t)b * D : NULL,
+				       z, 0, t, D, s);
+		if (sums)
+			for (int j = 0; j < D; j++) {
+				double r = (double)z[j] - t[j];
+				sums->sse += r * r;
+				sums->sy += t[j];
+				sums->syy += (double)t[j] * t[j];
+			}
+	}
+	if (sums)
+		sums->n += (long)B * D;
+	return sum * s;
+}
+
+double akk_reg_rmse(const struct akk_reg_sums *s)
+{
+	return s->n ? sqrt(s->sse / (double)s->n) : 0;
+}
+
+double akk_reg_r2(const struct akk_reg_sums *s)
+{
+	double sst = s->n ? s->syy - s->sy * s->sy / (double)s->n : 0;
+
+	/* constant targets: a perfect fit is 1, any other 0 */
+	if (!(sst > 1e-12 * (s->syy + 1e-300)))
+		return s->sse == 0 ? 1 : 0;
+	return 1 - s->sse / sst;
 }

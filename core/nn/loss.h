@@ -4,7 +4,8 @@
  * gradient of that mean into dlogits, so a partial last batch is weighted by
  * its own size; callers that average over an epoch weight each batch by B.
  * Regression-style losses (mse, mae, huber) and sigmoid cross-entropy compare
- * against the one-hot encoding of the label. */
+ * against the one-hot encoding of the label; akk_loss_targets compares mse,
+ * mae and huber against float targets instead (data.task: regression). */
 #ifndef AKK_LOSS_H
 #define AKK_LOSS_H
 
@@ -30,6 +31,25 @@ extern const char *const akk_loss_names[];	/* NULL-terminated */
 double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
 		const float *logits, const int32_t *labels, int B, int D,
 		long *correct);
+
+/* Regression (issue 13): the running sums an epoch's RMSE and R^2 come
+ * from, over all target values pooled. */
+struct akk_reg_sums {
+	double sse;		/* sum of (output - target)^2 */
+	double sy, syy;		/* sum of targets, of their squares */
+	long n;			/* target values (samples * targets) */
+};
+
+/* Mean over the B x D elements of mse, mae or huber (only) of outputs
+ * against float targets (B x D, row-major), with its gradient in dout
+ * (unless NULL), as akk_loss. Adds to sums when not NULL. */
+double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
+			const float *out, const float *targets, int B, int D,
+			struct akk_reg_sums *sums);
+/* sqrt(sse / n), and R^2 = 1 - sse / sst with sst = syy - sy^2 / n (1 or
+ * 0 for constant targets); 0 for no values. */
+double akk_reg_rmse(const struct akk_reg_sums *s);
+double akk_reg_r2(const struct akk_reg_sums *s);
 
 /* Softmax probabilities of one row (for eval's predictions). */
 void akk_softmax_row(float *p, const float *logits, int D);

@@ -1,0 +1,530 @@
+/* test_data.c - the input map (scale, per-channel normalize, standardize),
+ * the validation split and the checkpoint's data section (issue 13).
+ *
+ * In-process tests build data sets in memory, floats and bytes; the CLI
+ * tests train a tiny network on IDX files written here with a held-out
+ * split, then check what the checkpoint stores against what the library
+ * computes from the same data, across a resume, and that eval reads it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "forge.h"
+#include "config/spec.h"
+#include "data/batch.h"
+#include "data/preprocess.h"
+#include "data/split.h"
+#include "io/checkpoint.h"
+#include "model/gate.h"
+#include "model/model.h"
+
+static char g_out[1 << 16], g_err[1 << 16];
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
+
+#define NET3 "network:\n  input: [3, 2, 2]\n  gates:\n    - layers: [flatten, {dense: 4}]\n" \
+	     "optimizer: {type: sgd, lr: 0.1}\n"
+
+static int parse(struct akk_spec *s, const char *text, struct akk_err *e)
+{
+	return akk_spec_parse(s, text, strlen(text), "t.yaml", NULL, NULL, 0, e);
+}
+
+/* ---- the input map ----------------------------------------------------- */
+
+/* Per-channel mean and std: feature k of a [3, 2, 2] input is in channel
+ * k / 4 and maps as (v / scale - mean_c) / std_c, folded into a, b. */
+static void per_channel_normalize_values(void **unused)
+{
+	static const char *cfg =
+		"data:\n  train: {images: a, labels: b}\n  scale: 2\n"
+		"  normalize: {mean: [0.5, 0.25, 0], std: [0.5, 2, 4]}\n" NET3;
+	const double mean[3] = { 0.5, 0.25, 0 }, std[3] = { 0.5, 2, 4 };
+	struct akk_spec s;
+	struct akk_preprocess p;
+	struct akk_dataset d = { 0 };
+	struct akk_batch b;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	if (parse(&s, cfg, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(s.data.mean_ch.n, 3);
+	assert_int_equal(s.data.std_ch.n, 3);
+	assert_int_equal(akk_preprocess_init(&p, &s.data, 12, 3, NULL, &e), 0);
+	for (int k = 0; k < 12; k++) {
+		int c = k / 4;
+		assert_true(p.a[k] == (float)(1.0 / (2 * std[c])));
+		assert_true(p.b[k] == (float)(-mean[c] / std[c]));
+	}
+	/* a batch of bytes through the map */
+	d.n = 2;
+	d.in = 12;
+	d.xtype = AKK_X_U8;
+	d.x8 = malloc(24);
+	assert_non_null(d.x8);
+	for (int i = 0; i < 24; i++)
+		d.x8[i] = (uint8_t)(10 * i);
+	assert_int_equal(akk_batch_alloc(&b, 2, 12, 4), 0);
+	akk_batch_fill(&b, &d, NULL, 0, 2, &p);
+	for (int i = 0; i < 24; i++) {
+		int c = (i % 12) / 4;
+		double want = (10.0 * i / 2 - mean[c]) / std[c];
+		assert_true(fabs(b.x[i] - want) <= 1e-5 * (fabs(want) + 1));
+	}
+	akk_batch_release(&b);
+	akk_dataset_release(&d);
+	akk_preprocess_release(&p);
+	akk_spec_release(&s);
+}
+
+static void bad(const char *text, const char *want)
+{
+	struct akk_spec s;
+	struct akk_err e = { 0 };
+	char msg[2048];
+
+	assert_int_equal(parse(&s, text, &e), -1);
+	akk_err_format(&e, msg, sizeof(msg));
+	if (strcmp(msg, want))
+		fail_msg("expected '%s', got '%s'", want, msg);
+}
+
+/* A list whose length is not the input's channel count names the list. */
+static void per_channel_lists_checked(void **unused)
+{
+	(void)unused;
+	bad("data:\n  train: {images: a, labels: b}\n"
+	    "  normalize: {mean: [0.5, 0.25], std: 1}\n" NET3,
+	    "t.yaml:3:21: 'mean' has 2 values, but network.input has 3 channels");
+	bad("data:\n  train: {images: a, labels: b}\n"
+	    "  normalize: {mean: 0, std: [1, 1, 1, 1]}\n" NET3,
+	    "t.yaml:3:29: 'std' has 4 values, but network.input has 3 channels");
+	bad("data:\n  train: {images: a, labels: b}\n"
+	    "  normalize: {mean: 0, std: [1, 0, 1]}\n" NET3,
+	    "t.yaml:3:33: 'std' must be greater than 0, got 0");
+	bad("data:\n  train: {images: a, labels: b}\n"
+	    "  normalize: {mean: [1, x, 1], std: 1}\n" NET3,
+	    "t.yaml:3:25: 'mean' must be a number, got 'x'");
+	bad("data:\n  train: {images: a, labels: b}\n"
+	    "  standardize: 1\n" NET3,
+	    "t.yaml:3:16: 'standardize' must be true or false, got '1'");
+}
+
+/* Standardisation: per-feature mean 0 and std 1 over the data it is
+ * computed from (the training split), a constant feature centred with
+ * std 1, and nothing from any other data. */
+static void standardize_values(void **unused)
+{
+	struct akk_data_spec ds = { 0 };
+	struct akk_dataset d = { 0 };
+	struct akk_preprocess p;
+	struct akk_err e = { 0 };
+	const float x[8] = { 1, 7, 2, 7, 3, 7, 4, 7 };	/* 4 samples x 2 */
+
+	(void)unused;
+	ds.scale = 1;
+	ds.standardize = 1;
+	d.n = 4;
+	d.in = 2;
+	d.c = d.h = 1;
+	d.w = 2;
+	d.xtype = AKK_X_F32;
+	d.xf = malloc(sizeof(x));
+	assert_non_null(d.xf);
+	memcpy(d.xf, x, sizeof(x));
+	/* without the training data there is nothing to standardize with */
+	assert_int_equal(akk_preprocess_init(&p, &ds, 2, 2, NULL, &e), -1);
+	assert_string_equal(e.msg, "standardize needs the training data");
+	assert_int_equal(akk_preprocess_init(&p, &ds, 2, 2, &d, &e), 0);
+	/* feature 0: mean 2.5, std sqrt(1.25); feature 1: constant 7 */
+	assert_true(fabs(p.a[0] - 1 / sqrt(1.25)) < 1e-6);
+	assert_true(fabs(p.b[0] + 2.5 / sqrt(1.25)) < 1e-6);
+	assert_true(p.a[1] == 1 && p.b[1] == -7);
+	akk_preprocess_release(&p);
+	/* bytes, scaled first: u = v / 2, then standardized */
+	ds.scale = 2;
+	free(d.xf);
+	d.xf = NULL;
+	d.xtype = AKK_X_U8;
+	d.x8 = malloc(8);
+	assert_non_null(d.x8);
+	for (int i = 0; i < 8; i++)
+		d.x8[i] = (uint8_t)x[i];
+	assert_int_equal(akk_preprocess_init(&p, &ds, 2, 1, &d, &e), 0);
+	assert_true(fabs(p.a[0] - 0.5 / (0.5 * sqrt(1.25))) < 1e-6);
+	assert_true(fabs(p.b[0] + 1.25 / (0.5 * sqrt(1.25))) < 1e-6);
+	assert_true(p.a[1] == 0.5f && p.b[1] == -3.5f);
+	akk_preprocess_release(&p);
+	akk_dataset_release(&d);
+}
+
+/* ---- the split --------------------------------------------------------- */
+
+/* n samples; class i % 16 < 10 ? 0 : i % 16 < 15 ? 1 : 2 (10:5:1), or
+ * unlabelled with classes 0. */
+static void labelled(struct akk_dataset *d, size_t n, int with_labels)
+{
+	memset(d, 0, sizeof(*d));
+	d->n = n;
+	d->in = 1;
+	d->c = d->h = d->w = 1;
+	d->xtype = AKK_X_F32;
+	d->xf = malloc(n * sizeof(float));
+	assert_non_null(d->xf);
+	for (size_t i = 0; i < n; i++)
+		d->xf[i] = (float)i;
+	if (!with_labels)
+		return;
+	d->classes = 3;
+	d->labels = malloc(n * sizeof(int32_t));
+	assert_non_null(d->labels);
+	for (size_t i = 0; i < n; i++)
+		d->labels[i] = i % 16 < 10 ? 0 : i % 16 < 15 ? 1 : 2;
+}
+
+/* Of each class, round(F * n_c) held out: 1600 samples 1000:500:100 at
+ * F = 0.15 give 150, 75 and 15; increasing indices; the same for the
+ * same seed, another set for another seed. */
+static void split_stratified_and_seeded(void **unused)
+{
+	struct akk_dataset d;
+	uint32_t *h, *h2, *h3;
+	size_t n, n2, n3;
+	long per[3] = { 0 };
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	labelled(&d, 1600, 1);
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.15, 42, &e), 0);
+	assert_int_equal(n, 240);
+	for (size_t i = 0; i < n; i++) {
+		per[d.labels[h[i]]]++;
+		if (i)
+			assert_true(h[i] > h[i - 1]);
+	}
+	assert_int_equal(per[0], 150);
+	assert_int_equal(per[1], 75);
+	assert_int_equal(per[2], 15);
+	assert_int_equal(akk_split_heldout(&h2, &n2, &d, 0.15, 42, &e), 0);
+	assert_int_equal(n2, n);
+	assert_memory_equal(h, h2, n * sizeof(*h));
+	assert_int_equal(akk_split_heldout(&h3, &n3, &d, 0.15, 43, &e), 0);
+	assert_int_equal(n3, n);
+	assert_memory_not_equal(h, h3, n * sizeof(*h));
+	free(h);
+	free(h2);
+	free(h3);
+	akk_dataset_release(&d);
+	/* without labels (regression): one seeded shuffle of all */
+	labelled(&d, 1000, 0);
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.25, 42, &e), 0);
+	assert_int_equal(n, 250);
+	free(h);
+	/* a fraction that holds out nothing, or everything, is an error */
+	d.n = 3;
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.1, 42, &e), -1);
+	assert_string_equal(e.msg, "validation split 0.1 of 3 samples holds out none");
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.9, 42, &e), -1);
+	assert_string_equal(e.msg, "validation split 0.9 of 3 samples holds out all of them");
+	d.n = 1000;
+	akk_dataset_release(&d);
+}
+
+/* The held-out part and the rest partition the data in file order. */
+static void subset_partitions(void **unused)
+{
+	struct akk_dataset d, in, out;
+	uint32_t *h;
+	size_t n, j = 0;
+	struct akk_err e = { 0 };
+	const uint32_t bad_order[2] = { 5, 3 }, beyond[1] = { 1600 };
+
+	(void)unused;
+	labelled(&d, 1600, 1);
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.2, 1, &e), 0);
+	assert_int_equal(akk_dataset_subset(&in, &d, h, n, 0, &e), 0);
+	assert_int_equal(akk_dataset_subset(&out, &d, h, n, 1, &e), 0);
+	assert_int_equal(in.n + out.n, 1600);
+	for (size_t i = 0; i < in.n; i++) {
+		assert_true(in.xf[i] == (float)h[i]);
+		assert_int_equal(in.labels[i], d.labels[h[i]]);
+	}
+	for (size_t i = 0, k = 0; i < 1600; i++) {
+		if (j < n && h[j] == i) {
+			j++;
+			continue;
+		}
+		assert_true(out.xf[k] == (float)i);
+		assert_int_equal(out.labels[k++], d.labels[i]);
+	}
+	assert_int_equal(akk_dataset_subset(&in, &d, bad_order, 2, 0, &e), -1);
+	assert_string_equal(e.msg, "held-out index 3 (number 2) is out of order");
+	assert_int_equal(akk_dataset_subset(&in, &d, beyond, 1, 1, &e), -1);
+	assert_string_equal(e.msg, "held-out index 1600 (number 1) is beyond the data");
+	free(h);
+	akk_dataset_release(&in);
+	akk_dataset_release(&out);
+	akk_dataset_release(&d);
+}
+
+/* ---- through the command line ------------------------------------------ */
+
+static char g_dir[512];
+
+/* images and labels of n samples of side 4, 4 classes (testutil's set) */
+static void write_data(struct akk_dataset *d, size_t n)
+{
+	tu_dataset(d, n, 4, 4, 5);
+	tu_write_idx(tu_path(g_dir, "images"), d, 1);
+	tu_write_idx(tu_path(g_dir, "labels"), d, 0);
+}
+
+static const char *write_config(const char *name, const char *extra)
+{
+	char text[2048];
+	const char *path = tu_path(g_dir, name);
+	int n = snprintf(text, sizeof(text),
+		"name: split\n"
+		"seed: 42\n"
+		"data:\n"
+		"  train: {images: images, labels: labels}\n"
+		"  validation: {split: 0.25}\n"
+		"%s"
+		"network:\n"
+		"  input: [16]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 8}, relu]\n"
+		"    - layers: [{dense: 4}]\n"
+		"optimizer: {type: sgd, lr: 0.05}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 16}\n"
+		"output: {dir: out}\n", extra);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+	return path;
+}
+
+/* Training with `validation: {split: 0.25}` and `standardize: true`
+ * stores the held-out indices the library computes from the seed, and
+ * the input map computed from the training part alone (bit for bit); a
+ * resume with another seed keeps the stored indices; eval evaluates the
+ * held-out part. */
+static void split_stored_and_kept_on_resume(void **unused)
+{
+	struct akk_dataset d, rest;
+	struct akk_checkpoint c, c2;
+	struct akk_preprocess p;
+	struct akk_data_spec ds = { 0 };
+	uint32_t *h, *h7;
+	size_t n, n7;
+	struct akk_err e = { 0 };
+	const char *cfg, *ck;
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	write_data(&d, 400);
+	cfg = write_config("split.yaml", "  standardize: true\n");
+	ck = tu_path(g_dir, "out/last.bin");
+	if (ak("train", cfg, "--quiet", NULL))
+		fail_msg("%s", g_err);
+	tu_assert_contains(g_out, "");
+	if (akk_checkpoint_read(&c, ck, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.version, 2);
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.25, 42, &e), 0);
+	assert_int_equal(c.nheldout, n);
+	assert_int_equal(n, 100);
+	assert_memory_equal(c.heldout, h, n * sizeof(*h));
+	/* the map of the training part only, which differs from all data's */
+	ds.scale = 255;
+	ds.standardize = 1;
+	assert_int_equal(akk_dataset_subset(&rest, &d, h, n, 1, &e), 0);
+	assert_int_equal(akk_preprocess_init(&p, &ds, 16, 16, &rest, &e), 0);
+	assert_int_equal(c.pre.in, 16);
+	assert_memory_equal(c.pre.a, p.a, 16 * sizeof(float));
+	assert_memory_equal(c.pre.b, p.b, 16 * sizeof(float));
+	akk_preprocess_release(&p);
+	assert_int_equal(akk_preprocess_init(&p, &ds, 16, 16, &d, &e), 0);
+	assert_memory_not_equal(c.pre.b, p.b, 16 * sizeof(float));
+	akk_preprocess_release(&p);
+
+	/* resumed with another seed: the indices and the map stay */
+	assert_int_equal(akk_split_heldout(&h7, &n7, &d, 0.25, 7, &e), 0);
+	assert_memory_not_equal(h7, h, n * sizeof(*h));
+	if (ak("train", cfg, "--quiet", "--resume", tu_path(g_dir, "out"),
+	       "--epochs", "2", "--set", "seed=7", NULL))
+		fail_msg("%s", g_err);
+	if (akk_checkpoint_read(&c2, ck, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c2.pos.epoch, 2);
+	assert_int_equal(c2.nheldout, n);
+	assert_memory_equal(c2.heldout, h, n * sizeof(*h));
+	assert_memory_equal(c2.pre.a, c.pre.a, 16 * sizeof(float));
+	assert_memory_equal(c2.pre.b, c.pre.b, 16 * sizeof(float));
+
+	assert_int_equal(ak("inspect", ck, NULL), 0);
+	tu_assert_line(g_out, "data         classification, input map of 16 values, "
+		       "100 training samples held out for validation");
+	/* eval takes the checkpoint's own held-out part */
+	assert_int_equal(ak("eval", ck, NULL), 0);
+	tu_assert_prefix(g_out, "samples 100  loss ");
+	akk_checkpoint_release(&c);
+	akk_checkpoint_release(&c2);
+	akk_dataset_release(&rest);
+	akk_dataset_release(&d);
+	free(h);
+	free(h7);
+	tu_rm_tree(g_dir);
+}
+
+/* Forged data-section fields are rejected with the field named; a
+ * version 1 file (no data section) is still read. */
+static void data_section_validated(void **unused)
+{
+	static const struct { const char *field; int is_float; double fv;
+			      uint64_t uv; const char *want; } cases[] = {
+		{ "data.task", 0, 0, 1, "corrupt checkpoint: data.task is 1" },
+		{ "data.targets", 0, 0, 3, "data.targets is 3 with task classification" },
+		{ "data.nclass_names", 0, 0, 1u << 20, "bad data in the data section's class name count" },
+		{ "data.input_map.a0", 1, NAN, 0, "data.input_map of feature 1 is x * nan + " },
+		{ "data.input_map.bN", 1, INFINITY, 0, "data.input_map of feature 16 is x * " },
+		{ "data.input_map.a0", 1, 0, 0, "data.input_map of feature 1 is x * 0 + " },
+		{ "data.input_map.in", 0, 0, 8, "corrupt checkpoint: " },
+		{ "data.heldoutN", 0, 0, 0, "data.heldout[99] is 0 after " },
+		{ "data.nheldout", 0, 0, 1u << 30, "bad data in the data section's held-out index count" },
+	};
+	struct akk_dataset d;
+	struct akk_checkpoint c;
+	struct forge fg;
+	struct akk_err e = { 0 };
+	const char *cfg, *ck, *forged;
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	write_data(&d, 400);
+	cfg = write_config("split.yaml", "  standardize: true\n");
+	ck = tu_path(g_dir, "out/last.bin");
+	forged = tu_path(g_dir, "forged.bin");
+	if (ak("train", cfg, "--quiet", NULL))
+		fail_msg("%s", g_err);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct forge_field *f;
+
+		assert_int_equal(forge_load(&fg, ck), 0);
+		if (!(f = forge_find(&fg, cases[i].field)))
+			fail_msg("no field %s", cases[i].field);
+		if (cases[i].is_float)
+			forge_set_f(&fg, f, cases[i].fv);
+		else
+			forge_set_u(&fg, f, cases[i].uv);
+		assert_int_equal(forge_save(&fg, forged), 0);
+		forge_release(&fg);
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(akk_checkpoint_read(&c, forged, &e), -1);
+		if (!strstr(e.msg, cases[i].want))
+			fail_msg("%s: expected '%s' in: %s", cases[i].field,
+				 cases[i].want, e.msg);
+		/* and every command that reads it says so: exit 2 */
+		assert_int_equal(ak("eval", forged, NULL), 2);
+		assert_int_equal(ak("inspect", forged, NULL), 2);
+	}
+	/* version 1: the file cut before its data section */
+	assert_int_equal(forge_load(&fg, ck), 0);
+	{
+		size_t at = forge_find(&fg, "data.task")->off;
+		memmove(fg.p + at, fg.p + fg.len - 4, 4);
+		fg.len = at + 4;
+		forge_put_le(fg.p + 8, 1, 4);
+		forge_put_le(fg.p + 16, fg.len, 8);
+	}
+	assert_int_equal(forge_save(&fg, forged), 0);
+	forge_release(&fg);
+	if (akk_checkpoint_read(&c, forged, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.version, 1);
+	assert_int_equal(c.pre.in, 0);
+	assert_int_equal(c.nheldout, 0);
+	akk_checkpoint_release(&c);
+	akk_dataset_release(&d);
+	tu_rm_tree(g_dir);
+}
+
+/* A checkpoint of the split config's untrained network (gates at step 0)
+ * with class names, written by the library; eval prints the names, inspect
+ * lists them, and a repeated name is rejected. */
+static void class_names_in_checkpoint(void **unused)
+{
+	char *names[4] = { "cat", "dog", "emu", "gnu" };
+	struct akk_dataset d;
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate g[2];
+	const struct akk_gate *gp[2] = { &g[0], &g[1] };
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	const char *cfg, *ck;
+	char *text;
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	write_data(&d, 400);
+	cfg = write_config("names.yaml", "");
+	ck = tu_path(g_dir, "names.bin");
+	assert_non_null(text = tu_slurp(cfg, NULL));
+	if (akk_spec_parse(&s, text, strlen(text), cfg, g_dir, NULL, 0, &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s", e.msg);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(akk_gate_init(&g[i], &m.gates[i], 16, 1, 1, 0, 1, 1, 42, &e), 0);
+	{
+		struct akk_ckpt_source src = {
+			.spec = &s, .base_dir = g_dir, .gates = gp, .ngates = 2,
+			.class_names = names, .nclass_names = 4,
+		};
+		assert_int_equal(akk_checkpoint_write(ck, &src, &e), 0);
+	}
+	if (akk_checkpoint_read(&c, ck, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.nclass_names, 4);
+	assert_string_equal(c.class_names[3], "gnu");
+	akk_checkpoint_release(&c);
+	assert_int_equal(ak("inspect", ck, NULL), 0);
+	tu_assert_line(g_out, "classes      cat, dog, emu, gnu");
+	assert_int_equal(ak("eval", ck, "--images", tu_path(g_dir, "images"),
+			    "--labels", tu_path(g_dir, "labels"), NULL), 0);
+	tu_assert_contains(g_out, "\nemu  ");
+	tu_assert_contains(g_out, "\ngnu  ");
+	names[2] = "cat";
+	{
+		struct akk_ckpt_source src = {
+			.spec = &s, .base_dir = g_dir, .gates = gp, .ngates = 2,
+			.class_names = names, .nclass_names = 4,
+		};
+		assert_int_equal(akk_checkpoint_write(ck, &src, &e), 0);
+	}
+	assert_int_equal(akk_checkpoint_read(&c, ck, &e), -1);
+	tu_assert_contains(e.msg, "data.class_names[2] repeats 'cat'");
+	for (int i = 0; i < 2; i++)
+		akk_gate_release(&g[i]);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	akk_dataset_release(&d);
+	free(text);
+	tu_rm_tree(g_dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(per_channel_normalize_values),
+		cmocka_unit_test(per_channel_lists_checked),
+		cmocka_unit_test(standardize_values),
+		cmocka_unit_test(split_stratified_and_seeded),
+		cmocka_unit_test(subset_partitions),
+		cmocka_unit_test(split_stored_and_kept_on_resume),
+		cmocka_unit_test(data_section_validated),
+		cmocka_unit_test(class_names_in_checkpoint),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
