@@ -12,6 +12,7 @@
 
 #include "config/spec.h"
 #include "data/csv.h"
+#include "data/open.h"
 
 static const char *dir;
 
@@ -596,6 +597,43 @@ static void test_spec_keys(void **state)
 	akk_spec_release(&s);
 }
 
+/* data.task reaches the reader through data/open.c. */
+static void test_open_task(void **state)
+{
+	static const char text[] =
+		"data:\n"
+		"  format: csv\n"
+		"  task: regression\n"
+		"  train: {file: x.csv, targets_file: y.csv}\n"
+		"  validation: {file: x.csv}\n"
+		"  csv: {delimiter: whitespace}\n"
+		"network:\n  input: [2]\n  gates:\n    - layers: [{dense: 1}]\n"
+		"  loss: mse\n"
+		"optimizer: {type: sgd, lr: 0.1}\n";
+	static const float x[] = { 1, 2, 3, 4 }, y[] = { 0.5f, -7 }, v[] = { 2, 4 };
+	struct akk_spec s;
+	struct akk_dataset d;
+	struct akk_err e;
+
+	(void)state;
+	write_str("x.csv", "1 2\n3 4\n");
+	write_str("y.csv", "0.5\n-7\n");
+	assert_int_equal(akk_spec_parse(&s, text, strlen(text), "c.yaml", dir,
+					NULL, 0, &e), 0);
+	assert_int_equal(akk_data_open(&d, &s.data, AKK_DATA_TRAIN, &e), 0);
+	assert_int_equal(d.targets, 1);
+	assert_null(d.labels);
+	assert_floats(d.xf, x, 4);
+	assert_floats(d.y, y, 2);
+	akk_dataset_release(&d);
+	/* Without targets_file, the last column is the target. */
+	assert_int_equal(akk_data_open(&d, &s.data, AKK_DATA_VAL, &e), 0);
+	assert_int_equal(d.in, 1);
+	assert_floats(d.y, v, 2);
+	akk_dataset_release(&d);
+	akk_spec_release(&s);
+}
+
 /* --- through the command line --------------------------------------------- */
 
 static char g_out[8192], g_err[8192];
@@ -659,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_good_large),
 		cmocka_unit_test(test_decimals_as_strtod),
 		cmocka_unit_test(test_spec_keys),
+		cmocka_unit_test(test_open_task),
 		cmocka_unit_test(test_cli),
 	};
 

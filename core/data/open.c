@@ -27,6 +27,6 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 	if (!strcmp(s->format, "csv"))
 		return akk_csv_dataset(d, part == AKK_DATA_TRAIN ? s->train_file : s->val_file,
 				       part == AKK_DATA_TRAIN ? s->train_targets : s->val_targets,
-				       &s->csv, 0 /* data.task: regression (h13core) */, e);
+				       &s->csv, s->task == AKK_TASK_REGRESSION, e);
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
