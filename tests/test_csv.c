@@ -597,6 +597,46 @@ static void test_spec_keys(void **state)
 	akk_spec_release(&s);
 }
 
+/* A validation table's names numbered as the training table's. */
+static void test_match_classes(void **state)
+{
+	struct akk_csv_spec o = opts();
+	struct akk_dataset t, v;
+	struct akk_err e;
+	char want[1024], line[sizeof(e.msg) + sizeof(e.file) + 32];
+	static const int32_t lv[] = { 2, 0, 2 };
+	const char *vp;
+
+	(void)state;
+	load_ok(&t, write_str("mt.csv", "1,ant\n2,bee\n3,cat\n"), NULL, &o, 0);
+	/* Alone, v's names would be 0 = ant, 1 = cat. */
+	vp = write_str("mv.csv", "1,cat\n2,ant\n3,cat\n");
+	load_ok(&v, vp, NULL, &o, 0);
+	assert_int_equal(v.classes, 2);
+	assert_int_equal(akk_csv_match_classes(&v, t.class_names, t.classes, vp, &e), 0);
+	assert_int_equal(v.classes, 3);
+	assert_memory_equal(v.labels, lv, sizeof(lv));
+	assert_string_equal(v.class_names[1], "bee");
+	akk_dataset_release(&v);
+	vp = write_str("mw.csv", "1,cat\n2,wasp\n");
+	load_ok(&v, vp, NULL, &o, 0);
+	assert_int_equal(akk_csv_match_classes(&v, t.class_names, t.classes, vp, &e), -1);
+	akk_err_format(&e, line, sizeof(line));
+	snprintf(want, sizeof(want), "%s: class 'wasp' is not one of the training set's 3 classes", vp);
+	assert_string_equal(line, want);
+	akk_dataset_release(&v);
+	vp = write_str("mn.csv", "1,0\n2,1\n");
+	load_ok(&v, vp, NULL, &o, 0);
+	assert_int_equal(akk_csv_match_classes(&v, t.class_names, t.classes, vp, &e), -1);
+	akk_err_format(&e, line, sizeof(line));
+	snprintf(want, sizeof(want), "%s: its class labels are numbers, but the training set's are names", vp);
+	assert_string_equal(line, want);
+	/* Numbers on both sides: nothing to do. */
+	assert_int_equal(akk_csv_match_classes(&v, NULL, 0, vp, &e), 0);
+	akk_dataset_release(&v);
+	akk_dataset_release(&t);
+}
+
 /* data.task reaches the reader through data/open.c. */
 static void test_open_task(void **state)
 {
@@ -677,6 +717,22 @@ static void test_cli(void **state)
 	cfg = write_config("cli-good.yaml", good,
 			   "  csv: {header: true, delimiter: semicolon, label: class}\n");
 	assert_int_equal(ak("train", cfg, NULL), 0);
+	/* A validation table with a class the training table lacks. */
+	{
+		char text[2048];
+		const char *val = write_str("cli-val.csv", "x;y;class\n1;2;a\n3;4;d\n");
+		snprintf(text, sizeof(text),
+			 "data:\n  format: csv\n  train: {file: %s}\n"
+			 "  validation: {file: %s}\n"
+			 "  csv: {header: true, delimiter: semicolon, label: class}\n"
+			 "network:\n  input: [2]\n  gates:\n    - layers: [{dense: 3}]\n"
+			 "optimizer: {type: sgd, lr: 0.1}\n"
+			 "output: {dir: %s/run-val}\n", good, val, dir);
+		cfg = write_str("cli-val.yaml", text);
+		assert_int_equal(ak("train", cfg, NULL), 2);
+		snprintf(want, sizeof(want), "akkctl: %s: class 'd' is not one of the training set's 3 classes", val);
+		tu_assert_line(g_err, want);
+	}
 }
 
 int main(void)
@@ -698,6 +754,7 @@ int main(void)
 		cmocka_unit_test(test_decimals_as_strtod),
 		cmocka_unit_test(test_spec_keys),
 		cmocka_unit_test(test_open_task),
+		cmocka_unit_test(test_match_classes),
 		cmocka_unit_test(test_cli),
 	};
 

@@ -918,3 +918,54 @@ fail:
 	table_release(&b);
 	return -1;
 }
+
+int akk_csv_match_classes(struct akk_dataset *d, char *const *names, int n,
+			  const char *path, struct akk_err *e)
+{
+	int32_t *to;
+	char **copy;
+
+	if (!d->class_names && !names)
+		return 0;
+	if (!d->class_names || !names || n < 1)
+		return akk_err_at(e, path, 0, 0,
+				  "its class labels are %s, but the training set's are %s",
+				  d->class_names ? "names" : "numbers",
+				  d->class_names ? "numbers" : "names");
+	/* Both sorted by strcmp: one merge walk. */
+	if (!(to = malloc((size_t)d->classes * sizeof(*to))))
+		return akk_err_at(e, path, 0, 0, "out of memory for class names");
+	for (int i = 0, j = 0; i < d->classes; i++) {
+		while (j < n && strcmp(names[j], d->class_names[i]) < 0)
+			j++;
+		if (j == n || strcmp(names[j], d->class_names[i])) {
+			akk_err_at(e, path, 0, 0,
+				   "class '%s' is not one of the training set's %d classes",
+				   d->class_names[i], n);
+			free(to);
+			return -1;
+		}
+		to[i] = j;
+	}
+	if (!(copy = calloc((size_t)n, sizeof(*copy)))) {
+		free(to);
+		return akk_err_at(e, path, 0, 0, "out of memory for class names");
+	}
+	for (int j = 0; j < n; j++)
+		if (!(copy[j] = strdup(names[j]))) {
+			while (j--)
+				free(copy[j]);
+			free(copy);
+			free(to);
+			return akk_err_at(e, path, 0, 0, "out of memory for class names");
+		}
+	for (size_t i = 0; i < d->n; i++)
+		d->labels[i] = to[d->labels[i]];
+	for (int i = 0; i < d->classes; i++)
+		free(d->class_names[i]);
+	free(d->class_names);
+	d->class_names = copy;
+	d->classes = n;
+	free(to);
+	return 0;
+}

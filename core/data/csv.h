@@ -47,4 +47,14 @@ int akk_csv_dataset(struct akk_dataset *d, const char *path,
 		    const char *targets_path, const struct akk_csv_spec *o,
 		    int regression, struct akk_err *e);
 
+/* Renumber the classes of d (read from path) by names[0..n), the class
+ * names of the training set or of a checkpoint, so that one name is one
+ * class in both: a validation table names only the classes it holds, and
+ * numbers them by its own sorted names. d's class_names become a copy of
+ * names. A name of d that is not among them, or names on one side and
+ * numbers on the other, is an error naming path. Nothing to do (0) when
+ * neither has names. */
+int akk_csv_match_classes(struct akk_dataset *d, char *const *names, int n,
+			  const char *path, struct akk_err *e);
+
 #endif
