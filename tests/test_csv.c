@@ -733,6 +733,29 @@ static void test_cli(void **state)
 		snprintf(want, sizeof(want), "akkctl: %s: class 'd' is not one of the training set's 3 classes", val);
 		tu_assert_line(g_err, want);
 	}
+	/* A validation table of one class (alone it would be class 0): train
+	 * and eval both number it as the training table does. */
+	{
+		char text[2048], ck[1024];
+		const char *tr = write_str("nt.csv", "x;y;class\n0;0;ant\n0;1;bee\n1;0;cat\n"
+					   "0;0;ant\n0;1;bee\n1;0;cat\n");
+		const char *val = write_str("nv.csv", "x;y;class\n1;0;cat\n1;0;cat\n");
+		snprintf(text, sizeof(text),
+			 "data:\n  format: csv\n  train: {file: %s}\n"
+			 "  validation: {file: %s}\n"
+			 "  csv: {header: true, delimiter: semicolon, label: class}\n"
+			 "network:\n  input: [2]\n  gates:\n    - layers: [{dense: 3}]\n"
+			 "optimizer: {type: adam, lr: 0.1}\n"
+			 "schedule: {epochs: 50, batch_size: 2, mode: flip-flop}\n"
+			 "output: {dir: %s/run-nv}\n", tr, val, dir);
+		cfg = write_str("nv.yaml", text);
+		assert_int_equal(ak("train", cfg, NULL), 0);
+		tu_assert_contains(g_err, "final validation accuracy 100.00%");
+		snprintf(ck, sizeof(ck), "%s/run-nv/last.bin", dir);
+		assert_int_equal(ak("eval", ck, NULL), 0);
+		tu_assert_contains(g_out, "accuracy 100.00%");
+		tu_assert_contains(g_out, "cat      100.00%   100.00%        2");
+	}
 }
 
 int main(void)
