@@ -566,8 +566,9 @@ int cmd_train(int argc, char **argv)
 	     (akk_data_has(&s.data, AKK_DATA_VAL) &&
 	      (akk_data_open(&val, &s.data, AKK_DATA_VAL, &e) ||
 	       /* named CSV classes: numbered as in train (h13csv) */
-	       akk_csv_match_classes(&val, train.class_names, train.classes,
-				     s.data.val_file, &e))) ||
+	       (!strcmp(s.data.format, "csv") &&
+		akk_csv_match_classes(&val, train.class_names, train.classes,
+				      s.data.val_file, &e)))) ||
 	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
 		      &heldout, &nheldout, &e)))
 		counts[0] = -1;

@@ -631,9 +631,21 @@ static void test_match_classes(void **state)
 	akk_err_format(&e, line, sizeof(line));
 	snprintf(want, sizeof(want), "%s: its class labels are numbers, but the training set's are names", vp);
 	assert_string_equal(line, want);
-	/* Numbers on both sides: nothing to do. */
+	/* Numbers on both sides (no names, or none counted): nothing to do. */
 	assert_int_equal(akk_csv_match_classes(&v, NULL, 0, vp, &e), 0);
+	assert_int_equal(akk_csv_match_classes(&v, t.class_names, 0, vp, &e), 0);
 	akk_dataset_release(&v);
+	/* A checkpoint's names in any order. */
+	{
+		char *un[] = { "cat", "ant", "bee" };
+		static const int32_t lu[] = { 0, 1, 0 };
+		vp = write_str("mu.csv", "1,cat\n2,ant\n3,cat\n");
+		load_ok(&v, vp, NULL, &o, 0);
+		assert_int_equal(akk_csv_match_classes(&v, un, 3, vp, &e), 0);
+		assert_memory_equal(v.labels, lu, sizeof(lu));
+		assert_string_equal(v.class_names[0], "cat");
+		akk_dataset_release(&v);
+	}
 	akk_dataset_release(&t);
 }
 

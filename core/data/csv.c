@@ -919,45 +919,67 @@ fail:
 	return -1;
 }
 
+static int by_name_at(const void *a, const void *b, void *names)
+{
+	char *const *n = names;
+
+	return strcmp(n[*(const int *)a], n[*(const int *)b]);
+}
+
 int akk_csv_match_classes(struct akk_dataset *d, char *const *names, int n,
 			  const char *path, struct akk_err *e)
 {
-	int32_t *to;
-	char **copy;
+	int32_t *to = NULL;
+	int *order = NULL, rc = -1;
+	char **copy = NULL;
 
+	if (n < 1)
+		names = NULL;
 	if (!d->class_names && !names)
 		return 0;
-	if (!d->class_names || !names || n < 1)
+	if (!d->class_names || !names)
 		return akk_err_at(e, path, 0, 0,
 				  "its class labels are %s, but the training set's are %s",
 				  d->class_names ? "names" : "numbers",
 				  d->class_names ? "numbers" : "names");
-	/* Both sorted by strcmp: one merge walk. */
-	if (!(to = malloc((size_t)d->classes * sizeof(*to))))
-		return akk_err_at(e, path, 0, 0, "out of memory for class names");
-	for (int i = 0, j = 0; i < d->classes; i++) {
-		while (j < n && strcmp(names[j], d->class_names[i]) < 0)
-			j++;
-		if (j == n || strcmp(names[j], d->class_names[i])) {
+	to = malloc((size_t)d->classes * sizeof(*to));
+	order = malloc((size_t)n * sizeof(*order));
+	copy = calloc((size_t)n, sizeof(*copy));
+	if (!to || !order || !copy) {
+		akk_err_at(e, path, 0, 0, "out of memory for class names");
+		goto out;
+	}
+	/* names in any order (a checkpoint's are as stored): search them
+	 * through a sorted index. */
+	for (int j = 0; j < n; j++)
+		order[j] = j;
+	qsort_r(order, (size_t)n, sizeof(*order), by_name_at, (void *)names);
+	for (int i = 0; i < d->classes; i++) {
+		int lo = 0, hi = n, c = 1;
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			c = strcmp(names[order[mid]], d->class_names[i]);
+			if (!c) {
+				lo = mid;
+				break;
+			}
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (c) {
 			akk_err_at(e, path, 0, 0,
 				   "class '%s' is not one of the training set's %d classes",
 				   d->class_names[i], n);
-			free(to);
-			return -1;
+			goto out;
 		}
-		to[i] = j;
-	}
-	if (!(copy = calloc((size_t)n, sizeof(*copy)))) {
-		free(to);
-		return akk_err_at(e, path, 0, 0, "out of memory for class names");
+		to[i] = order[lo];
 	}
 	for (int j = 0; j < n; j++)
 		if (!(copy[j] = strdup(names[j]))) {
-			while (j--)
-				free(copy[j]);
-			free(copy);
-			free(to);
-			return akk_err_at(e, path, 0, 0, "out of memory for class names");
+			akk_err_at(e, path, 0, 0, "out of memory for class names");
+			goto out;
 		}
 	for (size_t i = 0; i < d->n; i++)
 		d->labels[i] = to[d->labels[i]];
@@ -966,6 +988,13 @@ int akk_csv_match_classes(struct akk_dataset *d, char *const *names, int n,
 	free(d->class_names);
 	d->class_names = copy;
 	d->classes = n;
+	copy = NULL;
+	rc = 0;
+out:
+	for (int j = 0; copy && j < n; j++)
+		free(copy[j]);
+	free(copy);
+	free(order);
 	free(to);
-	return 0;
+	return rc;
 }
