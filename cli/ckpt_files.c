@@ -158,6 +158,10 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 {
 	int final = !strcmp(rep->phase, "final");
 	int improved = rep->val_samples && rep->val_acc > p->metrics.best_val_acc;
+	/* issue 13: output.best_by loss (the default for regression) */
+	int by_loss = p->spec->out.best_by == AKK_BEST_LOSS;
+	int lower = rep->val_samples && (p->metrics.best_val_loss < 0 ||
+					 rep->val_loss < p->metrics.best_val_loss);
 
 	if (!final) {
 		p->metrics.epoch = rep->epoch;
@@ -170,6 +174,10 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 	}
 	if (improved)
 		p->metrics.best_val_acc = rep->val_acc;
+	if (lower)
+		p->metrics.best_val_loss = rep->val_loss;
+	if (by_loss)
+		improved = lower;
 	if (!final && p->every > 0 && rep->epoch % p->every == 0) {
 		char name[32];
 		snprintf(name, sizeof(name), "epoch-%04d.bin", rep->epoch);

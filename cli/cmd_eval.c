@@ -211,6 +211,16 @@ int cmd_eval(int argc, char **argv)
 		akk_err_at(&e, ckpath, 0, 0, "%s", "the checkpoint has no input map for its config");
 		goto report;
 	}
+	if (s.data.task == AKK_TASK_REGRESSION && (!d.y || d.targets != m.classes)) {
+		akk_err_at(&e, labels, 0, 0, "%s: the network outputs %d regression targets",
+			   d.y ? "the data has another number of targets" : "the data has no regression targets",
+			   m.classes);
+		goto report;
+	}
+	if (s.data.task == AKK_TASK_REGRESSION && (preds || confusion)) {
+		akk_err_set(&e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
+		goto report;
+	}
 	if (d.classes > m.classes) {
 		akk_err_at(&e, labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
 			   d.classes - 1, m.classes);
@@ -257,7 +267,11 @@ int cmd_eval(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto report;
 	}
-	print_report(&res, confusion, ck.class_names, ck.nclass_names);
+	if (res.regression)	/* issue 13: RMSE and R^2 */
+		printf("samples %ld  loss %.4f  rmse %.4g  r2 %.4f\n", res.n, res.loss,
+		       res.rmse, res.r2);
+	else
+		print_report(&res, confusion, ck.class_names, ck.nclass_names);
 	rc = EXIT_OK;
 	goto out;
 report:

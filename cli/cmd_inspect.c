@@ -74,7 +74,11 @@ int cmd_inspect(int argc, char **argv)
 	printf("position     epoch %ld, batch %ld (%ld steps done)%s\n",
 	       (long)ck.pos.epoch + (ck.pos.index ? 1 : 0), ck.pos.index, ck.pos.id,
 	       ck.pos.index ? ", mid-epoch" : ", at an epoch boundary");
-	if (ck.metrics.epoch)
+	if (ck.metrics.epoch && ck.task == 1)	/* R^2 in the accuracy fields */
+		printf("last epoch   %d: train loss %.4f r2 %.4f, validation loss %.4f r2 %.4f\n",
+		       ck.metrics.epoch, ck.metrics.train_loss, ck.metrics.train_acc,
+		       ck.metrics.val_loss, ck.metrics.val_acc);
+	else if (ck.metrics.epoch)
 		printf("last epoch   %d: train loss %.4f acc %.2f%%, validation loss %.4f acc %.2f%% (best %.2f%%)\n",
 		       ck.metrics.epoch, ck.metrics.train_loss,
 		       100 * ck.metrics.train_acc, ck.metrics.val_loss,
@@ -93,7 +97,11 @@ int cmd_inspect(int argc, char **argv)
 	}
 	/* the data section (version 2) */
 	if (ck.version >= 2) {
-		printf("data         classification");
+		if (ck.task == 1)
+			printf("data         regression, %d target%s", ck.targets,
+			       ck.targets == 1 ? "" : "s");
+		else
+			printf("data         classification");
 		if (ck.pre.in)
 			printf(", input map of %zu values", ck.pre.in);
 		if (ck.nheldout)

@@ -48,6 +48,7 @@ struct train_ui {
 	int last_epoch;		/* the last epoch completed; 0: none */
 	int have_val;
 	double final_acc, final_train_acc;
+	double final_loss;	/* issue 13: for regression's summary */
 };
 
 static void progress(void *ctx, const struct akk_progress *p)
@@ -92,16 +93,36 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	}
 	ui->epoch_mark = now;
 	if (rep->val_samples) {
+		int by_loss = ui->ckpt.spec->out.best_by == AKK_BEST_LOSS;
+
 		ui->have_val = 1;
 		ui->final_acc = rep->val_acc;
-		if (!ui->best.epoch || rep->val_acc > ui->best.accuracy)
-			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc };
+		ui->final_loss = rep->val_loss;
+		if (!ui->best.epoch || (by_loss ? rep->val_loss < ui->best.loss
+					       : rep->val_acc > ui->best.accuracy))
+			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc,
+							      rep->val_loss };
 	}
 	if (ui->quiet)
 		return 0;
 	if (ui->drawn)
 		fputs("\r\033[K", stderr);
 	ui->drawn = 0;
+	if (rep->regression) {	/* issue 13: RMSE and R^2 */
+		if (final) {
+			fprintf(stderr, "final: validation loss %.4f rmse %.4g r2 %.4f (weights after %ld steps)\n",
+				rep->val_loss, rep->val_rmse, rep->val_acc, rep->vmax);
+			return 0;
+		}
+		fprintf(stderr, "epoch %d/%d: train loss %.4f rmse %.4g r2 %.4f", rep->epoch,
+			rep->epochs, rep->train_loss, rep->train_rmse, rep->train_acc);
+		if (rep->val_samples)
+			fprintf(stderr, "  validation loss %.4f rmse %.4g r2 %.4f", rep->val_loss,
+				rep->val_rmse, rep->val_acc);
+		fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
+			rep->samples_per_s, rep->lr);
+		return 0;
+	}
 	if (final) {
 		fprintf(stderr, "final: validation loss %.4f acc %.2f%% (weights after %ld steps)\n",
 			rep->val_loss, 100 * rep->val_acc, rep->vmax);
@@ -152,11 +173,26 @@ static void summary(const struct train_ui *ui, const struct akk_run *run,
 	else
 		fprintf(stderr, "summary: %d of %d epochs done in %s", st.epochs,
 			st.epochs, t);
-	if (ui->best.epoch)
+	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION) {	/* issue 13 */
+		if (ui->best.epoch)
+			fprintf(stderr, "; best validation loss %.4f (r2 %.4f) at epoch %d%s",
+				ui->best.loss, ui->best.accuracy, ui->best.epoch,
+				ui->best.final ? " (final pass)" : "");
+		if (ui->have_val)
+			fprintf(stderr, "; final validation loss %.4f r2 %.4f", ui->final_loss,
+				ui->final_acc);
+	} else if (ui->best.epoch && ui->ckpt.spec->out.best_by == AKK_BEST_LOSS) {
+		fprintf(stderr, "; best validation loss %.4f (accuracy %.2f%%) at epoch %d%s",
+			ui->best.loss, 100 * ui->best.accuracy, ui->best.epoch,
+			ui->best.final ? " (final pass)" : "");
+	} else if (ui->best.epoch) {
 		fprintf(stderr, "; best validation accuracy %.2f%% at epoch %d%s",
 			100 * ui->best.accuracy, ui->best.epoch,
 			ui->best.final ? " (final pass)" : "");
-	if (ui->have_val)
+	}
+	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION)
+		;
+	else if (ui->have_val)
 		fprintf(stderr, "; final validation accuracy %.2f%%", 100 * ui->final_acc);
 	else if (ui->last_epoch)
 		fprintf(stderr, "; final training accuracy %.2f%% (no validation data)",
@@ -610,8 +646,10 @@ int cmd_train(int argc, char **argv)
 		    mkdirs(s.out.dir, &e) ||
 		    run_dir_remove_temps(s.out.dir, s.out.metrics, &e))
 			goto report;
-		if (resume && akk_metrics_truncate(metrics, ck.pos.epoch, lr_columns(&s),
-						   &ui.best, &e)) {
+		if (resume && akk_metrics_truncate_for(metrics, ck.pos.epoch, lr_columns(&s),
+						       s.data.task == AKK_TASK_REGRESSION,
+						       s.out.best_by == AKK_BEST_LOSS,
+						       &ui.best, &e)) {
 			rc = EXIT_USAGE;
 			goto report;
 		}
@@ -622,7 +660,8 @@ int cmd_train(int argc, char **argv)
 	ui.ckpt.dir = s.out.dir;
 	ui.ckpt.every = s.out.checkpoint_every;
 	ui.ckpt.keep = s.out.keep;
-	if (resume)
+	ui.ckpt.metrics.best_val_loss = -1;	/* none yet */
+	if (resume && !start_over)
 		ui.ckpt.metrics = ck.metrics;
 	if (!(cfgdir = realpath(argv[optind], NULL))) {
 		akk_err_set(&e, "cannot resolve '%s': %s", argv[optind], strerror(errno));

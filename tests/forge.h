@@ -124,7 +124,7 @@ static inline int forge_run(struct forge *fg, size_t *off, enum forge_type t,
 /* The data section of a version 2 file (issue 13): data.task,
  * data.targets, data.nclass_names, data.class_nameI.len,
  * data.input_map.in, data.input_map.a0/aN/b0/bN, data.nheldout,
- * data.heldout0/heldoutN. */
+ * data.heldout0/heldoutN, data.best_val_loss, data.reg.sse/sy/syy/n. */
 static inline int forge_data(struct forge *fg, size_t *off)
 {
 	char buf[64];
@@ -147,7 +147,13 @@ static inline int forge_data(struct forge *fg, size_t *off)
 	    forge_run(fg, off, FORGE_F32, "data.input_map.b", n) ||
 	    forge_add(fg, off, FORGE_U64, "%s", "data.nheldout"))
 		return -1;
-	return forge_run(fg, off, FORGE_U32, "data.heldout", forge_at(fg, *off - 8, 8));
+	if (forge_run(fg, off, FORGE_U32, "data.heldout", forge_at(fg, *off - 8, 8)))
+		return -1;
+	return forge_add(fg, off, FORGE_F64, "%s", "data.best_val_loss") ||
+	       forge_add(fg, off, FORGE_F64, "%s", "data.reg.sse") ||
+	       forge_add(fg, off, FORGE_F64, "%s", "data.reg.sy") ||
+	       forge_add(fg, off, FORGE_F64, "%s", "data.reg.syy") ||
+	       forge_add(fg, off, FORGE_U64, "%s", "data.reg.n") ? -1 : 0;
 }
 
 /* Load path and index its fields; 0 on success. */

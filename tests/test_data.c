@@ -18,6 +18,10 @@
 #include "io/checkpoint.h"
 #include "model/gate.h"
 #include "model/model.h"
+#include "model/evaluate.h"
+#include "model/reference.h"
+#include "runtime/run_internal.h"
+#include "tensor/tensor.h"
 
 static char g_out[1 << 16], g_err[1 << 16];
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
@@ -258,6 +262,7 @@ static void subset_partitions(void **unused)
 		assert_true(out.xf[k] == (float)i);
 		assert_int_equal(out.labels[k++], d.labels[i]);
 	}
+	akk_dataset_release(&in);
 	assert_int_equal(akk_dataset_subset(&in, &d, bad_order, 2, 0, &e), -1);
 	assert_string_equal(e.msg, "held-out index 3 (number 2) is out of order");
 	assert_int_equal(akk_dataset_subset(&in, &d, beyond, 1, 1, &e), -1);
@@ -280,6 +285,8 @@ static void write_data(struct akk_dataset *d, size_t n)
 	tu_write_idx(tu_path(g_dir, "labels"), d, 0);
 }
 
+static const char *g_output_extra = "";	/* more output: keys */
+
 static const char *write_config(const char *name, const char *extra)
 {
 	char text[2048];
@@ -298,7 +305,7 @@ static const char *write_config(const char *name, const char *extra)
 		"    - layers: [{dense: 4}]\n"
 		"optimizer: {type: sgd, lr: 0.05}\n"
 		"schedule: {mode: flip-flop, epochs: 1, batch_size: 16}\n"
-		"output: {dir: out}\n", extra);
+		"output: {dir: out%s}\n", extra, g_output_extra);
 
 	assert_true(n > 0 && n < (int)sizeof(text));
 	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
@@ -514,6 +521,188 @@ static void class_names_in_checkpoint(void **unused)
 	tu_rm_tree(g_dir);
 }
 
+/* ---- regression -------------------------------------------------------- */
+
+/* n samples of 4 features uniform in [-1, 1) and 2 targets
+ * y = W x + c + noise (0.01). */
+static void linear_set(struct akk_dataset *d, size_t n, uint32_t seed)
+{
+	static const float W[2][4] = { { 1.5f, -2, 0.5f, 1 }, { -1, 0.25f, 2, -0.5f } };
+	static const float c[2] = { 0.3f, -0.7f };
+	float *noise = malloc(n * 2 * sizeof(float));
+
+	memset(d, 0, sizeof(*d));
+	d->n = n;
+	d->in = 4;
+	d->c = d->h = 1;
+	d->w = 4;
+	d->xtype = AKK_X_F32;
+	d->xf = malloc(n * 4 * sizeof(float));
+	d->targets = 2;
+	d->y = malloc(n * 2 * sizeof(float));
+	assert_true(d->xf && d->y && noise);
+	tu_fill(d->xf, n * 4, -1, 1, seed);
+	tu_fill(noise, n * 2, -0.01f, 0.01f, seed + 1);
+	for (size_t i = 0; i < n; i++)
+		for (int t = 0; t < 2; t++) {
+			float v = c[t] + noise[i * 2 + t];
+			for (int k = 0; k < 4; k++)
+				v += W[t][k] * d->xf[i * 4 + k];
+			d->y[i * 2 + t] = v;
+		}
+	free(noise);
+}
+
+static struct akk_epoch_report g_last;
+
+static int keep_report(void *ctx, struct akk_run *r,
+		       const struct akk_epoch_report *rep, struct akk_err *e)
+{
+	(void)ctx;
+	(void)r;
+	(void)e;
+	g_last = *rep;
+	return 0;
+}
+
+/* data.task regression end to end on a linear problem: flip-flop equals
+ * the reference trainer bit for bit, the epoch report and metrics.csv
+ * give RMSE and R^2 (> 0.99 on held-out data), akk_evaluate agrees, and
+ * data without targets or with another number of them is refused before
+ * any thread starts. */
+static void regression_linear(void **unused)
+{
+	static const char *yaml =
+		"data:\n  train: {images: x, labels: y}\n  task: regression\n  scale: 1\n"
+		"network:\n  input: [4]\n  gates:\n    - layers: [{dense: 3}]\n"
+		"    - layers: [{dense: 2}]\n  loss: mse\n"
+		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
+		"schedule: {mode: flip-flop, epochs: 12, batch_size: 32}\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_dataset train, val, bad3;
+	struct akk_reference ref;
+	struct akk_run *r;
+	struct akk_eval_result res;
+	struct akk_err e = { 0 };
+	const char *csv;
+	char *text;
+	struct akk_gate *gp[2];
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	csv = tu_path(g_dir, "metrics.csv");
+	if (parse(&s, yaml, &e) || akk_model_plan(&m, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(s.out.best_by, AKK_BEST_LOSS);	/* regression's default */
+	linear_set(&train, 512, 3);
+	linear_set(&val, 256, 5);
+	akk_blas_threads(1);
+	assert_int_equal(akk_reference_init(&ref, &m, &train, &e), 0);
+	for (long i = 0; i < 12 * 16; i++)
+		assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
+	{
+		struct akk_run_config cfg = {
+			.mode = AKK_MODE_FLIPFLOP, .epochs = 12, .blas_threads = 1,
+			.metrics_path = csv, .obs = { NULL, NULL, keep_report },
+		};
+		if (!(r = akk_run_create(&m, &train, &val, &cfg, &e)) || akk_run_train(r, &e))
+			fail_msg("%s", e.msg);
+	}
+	for (int g = 0; g < 2; g++) {
+		const struct akk_gate *a = &r->gates[g].gate, *b = &ref.gates[g];
+		assert_int_equal(a->step, 12 * 16);
+		assert_memory_equal(a->params, b->params, a->plan->nparams * sizeof(float));
+		gp[g] = &r->gates[g].gate;
+	}
+	assert_int_equal(g_last.regression, 1);
+	assert_int_equal(g_last.epoch, 12);
+	if (!(g_last.val_acc > 0.99))
+		fail_msg("validation R^2 %g", g_last.val_acc);
+	assert_true(g_last.val_rmse < 0.1 && g_last.val_rmse > 0);
+	if (getenv("AKK_TEST_VERBOSE"))
+		fprintf(stderr, "  regression: validation r2 %.6f rmse %.6f\n",
+			g_last.val_acc, g_last.val_rmse);
+	assert_true(fabs(g_last.val_loss - g_last.val_rmse * g_last.val_rmse) < 1e-6);
+	/* akk_evaluate on the same weights gives the same figures */
+	assert_int_equal(akk_evaluate(gp, &m, &val, &r->pre, 32, &res, NULL, NULL, &e), 0);
+	assert_int_equal(res.regression, 1);
+	assert_null(res.confusion);
+	assert_true(fabs(res.r2 - g_last.val_acc) < 1e-6);
+	assert_true(fabs(res.rmse - g_last.val_rmse) < 1e-6);
+	akk_eval_result_release(&res);
+	akk_run_free(r);
+	assert_non_null(text = tu_slurp(csv, NULL));
+	tu_assert_prefix(text, "epoch,phase,samples,loss,r2,rmse,lr,seconds,");
+	tu_assert_contains(text, "\n12,validation,256,");
+	free(text);
+	/* checked before any thread starts */
+	linear_set(&bad3, 64, 7);
+	bad3.targets = 1;
+	assert_int_equal(akk_run_check_data(&m, &bad3, NULL, &e), -1);
+	assert_string_equal(e.msg, "training data has 1 target per sample, but the network outputs 2");
+	free(bad3.y);
+	bad3.y = NULL;
+	bad3.targets = 0;
+	assert_int_equal(akk_run_check_data(&m, &train, &bad3, &e), -1);
+	assert_string_equal(e.msg, "validation data has no regression targets, but data.task is regression");
+	akk_dataset_release(&bad3);
+	akk_reference_release(&ref);
+	akk_dataset_release(&train);
+	akk_dataset_release(&val);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	tu_rm_tree(g_dir);
+}
+
+/* output.best_by: loss keeps in best.bin the epoch of the lowest
+ * validation loss (metrics.csv's), and records that loss; resumed, the
+ * choice goes on from the stored loss. */
+static void best_by_loss(void **unused)
+{
+	struct akk_dataset d;
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	const char *cfg;
+	char *text, *p;
+	double best = -1;
+	int best_epoch = 0;
+
+	(void)unused;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	write_data(&d, 400);
+	g_output_extra = ", best_by: loss";
+	cfg = write_config("best.yaml", "");
+	g_output_extra = "";
+	if (ak("train", cfg, "--quiet", "--epochs", "3", "--set", "optimizer.lr=0.5", NULL))
+		fail_msg("%s", g_err);
+	if (ak("train", cfg, "--quiet", "--resume", tu_path(g_dir, "out"), "--epochs", "6",
+	       "--set", "optimizer.lr=0.5", NULL))
+		fail_msg("%s", g_err);
+	assert_non_null(text = tu_slurp(tu_path(g_dir, "out/metrics.csv"), NULL));
+	for (p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+		int epoch;
+		char phase[16];
+		long n;
+		double loss;
+		if (sscanf(p + 1, "%d,%15[^,],%ld,%lf", &epoch, phase, &n, &loss) == 4 &&
+		    !strcmp(phase, "validation") && (best < 0 || loss < best)) {
+			best = loss;
+			best_epoch = epoch;
+		}
+	}
+	free(text);
+	assert_true(best_epoch > 0);
+	if (akk_checkpoint_read(&c, tu_path(g_dir, "out/best.bin"), &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.metrics.epoch, best_epoch);
+	assert_true(fabs(c.metrics.val_loss - best) < 1e-6);
+	assert_true(fabs(c.metrics.best_val_loss - best) < 1e-6);
+	akk_checkpoint_release(&c);
+	akk_dataset_release(&d);
+	tu_rm_tree(g_dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +714,8 @@ int main(void)
 		cmocka_unit_test(split_stored_and_kept_on_resume),
 		cmocka_unit_test(data_section_validated),
 		cmocka_unit_test(class_names_in_checkpoint),
+		cmocka_unit_test(regression_linear),
+		cmocka_unit_test(best_by_loss),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -246,6 +246,10 @@ static int valid_value(const char *field, enum forge_type t, int v)
 			    !strncmp(field, "metrics.", 8) ||
 			    !strcmp(field, "mode") || !strcmp(field, "position.correct")))
 		return 1;
+	/* the lowest validation loss so far: -1 (none) or any finite loss
+	 * (issue 13's data section) */
+	if (!strcmp(field, "data.best_val_loss") && v != V_NAN)
+		return 1;
 	/* losses: any finite value, a diverging run's too */
 	if ((v == V_MAX || v == V_HUGE) &&
 	    (!strcmp(field, "metrics.train_loss") || !strcmp(field, "metrics.val_loss") ||

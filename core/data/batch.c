@@ -20,7 +20,8 @@ int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
 	/* int32 labels in a float-sized, aligned block */
 	b->labels = (int32_t *)akk_alloc((size_t)max_batch);
 	b->dlogits = akk_alloc(nd);
-	if (!b->x || !b->labels || !b->dlogits) {
+	b->targets = akk_alloc(nd);
+	if (!b->x || !b->labels || !b->dlogits || !b->targets) {
 		akk_batch_release(b);
 		return -1;
 	}
@@ -32,6 +33,7 @@ void akk_batch_release(struct akk_batch *b)
 	akk_free(b->x);
 	akk_free(b->labels);
 	akk_free(b->dlogits);
+	akk_free(b->targets);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -70,6 +72,12 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 		else
 			akk_preprocess_f32(x, d->xf + s * item, pre);
 		b->labels[j] = d->labels ? d->labels[s] : 0;
+		/* regression: the sample's targets (the run checked that
+		 * they are as many as the network's outputs) */
+		if (d->y)
+			memcpy(b->targets + (size_t)j * d->targets,
+			       d->y + s * (size_t)d->targets,
+			       (size_t)d->targets * sizeof(float));
 	}
 	b->B = count;
 	b->last = last;

@@ -23,6 +23,8 @@ struct akk_batch {
 	int32_t *labels;	/* (max_batch) class indices */
 	float *dlogits;		/* (max_batch, classes) loss gradient, lent to the
 				 * last gate until this batch's backward returns */
+	float *targets;		/* (max_batch, classes) regression targets (the
+				 * data's y; classes = its targets), else 0 */
 	int B;			/* samples in this batch */
 	int epoch;		/* 0-based epoch (training) or pass (validation) */
 	long index;		/* batch index within the epoch or pass */

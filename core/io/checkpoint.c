@@ -149,9 +149,11 @@ static void put_gate(struct wbuf *w, const struct akk_gate *g)
 static void put_data(struct wbuf *w, const struct akk_ckpt_source *src)
 {
 	size_t in = src->pre ? src->pre->in : 0;
+	int reg = src->spec->data.task == AKK_TASK_REGRESSION;
+	const struct akk_gate_plan *last = src->gates[src->ngates - 1]->plan;
 
-	put_u32(w, 0);		/* task: classification */
-	put_u32(w, 0);		/* targets */
+	put_u32(w, (uint32_t)src->spec->data.task);
+	put_u32(w, reg ? (uint32_t)akk_shape_size(last->out) : 0);	/* targets */
 	put_u32(w, (uint32_t)src->nclass_names);
 	for (int i = 0; i < src->nclass_names; i++)
 		put_str(w, src->class_names[i]);
@@ -163,6 +165,11 @@ static void put_data(struct wbuf *w, const struct akk_ckpt_source *src)
 	put_u64(w, src->nheldout);
 	for (size_t i = 0; i < src->nheldout; i++)
 		put_u32(w, src->heldout[i]);
+	put_f64(w, src->metrics.best_val_loss);
+	put_f64(w, src->pos.reg.sse);
+	put_f64(w, src->pos.reg.sy);
+	put_f64(w, src->pos.reg.syy);
+	put_u64(w, (uint64_t)src->pos.reg.n);
 }
 
 int akk_checkpoint_write(const char *path, const struct akk_ckpt_source *src,
@@ -354,6 +361,11 @@ static void get_data(struct rbuf *r, struct akk_checkpoint *c)
 		c->heldout[i] = get_u32(r, "the data section's held-out indices");
 	if (!r->bad)
 		c->nheldout = (size_t)nh;
+	c->metrics.best_val_loss = get_f64(r, "the data section's metrics");
+	c->pos.reg.sse = get_f64(r, "the data section's running sums");
+	c->pos.reg.sy = get_f64(r, "the data section's running sums");
+	c->pos.reg.syy = get_f64(r, "the data section's running sums");
+	c->pos.reg.n = (long)get_u64(r, "the data section's running sums");
 }
 
 static int get_tensor(struct rbuf *r, struct akk_ckpt_tensor *t)
@@ -595,9 +607,13 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 		return BAD("metrics.train_loss is %g (finite, at least 0)", m->train_loss);
 	if (!finite_nonneg(m->val_loss))
 		return BAD("metrics.val_loss is %g (finite, at least 0)", m->val_loss);
+	/* with task regression they hold R^2: at most 1, finite */
 	for (int i = 0; i < 3; i++)
-		if (!(acc[i] >= 0 && acc[i] <= 1))
-			return BAD("%s is %g (0 to 1)", acc_names[i], acc[i]);
+		if (c->task == AKK_TASK_REGRESSION ? !(isfinite(acc[i]) && acc[i] <= 1)
+						   : !(acc[i] >= 0 && acc[i] <= 1))
+			return BAD("%s is %g (%s)", acc_names[i], acc[i],
+				   c->task == AKK_TASK_REGRESSION ? "R^2: finite, at most 1"
+								  : "0 to 1");
 	for (int g = 0; g < c->ngates; g++)
 		if (c->gates[g].step != p->id)
 			return BAD("gate %d's step is %ld, but position.id is %ld (every gate steps once per training batch)",
@@ -641,10 +657,28 @@ static int check_data(const struct akk_checkpoint *c, const struct akk_model *m,
 {
 	long in = akk_shape_size(m->spec->input);
 
-	if (c->task != 0)
-		return BAD("data.task is %d (0 classification)", c->task);
-	if (c->targets != 0)
+	const struct akk_reg_sums *rs = &c->pos.reg;
+
+	if (c->task != (int)m->spec->data.task)
+		return BAD("data.task is %d, but its stored config's is %d (0 classification, 1 regression)",
+			   c->task, (int)m->spec->data.task);
+	if (c->task == AKK_TASK_CLASSIFICATION && c->targets != 0)
 		return BAD("data.targets is %d with task classification (0)", c->targets);
+	if (c->task == AKK_TASK_REGRESSION && c->targets != m->classes)
+		return BAD("data.targets is %d, but the network outputs %d", c->targets,
+			   m->classes);
+	if (c->task == AKK_TASK_REGRESSION && c->nclass_names)
+		return BAD("data.class_names has %d names with task regression (0)",
+			   c->nclass_names);
+	if (!(c->metrics.best_val_loss == -1 || finite_nonneg(c->metrics.best_val_loss)))
+		return BAD("metrics.best_val_loss is %g (-1 for none, or finite and at least 0)",
+			   c->metrics.best_val_loss);
+	if (!finite_nonneg(rs->sse) || !isfinite(rs->sy) || !finite_nonneg(rs->syy) ||
+	    rs->n < 0 || rs->n > c->pos.samples * (long)(c->targets ? c->targets : 1) ||
+	    ((!c->pos.samples || c->task != AKK_TASK_REGRESSION) &&
+	     (rs->n || rs->sse || rs->sy || rs->syy)))
+		return BAD("position.reg is sse %g, sy %g, syy %g over %ld values after %ld samples",
+			   rs->sse, rs->sy, rs->syy, rs->n, c->pos.samples);
 	if (c->nclass_names > m->classes)
 		return BAD("data.class_names has %d names, but the network outputs %d classes",
 			   c->nclass_names, m->classes);
@@ -782,6 +816,8 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 	}
 	if (c->version >= 2)
 		get_data(&r, c);
+	else
+		c->metrics.best_val_loss = -1;	/* none recorded */
 	if (!r.bad && r.off != r.len)
 		r.bad = c->version >= 2 ? "the end (extra bytes after the data section)"
 					: "the end (extra bytes after the last gate)";

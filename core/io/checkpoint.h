@@ -17,6 +17,7 @@
 
 #include "base/err.h"
 #include "data/preprocess.h"
+#include "nn/loss.h"
 #include "model/gate.h"
 #include "base/rng.h"
 
@@ -44,6 +45,8 @@ struct akk_position {
 	double loss_sum;
 	long correct, samples;
 	double seconds;
+	struct akk_reg_sums reg;	/* regression: the epoch's RMSE and R^2
+					 * sums so far (issue 13) */
 };
 
 /* The last completed epoch's metrics, for inspect. */
@@ -51,6 +54,10 @@ struct akk_ckpt_metrics {
 	int epoch;		/* 1-based; 0 = none yet */
 	double train_loss, train_acc, val_loss, val_acc;
 	double best_val_acc;
+	/* issue 13: the lowest validation loss so far (-1: none yet), for
+	 * output.best_by: loss. With data.task regression the acc fields
+	 * hold R^2. */
+	double best_val_loss;
 };
 
 struct akk_ckpt_tensor {

@@ -10,15 +10,23 @@
 
 #define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
 
+#define HEADER_REGRESSION "epoch,phase,samples,loss,r2,rmse,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
+
 char *akk_metrics_header(int nlr)
 {
-	size_t size = sizeof(HEADER) + (size_t)(nlr > 0 ? nlr : 0) * 24;
+	return akk_metrics_header_for(nlr, 0);
+}
+
+char *akk_metrics_header_for(int nlr, int regression)
+{
+	size_t size = sizeof(HEADER) + sizeof(HEADER_REGRESSION) +
+		      (size_t)(nlr > 0 ? nlr : 0) * 24;
 	char *h = malloc(size);
 	size_t n;
 
 	if (!h)
 		return NULL;
-	n = (size_t)snprintf(h, size, "%s", HEADER);
+	n = (size_t)snprintf(h, size, "%s", regression ? HEADER_REGRESSION : HEADER);
 	for (int g = 1; g <= nlr; g++)
 		n += (size_t)snprintf(h + n, size - n, ",lr_g%d", g);
 	return h;
@@ -40,13 +48,19 @@ int akk_metrics_write(FILE *f, const struct akk_metrics_row *r,
 	int bad = 0;
 
 	if (ftell(f) == 0) {
-		char *h = akk_metrics_header(r->nlr);
+		char *h = akk_metrics_header_for(r->nlr, r->regression);
 		bad = !h || fprintf(f, "%s\n", h) < 0;
 		free(h);
 	}
-	if (bad || fprintf(f, "%d,%s,%ld,%.6f,%.6f,%.6g,%.3f,%.1f,%ld,%ld", r->epoch,
-			   r->phase, r->samples, r->loss, r->accuracy, r->lr,
-			   r->seconds, sps, r->vmin, r->vmax) < 0)
+	if (!bad && r->regression &&
+	    fprintf(f, "%d,%s,%ld,%.6f,%.6f,%.6g,%.6g,%.3f,%.1f,%ld,%ld", r->epoch,
+		    r->phase, r->samples, r->loss, r->accuracy, r->rmse, r->lr,
+		    r->seconds, sps, r->vmin, r->vmax) < 0)
+		bad = 1;
+	if (!bad && !r->regression &&
+	    fprintf(f, "%d,%s,%ld,%.6f,%.6f,%.6g,%.3f,%.1f,%ld,%ld", r->epoch,
+		    r->phase, r->samples, r->loss, r->accuracy, r->lr,
+		    r->seconds, sps, r->vmin, r->vmax) < 0)
 		bad = 1;
 	for (int g = 0; !bad && g < r->nlr; g++)
 		bad = fprintf(f, ",%.6g", r->lrs[g]) < 0;
@@ -100,6 +114,13 @@ static int slurp(const char *path, char **buf, size_t *len, struct akk_err *e)
 int akk_metrics_truncate(const char *path, int epochs, int nlr,
 			 struct akk_metrics_best *best, struct akk_err *e)
 {
+	return akk_metrics_truncate_for(path, epochs, nlr, 0, 0, best, e);
+}
+
+int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
+			     int regression, int by_loss,
+			     struct akk_metrics_best *best, struct akk_err *e)
+{
 	char *buf = NULL, *header = NULL, *p, *nl;
 	size_t len = 0, keep = 0;
 	int rc, lineno = 1;
@@ -113,7 +134,7 @@ int akk_metrics_truncate(const char *path, int epochs, int nlr,
 		rc = 0;
 		goto out;
 	}
-	if (!(header = akk_metrics_header(nlr))) {
+	if (!(header = akk_metrics_header_for(nlr, regression))) {
 		akk_err_set(e, "out of memory");
 		goto out;
 	}
@@ -142,8 +163,10 @@ int akk_metrics_truncate(const char *path, int epochs, int nlr,
 		if (epoch > epochs)
 			break;
 		keep = (size_t)(nl + 1 - buf);
-		if (best && strcmp(phase, "train") && (!best->epoch || acc > best->accuracy))
-			*best = (struct akk_metrics_best){ epoch, !strcmp(phase, "final"), acc };
+		if (best && strcmp(phase, "train") &&
+		    (!best->epoch || (by_loss ? loss < best->loss : acc > best->accuracy)))
+			*best = (struct akk_metrics_best){ epoch, !strcmp(phase, "final"),
+							   acc, loss };
 	}
 	rc = keep == len ? 0 : akk_file_replace(path, buf, keep, e);
 out:

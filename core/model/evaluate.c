@@ -18,12 +18,15 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	struct akk_batch b;
 	float *prob = malloc(C * sizeof(float));
 	double sum = 0;
-	int rc = -1;
+	int rc = -1, reg = s->data.task == AKK_TASK_REGRESSION;
+	struct akk_reg_sums rs = { 0 };
 
 	memset(res, 0, sizeof(*res));
 	res->classes = C;
-	res->confusion = calloc((size_t)C * C, sizeof(long));
-	if (!prob || !res->confusion ||
+	res->regression = reg;
+	if (!reg)
+		res->confusion = calloc((size_t)C * C, sizeof(long));
+	if (!prob || (!reg && !res->confusion) ||
 	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), C)) {
 		free(prob);
 		akk_eval_result_release(res);
@@ -46,15 +49,17 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 				}
 			h = y;
 		}
-		loss = akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
-				C, &correct);
+		loss = reg ? akk_loss_targets(s->loss, s->huber_delta, NULL, h,
+					      b.targets, b.B, C, &rs)
+			   : akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
+				      C, &correct);
 		if (!isfinite(loss)) {
 			akk_err_set(e, "non-finite loss on samples %ld to %ld", i * bs + 1,
 				    i * bs + b.B);
 			goto out;
 		}
 		sum += loss * b.B;
-		for (int j = 0; j < b.B; j++) {
+		for (int j = 0; !reg && j < b.B; j++) {
 			const float *row = h + (size_t)j * C;
 			int best = 0;
 			for (int k = 1; k < C; k++)
@@ -73,6 +78,8 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	res->n = (long)d->n;
 	res->loss = d->n ? sum / d->n : 0;
 	res->accuracy = d->n ? (double)correct / d->n : 0;
+	res->rmse = akk_reg_rmse(&rs);
+	res->r2 = akk_reg_r2(&rs);
 	rc = 0;
 out:
 	free(prob);

@@ -14,12 +14,18 @@ struct akk_eval_result {
 	double loss;		/* mean over samples */
 	double accuracy;
 	long n;
-	long *confusion;	/* (classes, classes): [label][predicted], owned */
+	long *confusion;	/* (classes, classes): [label][predicted], owned;
+				 * NULL for regression */
 	int classes;
+	/* data.task regression (issue 13): accuracy is 0, and these hold
+	 * the RMSE and R^2 over all targets pooled */
+	int regression;
+	double rmse, r2;
 };
 
 /* Called for every sample in order: its index in the dataset, label,
- * predicted class and that class's softmax probability. */
+ * predicted class and that class's softmax probability (classification
+ * only: not called for regression). */
 typedef int (*akk_prediction_fn)(void *ctx, long index, int label,
 				 int predicted, float prob);
 

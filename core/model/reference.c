@@ -61,8 +61,12 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
 			return -1;
-	loss = akk_loss(s->loss, s->huber_delta, b->dlogits, h, b->labels,
-			b->B, m->classes, correct);
+	/* regression (issue 13): against the batch's float targets */
+	loss = s->data.task == AKK_TASK_REGRESSION ?
+		akk_loss_targets(s->loss, s->huber_delta, b->dlogits, h, b->targets,
+				 b->B, m->classes, NULL) :
+		akk_loss(s->loss, s->huber_delta, b->dlogits, h, b->labels,
+			 b->B, m->classes, correct);
 	if (loss_sum)
 		*loss_sum += loss * b->B;
 	h = b->dlogits;
@@ -88,6 +92,7 @@ int akk_reference_evaluate(struct akk_reference *r,
 	const struct akk_spec *s = m->spec;
 	long n = akk_batches_per_epoch(d->n, s->sched.batch_size), correct = 0;
 	double sum = 0;
+	struct akk_reg_sums reg = { 0 };
 
 	(void)e;
 	for (long i = 0; i < n; i++) {
@@ -98,10 +103,15 @@ int akk_reference_evaluate(struct akk_reference *r,
 		h = b->x;
 		for (int g = 0; g < m->ngates; g++)
 			h = akk_gate_eval(&r->gates[g], 0, h, b->B);
-		sum += akk_loss(s->loss, s->huber_delta, NULL, h, b->labels,
-				b->B, m->classes, &correct) * b->B;
+		sum += (s->data.task == AKK_TASK_REGRESSION ?
+			akk_loss_targets(s->loss, s->huber_delta, NULL, h, b->targets,
+					 b->B, m->classes, &reg) :
+			akk_loss(s->loss, s->huber_delta, NULL, h, b->labels,
+				 b->B, m->classes, &correct)) * b->B;
 	}
 	*loss = d->n ? sum / d->n : 0;
 	*accuracy = d->n ? (double)correct / d->n : 0;
+	if (s->data.task == AKK_TASK_REGRESSION)	/* R^2 */
+		*accuracy = akk_reg_r2(&reg);
 	return 0;
 }

@@ -32,7 +32,8 @@ void akk_reference_release(struct akk_reference *r);
  * correct count to *loss_sum and *correct when not NULL. */
 int akk_reference_step(struct akk_reference *r, double *loss_sum,
 		       long *correct, struct akk_err *e);
-/* Mean loss and accuracy over a dataset with evaluation-mode forwards. */
+/* Mean loss and accuracy (R^2 for regression) over a dataset with
+ * evaluation-mode forwards. */
 int akk_reference_evaluate(struct akk_reference *r,
 			   const struct akk_dataset *d, double *loss,
 			   double *accuracy, struct akk_err *e);

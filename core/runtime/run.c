@@ -16,11 +16,33 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 	long in = akk_shape_size(s->input);
 	char shape[64];
 
+	/* formats without images/labels paths: name the config */
+	if (!path)
+		path = s->path;
+	if (!lpath)
+		lpath = path;
 	if ((long)d->in != in) {
 		akk_shape_format(s->input, shape, sizeof(shape));
 		return akk_err_at(e, path, 0, 0,
 				  "%s images have %zu values each, but network.input %s needs %ld",
 				  what, d->in, shape, in);
+	}
+	/* issue 13 (h13core): regression needs float targets, as many as
+	 * the network's outputs; classification needs class labels */
+	if (s->data.task == AKK_TASK_REGRESSION) {
+		if (!d->y || d->targets < 1)
+			return akk_err_at(e, lpath, 0, 0,
+					  "%s data has no regression targets, but data.task is regression",
+					  what);
+		if (d->targets != m->classes)
+			return akk_err_at(e, lpath, 0, 0,
+					  "%s data has %d target%s per sample, but the network outputs %d",
+					  what, d->targets, d->targets == 1 ? "" : "s",
+					  m->classes);
+	} else if (d->y && !d->labels) {
+		return akk_err_at(e, lpath, 0, 0,
+				  "%s data has regression targets, not class labels: set data.task: regression",
+				  what);
 	}
 	if (d->classes > m->classes)
 		return akk_err_at(e, lpath, 0, 0,

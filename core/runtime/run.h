@@ -35,6 +35,10 @@ struct akk_epoch_report {
 	double train_loss, train_acc;
 	long val_samples;	/* 0: no validation */
 	double val_loss, val_acc;
+	/* data.task regression (issue 13): train_acc and val_acc hold R^2
+	 * (at most 1, may be negative), these the RMSE */
+	int regression;
+	double train_rmse, val_rmse;
 	long vmin, vmax;	/* weight versions validation saw */
 	double seconds, samples_per_s;
 	double lr;

@@ -31,6 +31,7 @@ struct phase {
 	int inflight, vinflight;
 	double loss_sum, vloss_sum;
 	long correct, vcorrect, samples, vsamples;
+	struct akk_reg_sums treg, vreg;	/* regression (issue 13) */
 	long vmin, vmax;
 	int stopping, state;
 	int voting;		/* data parallelism: a stop vote is out */
@@ -128,6 +129,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 	const struct akk_spec *s = r->spec;
 	int during = r->sched.validate_during;
 	int G = r->model->ngates, classes = r->model->classes;
+	int reg = s->data.task == AKK_TASK_REGRESSION;
 	struct akk_msg m;
 
 	ph->vmin = LONG_MAX;
@@ -181,9 +183,13 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			struct akk_batch *b = slots[m.id % r->K];
 			struct akk_msg back = m;
 			double tl = akk_now();
-			double loss = akk_loss(s->loss, s->huber_delta, b->dlogits,
-					       m.data, b->labels, b->B, classes,
-					       &ph->correct);
+			double loss = reg ?
+				akk_loss_targets(s->loss, s->huber_delta, b->dlogits,
+						 m.data, b->targets, b->B, classes,
+						 &ph->treg) :
+				akk_loss(s->loss, s->huber_delta, b->dlogits,
+					 m.data, b->labels, b->B, classes,
+					 &ph->correct);
 			/* a gate's non-finite output stops the run in that
 			 * gate; finite logits can still overflow the loss */
 			if (!isfinite(loss)) {
@@ -228,9 +234,12 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		}
 		case AKK_MSG_VALIDATE: {
 			struct akk_batch *b = vslots[m.slot];
-			ph->vloss_sum += akk_loss(s->loss, s->huber_delta, NULL, m.data,
-						  b->labels, b->B, classes,
-						  &ph->vcorrect) * b->B;
+			ph->vloss_sum += (reg ?
+				akk_loss_targets(s->loss, s->huber_delta, NULL, m.data,
+						 b->targets, b->B, classes, &ph->vreg) :
+				akk_loss(s->loss, s->huber_delta, NULL, m.data,
+					 b->labels, b->B, classes,
+					 &ph->vcorrect)) * b->B;
 			ph->vsamples += b->B;
 			if (m.vmin < ph->vmin)
 				ph->vmin = m.vmin;
@@ -303,6 +312,7 @@ static int drain(struct akk_run *r, struct akk_err *e)
 static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		  const char *phase, double seconds, struct akk_err *e)
 {
+	int reg = r->spec->data.task == AKK_TASK_REGRESSION;
 	struct akk_epoch_report rep = {
 		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
 		.samples = ph->samples,
@@ -315,7 +325,16 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		.seconds = seconds,
 		.samples_per_s = seconds > 0 ? ph->samples / seconds : 0,
 		.lr = r->gates[0].gate.last_lr,
+		/* regression: R^2 in the accuracy fields, and the RMSE */
+		.regression = reg,
+		.train_rmse = akk_reg_rmse(&ph->treg),
+		.val_rmse = akk_reg_rmse(&ph->vreg),
 	};
+
+	if (reg) {
+		rep.train_acc = ph->samples ? akk_reg_r2(&ph->treg) : 0;
+		rep.val_acc = ph->vsamples ? akk_reg_r2(&ph->vreg) : 0;
+	}
 
 	/* Every gate's lr at its last step (as akk_gate_step computed it,
 	 * from the step count: right for rank 0's mirrors of remote gates
@@ -336,7 +355,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 	if (r->metrics && ph->samples) {
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
-			0, 0, lrs, nlr };
+			0, 0, lrs, nlr, .regression = reg, .rmse = rep.train_rmse };
 		if (akk_metrics_write(r->metrics, &row, e))
 			return -1;
 	}
@@ -344,7 +363,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		struct akk_metrics_row row = { epoch + 1,
 			ph->samples ? "validation" : phase, ph->vsamples,
 			rep.val_loss, rep.val_acc, rep.lr, seconds,
-			rep.vmin, rep.vmax, lrs, nlr };
+			rep.vmin, rep.vmax, lrs, nlr, .regression = reg,
+			.rmse = rep.val_rmse };
 		if (akk_metrics_write(r->metrics, &row, e))
 			return -1;
 	}
@@ -379,6 +399,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.loss_sum = st->loss_sum;
 			ph.correct = st->correct;
 			ph.samples = st->samples;
+			ph.treg = st->reg;
 			t0 -= st->seconds;
 		}
 		if (run_phase(r, &ph, epoch, slots, vslots, &next_id, t0, e) ||
@@ -386,22 +407,27 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			goto out;
 		if (ph.stopping) {
 			r->pos = (struct akk_position){ epoch, ph.done, next_id,
-				ph.loss_sum, ph.correct, ph.samples, akk_now() - t0 };
+				ph.loss_sum, ph.correct, ph.samples, akk_now() - t0,
+				ph.treg };
 			atomic_store(&r->interrupted, 1);
 			break;
 		}
-		r->pos = (struct akk_position){ epoch + 1, 0, next_id, 0, 0, 0, 0 };
+		r->pos = (struct akk_position){ .epoch = epoch + 1, .id = next_id };
 		r->epochs_done = epoch + 1;
 		if (r->shards > 1) {
 			/* the epoch's training metrics over every rank's slices */
-			double sums[3] = { ph.loss_sum, (double)ph.correct, (double)ph.samples };
-			if (akk_mpi_allreduce(&r->tr, r->model->ngates, sums, 3, 1)) {
+			double sums[7] = { ph.loss_sum, (double)ph.correct, (double)ph.samples,
+					   ph.treg.sse, ph.treg.sy, ph.treg.syy,
+					   (double)ph.treg.n };
+			if (akk_mpi_allreduce(&r->tr, r->model->ngates, sums, 7, 1)) {
 				akk_err_set(e, "the metrics reduction failed");
 				goto fail;
 			}
 			ph.loss_sum = sums[0];
 			ph.correct = (long)sums[1];
 			ph.samples = (long)sums[2];
+			ph.treg = (struct akk_reg_sums){ sums[3], sums[4], sums[5],
+							 (long)sums[6] };
 		}
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
 			goto fail;
