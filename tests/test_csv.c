@@ -768,6 +768,30 @@ static void test_cli(void **state)
 		tu_assert_contains(g_out, "accuracy 100.00%");
 		tu_assert_contains(g_out, "cat      100.00%   100.00%        2");
 	}
+	/* One regression target: a network of one output (the diabetes
+	 * form: targets in a second file). */
+	{
+		char text[2048];
+		const char *xs = write_str("rx.csv", "1 2\n2 1\n3 5\n4 4\n5 0\n6 1\n");
+		const char *ys = write_str("ry.csv", "3\n3\n8\n8\n5\n7\n");
+		snprintf(text, sizeof(text),
+			 "data:\n  format: csv\n  task: regression\n"
+			 "  train: {file: %s, targets_file: %s}\n"
+			 "  validation: {file: %s, targets_file: %s}\n"
+			 "  csv: {delimiter: whitespace}\n"
+			 "network:\n  input: [2]\n  gates:\n    - layers: [{dense: 1}]\n"
+			 "  loss: mse\n"
+			 "optimizer: {type: adam, lr: 0.1}\n"
+			 "schedule: {epochs: 200, batch_size: 6, mode: flip-flop}\n"
+			 "output: {dir: %s/run-reg}\n", xs, ys, xs, ys, dir);
+		cfg = write_str("reg.yaml", text);
+		assert_int_equal(ak("train", cfg, "--quiet", NULL), 0);
+		snprintf(text, sizeof(text), "%s/run-reg/last.bin", dir);
+		assert_int_equal(ak("eval", text, NULL), 0);
+		const char *r2 = strstr(g_out, "r2 ");
+		assert_non_null(r2);
+		assert_true(strtod(r2 + 3, NULL) > 0.95);
+	}
 }
 
 int main(void)
