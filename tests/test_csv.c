@@ -210,6 +210,57 @@ static void test_bad_columns(void **state)
 	expect_error_o(path, NULL, &o, 1, want);
 }
 
+static void load_ok(struct akk_dataset *d, const char *path,
+		    const char *targets, const struct akk_csv_spec *o,
+		    int regression);
+
+/* The bounds on a cell and on the columns, at and past them. */
+static void test_bounds(void **state)
+{
+	struct akk_csv_spec o = opts();
+	size_t cap = 2 * (AKK_CSV_MAX_COLS + 1) + 64, n;
+	char *text = malloc(cap), want[512];
+	struct akk_dataset d;
+	const char *path;
+
+	(void)state;
+	assert_non_null(text);
+	/* A cell of 1024 bytes (0...01) is 1; of 1025, too long. */
+	for (int len = AKK_CSV_MAX_CELL; len <= AKK_CSV_MAX_CELL + 1; len++) {
+		n = (size_t)snprintf(text, cap, "1,2,0\n3,");
+		memset(text + n, '0', (size_t)len - 1);
+		n += (size_t)len - 1;
+		n += (size_t)snprintf(text + n, cap - n, "1,1\n");
+		path = write_text("cell.csv", text, n);
+		if (len == AKK_CSV_MAX_CELL) {
+			load_ok(&d, path, NULL, &o, 0);
+			assert_true(d.xf[3] == 1);
+			akk_dataset_release(&d);
+		} else {
+			snprintf(want, sizeof(want), "%s:2:2: cell longer than 1024 bytes", path);
+			expect_error_o(path, NULL, &o, 0, want);
+		}
+	}
+	/* 65536 cells (65535 features and the label), then 65537. */
+	for (int cells = AKK_CSV_MAX_COLS; cells <= AKK_CSV_MAX_COLS + 1; cells++) {
+		n = 0;
+		for (int i = 0; i < cells; i++) {
+			text[n++] = '0';
+			text[n++] = i + 1 < cells ? ',' : '\n';
+		}
+		path = write_text("cols.csv", text, n);
+		if (cells == AKK_CSV_MAX_COLS) {
+			load_ok(&d, path, NULL, &o, 0);
+			assert_int_equal(d.in, AKK_CSV_MAX_COLS - 1);
+			akk_dataset_release(&d);
+		} else {
+			snprintf(want, sizeof(want), "%s:1:65537: more than 65536 cells", path);
+			expect_error_o(path, NULL, &o, 0, want);
+		}
+	}
+	free(text);
+}
+
 static void test_targets_file_rows(void **state)
 {
 	struct akk_csv_spec o = opts();
@@ -801,6 +852,7 @@ int main(void)
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_cannot_open),
 		cmocka_unit_test(test_bad_columns),
+		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_targets_file_rows),
 		cmocka_unit_test(test_bad_gzip),
 		cmocka_unit_test(test_gzip_bomb),
