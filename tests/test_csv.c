@@ -97,6 +97,12 @@ static const struct bad corpus[] = {
 	{ "non-numeric", "1,2,0\n3,x4,1\n", 0, 0, 0, -1, 0,
 	  ":2:2: not a number: 'x4'" },
 	{ "hex", "0x10,2,0\n", 0, 0, 0, -1, 0, ":1:1: not a number: '0x10'" },
+	{ "control-bytes", "1,a\x1b[31m\x7f,0\n", 0, 0, 0, -1, 0,
+	  ":1:2: not a number: 'a\\x1b[31m\\x7f'" },
+	{ "long-cell", "1,"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  ",0\n", 0, 0, 0, -1, 0,
+	  ":1:2: not a number: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'" },
 	{ "two-points", "1.2.3,2,0\n", 0, 0, 0, -1, 0,
 	  ":1:1: not a number: '1.2.3'" },
 	{ "missing-value", "1,2,0\n3,,1\n", 0, 0, 0, -1, 0,

@@ -377,6 +377,29 @@ static int split(struct src *s, const struct akk_csv_spec *o, int *ncells)
 
 /* --- cells as values ------------------------------------------------------ */
 
+/* A cell as an error message quotes it: control bytes as \xNN, and cut
+ * after 64 bytes with "...". */
+#define SHOWN 300
+static const char *shown(const char *cell, char *buf)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; cell[i]; i++) {
+		unsigned char c = (unsigned char)cell[i];
+		if (i == 64) {
+			memcpy(buf + k, "...", 3);
+			k += 3;
+			break;
+		}
+		if (c < 0x20 || c == 0x7f)
+			k += (size_t)snprintf(buf + k, SHOWN - k, "\\x%02x", c);
+		else
+			buf[k++] = (char)c;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
 /* Plain decimals ([+-]digits[.digits], at most 15 digits) the fast way:
  * the digits are exact in a double and so is 10^k for k <= 22, and one
  * division rounds correctly, so this is strtod's own result (Clinger's
@@ -414,7 +437,7 @@ static int fast_decimal(const char *p, double *v)
 /* A finite number that fits a float; col is 1-based. */
 static int parse_num(struct src *s, const char *cell, int col, double *v)
 {
-	char *end;
+	char *end, buf[SHOWN];
 
 	if (!*cell)
 		return fail(s, col, "missing value");
@@ -424,13 +447,13 @@ static int parse_num(struct src *s, const char *cell, int col, double *v)
 	*v = strtod(cell, &end);
 	if (strspn(cell, "0123456789+-.eE") != strlen(cell)) {
 		if (end != cell && !*end && !isfinite(*v))
-			return fail(s, col, "not a finite number: '%s'", cell);
-		return fail(s, col, "not a number: '%s'", cell);
+			return fail(s, col, "not a finite number: '%s'", shown(cell, buf));
+		return fail(s, col, "not a number: '%s'", shown(cell, buf));
 	}
 	if (end == cell || *end)
-		return fail(s, col, "not a number: '%s'", cell);
+		return fail(s, col, "not a number: '%s'", shown(cell, buf));
 	if (!isfinite(*v) || fabs(*v) > FLT_MAX)
-		return fail(s, col, "too large for a float: '%s'", cell);
+		return fail(s, col, "too large for a float: '%s'", shown(cell, buf));
 	return 0;
 }
 
@@ -491,6 +514,7 @@ static int name_index(struct src *s, struct table *t, const char *cell,
 static int parse_label(struct src *s, struct table *t, const char *cell,
 		       int col, int32_t *out)
 {
+	char buf[SHOWN];
 	double v;
 
 	if (!*cell)
@@ -510,11 +534,11 @@ static int parse_label(struct src *s, struct table *t, const char *cell,
 		return -1;
 	}
 	if (v != floor(v))
-		return fail(s, col, "class label %s is not an integer", cell);
+		return fail(s, col, "class label %s is not an integer", shown(cell, buf));
 	if (v < 0 || v >= AKK_CSV_MAX_CLASSES)
 		return fail(s, col,
 			    "class label %s is out of range: labels are integers from 0 to %d",
-			    cell, AKK_CSV_MAX_CLASSES - 1);
+			    shown(cell, buf), AKK_CSV_MAX_CLASSES - 1);
 	*out = (int32_t)v;
 	if (*out > t->max_label)
 		t->max_label = *out;
@@ -969,9 +993,10 @@ int akk_csv_match_classes(struct akk_dataset *d, char *const *names, int n,
 				hi = mid;
 		}
 		if (c) {
+			char buf[SHOWN];
 			akk_err_at(e, path, 0, 0,
 				   "class '%s' is not one of the training set's %d classes",
-				   d->class_names[i], n);
+				   shown(d->class_names[i], buf), n);
 			goto out;
 		}
 		to[i] = order[lo];
