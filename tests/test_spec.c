@@ -823,8 +823,8 @@ static void test_names(void **ctx)
 	bad(DATA "network:\n  input: [784]\n  gates:\n"
 	    "    - layers: [{dense: {units: 1, init: he_norma}}]\n" OPT,
 	    "t.yaml:6:41: unknown init 'he_norma' (did you mean 'he_normal'?)");
-	bad("data:\n  format: csv\n  train: {images: a, labels: b}\n" NET OPT,
-	    "t.yaml:2:11: unknown data format 'csv'");
+	bad("data:\n  format: hdf5\n  train: {images: a, labels: b}\n" NET OPT,
+	    "t.yaml:2:11: unknown data format 'hdf5'");
 }
 
 /* The two generic key kinds (name lists and sub-sections) and the layer

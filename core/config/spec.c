@@ -1165,17 +1165,15 @@ static int h_paths(struct ctx *c, const struct key *k,
 	{ .name = K_, .type = YAML_SEQUENCE_NODE, .fn = h_paths,             \
 	  .what = "a list of files", .off = offsetof(T_, F_) }
 
-/* Which of images, labels, features, files each format needs; the others
- * are checked in h_part. */
-static const char *const part_keys[] = { "images", "labels", "features",
-					 "files", NULL };
-
 static const struct key train_keys[] = {
 	STR("images", h_path, DATA, train_images, 0),
 	STR("labels", h_path, DATA, train_labels, 0),
 	/* h13formats: npy features, cifar10 record files */
 	STR("features", h_path, DATA, train_features, 0),
 	PATHS("files", DATA, train_files),
+	/* format csv */
+	STR("file", h_path, DATA, train_file, 0),
+	STR("targets_file", h_path, DATA, train_targets, 0),
 	END,
 };
 static const struct key val_keys[] = {
@@ -1184,8 +1182,158 @@ static const struct key val_keys[] = {
 	/* h13formats: npy features, cifar10 record files */
 	STR("features", h_path, DATA, val_features, 0),
 	PATHS("files", DATA, val_files),
+	/* format csv */
+	STR("file", h_path, DATA, val_file, 0),
+	STR("targets_file", h_path, DATA, val_targets, 0),
 	END,
 };
+
+/* The keys of data.train and data.validation per format; 1: required. */
+static const struct {
+	const char *format, *key;
+	int required;
+} data_file_keys[] = {
+	{ "idx", "images", 1 }, { "idx", "labels", 1 },
+	{ "npy", "features", 1 }, { "npy", "labels", 1 },
+	{ "cifar10", "files", 1 },
+	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
+	{ NULL, NULL, 0 },
+};
+
+/* data.train or data.validation: the section, then the keys its format
+ * needs and takes (the format is read first: table order). */
+static int h_data_files(struct ctx *c, const struct key *k,
+			const struct section *sec, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	const char *format = ((const DATA *)sec->obj)->format;
+
+	if (h_section(c, k, sec, key, val))
+		return -1;
+	for (int i = 0; data_file_keys[i].format; i++)
+		if (data_file_keys[i].required &&
+		    !strcmp(data_file_keys[i].format, format) &&
+		    !map_get(c, val, data_file_keys[i].key, NULL))
+			return fail(c, val, "missing required key '%s' in data.%s%s%s%s",
+				    data_file_keys[i].key, k->name,
+				    strcmp(format, "idx") ? " (data format '" : "",
+				    strcmp(format, "idx") ? format : "",
+				    strcmp(format, "idx") ? "')" : "");
+	for (yaml_node_pair_t *p = val->data.mapping.pairs.start;
+	     p < val->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node(c, p->key);
+		int i;
+		for (i = 0; data_file_keys[i].format; i++)
+			if (!strcmp(data_file_keys[i].format, format) &&
+			    !strcmp(data_file_keys[i].key, text(kn)))
+				break;
+		if (!data_file_keys[i].format)
+			return fail(c, kn, "'%s' does not apply to data format '%s'",
+				    text(kn), format);
+	}
+	return 0;
+}
+
+#define CSV struct akk_csv_spec
+
+/* A CSV column: a plain integer is a 0-based index, anything else a
+ * name. */
+static int parse_csv_col(struct ctx *c, const char *name, yaml_node_t *val,
+			 struct akk_csv_col *col)
+{
+	col->mark = mark_of(c, val);
+	if (val->type == YAML_SCALAR_NODE && is_bare(val) &&
+	    int_syntax(text(val))) {
+		long long v;
+		if (parse_int(c, name, val, &v))
+			return -1;
+		if (v < 0 || v > AKK_CSV_MAX_COLS - 1)
+			return fail(c, val, "'%s' must be a column name or an index from 0 to %d, got %s",
+				    name, AKK_CSV_MAX_COLS - 1, text(val));
+		col->index = (int)v;
+		return 0;
+	}
+	col->index = -1;
+	return parse_str(c, name, val, &col->name);
+}
+
+static int h_csv_label(struct ctx *c, const struct key *k,
+		       const struct section *sec, yaml_node_t *key,
+		       yaml_node_t *val)
+{
+	struct akk_csv_col *col = &((CSV *)sec->obj)->label;
+
+	(void)key;
+	free(col->name);
+	col->name = NULL;
+	return parse_csv_col(c, k->name, val, col);
+}
+
+static int h_csv_targets(struct ctx *c, const struct key *k,
+			 const struct section *sec, yaml_node_t *key,
+			 yaml_node_t *val)
+{
+	CSV *o = sec->obj;
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+
+	(void)key;
+	if (!n)
+		return fail(c, val, "'targets' must not be empty");
+	if (n > AKK_CSV_MAX_COLS)
+		return fail(c, val, "too many targets: %d, at most %d", n,
+			    AKK_CSV_MAX_COLS);
+	for (int i = 0; i < o->ntargets; i++)
+		free(o->targets[i].name);
+	free(o->targets);
+	o->ntargets = 0;
+	if (!(o->targets = calloc((size_t)n, sizeof(*o->targets))))
+		return akk_err_set(c->e, "out of memory");
+	for (int i = 0; i < n; i++) {
+		struct akk_csv_col *t = &o->targets[i];
+		yaml_node_t *item = node(c, items[i]);
+		if (parse_csv_col(c, k->name, item, t))
+			return -1;
+		o->ntargets++;
+		for (int j = 0; j < i; j++)
+			if (t->name ? o->targets[j].name &&
+				      !strcmp(t->name, o->targets[j].name) :
+				      !o->targets[j].name &&
+				      t->index == o->targets[j].index)
+				return fail(c, item, "column %s is twice in 'targets'",
+					    text(item));
+	}
+	return 0;
+}
+
+static const char *const delimiter_names[] = { "comma", "whitespace",
+					       "semicolon", NULL };
+
+static const struct key csv_keys[] = {
+	BOOL("header", CSV, header, 0),
+	INT("skip", CSV, skip, F_LO | F_HI, 0, INT_MAX, 0),
+	NAMES("delimiter", CSV, delimiter, 0, delimiter_names, "delimiter",
+	      AKK_CSV_COMMA),
+	{ .name = "label", .type = YAML_SCALAR_NODE, .fn = h_csv_label,
+	  .what = "a column name or index" },
+	{ .name = "targets", .type = YAML_SEQUENCE_NODE, .fn = h_csv_targets,
+	  .what = "a list" },
+	END,
+};
+
+/* data.csv: only with format csv (read before it: table order). */
+static int h_csv(struct ctx *c, const struct key *k,
+		 const struct section *sec, yaml_node_t *key,
+		 yaml_node_t *val)
+{
+	const char *format = ((const DATA *)sec->obj)->format;
+
+	if (strcmp(format, "csv"))
+		return fail(c, key, "'csv' does not apply to data format '%s'",
+			    format);
+	return h_section(c, k, sec, key, val);
+}
+
 /* issue 13 (h13core): normalize's mean and std are a number, or a list of
  * numbers, one per input channel (checked against network.input after the
  * walk). A number goes into the float at k->off, as h_float; each item of a
@@ -1248,48 +1396,18 @@ static const struct key split_keys[] = {
 
 
 /* idx is the default (data.format in defaults()). */
-static const char *const format_names[] = { "idx", "npy", "cifar10", NULL };
+static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", NULL };
 
 /* data.format: one of format_names, stored as the name. */
 static int h_format(struct ctx *c, const struct key *k,
 		    const struct section *sec, yaml_node_t *key,
 		    yaml_node_t *val)
 {
-	return h_names(c, k, sec, key, val) || h_str(c, k, sec, key, val);
-}
-
-/* data.train and data.validation: the keys of the format (format comes
- * first in data_keys, so it is known here). */
-static int h_part(struct ctx *c, const struct key *k,
-		  const struct section *sec, yaml_node_t *key,
-		  yaml_node_t *val)
-{
-	const char *f = ((DATA *)sec->obj)->format;
-	const char *need[3] = { "images", "labels", NULL };
-	yaml_node_t *kn;
-
-	if (h_section(c, k, sec, key, val))
+	if (h_names(c, k, sec, key, val) || h_str(c, k, sec, key, val))
 		return -1;
-	if (!strcmp(f, "npy"))
-		need[0] = "features";
-	else if (!strcmp(f, "cifar10")) {
-		need[0] = "files";
-		need[1] = NULL;
-	}
-	for (int i = 0; need[i]; i++)
-		if (!map_get(c, val, need[i], NULL))
-			return fail(c, val, "missing required key '%s' in data.%s%s%s%s",
-				    need[i], k->name, strcmp(f, "idx") ?
-				    " (data format '" : "", strcmp(f, "idx") ?
-				    f : "", strcmp(f, "idx") ? "')" : "");
-	for (int i = 0; part_keys[i]; i++) {
-		int j = 0;
-		while (need[j] && strcmp(need[j], part_keys[i]))
-			j++;
-		if (!need[j] && map_get(c, val, part_keys[i], &kn))
-			return fail(c, kn, "'%s' does not apply to data format '%s'",
-				    part_keys[i], f);
-	}
+	/* A table's values are not pixels: scale (read later) defaults to 1. */
+	if (!strcmp(text(val), "csv"))
+		((DATA *)sec->obj)->scale = 1;
 	return 0;
 }
 
@@ -1304,7 +1422,7 @@ static int h_validation(struct ctx *c, const struct key *k,
 		as.keys = split_keys;
 		return h_section(c, &as, sec, key, val);
 	}
-	return h_part(c, k, sec, key, val);
+	return h_data_files(c, k, sec, key, val);
 }
 
 /* h13formats: rank-4 image layout and augmentation. */
@@ -1320,12 +1438,16 @@ static const struct key data_keys[] = {
 	{ .name = "format", .type = YAML_NO_NODE, .fn = h_format,
 	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
 	  .names = format_names, .noun = "data format" },
-	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_part,
+	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_data_files,
 	  .what = "a mapping", .flags = F_REQ, .keys = train_keys,
 	  .mark_off = MARK(DATA, train_mark) },
 	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_validation,
 	  .what = "a mapping", .keys = val_keys,
 	  .mark_off = MARK(DATA, val_mark) },
+	/* format csv */
+	{ .name = "csv", .type = YAML_MAPPING_NODE, .fn = h_csv,
+	  .what = "a mapping", .off = offsetof(DATA, csv), .keys = csv_keys,
+	  .mark_off = MARK(DATA, csv.mark) },
 	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = normalize_keys,
@@ -1920,6 +2042,7 @@ static int defaults(struct akk_spec *s, const char *name)
 	apply_defaults(top_keys, s);
 	s->seed = 42;
 	s->data.format = strdup("idx");
+	s->data.csv.label.index = -1;
 	s->out.metrics = strdup("metrics.csv");
 	s->name = base_name(name);
 	return s->data.format && s->out.metrics && s->name ? 0 : -1;
@@ -2183,6 +2306,14 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; i < s->data.val_files.n; i++)
 		free(s->data.val_files.v[i]);
 	free(s->data.val_files.v);
+	free(s->data.train_file);
+	free(s->data.train_targets);
+	free(s->data.val_file);
+	free(s->data.val_targets);
+	free(s->data.csv.label.name);
+	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
+		free(s->data.csv.targets[i].name);
+	free(s->data.csv.targets);
 	free(s->data.mean_ch.v);
 	free(s->data.std_ch.v);
 	for (int i = 0; s->gates && i < s->ngates; i++)

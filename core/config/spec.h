@@ -57,6 +57,31 @@ struct akk_path_list {
 	int n;
 };
 
+/* data.format: csv (data/csv.h). A column of a CSV table: by name (the
+ * file needs a header) or by 0-based index. */
+struct akk_csv_col {
+	char *name;			/* NULL: by index */
+	int index;			/* 0-based; -1 (and no name): the last */
+	struct akk_mark mark;
+};
+
+/* The most columns a CSV table may have (data/csv.h, man/akkctl.5). */
+#define AKK_CSV_MAX_COLS 65536
+
+enum akk_csv_delim { AKK_CSV_COMMA, AKK_CSV_WHITESPACE, AKK_CSV_SEMICOLON };
+
+/* data.csv: how the table is read. */
+struct akk_csv_spec {
+	int header;			/* 1: a header row names the columns */
+	int skip;			/* lines skipped before header or data */
+	int delimiter;			/* enum akk_csv_delim, default comma */
+	struct akk_csv_col label;	/* default: the last column */
+	struct akk_csv_col *targets;	/* regression columns, ntargets, owned;
+					 * none: the label column */
+	int ntargets;
+	struct akk_mark mark;		/* the csv: key */
+};
+
 /* data.task and output.best_by (issue 13, h13core). */
 enum akk_task { AKK_TASK_CLASSIFICATION, AKK_TASK_REGRESSION };
 enum akk_best_by { AKK_BEST_ACCURACY, AKK_BEST_LOSS };
@@ -69,11 +94,17 @@ struct akk_channels {
 };
 
 struct akk_data_spec {
-	char *format;			/* "idx", "npy", "cifar10" */
+	char *format;			/* "idx", "csv", "npy", "cifar10" */
 	/* Paths resolved against the config file's directory (absolute paths
 	 * stay as they are). Validation may be absent (NULL). */
 	char *train_images, *train_labels;
 	char *val_images, *val_labels;
+	/* format csv: a table (train.file), and optionally the targets in a
+	 * second table of as many rows (train.targets_file); paths resolved
+	 * like the others. */
+	char *train_file, *train_targets;
+	char *val_file, *val_targets;
+	struct akk_csv_spec csv;
 	float scale;			/* x = pixel / scale (default 255) */
 	int normalize;			/* 1: x = (pixel/scale - mean) / std */
 	float mean, std;

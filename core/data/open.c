@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "data/cifar.h"
+#include "data/csv.h"
 #include "data/idx.h"
 #include "data/npy.h"
 #include "data/pnm.h"
@@ -16,7 +17,8 @@ int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 
 	return (t ? s->train_images : s->val_images) != NULL ||
 	       (t ? s->train_features : s->val_features) != NULL ||
-	       (t ? s->train_files.n : s->val_files.n) > 0;
+	       (t ? s->train_files.n : s->val_files.n) > 0 ||
+	       (t ? s->train_file : s->val_file) != NULL;
 }
 
 const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part)
@@ -28,13 +30,15 @@ const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part
 		return t ? s->train_features : s->val_features;
 	if (s->format && !strcmp(s->format, "cifar10"))
 		return f->n ? f->v[0] : NULL;
+	if (s->format && !strcmp(s->format, "csv"))
+		return t ? s->train_file : s->val_file;
 	return t ? s->train_images : s->val_images;
 }
 
 const char *akk_data_label_file(const struct akk_data_spec *s,
 				enum akk_data_part part)
 {
-	if (s->format && !strcmp(s->format, "cifar10"))
+	if (s->format && (!strcmp(s->format, "cifar10") || !strcmp(s->format, "csv")))
 		return akk_data_file(s, part);
 	return part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
 }
@@ -61,6 +65,10 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 						&s->train_files : &s->val_files;
 		return akk_cifar_dataset(d, (const char *const *)f->v, f->n, e);
 	}
+	if (!strcmp(s->format, "csv"))
+		return akk_csv_dataset(d, part == AKK_DATA_TRAIN ? s->train_file : s->val_file,
+				       part == AKK_DATA_TRAIN ? s->train_targets : s->val_targets,
+				       &s->csv, s->task == AKK_TASK_REGRESSION, e);
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
 

@@ -1,0 +1,124 @@
+/* fuzz_csv.c - the CSV reader (data/csv.h), plain and gzip-compressed.
+ *
+ * The first byte of the input chooses the options: bit 0 header, bits 1-2
+ * the delimiter (0 comma, 1 whitespace, 2 semicolon, 3 comma), bit 3
+ * regression, bits 4-5 the lines to skip, bit 6 the label: the column named
+ * "label" with a header, column 0 without (else the last); bit 7: two
+ * files, the features file of n bytes (n from the next two bytes, little
+ * endian) and the targets file after it. The rest is the table. Besides
+ * crashes, hangs, leaks and out-of-memory, a finding is: a loaded data set
+ * whose shape is not one row of floats per sample, a value that is not
+ * finite, a class label out of 0..classes-1, class names not in strictly
+ * increasing byte order, or a reader that inflates more than
+ * AKK_CSV_GZ_RATIO times the input (plus the slack): a gzip bomb must be
+ * stopped while inflating (the harness counts what inflate hands over). */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "fuzz_util.h"
+#include "data/csv.h"
+
+static size_t via_inflate;	/* bytes inflate handed over this load */
+static int counting;
+
+int inflate(z_streamp z, int flush)
+{
+	static int (*real)(z_streamp, int);
+	uLong before = z->total_out;
+	int rc;
+
+	if (!real)
+		real = (int (*)(z_streamp, int))dlsym(RTLD_NEXT, "inflate");
+	rc = real(z, flush);
+	if (counting && z->total_out > before)
+		via_inflate += z->total_out - before;
+	return rc;
+}
+
+static void check(const struct akk_dataset *d, int regression)
+{
+	size_t nx = d->n * d->in;
+
+	if (!d->n || !d->in || d->c != 1 || d->h != 1 || d->w != (int)d->in ||
+	    d->xtype != AKK_X_F32 || !d->xf || d->x8)
+		fuzz_violation("shape: %zu samples of %zu (%d x %d x %d), type %d",
+			       d->n, d->in, d->c, d->h, d->w, (int)d->xtype);
+	for (size_t i = 0; i < nx; i++)
+		if (!isfinite(d->xf[i]))
+			fuzz_violation("feature %zu is %g", i, (double)d->xf[i]);
+	if (regression) {
+		if (d->targets < 1 || !d->y || d->labels || d->classes)
+			fuzz_violation("regression: %d targets, labels %p, %d classes",
+				       d->targets, (void *)d->labels, d->classes);
+		for (size_t i = 0; i < d->n * (size_t)d->targets; i++)
+			if (!isfinite(d->y[i]))
+				fuzz_violation("target %zu is %g", i, (double)d->y[i]);
+		return;
+	}
+	if (d->classes < 1 || d->classes > AKK_CSV_MAX_CLASSES || !d->labels ||
+	    d->y || d->targets)
+		fuzz_violation("classification: %d classes, %d targets",
+			       d->classes, d->targets);
+	for (size_t i = 0; i < d->n; i++)
+		if (d->labels[i] < 0 || d->labels[i] >= d->classes)
+			fuzz_violation("label %zu is %d of %d classes", i,
+				       (int)d->labels[i], d->classes);
+	for (int k = 1; d->class_names && k < d->classes; k++)
+		if (strcmp(d->class_names[k - 1], d->class_names[k]) >= 0)
+			fuzz_violation("class names %d and %d out of order", k - 1, k);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct akk_err e = { 0 };
+	struct akk_csv_spec o;
+	struct akk_dataset d = { 0 };
+	const char *path, *targets = NULL;
+	int regression, rc;
+	size_t n;
+
+	if (size < 1)
+		return 0;
+	memset(&o, 0, sizeof(o));
+	o.header = data[0] & 1;
+	o.delimiter = (data[0] >> 1 & 3) % 3;
+	regression = data[0] >> 3 & 1;
+	o.skip = data[0] >> 4 & 3;
+	o.label.index = -1;
+	if (data[0] & 64) {
+		if (o.header)
+			o.label.name = "label";
+		else
+			o.label.index = 0;
+	}
+	data++;
+	size--;
+	if (data[-1] & 128) {
+		if (size < 2)
+			return 0;
+		n = data[0] | (size_t)data[1] << 8;
+		data += 2;
+		size -= 2;
+		if (n > size)
+			n = size;
+		path = fuzz_write("x.csv", data, n);
+		targets = fuzz_write("y.csv", data + n, size - n);
+	} else {
+		path = fuzz_write("x.csv", data, size);
+	}
+	via_inflate = 0;
+	counting = 1;
+	rc = akk_csv_dataset(&d, path, targets, &o, regression, &e);
+	counting = 0;
+	if (fuzz_checking("gzip-bomb") &&
+	    via_inflate > (size_t)AKK_CSV_GZ_RATIO * size + (3u << 20))
+		fuzz_violation("inflated %zu bytes from %zu", via_inflate, size);
+	if (rc)
+		return fuzz_refused("csv", &e);
+	check(&d, regression);
+	akk_dataset_release(&d);
+	return 0;
+}
