@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -943,6 +944,90 @@ static void syncbn_np3_partial(void **unused)
 	assert_close_named(a, b, NULL, 1e-5);
 }
 
+/* --- lr_scaling: linear (Goyal et al.) ----------------------------------- */
+
+static void write_lrs_cfg(char *path, size_t size, const char *name, int batch,
+			  const char *parallel, double lr, const char *lrsched,
+			  const char *extra)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 24}, relu]\n"
+		"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+		"optimizer: {type: momentum, lr: %g, momentum: 0.9%s}\n"
+		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
+		"           parallel: %s%s}\n"
+		"output: {dir: out-%s}\n",
+		name, lr, lrsched, batch, parallel, extra, name);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, size, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* Two ranks at lr 0.025 scaled linearly train as one process at the
+ * combined batch with lr 0.05. */
+static void lr_scaling_linear_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_lrs_cfg(cfg, sizeof(cfg), "lrs-one", 64, "pipeline", 0.05, "", "");
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_lrs_cfg(cfg, sizeof(cfg), "lrs2", 32, "data", 0.025, "",
+		      ", lr_scaling: linear");
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(a, sizeof(a), "lrs-one", "last.bin");
+	ckpt_path(b, sizeof(b), "lrs2", "last.bin");
+	assert_close_ckpt(a, b, 1e-4);
+}
+
+/* The warm-up goes from the base lr to 2 lr over 2 epochs, in
+ * metrics.csv's lr column: each row shows the lr of the epoch's last step
+ * (its midpoint, epoch e - 0.05 with 10 steps an epoch). */
+static void lr_scaling_warmup_metrics_np2(void **unused)
+{
+	char cfg[700], err[4096], csv[900], line[512];
+	const double want[3] = { 0.05 * (1 + 0.95 / 2), 0.05 * (1 + 1.95 / 2), 0.1 };
+	int rows = 0;
+	FILE *f;
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_lrs_cfg(cfg, sizeof(cfg), "lrsw2", 32, "data", 0.05,
+		      ", schedule: {warmup_epochs: 2}", ", lr_scaling: linear");
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(csv, sizeof(csv), "lrsw2", "metrics.csv");
+	assert_non_null(f = fopen(csv, "r"));
+	while (fgets(line, sizeof(line), f)) {
+		int epoch;
+		long samples;
+		char phase[32];
+		double loss, acc, lr;
+		if (sscanf(line, "%d,%31[^,],%ld,%lf,%lf,%lf", &epoch, phase, &samples,
+			   &loss, &acc, &lr) != 6 || strcmp(phase, "train"))
+			continue;
+		assert_true(epoch >= 1 && epoch <= 3);
+		if (fabs(lr - want[epoch - 1]) > 1e-6 * want[epoch - 1])
+			fail_msg("epoch %d: lr %g, want %g", epoch, lr, want[epoch - 1]);
+		rows++;
+	}
+	fclose(f);
+	assert_int_equal(rows, 3);
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -970,6 +1055,8 @@ int main(void)
 		cmocka_unit_test(bn_running_stats_np3),
 		cmocka_unit_test(syncbn_np2),
 		cmocka_unit_test(syncbn_np3_partial),
+		cmocka_unit_test(lr_scaling_linear_np2),
+		cmocka_unit_test(lr_scaling_warmup_metrics_np2),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }
