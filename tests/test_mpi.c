@@ -944,6 +944,33 @@ static void syncbn_np3_partial(void **unused)
 	assert_close_named(a, b, NULL, 1e-5);
 }
 
+/* SyncBN and lr_scaling across a resume: two epochs, then the third from
+ * the checkpoint, bit for bit the three epochs in one go (the running
+ * statistics travel in the checkpoint; the lr is a function of the step). */
+static void syncbn_resume_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900], dir[900];
+	const char *two[] = { "--epochs", "2", NULL };
+	const char *more[] = { "--resume", dir, NULL };
+	const char *extra = ", lr_scaling: linear";
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_bn_cfg(cfg, sizeof(cfg), "sbnfull", 32, "data", "train", ", sync: true", extra);
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	write_bn_cfg(cfg, sizeof(cfg), "sbnres", 32, "data", "train", ", sync: true", extra);
+	if (train(2, cfg, two, err, sizeof(err)))
+		fail_msg("first part failed: %s", err);
+	snprintf(dir, sizeof(dir), "%s/out-sbnres", g_dir);
+	if (train(2, cfg, more, err, sizeof(err)))
+		fail_msg("resumed part failed: %s", err);
+	ckpt_path(a, sizeof(a), "sbnfull", "last.bin");
+	ckpt_path(b, sizeof(b), "sbnres", "last.bin");
+	assert_same_ckpt(a, b);
+}
+
 /* --- lr_scaling: linear (Goyal et al.) ----------------------------------- */
 
 static void write_lrs_cfg(char *path, size_t size, const char *name, int batch,
@@ -1055,6 +1082,7 @@ int main(void)
 		cmocka_unit_test(bn_running_stats_np3),
 		cmocka_unit_test(syncbn_np2),
 		cmocka_unit_test(syncbn_np3_partial),
+		cmocka_unit_test(syncbn_resume_np2),
 		cmocka_unit_test(lr_scaling_linear_np2),
 		cmocka_unit_test(lr_scaling_warmup_metrics_np2),
 	};
