@@ -639,6 +639,7 @@ int cmd_train(int argc, char **argv)
 	/* Rank 0 reads the data; in a pipeline the others need only the
 	 * sample counts, with data parallelism each reads its own. */
 	dp = s.sched.data_parallel && world.size > 1;
+	akk_spec_scale_lr(&s, dp ? world.size : 1);	/* lr_scaling */
 	have_val = akk_data_has(&s.data, AKK_DATA_VAL) || s.data.split > 0;
 	if (dp && world.rank != 0 &&
 	    (akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||

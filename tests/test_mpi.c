@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -785,6 +786,275 @@ static void deadline_names_hung_ranks(void **unused)
 	assert_int_equal(kill(j.pid, 0), -1);	/* mpirun is gone, reaped */
 }
 
+/* --- batch norm under data parallelism (issue 15) ------------------------ */
+
+/* A net with batchnorm first (its statistics depend on the data alone) and
+ * after a dense layer; `sync` is "" or ", sync: true" (SyncBN). */
+static void write_bn_cfg(char *path, size_t size, const char *name, int batch,
+			 const char *parallel, const char *set, const char *sync,
+			 const char *extra)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"data:\n"
+		"  train: {images: %s-images, labels: %s-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{batchnorm: {momentum: 0.2%s}}, {dense: 24}, relu]\n"
+		"    - layers: [{dense: 16}, {batchnorm: {momentum: 0.3%s}}, tanh, {dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
+		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
+		"           parallel: %s%s}\n"
+		"output: {dir: out-%s}\n",
+		name, set, set, sync, sync, batch, parallel, extra, name);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, size, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* The tensors of two checkpoints whose name contains `only` (NULL: all),
+ * within rel; returns how many were compared. */
+static int assert_close_named(const char *a, const char *b, const char *only,
+			      double rel)
+{
+	struct akk_checkpoint x, y;
+	struct akk_err e;
+	int compared = 0;
+
+	if (akk_checkpoint_read(&x, a, &e))
+		fail_msg("%s: %s", a, e.msg);
+	if (akk_checkpoint_read(&y, b, &e))
+		fail_msg("%s: %s", b, e.msg);
+	assert_int_equal(x.ngates, y.ngates);
+	for (int g = 0; g < x.ngates; g++) {
+		assert_int_equal(x.gates[g].step, y.gates[g].step);
+		assert_int_equal(x.gates[g].ntensors, y.gates[g].ntensors);
+		for (int t = 0; t < x.gates[g].ntensors; t++) {
+			const struct akk_ckpt_tensor *u = &x.gates[g].tensors[t], *v = &y.gates[g].tensors[t];
+			double err;
+			if (only && !strstr(u->name, only))
+				continue;
+			assert_int_equal(u->count, v->count);
+			err = tu_max_rel_err(u->data, v->data, u->count, 1e-2);
+			if (err > rel)
+				fail_msg("gate %d %s: relative difference %g", g + 1, u->name, err);
+			compared++;
+		}
+	}
+	akk_checkpoint_release(&x);
+	akk_checkpoint_release(&y);
+	return compared;
+}
+
+/* np ranks of `batch` against one process at np * batch on data `set`. */
+static void bn_pair(const char *name, int np, int batch, const char *set,
+		    const char *sync, const char *extra, char *a, char *b,
+		    size_t size)
+{
+	char cfg[700], err[4096], one[64];
+
+	snprintf(one, sizeof(one), "%s-one", name);
+	write_bn_cfg(cfg, sizeof(cfg), one, np * batch, "pipeline", set, sync, extra);
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_bn_cfg(cfg, sizeof(cfg), name, batch, "data", set, sync, extra);
+	if (train(np, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np %d failed: %s", np, err);
+	ckpt_path(a, size, one, "last.bin");
+	ckpt_path(b, size, name, "last.bin");
+}
+
+/* Gate 1's running_mean and running_var within 1e-5. */
+static void assert_first_running(const char *a, const char *b)
+{
+	struct akk_checkpoint u, v;
+	struct akk_err e;
+	int seen = 0;
+
+	if (akk_checkpoint_read(&u, a, &e))
+		fail_msg("%s: %s", a, e.msg);
+	if (akk_checkpoint_read(&v, b, &e))
+		fail_msg("%s: %s", b, e.msg);
+	for (int t = 0; t < u.gates[0].ntensors; t++) {
+		const struct akk_ckpt_tensor *p = &u.gates[0].tensors[t], *q = &v.gates[0].tensors[t];
+		double err;
+		if (!strstr(p->name, "running_"))
+			continue;
+		err = tu_max_rel_err(p->data, q->data, p->count, 1e-2);
+		if (err > 1e-5)
+			fail_msg("gate 1 %s: relative difference %g", p->name, err);
+		seen++;
+	}
+	assert_int_equal(seen, 2);
+	akk_checkpoint_release(&u);
+	akk_checkpoint_release(&v);
+}
+
+/* The running statistics of the first batchnorm (before any weight) equal
+ * one process's at the combined batch: every step's sums span the ranks
+ * (they came from rank 0's slice alone). The other tensors differ by
+ * design: each rank normalises with its own slice's statistics. */
+static void bn_running_stats_np2(void **unused)
+{
+	char a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	bn_pair("bnrun2", 2, 32, "train", "", "", a, b, sizeof(a));
+	assert_first_running(a, b);
+}
+
+/* Three ranks, slices of 5, 5 and 6 in the last batch. */
+static void bn_running_stats_np3(void **unused)
+{
+	char a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	bn_pair("bnrun3", 3, 16, "val", "", "", a, b, sizeof(a));
+	assert_first_running(a, b);
+}
+
+/* SyncBN: batch statistics over every rank, so every weight and running
+ * statistic equals one process's at the combined batch. */
+static void syncbn_np2(void **unused)
+{
+	char a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	bn_pair("sbn2", 2, 32, "train", ", sync: true", "", a, b, sizeof(a));
+	assert_int_equal(assert_close_named(a, b, NULL, 1e-5), 2 * 4 + 2 * 4);
+}
+
+static void syncbn_np3_partial(void **unused)
+{
+	char a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	bn_pair("sbn3", 3, 16, "val", ", sync: true", "", a, b, sizeof(a));
+	assert_close_named(a, b, NULL, 1e-5);
+}
+
+/* SyncBN and lr_scaling across a resume: two epochs, then the third from
+ * the checkpoint, bit for bit the three epochs in one go (the running
+ * statistics travel in the checkpoint; the lr is a function of the step). */
+static void syncbn_resume_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900], dir[900];
+	const char *two[] = { "--epochs", "2", NULL };
+	const char *more[] = { "--resume", dir, NULL };
+	const char *extra = ", lr_scaling: linear";
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_bn_cfg(cfg, sizeof(cfg), "sbnfull", 32, "data", "train", ", sync: true", extra);
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	write_bn_cfg(cfg, sizeof(cfg), "sbnres", 32, "data", "train", ", sync: true", extra);
+	if (train(2, cfg, two, err, sizeof(err)))
+		fail_msg("first part failed: %s", err);
+	snprintf(dir, sizeof(dir), "%s/out-sbnres", g_dir);
+	if (train(2, cfg, more, err, sizeof(err)))
+		fail_msg("resumed part failed: %s", err);
+	ckpt_path(a, sizeof(a), "sbnfull", "last.bin");
+	ckpt_path(b, sizeof(b), "sbnres", "last.bin");
+	assert_same_ckpt(a, b);
+}
+
+/* --- lr_scaling: linear (Goyal et al.) ----------------------------------- */
+
+static void write_lrs_cfg(char *path, size_t size, const char *name, int batch,
+			  const char *parallel, double lr, const char *lrsched,
+			  const char *extra)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 24}, relu]\n"
+		"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+		"optimizer: {type: momentum, lr: %g, momentum: 0.9%s}\n"
+		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
+		"           parallel: %s%s}\n"
+		"output: {dir: out-%s}\n",
+		name, lr, lrsched, batch, parallel, extra, name);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, size, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* Two ranks at lr 0.025 scaled linearly train as one process at the
+ * combined batch with lr 0.05. */
+static void lr_scaling_linear_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_lrs_cfg(cfg, sizeof(cfg), "lrs-one", 64, "pipeline", 0.05, "", "");
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_lrs_cfg(cfg, sizeof(cfg), "lrs2", 32, "data", 0.025, "",
+		      ", lr_scaling: linear");
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(a, sizeof(a), "lrs-one", "last.bin");
+	ckpt_path(b, sizeof(b), "lrs2", "last.bin");
+	assert_close_ckpt(a, b, 1e-4);
+}
+
+/* The warm-up goes from the base lr to 2 lr over 2 epochs, in
+ * metrics.csv's lr column: each row shows the lr of the epoch's last step
+ * (its midpoint, epoch e - 0.05 with 10 steps an epoch). */
+static void lr_scaling_warmup_metrics_np2(void **unused)
+{
+	char cfg[700], err[4096], csv[900], line[512];
+	const double want[3] = { 0.05 * (1 + 0.95 / 2), 0.05 * (1 + 1.95 / 2), 0.1 };
+	int rows = 0;
+	FILE *f;
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_lrs_cfg(cfg, sizeof(cfg), "lrsw2", 32, "data", 0.05,
+		      ", schedule: {warmup_epochs: 2}", ", lr_scaling: linear");
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(csv, sizeof(csv), "lrsw2", "metrics.csv");
+	assert_non_null(f = fopen(csv, "r"));
+	while (fgets(line, sizeof(line), f)) {
+		int epoch;
+		long samples;
+		char phase[32];
+		double loss, acc, lr;
+		if (sscanf(line, "%d,%31[^,],%ld,%lf,%lf,%lf", &epoch, phase, &samples,
+			   &loss, &acc, &lr) != 6 || strcmp(phase, "train"))
+			continue;
+		assert_true(epoch >= 1 && epoch <= 3);
+		if (fabs(lr - want[epoch - 1]) > 1e-6 * want[epoch - 1])
+			fail_msg("epoch %d: lr %g, want %g", epoch, lr, want[epoch - 1]);
+		rows++;
+	}
+	fclose(f);
+	assert_int_equal(rows, 3);
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -808,6 +1078,13 @@ int main(void)
 		cmocka_unit_test(interrupt_data_parallel),
 		cmocka_unit_test(killed_rank_ends_job),
 		cmocka_unit_test(deadline_names_hung_ranks),
+		cmocka_unit_test(bn_running_stats_np2),
+		cmocka_unit_test(bn_running_stats_np3),
+		cmocka_unit_test(syncbn_np2),
+		cmocka_unit_test(syncbn_np3_partial),
+		cmocka_unit_test(syncbn_resume_np2),
+		cmocka_unit_test(lr_scaling_linear_np2),
+		cmocka_unit_test(lr_scaling_warmup_metrics_np2),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -1464,6 +1464,7 @@ static const struct key data_keys[] = {
 
 static const char *const mode_names[] = { "flip-flop", "wheels", NULL };
 static const char *const parallel_names[] = { "pipeline", "data", NULL };
+static const char *const lr_scaling_names[] = { "none", "linear", NULL };
 
 #define SCHED struct akk_schedule_spec
 
@@ -1495,6 +1496,8 @@ static const struct key sched_keys[] = {
 	FLOAT("max_loss", SCHED, max_loss, F_LO, 0, 0, 0, 0),
 	NAMES("parallel", SCHED, data_parallel, 0, parallel_names, "parallel",
 	      0),
+	NAMES("lr_scaling", SCHED, lr_scaling, 0, lr_scaling_names,
+	      "lr scaling", 0),
 	{ .name = "early_stopping", .type = YAML_NO_NODE, .fn = h_section,
 	  .what = "an integer or a mapping", .off = offsetof(SCHED, early),
 	  .flags = F_OPTIONAL, .keys = early_keys, .shorthand = "patience",
@@ -2080,6 +2083,15 @@ static int check_watch(const struct akk_spec *s, const char *file,
 					  i + 1);
 	}
 	return 0;
+}
+
+void akk_spec_scale_lr(struct akk_spec *s, int replicas)
+{
+	float k = s->sched.lr_scaling ? (float)(replicas > 1 ? replicas : 1) : 0;
+
+	s->optim.lr_scale = k;
+	for (int i = 0; i < s->ngates; i++)
+		s->gates[i].optim.lr_scale = k;
 }
 
 int akk_spec_watches(const struct akk_spec *s)

@@ -145,6 +145,8 @@ struct akk_schedule_spec {
 	int data_parallel;		/* parallel: data (under mpirun: one whole
 					 * pipeline per rank, gradients averaged);
 					 * default pipeline */
+	int lr_scaling;			/* lr_scaling: 0 none (default), 1 linear
+					 * (akk_spec_scale_lr) */
 	struct akk_early_stop_spec early;	/* early_stopping (needs
 					 * validation data) */
 	struct akk_mark mark;
@@ -201,6 +203,10 @@ const char *akk_mode_name(enum akk_mode m);
  * stopping, or the plateau lr schedule): its checkpoints then store the
  * watch (struct akk_watch). */
 int akk_spec_watches(const struct akk_spec *s);
+
+/* With schedule.lr_scaling: linear, scale every optimizer's lr by the
+ * replicas of data parallelism (nn/optim.h: lr_scale); else nothing. */
+void akk_spec_scale_lr(struct akk_spec *s, int replicas);
 
 /* The rank of every gate for a world of nranks processes (gate_rank has
  * ngates entries). Fails, at the gate's line, when a gate is placed on a

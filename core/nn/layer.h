@@ -91,7 +91,20 @@ struct akk_layer {
 	size_t poff, soff;	/* offsets in the gate's parameter / state blocks */
 	struct akk_pool *pool;	/* what the kernels pass to akk_sgemm: the
 				 * gate's compute pool, or NULL (the calling
-				 * thread alone); lent by the run: do not free */
+				 * thread alone); lent by the run: do not free */	struct akk_layer_sync *sync;	/* data parallelism: sums over every
+				 * replica (batchnorm), or NULL; lent by the run */
+};
+
+/* Data parallelism (runtime/gate_actor.c fills it): a layer whose
+ * statistics span the whole batch sums them over every replica. sum adds
+ * n doubles of buf over the replicas in place, on the forward's channel
+ * or the backward's (every replica makes the same calls in the same
+ * order); on failure it returns -1 and sets failed, which the gate's
+ * actor reports after the call (kernels cannot fail). */
+struct akk_layer_sync {
+	int (*sum)(struct akk_layer_sync *s, double *buf, int n, int backward);
+	double *buf;		/* scratch: at least a layer's nstate + 1 doubles */
+	int failed;
 };
 
 /* One option of a layer kind, declared in the kind's file; the spec parser

@@ -16,7 +16,21 @@
  * aux is sized (in + C) floats per sample, and a batch of B uses it as one
  * block: xhat [B, in] first, then inv_std [C] = 1 / sqrt(var + eps), then
  * (B - 1) C unused floats. An evaluation forward leaves aux alone. Scratch
- * (work) is 2 C floats: per-channel sums (or eval's scale and shift). */
+ * (work) is 2 C floats: per-channel sums (or eval's scale and shift).
+ *
+ * Data parallelism (l->sync set by the run, nn/layer.h): the running
+ * statistics are those of the combined batch, every step: the replicas sum
+ * their counts and per-channel sums (the combined mean), then their
+ * squares about it, sq_r + n_r (mean_r - mean)^2 (Chan et al.), so the
+ * running mean and var equal one process's at the combined batch; each
+ * replica still normalises with its own slice's statistics, as torch's
+ * DistributedDataParallel does. With `sync: true` (SyncBN) the batch
+ * statistics themselves span every replica: the same two sums, the
+ * second over (x - combined mean)^2, and in backward the sums S1 and S2
+ * of every replica, each weighted by its slice's size B_r (a replica's dy
+ * is its own slice's mean loss gradient), so that training equals one
+ * process at the combined batch. Without l->sync (one process) `sync`
+ * changes nothing. */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -56,7 +70,7 @@ static int bn_plan(struct akk_layer *l, struct akk_err *e)
 	l->nparams = 2 * (size_t)g.C;
 	l->nstate = 2 * (size_t)g.C;
 	l->aux = g.n + g.C;
-	l->work = 2 * (size_t)g.C;
+	l->work = 2 * (size_t)g.C;	/* l->sync->buf: 2 C + 1 <= nstate + 1 */
 	l->flops = 4.0 * g.n;
 	l->nviews = 4;
 	l->views[0] = (struct akk_view){ "gamma", 0, 0, 1, { g.C, 0, 0, 0 } };
@@ -208,23 +222,49 @@ static void bn_forward(const struct akk_layer *l, float *y, float *aux,
 	float *mean = work, *sq = work + g.C;
 	float *xhat = aux, *inv = aux + (size_t)B * g.n;
 	float m = l->spec->momentum;
-	double N = (double)B * g.hw;
+	double N = (double)B * g.hw, Ng = N;
+	struct akk_layer_sync *sy = l->sync;
+	int across = sy && l->spec->iopt[0];	/* SyncBN */
+	double *d = sy ? sy->buf : NULL, *m2 = d ? d + g.C + 1 : NULL;
 
 	(void)rng;
 	if (!train) {
 		bn_forward_eval(l, y, work, x, p, s, B);
 		return;
 	}
-	/* Two passes (mean, then squares of x - mean) for a stable variance. */
+	/* Two passes (mean, then squares of x - mean) for a stable variance;
+	 * with replicas, each pass's sums over all of them (a failed sum sets
+	 * sy->failed: the numbers below are then never used). */
 	channel_sums(mean, x, &g, B);
+	if (sy) {
+		for (int c = 0; c < g.C; c++)
+			d[c] = mean[c];
+		d[g.C] = N;
+		sy->sum(sy, d, g.C + 1, 0);
+		Ng = d[g.C];
+	}
 	for (int c = 0; c < g.C; c++)
-		mean[c] = (float)(mean[c] / N);
+		mean[c] = (float)(across ? d[c] / Ng : mean[c] / N);
 	channel_center(sq, xhat, x, mean, &g, B);
+	if (across) {
+		for (int c = 0; c < g.C; c++)
+			m2[c] = sq[c];
+		sy->sum(sy, m2, g.C, 0);
+	} else if (sy) {
+		for (int c = 0; c < g.C; c++) {
+			double gm = d[c] / Ng, dm = mean[c] - gm;
+			m2[c] = sq[c] + N * dm * dm;
+			d[c] = gm;
+		}
+		sy->sum(sy, m2, g.C, 0);
+	}
 	for (int c = 0; c < g.C; c++) {
-		double var = sq[c] / N;
-		double unbiased = N > 1 ? sq[c] / (N - 1) : var;
+		double var = across ? m2[c] / Ng : sq[c] / N;
+		double rmean = sy && !across ? d[c] : mean[c];	/* running: */
+		double rn = sy ? Ng : N, rsq = sy ? m2[c] : sq[c];	/* combined */
+		double unbiased = rn > 1 ? rsq / (rn - 1) : rsq / rn;
 		inv[c] = (float)(1.0 / sqrt(var + l->spec->eps));
-		s[c] = (1 - m) * s[c] + m * mean[c];
+		s[c] = (1 - m) * s[c] + m * (float)rmean;
 		s[g.C + c] = (float)((1 - m) * s[g.C + c] + m * unbiased);
 	}
 	for (int b = 0; b < B; b++)
@@ -240,7 +280,11 @@ static void bn_forward(const struct akk_layer *l, float *y, float *aux,
 
 /* With sums over a channel's N values, S1 = sum dy and S2 = sum dy xhat:
  *   dgamma += S2, dbeta += S1,
- *   dx = gamma inv_std (dy - S1 / N - xhat S2 / N). */
+ *   dx = gamma inv_std (dy - S1 / N - xhat S2 / N).
+ * SyncBN: dy_r = dy B / B_r on a replica of B_r of the B samples, so the
+ * combined S1 is T1 / B with T1 = sum_r B_r S1_r, and in this replica's
+ * scale S1 / N becomes T1 / (B_r N) with N = B hw (the same for S2);
+ * dgamma and dbeta stay this slice's, reduced with the other gradients. */
 static void bn_backward(const struct akk_layer *l, float *dx, float *dp,
 			float *work, const float *dy, const float *x,
 			const float *y, const float *aux, const float *p, int B)
@@ -249,6 +293,8 @@ static void bn_backward(const struct akk_layer *l, float *dx, float *dp,
 	const float *xhat = aux, *inv = aux + (size_t)B * g.n;
 	float *s1 = work, *s2 = work + g.C;
 	double N = (double)B * g.hw;
+	struct akk_layer_sync *sy = l->spec->iopt[0] ? l->sync : NULL;
+	double *d = sy ? sy->buf : NULL;
 
 	(void)x, (void)y;
 	channel_sums(s1, dy, &g, B);
@@ -259,9 +305,23 @@ static void bn_backward(const struct akk_layer *l, float *dx, float *dp,
 	}
 	if (!dx)
 		return;
-	for (int c = 0; c < g.C; c++) {
-		s1[c] = (float)(s1[c] / N);
-		s2[c] = (float)(s2[c] / N);
+	if (sy) {
+		for (int c = 0; c < g.C; c++) {
+			d[c] = (double)B * s1[c];
+			d[g.C + c] = (double)B * s2[c];
+		}
+		d[2 * g.C] = B;
+		sy->sum(sy, d, 2 * g.C + 1, 1);
+		double k = (double)B * d[2 * g.C] * g.hw;
+		for (int c = 0; c < g.C; c++) {
+			s1[c] = (float)(d[c] / k);
+			s2[c] = (float)(d[g.C + c] / k);
+		}
+	} else {
+		for (int c = 0; c < g.C; c++) {
+			s1[c] = (float)(s1[c] / N);
+			s2[c] = (float)(s2[c] / N);
+		}
 	}
 	for (int b = 0; b < B; b++)
 		for (int c = 0; c < g.C; c++) {
@@ -300,6 +360,8 @@ static const struct akk_layer_option bn_options[] = {
 		   AKK_OPTION_LO_OPEN | AKK_OPTION_HI, 0, 1, 0.1),
 	AKK_OPTION("eps", FLOAT, eps, AKK_OPTION_LO | AKK_OPTION_LO_OPEN, 0, 0,
 		   1e-5),
+	/* SyncBN under data parallelism: batch statistics over every replica */
+	AKK_OPTION("sync", BOOL, iopt[0], 0, 0, 0, 0),
 	AKK_OPTIONS_END,
 };
 

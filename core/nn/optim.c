@@ -60,13 +60,15 @@ int akk_optim_state_per_param(enum akk_optim_kind k)
 float akk_lr_at(const struct akk_optim_spec *o, double epoch, int epochs)
 {
 	const struct akk_lr_spec *s = &o->sched;
-	double lr = o->lr, e = epoch > 0 ? epoch : 0, v = lr;
+	double scale = o->lr_scale > 0 ? o->lr_scale : 1;
+	double lr = o->lr * scale, e = epoch > 0 ? epoch : 0, v = lr;
 	double W = s->warmup_epochs > 0 ? s->warmup_epochs : 0;
+	double from = o->lr_scale > 0 ? o->lr : 0;	/* lr_scaling: Goyal */
 
 	/* Warm-up ramps linearly to the configured lr; the schedule then
 	 * starts from it, its own epochs counted after the warm-up. */
 	if (e < W)
-		return (float)(lr * e / W);
+		return (float)(from + (lr - from) * e / W);
 	e -= W;
 	switch (s->kind) {
 	case AKK_LR_CONSTANT:

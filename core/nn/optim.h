@@ -67,6 +67,10 @@ struct akk_optim_spec {
 	float eps;		/* rmsprop, adam family (1e-8) */
 	float weight_decay;	/* default 0 */
 	float clip_norm;	/* default 0 = off */
+	/* Data parallelism's schedule.lr_scaling: linear sets it to the
+	 * replicas R (akk_spec_scale_lr): the lr is then R lr, and a warm-up
+	 * ramps up to it from lr instead of 0 (Goyal et al. 2017). 0: off. */
+	float lr_scale;
 	struct akk_lr_spec sched;
 	struct akk_mark mark;
 };

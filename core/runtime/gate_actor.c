@@ -7,6 +7,8 @@
  * Forward. Backward sends the input gradient upstream first and then takes
  * the optimizer step, so the upstream gate works while this one updates. */
 #include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
 
 #include "runtime/run_internal.h"
 
@@ -40,6 +42,48 @@ static int reduce(struct akk_gate_actor *a, int B, struct akk_err *e)
 	return 0;
 }
 
+static int sync_sum(struct akk_layer_sync *s, double *buf, int n, int backward)
+{
+	struct akk_gate_actor *a = (struct akk_gate_actor *)
+		((char *)s - offsetof(struct akk_gate_actor, sync));
+	int chan = backward ? a->self - 1 : a->run->model->ngates + a->self;
+
+	if (akk_mpi_allreduce(&a->run->tr, chan, buf, n, 1)) {
+		s->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+int akk_gate_actor_sync(struct akk_gate_actor *a, struct akk_err *e)
+{
+	struct akk_gate *g = &a->gate;
+	size_t most = 0;
+
+	if (!a->local)
+		return 0;
+	for (int i = 0; i < g->plan->nlayers; i++)
+		if (g->layers[i].nstate > most)
+			most = g->layers[i].nstate;
+	if (!most)
+		return 0;
+	a->sync.sum = sync_sum;
+	if (!(a->sync.buf = calloc(most + 1, sizeof(double))))
+		return akk_err_set(e, "out of memory");
+	for (int i = 0; i < g->plan->nlayers; i++)
+		if (g->layers[i].nstate)
+			g->layers[i].sync = &a->sync;
+	return 0;
+}
+
+/* After a forward or backward: a batch-norm sum that failed. */
+static int sync_failed(struct akk_gate_actor *a, struct akk_err *e)
+{
+	if (!a->sync.failed)
+		return 0;
+	return akk_err_set(e, "gate %d: the batch-norm reduction failed", a->self);
+}
+
 static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		  int *backward_state)
 {
@@ -64,7 +108,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	case AKK_MSG_FORWARD:
 		o.data = akk_gate_forward(g, m->data, m->B, m->id, &e);
 		akk_trace_add(&a->trace, AKK_TRACE_FORWARD, m->id, t0, akk_now());
-		if (!o.data)
+		if (!o.data || sync_failed(a, &e))
 			return fail(r, &e);
 		o.n = m->B * out;
 		a->forwards++;
@@ -74,7 +118,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		o.data = akk_gate_backward(g, m->data, m->B, m->id, up > 0, &e);
 		if (up > 0 && !o.data)
 			return fail(r, &e);
-		if (!o.data && e.msg[0])
+		if ((!o.data && e.msg[0]) || sync_failed(a, &e))
 			return fail(r, &e);
 		o.n = up > 0 ? m->B * in : 0;
 		a->backwards++;

@@ -204,11 +204,15 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	if (cfg->gate_rank && start_link(r, e))
 		goto fail;
 	if (r->shards > 1) {
-		/* a reduction channel per gate, and one for the metrics */
+		/* a reduction channel per gate, one for the metrics, and one
+		 * per gate for batchnorm's forward sums */
 		struct akk_link_plan plan = { .K = r->K, .V = r->V, .max_batch = bs,
-					      .channels = G + 1 };
+					      .channels = 2 * G + 1 };
 		if (akk_mpi_link_start(&r->tr, &plan, e))
 			goto fail;
+		for (int i = 0; i < G; i++)
+			if (akk_gate_actor_sync(&r->gates[i], e))
+				goto fail;
 	}
 	if (cfg->trace_events > 0) {
 		for (int i = 0; i <= G; i++) {
@@ -425,6 +429,7 @@ void akk_run_release(struct akk_run *r)
 		akk_gate_release(&r->gates[i].gate);
 		free(r->gates[i].trace.ev);
 		akk_free(r->gates[i].pack);
+		free(r->gates[i].sync.buf);
 	}
 	free(r->actor_rank);
 	r->actor_rank = NULL;

@@ -34,6 +34,9 @@ struct akk_gate_actor {
 				 * or on rank 0 a mirror of a remote one */
 	float *pack;		/* under MPI: its state, for the sentinel */
 	long pack_len;
+	/* Data parallelism: what its layers sum over the replicas with
+	 * (batchnorm; nn/layer.h), its buffer owned here. */
+	struct akk_layer_sync sync;
 };
 
 struct akk_run {
@@ -78,6 +81,12 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e);
 
 
 
+
+/* Data parallelism: give the gate's layers that keep running state
+ * (batchnorm) the actor's sums over the replicas; forward sums go on
+ * reduction channel G + self, backward ones on the gradient's channel
+ * self - 1 (2 G + 1 channels in all). Allocates once. */
+int akk_gate_actor_sync(struct akk_gate_actor *a, struct akk_err *e);
 
 /* Internal to the runtime: the actors' loops. */
 void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
