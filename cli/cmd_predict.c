@@ -16,6 +16,8 @@
 #include "ckpt_files.h"
 #include "cli.h"
 #include "data/open.h"
+#include "io/checkpoint.h"
+#include "config/spec.h"
 
 /* Samples converted and predicted at a time: a multiple of the library's
  * internal batch, so the batches equal those of one call on a whole file. */
@@ -27,16 +29,20 @@ const char cmd_predict_usage[] =
 	"\n"
 	"  -o, --out FILE         write the CSV to FILE instead of stdout\n"
 	"  -k, --top K            also the K best classes and their probabilities\n"
-	"  -f, --format FORMAT    read every INPUT as FORMAT: idx or pnm (default:\n"
-	"                         pnm for names ending in .pgm, .ppm or .pnm, else idx)\n";
+	"  -f, --format FORMAT    read every INPUT as FORMAT: idx, pnm, csv, npy or\n"
+	"                         cifar10 (default: pnm for names ending in .pgm,\n"
+	"                         .ppm or .pnm, else the checkpoint's data.format)\n";
 
 const char cmd_predict_details[] =
 	"\n"
 	"Rebuilds the network from CHECKPOINT (a run directory: its best.bin, else\n"
 	"last.bin, else the newest epoch-NNNN.bin, as eval) and predicts every\n"
-	"sample of every INPUT: an IDX image file (no label file needed) or one\n"
-	"PGM (P5, P2) or PPM (P6) image with maxval 255. The input preprocessing\n"
-	"(scale, normalize) is the checkpoint's.\n"
+	"sample of every INPUT: an IDX image file (no label file needed), one\n"
+	"PGM (P5, P2) or PPM (P6) image with maxval 255, a CSV table whose every\n"
+	"column is a feature (the label column left out; read with the\n"
+	"checkpoint's csv options), a .npy file of features alone, or a CIFAR-10\n"
+	"batch file (its labels ignored). The input preprocessing (scale,\n"
+	"normalize, standardize) is the checkpoint's.\n"
 	"\n"
 	"Output, CSV: the header, then one row per sample, in input order:\n"
 	"  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"
@@ -154,6 +160,9 @@ int cmd_predict(int argc, char **argv)
 	int top = 1, c, rc = EXIT_USAGE, made_out = 0;
 	akk_model *m = NULL;
 	struct akk_dataset d = { 0 };
+	struct akk_checkpoint ck = { 0 };
+	struct akk_spec spec = { 0 };
+	int have_spec = 0;
 	struct akk_err e = { 0 };
 	struct out_ctx o = { 0 };
 	float *x = NULL, *prob = NULL;
@@ -186,6 +195,15 @@ int cmd_predict(int argc, char **argv)
 		free(ckpath);
 		return cli_errorf(EXIT_USAGE, "%s", msg);
 	}
+	/* the stored config's data: the default format of the inputs and how
+	 * its readers take them (csv options, layout); the library has read
+	 * the same checkpoint, so this cannot fail but for memory */
+	if (akk_checkpoint_read(&ck, ckpath, &e) ||
+	    akk_checkpoint_spec(&ck, &spec, NULL, 0, &e)) {
+		rc = EXIT_USAGE;
+		goto report;
+	}
+	have_spec = 1;
 	o.m = m;
 	o.C = akk_outputs(m);
 	o.top = top > o.C ? o.C : top;
@@ -208,8 +226,9 @@ int cmd_predict(int argc, char **argv)
 	for (int i = optind + 1; i < argc; i++) {
 		const char *path = argv[i];
 
-		if (akk_data_open_inputs(&d, format ? format : akk_data_input_format(path, NULL),
-					 path, &e) ||
+		if (akk_data_open_inputs(&d, format ? format :
+					 akk_data_input_format(path, spec.data.format),
+					 path, &spec.data, &e) ||
 		    check_shape(&d, m, path, &e)) {
 			rc = EXIT_USAGE;
 			goto report;
@@ -258,6 +277,9 @@ out:
 	free(prob);
 	free(o.order);
 	akk_close(m);
+	if (have_spec)
+		akk_spec_release(&spec);
+	akk_checkpoint_release(&ck);
 	free(ckpath);
 	return rc;
 }

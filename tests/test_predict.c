@@ -346,6 +346,88 @@ static void predict_bad_checkpoint(void **state)
 	tu_assert_prefix(g_out, "usage: akkctl predict CHECKPOINT|DIR INPUT...");
 }
 
+/* A table trained from CSV with named classes: predict takes rows without
+ * the label column (the checkpoint's csv options, its names in the
+ * output), and the same values as a features-only .npy give the same
+ * rows bit for bit. */
+static void predict_csv_and_npy(void **state)
+{
+	const char *train = tu_path(g_dir, "t.csv"), *feat = tu_path(g_dir, "f.csv");
+	const char *npy = tu_path(g_dir, "f.npy"), *cfg = tu_path(g_dir, "t.yaml");
+	const char *run = tu_path(g_dir, "trun");
+	static const char *const names[3] = { "bravo", "alpha", "charlie" };
+	FILE *t = fopen(train, "w"), *f = fopen(feat, "w");
+	enum { N = 300 };
+	static float v[N][2];
+	char *csv_out, cfgtext[1024], hdr[128], line[128];
+	unsigned char *buf;
+	size_t hlen, len;
+	long right = 0;
+	uint32_t r = 7;
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(f);
+	fprintf(t, "x,y,kind\n");
+	fprintf(f, "x,y\n");
+	for (int i = 0; i < N; i++) {
+		int k = i % 3;
+		for (int j = 0; j < 2; j++) {
+			r = r * 1664525u + 1013904223u;
+			v[i][j] = (float)((k == j ? 3 : 0) + (k == 2 ? -3 : 0) +
+					  (double)(r >> 8) / (1 << 24) - 0.5);
+		}
+		fprintf(t, "%.9g,%.9g,%s\n", v[i][0], v[i][1], names[k]);
+		fprintf(f, "%.9g,%.9g\n", v[i][0], v[i][1]);
+	}
+	assert_int_equal(fclose(t), 0);
+	assert_int_equal(fclose(f), 0);
+	snprintf(cfgtext, sizeof(cfgtext),
+		 "name: tcsv\nseed: 3\ndata:\n  format: csv\n  csv: {header: true, label: kind}\n"
+		 "  train: {file: %s}\n  validation: {split: 0.2}\n"
+		 "network:\n  input: [2]\n  gates:\n    - layers: [{dense: 16}, relu, {dense: 3}]\n"
+		 "  loss: softmax_cross_entropy\noptimizer: {type: adam, lr: 0.01}\n"
+		 "schedule: {mode: flip-flop, epochs: 10, batch_size: 16}\noutput: {dir: %s}\n",
+		 train, run);
+	assert_int_equal(tu_write_file(cfg, cfgtext, strlen(cfgtext)), 0);
+	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	/* rows without the label: the classes by name */
+	assert_rc(ak("predict", run, feat, NULL), 0);
+	csv_out = strdup(g_out);
+	assert_non_null(csv_out);
+	tu_assert_prefix(csv_out, "index,predicted,probability\n");
+	for (long i = 0; i < N; i++) {
+		char name[32];
+		long idx;
+
+		assert_non_null(line_of(csv_out, i + 1, line, sizeof(line)));
+		assert_int_equal(sscanf(line, "%ld,%31[^,],", &idx, name), 2);
+		assert_int_equal(idx, i);
+		right += !strcmp(name, names[i % 3]);
+	}
+	if (right < N * 9 / 10)
+		fail_msg("predict names %ld of %d rows right", right, N);
+	/* the same values as a .npy of features alone: the same output */
+	snprintf(hdr, sizeof(hdr), "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 2), }", N);
+	hlen = strlen(hdr);
+	while ((10 + hlen + 1) % 64)
+		hdr[hlen++] = ' ';
+	hdr[hlen++] = '\n';
+	len = 10 + hlen + sizeof(v);
+	buf = malloc(len);
+	assert_non_null(buf);
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (unsigned char)(hlen & 255);
+	buf[9] = (unsigned char)(hlen >> 8);
+	memcpy(buf + 10, hdr, hlen);
+	memcpy(buf + 10 + hlen, v, sizeof(v));
+	assert_int_equal(tu_write_file(npy, buf, len), 0);
+	free(buf);
+	assert_rc(ak("predict", run, npy, "--format", "npy", NULL), 0);
+	assert_string_equal(g_out, csv_out);
+	free(csv_out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +436,7 @@ int main(void)
 		cmocka_unit_test(predict_pgm),
 		cmocka_unit_test(predict_bad_input),
 		cmocka_unit_test(predict_bad_checkpoint),
+		cmocka_unit_test(predict_csv_and_npy),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -943,6 +943,25 @@ fail:
 	return -1;
 }
 
+int akk_csv_inputs(struct akk_dataset *d, const char *path,
+		   const struct akk_csv_spec *o, struct akk_err *e)
+{
+	struct table a;
+
+	memset(d, 0, sizeof(*d));
+	if (read_table(&a, path, o, 0, 0, 1, e) < 0)
+		return -1;
+	d->n = a.n;
+	d->in = a.nfeat;
+	d->c = d->h = 1;
+	d->w = (int)a.nfeat;
+	d->xtype = AKK_X_F32;
+	d->xf = a.x;
+	a.x = NULL;
+	table_release(&a);
+	return 0;
+}
+
 static int by_name_at(const void *a, const void *b, void *names)
 {
 	char *const *n = names;

@@ -47,6 +47,11 @@ int akk_csv_dataset(struct akk_dataset *d, const char *path,
 		    const char *targets_path, const struct akk_csv_spec *o,
 		    int regression, struct akk_err *e);
 
+/* Unlabelled input (akkctl predict): every column of the table at path is
+ * a feature (read with o's header, skip and delimiter); d has no labels. */
+int akk_csv_inputs(struct akk_dataset *d, const char *path,
+		   const struct akk_csv_spec *o, struct akk_err *e);
+
 /* Renumber the classes of d (read from path) by names[0..n), the class
  * names of the training set or of a checkpoint, so that one name is one
  * class in both: a validation table names only the classes it holds, and

@@ -561,15 +561,15 @@ int akk_npy_dataset(struct akk_dataset *d, const char *features,
 	memset(&l, 0, sizeof(l));
 	if (akk_npy_load(&f, features, e))
 		return -1;
-	if (akk_npy_load(&l, labels, e))
+	if (labels && akk_npy_load(&l, labels, e))
 		goto out;
-	if (f.count != l.count) {
+	if (labels && f.count != l.count) {
 		akk_err_set(e, "'%s' has %zu samples but '%s' has %zu labels",
 			    features, f.count, labels, l.count);
 		goto out;
 	}
 	if (features_into(d, &f, features, nhwc, e) ||
-	    labels_into(d, &l, labels, e))
+	    (labels && labels_into(d, &l, labels, e)))
 		goto out;
 	rc = 0;
 out:

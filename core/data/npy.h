@@ -49,6 +49,7 @@ double akk_npy_get(const struct akk_npy *a, size_t i);
  * NHWC is made channels-first here) and labels (N, integers: classes;
  * N or N x T floats: regression targets) into d. uint8 features stay
  * bytes (d->x8); every other type becomes float32 (d->xf). */
+/* labels NULL: unlabelled input (akkctl predict). */
 int akk_npy_dataset(struct akk_dataset *d, const char *features,
 		    const char *labels, int nhwc, struct akk_err *e);
 

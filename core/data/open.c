@@ -112,12 +112,21 @@ const char *akk_data_input_format(const char *path, const char *config_format)
 }
 
 int akk_data_open_inputs(struct akk_dataset *d, const char *format,
-			 const char *path, struct akk_err *e)
+			 const char *path, const struct akk_data_spec *ds,
+			 struct akk_err *e)
 {
+	static const struct akk_csv_spec csv_defaults = { .label = { .index = -1 } };
+
 	memset(d, 0, sizeof(*d));
 	if (!format || !strcmp(format, "idx"))
 		return idx_inputs(d, path, e);
 	if (!strcmp(format, "pnm"))
 		return akk_pnm_dataset(d, path, e);
+	if (!strcmp(format, "csv"))
+		return akk_csv_inputs(d, path, ds ? &ds->csv : &csv_defaults, e);
+	if (!strcmp(format, "npy"))
+		return akk_npy_dataset(d, path, NULL, ds ? ds->layout_nhwc : 0, e);
+	if (!strcmp(format, "cifar10"))
+		return akk_cifar_dataset(d, &path, 1, e);
 	return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
 }

@@ -28,10 +28,14 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 /* Unlabelled input for prediction (akkctl predict): the samples of one
  * file, labels absent. format names the reader: "idx" (an image file of
  * rank 3, no label file), "pnm" (one PGM or PPM image); the others as
- * data.format. akk_data_input_format picks it for path: "pnm" when the
+ * data.format: "csv" (every column a feature, read with ds's csv options),
+ * "npy" (a features file alone, ds's layout), "cifar10" (one file of
+ * records, their labels ignored). ds: the checkpoint's data spec, or NULL
+ * for the defaults. akk_data_input_format picks the format for path: "pnm" when the
  * name ends in .pgm, .ppm or .pnm, else config_format (NULL: "idx"). */
 const char *akk_data_input_format(const char *path, const char *config_format);
 int akk_data_open_inputs(struct akk_dataset *d, const char *format,
-			 const char *path, struct akk_err *e);
+			 const char *path, const struct akk_data_spec *ds,
+			 struct akk_err *e);
 
 #endif
