@@ -102,6 +102,7 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
+	{ "partition", cmd_partition, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
 	{ "predict", cmd_predict, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
 	{ "inspect", cmd_inspect,
 	  "usage: akkctl inspect CHECKPOINT|DIR\n",

@@ -116,16 +116,12 @@ int akk_balance(struct akk_spec *s, int profile, double *out_cost,
 {
 	int n, k = s->auto_gates, *sizes = NULL, rc = -1;
 	double *cost = NULL;
-	char *set = NULL, **sets;
-	size_t len, cap;
 
 	if (!k || s->auto_split)
 		return out_cost ? akk_balance_costs(s, profile, out_cost, e) : 0;
 	n = akk_spec_nlayers(s);
-	cap = 32 + 12 * (size_t)k;
 	if (!(cost = malloc((size_t)n * sizeof(double))) ||
-	    !(sizes = malloc((size_t)k * sizeof(int))) ||
-	    !(set = malloc(cap))) {
+	    !(sizes = malloc((size_t)k * sizeof(int)))) {
 		akk_err_set(e, "out of memory");
 		goto out;
 	}
@@ -135,27 +131,40 @@ int akk_balance(struct akk_spec *s, int profile, double *out_cost,
 		akk_err_set(e, "out of memory");
 		goto out;
 	}
-	if (akk_spec_split(s, sizes, e))
+	if (akk_balance_apply(s, sizes, e))
 		goto out;
 	if (out_cost)
 		memcpy(out_cost, cost, (size_t)n * sizeof(double));
+	rc = 0;
+out:
+	free(cost);
+	free(sizes);
+	return rc;
+}
+
+int akk_balance_apply(struct akk_spec *s, const int *sizes, struct akk_err *e)
+{
+	int k = s->auto_gates;
+	size_t len, cap = 32 + 12 * (size_t)k;
+	char *set = malloc(cap), **sets;
+
+	if (!set)
+		return akk_err_set(e, "out of memory");
+	if (akk_spec_split(s, sizes, e)) {
+		free(set);
+		return -1;
+	}
 	len = (size_t)snprintf(set, cap, "network.gates.split=[");
 	for (int i = 0; i < k; i++)
 		len += (size_t)snprintf(set + len, cap - len, "%s%d",
 					i ? ", " : "", sizes[i]);
 	snprintf(set + len, cap - len, "]");
 	if (!(sets = realloc(s->sets, (size_t)(s->nsets + 2) * sizeof(*sets)))) {
-		akk_err_set(e, "out of memory");
-		goto out;
+		free(set);
+		return akk_err_set(e, "out of memory");
 	}
 	s->sets = sets;
 	s->sets[s->nsets++] = set;
 	s->sets[s->nsets] = NULL;
-	set = NULL;
-	rc = 0;
-out:
-	free(cost);
-	free(sizes);
-	free(set);
-	return rc;
+	return 0;
 }

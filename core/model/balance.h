@@ -35,6 +35,10 @@ int akk_balance_costs(const struct akk_spec *s, int profile, double *cost,
 int akk_balance(struct akk_spec *s, int profile, double *cost,
 		struct akk_err *e);
 
+/* Split s's flat list into gates of sizes[i] layers (akk_spec_split) and
+ * record the split in s->sets as network.gates.split=[...]. */
+int akk_balance_apply(struct akk_spec *s, const int *sizes, struct akk_err *e);
+
 /* Layers of s's network, all gates together. */
 int akk_spec_nlayers(const struct akk_spec *s);
 

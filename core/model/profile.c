@@ -157,6 +157,9 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	for (int i = 0; i < p->nlayers; i++) {
 		double spf = gemm_seconds_per_flop(&g.layers[i], B, reps);
 		cost[i].gemm = spf * cost[i].flops;
+		/* a rate measured on one shape, so never more than the layer */
+		if (cost[i].gemm > cost[i].fwd + cost[i].bwd)
+			cost[i].gemm = cost[i].fwd + cost[i].bwd;
 	}
 	rc = 0;
 out:
