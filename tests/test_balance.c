@@ -168,7 +168,7 @@ static void bad_configs(void **state)
 	bad(SEED "  gates: {auto: 2, split: [0, 5]}\n" SEED_LAYERS,
 	    "t.yaml:6:28: 'split' must be at least 1, got 0");
 	bad(SEED "  gates: {auto: 2, splits: [2, 3]}\n" SEED_LAYERS,
-	    "t.yaml:6:21: unknown key 'splits' in network.gates (did you mean 'split'?)");
+	    "t.yaml:6:20: unknown key 'splits' in network.gates (did you mean 'split'?)");
 	bad(SEED "  gates: 2\n" SEED_LAYERS,
 	    "t.yaml:6:10: 'gates' must be a list or {auto: N}, got 2");
 }
