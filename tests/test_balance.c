@@ -170,7 +170,7 @@ static void bad_configs(void **state)
 	bad(SEED "  gates: {auto: 2, splits: [2, 3]}\n" SEED_LAYERS,
 	    "t.yaml:6:20: unknown key 'splits' in network.gates (did you mean 'split'?)");
 	bad(SEED "  gates: 2\n" SEED_LAYERS,
-	    "t.yaml:6:10: 'gates' must be a list or {auto: N}, got 2");
+	    "t.yaml:6:10: 'gates' must be a list or {auto: N}, got '2'");
 }
 
 static void split_given_in_config(void **state)
