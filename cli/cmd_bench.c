@@ -565,6 +565,13 @@ int cmd_bench(int argc, char **argv)
 		printf("akkctl bench: %s%s: input %s, %d gates, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
 		       s.name, config ? "" : " (built-in Akkordeon net)", shape, m.ngates,
 		       m.nparams, m.flops, s.sched.batch_size);
+		if (pred) {
+			printf("split of gates: {auto: %d} (by %s): network.gates.split=[",
+			       s.auto_gates, profile ? "measured time" : "FLOPs");
+			for (int g = 0; g < s.ngates; g++)
+				printf("%s%d", g ? ", " : "", s.gates[g].nlayers);
+			printf("]\n");
+		}
 		if (synthetic)
 			printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",
 			       s.data.train_images ? s.data.train_images : "(none)", train.n, val.n);

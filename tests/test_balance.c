@@ -167,10 +167,12 @@ static void bad_configs(void **state)
 	    "t.yaml:6:10: split: the gates hold 4 layers, but network.layers has 5");
 	bad(SEED "  gates: {auto: 2, split: [0, 5]}\n" SEED_LAYERS,
 	    "t.yaml:6:28: 'split' must be at least 1, got 0");
+	bad(SEED "  gates: {layers: [relu]}\n" SEED_LAYERS,
+	    "t.yaml:6:10: 'gates' must be a list, got a mapping");
 	bad(SEED "  gates: {auto: 2, splits: [2, 3]}\n" SEED_LAYERS,
 	    "t.yaml:6:20: unknown key 'splits' in network.gates (did you mean 'split'?)");
 	bad(SEED "  gates: 2\n" SEED_LAYERS,
-	    "t.yaml:6:10: 'gates' must be a list or {auto: N}, got '2'");
+	    "t.yaml:6:10: 'gates' must be a list, got '2'");
 }
 
 static void split_given_in_config(void **state)

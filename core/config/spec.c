@@ -1132,8 +1132,9 @@ static int h_gates_any(struct ctx *c, const struct key *k,
 
 	if (val->type == YAML_SEQUENCE_NODE)
 		return h_gates(c, k, sec, key, val);
-	if (val->type != YAML_MAPPING_NODE)
-		return fail_type(c, "'gates'", "a list or {auto: N}", val);
+	/* a mapping without auto is a mistaken gate, not a mistaken auto */
+	if (val->type != YAML_MAPPING_NODE || !map_get(c, val, "auto", NULL))
+		return fail_type(c, "'gates'", "a list", val);
 	s->auto_mark = mark_of(c, val);
 	if (walk(c, val, &as))
 		return -1;
