@@ -1,6 +1,9 @@
 /* profile.c - per-layer timing of a planned network (profile.h). */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "base/clock.h"
 #include "base/rng.h"
@@ -172,15 +175,24 @@ out:
 int akk_profile_model(const struct akk_model *m, int B, int reps,
 		      struct akk_layer_cost *cost, struct akk_err *e)
 {
-	int off = 0;
+	int off = 0, rc = 0;
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned csr = _mm_getcsr();
+#endif
 
 	if (reps < 1)
 		reps = 1;
-	for (int gi = 0; gi < m->ngates; gi++) {
-		if (profile_gate(&m->gates[gi], gi, B, reps,
-				 m->spec ? m->spec->seed : 42, cost + off, e))
-			return -1;
+	/* as the actors compute: one BLAS thread, denormals flushed (the
+	 * caller's float mode is restored after) */
+	akk_blas_threads(1);
+	akk_float_mode();
+	for (int gi = 0; gi < m->ngates && !rc; gi++) {
+		rc = profile_gate(&m->gates[gi], gi, B, reps,
+				  m->spec ? m->spec->seed : 42, cost + off, e);
 		off += m->gates[gi].nlayers;
 	}
-	return 0;
+#if defined(__x86_64__) || defined(__i386__)
+	_mm_setcsr(csr);
+#endif
+	return rc;
 }

@@ -4,7 +4,8 @@
  * buffers training uses), feeds it random batches of the real shapes and
  * times each layer's forward and backward and each gate's optimizer step,
  * best of a few repetitions after a warm-up. It runs on the calling thread
- * alone, before any actor starts. The time spent in GEMM is attributed
+ * alone with one BLAS thread (left so: the runtime sets the same) and
+ * denormals flushed, as the actors compute, before any actor starts. The time spent in GEMM is attributed
  * from FLOPs: each dense or conv2d layer's product FLOPs over the rate
  * akk_sgemm reaches at that layer's own product shape, timed here too. */
 #ifndef AKK_PROFILE_H
