@@ -335,6 +335,22 @@ static void resume_keeps_the_split(void **state)
 	tu_assert_contains(g_out, "network.gates.split=[1, 4]");
 }
 
+/* bench --layers: a row per layer of the split network and the GEMM share
+ * (no figure is checked: the machine is shared) */
+static void bench_layers_table(void **state)
+{
+	const char *cfg = write_config("bench.yaml", "  gates: {auto: 2}\n", NULL);
+
+	(void)state;
+	assert_rc(ak("bench", "--layers", "--no-profile", "-c", cfg, NULL), 0);
+	tu_assert_line(g_out, "per layer, one training batch of 50 (best of 10, the calling thread alone):");
+	tu_assert_line(g_out, "gate  layer  kind       output            fwd ms    bwd ms  optim ms   GFLOP/s   share");
+	tu_assert_contains(g_out, "\n1     1      dense      [32]     ");
+	tu_assert_contains(g_out, "\n2     1      relu       [32]     ");
+	tu_assert_contains(g_out, "\n2     4      dense      [4]      ");
+	tu_assert_contains(g_out, "% of it (GEMM time attributed:");
+}
+
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
@@ -369,6 +385,7 @@ int main(void)
 		cmocka_unit_test(profile_times_every_layer),
 		cmocka_unit_test(partition_round_trip),
 		cmocka_unit_test(resume_keeps_the_split),
+		cmocka_unit_test(bench_layers_table),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
