@@ -23,7 +23,9 @@
 #include "cli.h"
 #include "data/idx.h"
 #include "data/open.h"
+#include "model/balance.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "runtime/run.h"
 #include "config/spec.h"
 #include "data/synthetic.h"
@@ -303,7 +305,50 @@ static int bench_hops(long n)
 	return EXIT_OK;
 }
 
-static void print_mode(const struct bench_run *b, const struct akk_model *m)
+/* --layers: each layer's time per training batch on its real shapes, as
+ * `caffe time` prints it; GEMM time is attributed from FLOPs (profile.h). */
+static int bench_layers(const struct akk_model *m, int B, struct akk_err *e)
+{
+	int n = akk_model_nlayers(m), k = 0;
+	struct akk_layer_cost *c = calloc((size_t)n, sizeof(*c));
+	double step = 0, gemm = 0;
+	char shape[64];
+
+	if (!c)
+		return akk_err_set(e, "out of memory");
+	if (akk_profile_model(m, B, 10, c, e)) {
+		free(c);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		step += c[i].fwd + c[i].bwd + c[i].opt;
+		gemm += c[i].gemm;
+	}
+	printf("per layer, one training batch of %d (best of 10, the calling thread alone):\n", B);
+	printf("%-5s %-6s %-10s %-14s %9s %9s %9s %9s %7s\n", "gate", "layer",
+	       "kind", "output", "fwd ms", "bwd ms", "optim ms", "GFLOP/s", "share");
+	for (int g = 0; g < m->ngates; g++)
+		for (int i = 0; i < m->gates[g].nlayers; i++, k++) {
+			const struct akk_layer *l = &m->gates[g].layers[i];
+			double t = c[k].fwd + c[k].bwd + c[k].opt;
+			akk_shape_format(l->out, shape, sizeof(shape));
+			printf("%-5d %-6d %-10s %-14s %9.3f %9.3f %9.3f %9.2f %6.1f%%\n",
+			       g + 1, i + 1, l->ops->name, shape, 1e3 * c[k].fwd,
+			       1e3 * c[k].bwd, 1e3 * c[k].opt,
+			       c[k].fwd + c[k].bwd > 0 ?
+			       c[k].flops / (c[k].fwd + c[k].bwd) / 1e9 : 0.0,
+			       step > 0 ? 100 * t / step : 0.0);
+		}
+	printf("step %.3f ms; GEMM %.1f%%, not GEMM %.1f%% of it (GEMM time attributed: each dense/conv2d layer's\n"
+	       "FLOPs at the rate akk_sgemm reaches on its forward product shape)\n",
+	       1e3 * step, step > 0 ? 100 * gemm / step : 0.0,
+	       step > 0 ? 100 * (1 - gemm / step) : 0.0);
+	free(c);
+	return 0;
+}
+
+static void print_mode(const struct bench_run *b, const struct akk_model *m,
+		       const double *pred)
 {
 	printf("%-10s %10.0f %9.3f (%.3f-%.3f) %8.2f %6.0f%% %7.1f MB\n",
 	       akk_mode_name(b->mode), b->samples_per_s, b->median, b->min, b->max,
@@ -313,6 +358,17 @@ static void print_mode(const struct bench_run *b, const struct akk_model *m)
 		printf("  gate %d: busy %2.0f%%, mailbox %.2f", g + 1,
 		       100 * b->busy[g], b->depth[g]);
 	printf("\n");
+	if (pred) {
+		/* busy shares: each gate's part of the gates' busy time */
+		double all = 0;
+		for (int g = 0; g < m->ngates; g++)
+			all += b->busy[g];
+		printf("%-10s", "");
+		for (int g = 0; g < m->ngates; g++)
+			printf("  gate %d: %4.1f%% of busy time (predicted %4.1f%%)", g + 1,
+			       all > 0 ? 100 * b->busy[g] / all : 0.0, 100 * pred[g]);
+		printf("\n");
+	}
 }
 
 static void csv_mode(FILE *f, const struct bench_run *b, const struct akk_model *m)
@@ -356,6 +412,8 @@ int cmd_bench(int argc, char **argv)
 		{ "trace", required_argument, NULL, 'r' },
 		{ "set", required_argument, NULL, 's' },
 		{ "hops", no_argument, NULL, 'H' },
+		{ "layers", no_argument, NULL, 'L' },
+		{ "no-profile", no_argument, NULL, 'P' },
 		{ "no-validation", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -364,7 +422,8 @@ int cmd_bench(int argc, char **argv)
 	const char **sets = calloc(argc + 2, sizeof(*sets));
 	char conc_set[64];
 	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c, noval = 0;
-	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0;
+	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0, layers = 0, profile = 1;
+	double *pred = NULL;	/* gates: {auto: N}: each gate's predicted share */
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 }, val = { 0 };
@@ -387,7 +446,7 @@ int cmd_bench(int argc, char **argv)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
 	}
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVLPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 'c': config = optarg; break;
@@ -411,6 +470,8 @@ int cmd_bench(int argc, char **argv)
 		case 'r': trace = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
 		case 'H': hops = 1; break;
+		case 'L': layers = 1; break;
+		case 'P': profile = 0; break;
 		case 'V': noval = 1; break;
 		case 'h':
 			rc = cli_help("bench");
@@ -436,8 +497,36 @@ int cmd_bench(int argc, char **argv)
 		     akk_spec_parse(&s, builtin_config, strlen(builtin_config),
 				    "(built-in)", ".", sets, nsets, &e))
 		goto report;
+	if (s.auto_gates) {
+		/* gates: {auto: N}: split, and each gate's predicted share */
+		int n = akk_spec_nlayers(&s), at = 0;
+		double *cost = calloc((size_t)n, sizeof(*cost)), total = 0;
+		if (!cost || !(pred = calloc((size_t)s.auto_gates, sizeof(*pred)))) {
+			free(cost);
+			akk_err_set(&e, "out of memory");
+			goto report;
+		}
+		if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
+			profile = 0;	/* every rank must split alike */
+		if (akk_balance(&s, profile, cost, &e)) {
+			free(cost);
+			goto report;
+		}
+		for (int i = 0; i < n; i++)
+			total += cost[i];
+		for (int g = 0; g < s.ngates; g++)
+			for (int i = 0; i < s.gates[g].nlayers; i++)
+				pred[g] += total > 0 ? cost[at++] / total : 0;
+		free(cost);
+	}
 	if (akk_model_plan(&m, &s, &e))
 		goto report;
+	if (layers) {
+		rc = bench_layers(&m, s.sched.batch_size, &e) ? EXIT_RUNTIME : EXIT_OK;
+		if (rc)
+			goto report;
+		goto out;
+	}
 	/* under mpirun: place the gates, or share every batch */
 	if (cli_start_world(&s, &world, &gate_rank, &e))
 		goto report;
@@ -483,6 +572,13 @@ int cmd_bench(int argc, char **argv)
 		printf("akkctl bench: %s%s: input %s, %d gates, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
 		       s.name, config ? "" : " (built-in Akkordeon net)", shape, m.ngates,
 		       m.nparams, m.flops, s.sched.batch_size);
+		if (pred) {
+			printf("split of gates: {auto: %d} (by %s): network.gates.split=[",
+			       s.auto_gates, profile ? "measured time" : "FLOPs");
+			for (int g = 0; g < s.ngates; g++)
+				printf("%s%d", g ? ", " : "", s.gates[g].nlayers);
+			printf("]\n");
+		}
 		if (synthetic)
 			printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",
 			       s.data.train_images ? s.data.train_images : "(none)", train.n, val.n);
@@ -513,7 +609,7 @@ int cmd_bench(int argc, char **argv)
 			     steps ? MAX_EPOCHS : epochs,
 			     threads ? threads : s.sched.threads, cap, &mpi, &r[i], &e))
 			goto report;
-		print_mode(&runs[i], &m);
+		print_mode(&runs[i], &m, pred);
 		if (cf)
 			csv_mode(cf, &runs[i], &m);
 	}
@@ -559,6 +655,7 @@ out:
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	free(gate_rank);
+	free(pred);
 	if (akk_world_finalize(&world, &e) && rc == EXIT_OK)
 		rc = cli_report(&e, EXIT_RUNTIME);
 	return rc;

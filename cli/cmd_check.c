@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "model/balance.h"
 #include "model/model.h"
 #include "nn/optim.h"
 #include "runtime/schedule.h"
@@ -73,10 +74,39 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       p->compute_threads, p->compute_threads == 1 ? "" : "s", p->mailbox_cap);
 }
 
+/* gates: {auto: N}: the split and each gate's predicted share of the
+ * work, from the costs it was made from. */
+static void print_split(const struct akk_spec *s, const double *cost,
+			int profile)
+{
+	double total = 0;
+	int first = 0, n = akk_spec_nlayers(s);
+
+	for (int i = 0; i < n; i++)
+		total += cost[i];
+	printf("\nsplit (gates: {auto: %d}, by %s): network.gates.split=[",
+	       s->auto_gates, profile ? "measured time" : "FLOPs");
+	for (int g = 0; g < s->ngates; g++)
+		printf("%s%d", g ? ", " : "", s->gates[g].nlayers);
+	printf("]\n%-5s %-8s %16s\n", "gate", "layers", "predicted share");
+	for (int g = 0; g < s->ngates; g++) {
+		double c = 0;
+		char range[32];
+		for (int i = 0; i < s->gates[g].nlayers; i++)
+			c += cost[first + i];
+		snprintf(range, sizeof(range), "%d-%d", first + 1,
+			 first + s->gates[g].nlayers);
+		printf("%-5d %-8s %15.1f%%\n", g + 1, range,
+		       total > 0 ? 100 * c / total : 0.0);
+		first += s->gates[g].nlayers;
+	}
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "set", required_argument, NULL, 's' },
+		{ "no-profile", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -85,7 +115,8 @@ int cmd_check(int argc, char **argv)
 	struct akk_model m = { 0 };
 	struct akk_schedule plan;
 	struct akk_err e = { 0 };
-	int nsets = 0, c, rc;
+	int nsets = 0, c, rc, profile = 1;
+	double *cost = NULL;
 
 	if (!sets)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
@@ -94,6 +125,9 @@ int cmd_check(int argc, char **argv)
 		switch (c) {
 		case 's':
 			sets[nsets++] = optarg;
+			break;
+		case 'P':
+			profile = 0;
 			break;
 		case 'h':
 			free(sets);
@@ -116,15 +150,23 @@ int cmd_check(int argc, char **argv)
 		return cli_report(&e, EXIT_USAGE);
 	}
 	free(sets);
-	if (akk_model_plan(&m, &s, &e)) {
+	if (s.auto_gates &&
+	    (!(cost = calloc((size_t)akk_spec_nlayers(&s), sizeof(*cost))) ||
+	     akk_balance(&s, profile, cost, &e))) {
+		rc = cost ? cli_report(&e, EXIT_USAGE) :
+			cli_errorf(EXIT_RUNTIME, "out of memory");
+	} else if (akk_model_plan(&m, &s, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 	} else if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
 				     s.sched.threads, akk_cores(), &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 	} else {
 		print_plan(&s, &m, &plan);
+		if (s.auto_gates)
+			print_split(&s, cost, profile);
 		rc = EXIT_OK;
 	}
+	free(cost);
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	return rc;

@@ -500,6 +500,7 @@ int cmd_train(int argc, char **argv)
 		{ "set", required_argument, NULL, 's' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-profile", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -526,6 +527,7 @@ int cmd_train(int argc, char **argv)
 	long counts[3];
 	pthread_t sigthread;
 	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val;
+	int profile = 1;
 
 	if (!sets || !words || !owned) {
 		free(sets);
@@ -534,7 +536,7 @@ int cmd_train(int argc, char **argv)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
 	}
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:e:o:r:s:fqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:e:o:r:s:fqPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 		case 'e':
@@ -564,6 +566,9 @@ int cmd_train(int argc, char **argv)
 		case 'q':
 			ui.quiet = 1;
 			break;
+		case 'P':
+			profile = 0;
+			break;
 		case 'h':
 			rc = cli_help("train");
 			goto free_args;
@@ -585,7 +590,8 @@ int cmd_train(int argc, char **argv)
 		goto free_args;
 	}
 	user_quiet = ui.quiet;
-	if (akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
+	if (cli_auto_split(&s, resume, profile, &e) ||
+	    akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
 		goto report;
 	/* The checkpoint, of this network (checked first: a mismatch is one
 	 * whatever the epoch); a resume continues in the checkpoint's own

@@ -19,7 +19,8 @@ const struct cli_command cli_commands[] = {
 	  "  -r, --resume FILE      resume from a checkpoint (or a run directory)\n"
 	  "  -f, --force            start over in an output directory that holds a run\n"
 	  "  -s, --set KEY=VALUE    override any config key, e.g. schedule.batch_size=128\n"
-	  "  -q, --quiet            print nothing but errors\n",
+	  "  -q, --quiet            print nothing but errors\n"
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "train a network described by a YAML config", NULL },
 	{ "eval", cmd_eval,
 	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
@@ -92,7 +93,9 @@ const struct cli_command cli_commands[] = {
 	  "  -V, --no-validation    train only (as the peer scripts time it)\n"
 	  "  -v, --csv FILE         write the results as CSV\n"
 	  "  -r, --trace FILE       write a Chrome trace (open it in Perfetto)\n"
-	  "  -H, --hops             measure the message latency between two actors\n",
+	  "  -H, --hops             measure the message latency between two actors\n"
+	  "  -L, --layers           time each layer instead (forward, backward, optimizer)\n"
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "measure the throughput of the schedules", NULL },
 	{ "check", cmd_check,
 	  "usage: akkctl check CONFIG [--set KEY=VALUE]...\n"
@@ -100,8 +103,10 @@ const struct cli_command cli_commands[] = {
 	  "Validate CONFIG and print each gate's layers with output shape, parameters\n"
 	  "and forward FLOPs per sample, then the memory each gate plans. Trains nothing.\n"
 	  "\n"
-	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
+	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
+	{ "partition", cmd_partition, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
 	{ "predict", cmd_predict, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
 	{ "inspect", cmd_inspect,
 	  "usage: akkctl inspect CHECKPOINT|DIR\n",

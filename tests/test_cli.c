@@ -33,7 +33,7 @@
 #define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
 
 static const char *const commands[] = { "train", "eval", "bench", "check", "predict", "inspect",
-					 "export", "lr-find", "plot", "help" };
+					 "export", "lr-find", "plot", "partition", "help" };
 #define NCOMMANDS (int)(sizeof(commands) / sizeof(commands[0]))
 
 static char g_dir[512];		/* the group's temp directory */

@@ -1107,11 +1107,91 @@ static const struct key loss_keys[] = {
 
 static const char *const placement_names[] = { "explicit", "contiguous", NULL };
 
+/* --- network.gates: {auto: N} over a flat network.layers list ----------- */
+
+static int h_split_later(struct ctx *c, const struct key *k,
+			 const struct section *sec, yaml_node_t *key,
+			 yaml_node_t *val)
+{
+	(void)c, (void)k, (void)sec, (void)key, (void)val;
+	return 0;	/* read by h_gates_any, once auto is known */
+}
+
+static const struct key auto_keys[] = {
+	INT("auto", SPEC, auto_gates, F_REQ | F_LO | F_HI, 1, AKK_MAX_GATES, 0),
+	{ .name = "split", .type = YAML_SEQUENCE_NODE, .fn = h_split_later,
+	  .what = "a list" },
+	END,
+};
+
+/* gates: a list of gates, or {auto: N, split: [n1, ...]}. */
+static int h_gates_any(struct ctx *c, const struct key *k,
+		       const struct section *sec, yaml_node_t *key,
+		       yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+	struct section as = { "network.gates", auto_keys, s, 0, 0, NULL, NULL };
+	yaml_node_t *sp;
+	const struct key n = { .name = "split", .flags = F_LO, .lo = 1 };
+
+	if (val->type == YAML_SEQUENCE_NODE)
+		return h_gates(c, k, sec, key, val);
+	/* a mapping without auto is a mistaken gate, not a mistaken auto */
+	if (val->type != YAML_MAPPING_NODE || !map_get(c, val, "auto", NULL))
+		return fail_type(c, "'gates'", "a list", val);
+	s->auto_mark = mark_of(c, val);
+	if (walk(c, val, &as))
+		return -1;
+	if (!(sp = map_get(c, val, "split", NULL)))
+		return 0;
+	yaml_node_item_t *items = sp->data.sequence.items.start;
+	int ns = (int)(sp->data.sequence.items.top - items);
+	if (ns != s->auto_gates)
+		return fail(c, sp, "'split' has %d entr%s, but auto is %d",
+			    ns, ns == 1 ? "y" : "ies", s->auto_gates);
+	if (!(s->auto_split = calloc((size_t)ns, sizeof(int))))
+		return akk_err_set(c->e, "out of memory");
+	for (int i = 0; i < ns; i++) {
+		yaml_node_t *item = node(c, items[i]);
+		long long v;
+		if (parse_int(c, "split", item, &v) ||
+		    check_range(c, &n, item, (double)v, ""))
+			return -1;
+		if (v > AKK_MAX_LAYERS)
+			return fail(c, item, "'split' entry %lld is more than %d layers",
+				    v, AKK_MAX_LAYERS);
+		s->auto_split[i] = (int)v;
+	}
+	return 0;
+}
+
+/* network.layers: one flat list, split by gates: {auto: N}. */
+static int h_flat_layers(struct ctx *c, const struct key *k,
+			 const struct section *sec, yaml_node_t *key,
+			 yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+	struct section gs = { "network", NULL, NULL, 0, 0, NULL, NULL };
+
+	if (!s->auto_gates)
+		return fail(c, key, "'layers' is given with a list of gates: write the layers in each gate, or use gates: {auto: N}");
+	if (!(s->gates = calloc(1, sizeof(*s->gates))))
+		return akk_err_set(c->e, "out of memory");
+	s->ngates = 1;
+	apply_defaults(gate_keys, &s->gates[0]);
+	s->gates[0].optim = s->optim;
+	s->gates[0].mark = mark_of(c, val);
+	gs.obj = &s->gates[0];
+	return h_layers(c, k, &gs, key, val);
+}
+
 static const struct key network_keys[] = {
 	{ .name = "input", .type = YAML_SEQUENCE_NODE, .fn = h_input,
 	  .what = "a list", .flags = F_REQ },
-	{ .name = "gates", .type = YAML_SEQUENCE_NODE, .fn = h_gates,
+	{ .name = "gates", .type = YAML_NO_NODE, .fn = h_gates_any,
 	  .what = "a list", .flags = F_REQ },
+	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_flat_layers,
+	  .what = "a list" },
 	{ .name = "loss", .type = YAML_NO_NODE, .fn = h_section,
 	  .what = "a name or a mapping", .flags = F_VAL_MARK,
 	  .keys = loss_keys, .shorthand = "type",
@@ -2109,6 +2189,83 @@ static char *copy_text(const char *t, size_t len)
 	return p;
 }
 
+/* network.gates: {auto: N}: the flat list is there and long enough; a
+ * recorded split is applied at once. */
+static int check_auto(struct akk_spec *s, const char *file, struct akk_err *e)
+{
+	const struct akk_mark *m = &s->auto_mark;
+	int *sizes = s->auto_split;
+	int rc;
+
+	if (!s->auto_gates)
+		return 0;
+	if (!s->ngates)
+		return akk_err_at(e, file, m->line, m->col,
+				  "gates: {auto: %d} needs the network's layers as one flat list, network.layers",
+				  s->auto_gates);
+	if (s->auto_gates > s->gates[0].nlayers)
+		return akk_err_at(e, file, m->line, m->col,
+				  "gates: {auto: %d} asks for more gates than the %d layers of network.layers",
+				  s->auto_gates, s->gates[0].nlayers);
+	if (!sizes)
+		return 0;
+	s->auto_split = NULL;
+	rc = akk_spec_split(s, sizes, e);
+	if (rc) {
+		char msg[sizeof(e->msg)];
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		akk_err_at(e, file, m->line, m->col, "%s", msg);
+	}
+	free(sizes);
+	return rc;
+}
+
+int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
+{
+	struct akk_gate_spec *g, *flat = s->gates;
+	int n = s->auto_gates, total = 0;
+
+	if (!n || s->ngates != 1 || s->auto_split)
+		return akk_err_set(e, "the network has no flat layers list to split");
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 1 || sizes[i] > flat->nlayers - total)
+			return akk_err_set(e, "split: gate %d of %d layers does not fit the %d layers of network.layers",
+					   i + 1, sizes[i], flat->nlayers);
+		total += sizes[i];
+	}
+	if (total != flat->nlayers)
+		return akk_err_set(e, "split: the gates hold %d layers, but network.layers has %d",
+				   total, flat->nlayers);
+	if (!(g = calloc((size_t)n, sizeof(*g))) ||
+	    !(s->auto_split = malloc((size_t)n * sizeof(int)))) {
+		free(g);
+		return akk_err_set(e, "out of memory");
+	}
+	total = 0;
+	for (int i = 0; i < n; i++) {
+		g[i] = *flat;
+		g[i].nlayers = sizes[i];
+		g[i].layers = calloc((size_t)sizes[i], sizeof(*g[i].layers));
+		if (!g[i].layers) {
+			while (i--)
+				free(g[i].layers);
+			free(g);
+			free(s->auto_split);
+			s->auto_split = NULL;
+			return akk_err_set(e, "out of memory");
+		}
+		memcpy(g[i].layers, flat->layers + total,
+		       (size_t)sizes[i] * sizeof(*g[i].layers));
+		total += sizes[i];
+		s->auto_split[i] = sizes[i];
+	}
+	free(flat->layers);
+	free(flat);
+	s->gates = g;
+	s->ngates = n;
+	return 0;
+}
+
 int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		   const char *name, const char *base_dir,
 		   const char *const *sets, int nsets, struct akk_err *e)
@@ -2222,6 +2379,8 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		}
 	if (check_watch(s, s->path ? s->path : name, e))
 		goto out;
+	if (check_auto(s, s->path ? s->path : name, e))
+		goto out;
 	if (!s->out.dir) {
 		size_t n = strlen(s->name) + sizeof("runs/");
 		if (!(s->out.dir = malloc(n)))
@@ -2331,6 +2490,7 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; s->gates && i < s->ngates; i++)
 		free(s->gates[i].layers);
 	free(s->gates);
+	free(s->auto_split);
 	free(s->out.dir);
 	free(s->out.metrics);
 	for (int i = 0; s->sets && i < s->nsets; i++)

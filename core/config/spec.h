@@ -176,6 +176,14 @@ struct akk_spec {
 	float huber_delta;		/* default 1 */
 	struct akk_mark loss_mark;
 	enum akk_placement placement;	/* network.placement, default explicit */
+	/* network.gates: {auto: N} with one flat network.layers list: the
+	 * list is split into N contiguous gates (model/balance.h). Until then
+	 * gates holds one gate with every layer; with split: [n1, ...] (layers
+	 * per gate, as balance records it) the parser splits it itself. */
+	int auto_gates;			/* N; 0: the gates are written out */
+	int *auto_split;		/* (auto_gates) layers per gate, owned;
+					 * NULL until split */
+	struct akk_mark auto_mark;	/* the gates: value */
 	struct akk_optim_spec optim;	/* the global optimizer (required) */
 	struct akk_schedule_spec sched;
 	struct akk_output_spec out;
@@ -198,6 +206,12 @@ int akk_spec_parse(struct akk_spec *s, const char *text, size_t len,
 void akk_spec_release(struct akk_spec *s);
 
 const char *akk_mode_name(enum akk_mode m);
+
+/* Split the one gate of a network.gates: {auto: N} spec into s->auto_gates
+ * gates of sizes[i] layers each (every size >= 1, summing to the layer
+ * count), each with the global optimizer, and keep the sizes in
+ * s->auto_split. Fails on sizes that do not fit. */
+int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e);
 
 /* Whether the run watches validation metrics between epochs (early
  * stopping, or the plateau lr schedule): its checkpoints then store the

@@ -1,0 +1,204 @@
+/* explicit.c - a config with its gates written out (explicit.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "config/explicit.h"
+
+struct copy {
+	yaml_document_t *from, *to;
+	const struct akk_spec *s;
+	int bad;		/* 1: out of memory or a shape we do not know */
+};
+
+static yaml_node_t *get(yaml_document_t *d, int id)
+{
+	return yaml_document_get_node(d, id);
+}
+
+static int is_key(yaml_node_t *k, const char *name)
+{
+	return k->type == YAML_SCALAR_NODE &&
+		!strcmp((const char *)k->data.scalar.value, name);
+}
+
+static int scalar(struct copy *c, const char *v)
+{
+	int id = yaml_document_add_scalar(c->to, NULL, (yaml_char_t *)v, -1,
+					  YAML_ANY_SCALAR_STYLE);
+	if (!id)
+		c->bad = 1;
+	return id;
+}
+
+static int copy_node(struct copy *c, int id, int depth);
+
+/* The gates: one mapping {layers: [...]} per gate, over the items of the
+ * flat list. */
+static int gates(struct copy *c, yaml_node_t *flat)
+{
+	yaml_node_item_t *items = flat->data.sequence.items.start;
+	int n = (int)(flat->data.sequence.items.top - items), at = 0;
+	int list = yaml_document_add_sequence(c->to, NULL, YAML_BLOCK_SEQUENCE_STYLE);
+
+	if (!list)
+		return c->bad = 1, 0;
+	for (int g = 0; g < c->s->ngates && !c->bad; g++) {
+		int m = yaml_document_add_mapping(c->to, NULL, YAML_FLOW_MAPPING_STYLE);
+		int seq = yaml_document_add_sequence(c->to, NULL,
+						     flat->data.sequence.style);
+		if (!m || !seq || at + c->s->gates[g].nlayers > n)
+			return c->bad = 1, 0;
+		for (int i = 0; i < c->s->gates[g].nlayers; i++) {
+			int item = copy_node(c, items[at++], 1);
+			if (!item || !yaml_document_append_sequence_item(c->to, seq, item))
+				return c->bad = 1, 0;
+		}
+		if (!yaml_document_append_mapping_pair(c->to, m, scalar(c, "layers"), seq) ||
+		    !yaml_document_append_sequence_item(c->to, list, m))
+			return c->bad = 1, 0;
+	}
+	if (at != n)
+		c->bad = 1;
+	return list;
+}
+
+/* Copy node id of from into to; depth 0 is the root and 1 its values, where
+ * the network mapping is rewritten. */
+static int copy_node(struct copy *c, int id, int depth)
+{
+	yaml_node_t *n = get(c->from, id);
+	int out = 0;
+
+	if (c->bad || !n)
+		return c->bad = 1, 0;
+	switch (n->type) {
+	case YAML_SCALAR_NODE:
+		out = yaml_document_add_scalar(c->to, NULL, n->data.scalar.value,
+					       (int)n->data.scalar.length,
+					       n->data.scalar.style);
+		break;
+	case YAML_SEQUENCE_NODE:
+		out = yaml_document_add_sequence(c->to, NULL, n->data.sequence.style);
+		for (yaml_node_item_t *i = n->data.sequence.items.start;
+		     out && i < n->data.sequence.items.top; i++) {
+			int item = copy_node(c, *i, depth + 1);
+			if (!item || !yaml_document_append_sequence_item(c->to, out, item))
+				return c->bad = 1, 0;
+		}
+		break;
+	case YAML_MAPPING_NODE: {
+		yaml_node_pair_t *p, *top = n->data.mapping.pairs.top;
+		yaml_node_t *flat = NULL;
+		out = yaml_document_add_mapping(c->to, NULL, n->data.mapping.style);
+		/* the network mapping: the root's value of key network */
+		int network = 0;
+		if (depth == 1) {
+			yaml_node_t *root = yaml_document_get_root_node(c->from);
+			for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++)
+				if (p->value == id && is_key(get(c->from, p->key), "network"))
+					network = 1;
+		}
+		for (p = n->data.mapping.pairs.start; network && p < top; p++)
+			if (is_key(get(c->from, p->key), "layers"))
+				flat = get(c->from, p->value);
+		if (network && (!flat || flat->type != YAML_SEQUENCE_NODE))
+			return c->bad = 1, 0;
+		for (p = n->data.mapping.pairs.start; out && p < top; p++) {
+			yaml_node_t *k = get(c->from, p->key);
+			int kid, vid;
+			if (network && is_key(k, "layers"))
+				continue;
+			kid = copy_node(c, p->key, depth + 1);
+			vid = network && is_key(k, "gates") ? gates(c, flat) :
+				copy_node(c, p->value, depth + 1);
+			if (!kid || !vid ||
+			    !yaml_document_append_mapping_pair(c->to, out, kid, vid))
+				return c->bad = 1, 0;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	if (!out)
+		c->bad = 1;
+	return out;
+}
+
+static int write_out(void *data, unsigned char *buf, size_t size)
+{
+	return fwrite(buf, 1, size, data) == size;
+}
+
+int akk_spec_explicit_yaml(const struct akk_spec *s, char **out, size_t *len,
+			   struct akk_err *e)
+{
+	yaml_parser_t parser;
+	yaml_emitter_t emitter;
+	yaml_document_t from, to;
+	struct copy c = { &from, &to, s, 0 };
+	FILE *f;
+	int rc = -1, loaded = 0, made = 0;
+
+	*out = NULL;
+	*len = 0;
+	if (!s->auto_gates || !s->auto_split)
+		return akk_err_set(e, "the config has no gates: {auto: N} to write out");
+	if (!yaml_parser_initialize(&parser))
+		return akk_err_set(e, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)s->text,
+				     strlen(s->text));
+	if (!yaml_parser_load(&parser, &from) ||
+	    !yaml_document_get_root_node(&from)) {
+		akk_err_set(e, "cannot read the config again");
+		goto out_parser;
+	}
+	loaded = 1;
+	if (!yaml_document_initialize(&to, NULL, NULL, NULL, 1, 1)) {
+		akk_err_set(e, "out of memory");
+		goto out_parser;
+	}
+	made = 1;
+	copy_node(&c, 1, 0);
+	if (c.bad) {
+		int n = 0;
+		for (int g = 0; g < s->ngates; g++)
+			n += s->gates[g].nlayers;
+		akk_err_set(e, "cannot write the gates out: network.layers in the config's text does not hold the %d layers split", n);
+		goto out_parser;
+	}
+	if (!(f = open_memstream(out, len))) {
+		akk_err_set(e, "out of memory");
+		goto out_parser;
+	}
+	if (!yaml_emitter_initialize(&emitter)) {
+		fclose(f);
+		akk_err_set(e, "out of memory");
+		goto out_parser;
+	}
+	yaml_emitter_set_output(&emitter, write_out, f);
+	yaml_emitter_set_unicode(&emitter, 1);
+	yaml_emitter_set_width(&emitter, 100);
+	made = 0;	/* dump deletes the document */
+	if (!yaml_emitter_dump(&emitter, &to) || !yaml_emitter_close(&emitter))
+		akk_err_set(e, "cannot write YAML: %s",
+			    emitter.problem ? emitter.problem : "unknown error");
+	else
+		rc = 0;
+	yaml_emitter_delete(&emitter);
+	if (fclose(f) && !rc)
+		rc = akk_err_set(e, "out of memory");
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
+out_parser:
+	if (made)
+		yaml_document_delete(&to);
+	if (loaded)
+		yaml_document_delete(&from);
+	yaml_parser_delete(&parser);
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* explicit.h - a gates: {auto: N} config written back with its gates
+ * written out: `akkctl partition`.
+ *
+ * The config's own text is loaded again with libyaml and copied node by
+ * node, with network.gates replaced by a list of gates holding the flat
+ * list's items in turn and network.layers dropped; every other key and
+ * value is kept as it was (comments are not: libyaml drops them). The
+ * result parses to the same network. */
+#ifndef AKK_EXPLICIT_H
+#define AKK_EXPLICIT_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "config/spec.h"
+
+/* The YAML text (allocated, NUL-terminated, *len bytes) of s->text with
+ * gates of s->gates[i].nlayers layers each. s must come from a config with
+ * gates: {auto: N}, split, and no override of network.layers. */
+int akk_spec_explicit_yaml(const struct akk_spec *s, char **out, size_t *len,
+			   struct akk_err *e);
+
+#endif

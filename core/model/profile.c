@@ -1,0 +1,198 @@
+/* profile.c - per-layer timing of a planned network (profile.h). */
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#include "base/clock.h"
+#include "base/rng.h"
+#include "model/gate.h"
+#include "model/profile.h"
+#include "nn/layer.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+int akk_model_nlayers(const struct akk_model *m)
+{
+	int n = 0;
+	for (int i = 0; i < m->ngates; i++)
+		n += m->gates[i].nlayers;
+	return n;
+}
+
+double akk_layer_train_flops(const struct akk_gate_plan *g, int gi, int i,
+			     int B)
+{
+	double f = g->layers[i].flops;
+	return (double)B * (gi == 0 && i == 0 ? 2 * f : 3 * f);
+}
+
+static void fill(float *x, size_t n, struct akk_rng *r)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = akk_rng_uniform(r) - 0.5f;
+}
+
+/* The product shape of a dense or conv2d layer's forward (M x K by K x N),
+ * 0 for other kinds. */
+static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
+{
+	if (l->ops == &akk_layer_dense) {
+		*M = B;
+		*N = l->spec->units;
+		*K = (int)akk_shape_size(l->in);
+		return 1;
+	}
+	if (l->ops == &akk_layer_conv2d) {
+		*M = l->out.d[1] * l->out.d[2];
+		*N = l->spec->filters;
+		*K = l->in.d[0] * l->spec->kernel * l->spec->kernel;
+		return 1;
+	}
+	return 0;
+}
+
+/* Seconds akk_sgemm takes for one product of l's forward shape, per FLOP,
+ * best of reps; 0 for a layer with no product. */
+static double gemm_seconds_per_flop(const struct akk_layer *l, int B, int reps)
+{
+	int M, N, K;
+	double best = 0;
+	float *a, *b, *c;
+
+	if (!gemm_shape(l, B, &M, &N, &K))
+		return 0;
+	a = akk_alloc((size_t)M * K);
+	b = akk_alloc((size_t)K * N);
+	c = akk_alloc((size_t)M * N);
+	if (!a || !b || !c)
+		goto out;
+	memset(a, 0, (size_t)M * K * sizeof(float));
+	memset(b, 0, (size_t)K * N * sizeof(float));
+	for (int r = 0; r <= reps; r++) {
+		double t0 = akk_now();
+		akk_sgemm(NULL, 0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+		double t = akk_now() - t0;
+		if (r && (!best || t < best))
+			best = t;
+	}
+	best /= 2.0 * M * N * K;
+out:
+	akk_free(a);
+	akk_free(b);
+	akk_free(c);
+	return best;
+}
+
+static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
+			uint64_t seed, struct akk_layer_cost *cost,
+			struct akk_err *e)
+{
+	struct akk_gate g;
+	struct akk_rng r;
+	float *x = NULL, *dy = NULL;
+	size_t nin = akk_shape_size(p->in), nout = akk_shape_size(p->out);
+	int rc = -1;
+
+	if (akk_gate_init(&g, p, B, 1, 1, 0, 1000000, 1, seed, e))
+		return -1;
+	akk_rng_seed(&r, seed, 0x9e3779b97f4a7c15ull + (uint64_t)gi);
+	x = akk_alloc((size_t)B * nin);
+	dy = akk_alloc((size_t)B * nout);
+	if (!x || !dy) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	fill(x, (size_t)B * nin, &r);
+	fill(dy, (size_t)B * nout, &r);
+	for (int i = 0; i < p->nlayers; i++) {
+		cost[i] = (struct akk_layer_cost){ .gate = gi, .layer = i };
+		cost[i].flops = akk_layer_train_flops(p, gi, i, B);
+	}
+	for (int rep = 0; rep <= reps; rep++) {
+		struct akk_tape *t = &g.tapes[0];
+		const float *in = x, *cur = dy;
+		int flip = 0;
+		double t0, step;
+
+		for (int i = 0; i < p->nlayers; i++) {
+			const struct akk_layer *l = &g.layers[i];
+			float *y = t->act + (size_t)B * g.act_off[i];
+			t0 = akk_now();
+			l->ops->forward(l, y, t->aux + (size_t)B * g.aux_off[i],
+					g.state + l->soff, g.work, in,
+					g.params + l->poff, B, 1, &g.rng);
+			t0 = akk_now() - t0;
+			if (rep == 1 || (rep > 1 && t0 < cost[i].fwd))
+				cost[i].fwd = t0;
+			in = y;
+		}
+		for (int i = p->nlayers - 1; i >= 0; i--) {
+			const struct akk_layer *l = &g.layers[i];
+			const float *xi = i ? t->act + (size_t)B * g.act_off[i - 1] : x;
+			const float *y = t->act + (size_t)B * g.act_off[i];
+			float *dx = i ? g.dbuf[flip] : (gi ? t->dx : NULL);
+			t0 = akk_now();
+			l->ops->backward(l, dx, g.grads + l->poff, g.work, cur,
+					 xi, y, t->aux + (size_t)B * g.aux_off[i],
+					 g.params + l->poff, B);
+			t0 = akk_now() - t0;
+			if (rep == 1 || (rep > 1 && t0 < cost[i].bwd))
+				cost[i].bwd = t0;
+			cur = dx;
+			flip ^= 1;
+		}
+		/* a step with a tiny gradient: the same work, sane weights */
+		for (size_t k = 0; k < p->nparams; k++)
+			g.grads[k] *= 1e-6f;
+		t0 = akk_now();
+		if (akk_gate_step(&g, e))
+			goto out;
+		step = akk_now() - t0;
+		for (int i = 0; rep && i < p->nlayers; i++) {
+			double o = p->nparams ? step * (double)p->layers[i].nparams /
+				(double)p->nparams : 0;
+			if (rep == 1 || o < cost[i].opt)
+				cost[i].opt = o;
+		}
+	}
+	for (int i = 0; i < p->nlayers; i++) {
+		double spf = gemm_seconds_per_flop(&g.layers[i], B, reps);
+		cost[i].gemm = spf * cost[i].flops;
+		/* a rate measured on one shape, so never more than the layer */
+		if (cost[i].gemm > cost[i].fwd + cost[i].bwd)
+			cost[i].gemm = cost[i].fwd + cost[i].bwd;
+	}
+	rc = 0;
+out:
+	akk_free(x);
+	akk_free(dy);
+	akk_gate_release(&g);
+	return rc;
+}
+
+int akk_profile_model(const struct akk_model *m, int B, int reps,
+		      struct akk_layer_cost *cost, struct akk_err *e)
+{
+	int off = 0, rc = 0;
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned csr = _mm_getcsr();
+#endif
+
+	if (reps < 1)
+		reps = 1;
+	/* as the actors compute: one BLAS thread, denormals flushed (the
+	 * caller's float mode is restored after) */
+	akk_blas_threads(1);
+	akk_float_mode();
+	for (int gi = 0; gi < m->ngates && !rc; gi++) {
+		rc = profile_gate(&m->gates[gi], gi, B, reps,
+				  m->spec ? m->spec->seed : 42, cost + off, e);
+		off += m->gates[gi].nlayers;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	_mm_setcsr(csr);
+#endif
+	return rc;
+}
