@@ -9,10 +9,8 @@
  * trained one epoch with `akkctl train`, exported with `akkctl export`,
  * checked by tests/onnx/check.py and run by tests/onnx/run.js on the whole
  * test set (MNIST's 10000 t10k images) as raw float32 pixel values; its
- * probabilities must equal, within 1e-5, those of akkctl's own forward pass
- * on the same images, computed here through core (reference_probs: the
- * checkpoint's gates in evaluation mode, akk_softmax_row, as `akkctl eval`
- * computes them). The python and node parts skip with a message when
+ * probabilities must equal, within 1e-5, those `akkctl predict` prints for
+ * the same images (every class, with --top). The python and node parts skip with a message when
  * python3-onnx or onnxruntime-node (npm ci in tests/onnx) is absent. */
 #include <dirent.h>
 #include <stdio.h>
@@ -152,58 +150,53 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-/* ---- the reference: akkctl's own forward pass ------------------------ */
+/* ---- the reference: akkctl predict ------------------------------------ */
 
-/* Softmax probabilities (n, *classes) of the checkpoint at ckpt on the
- * dataset d, through core as `akkctl eval` computes them. When `akkctl
- * predict` can print every class's probability, this is where its output
- * takes over. */
-static float *reference_probs(const char *ckpt, const struct akk_dataset *d,
-			      int *classes)
+/* Softmax probabilities (n, *classes) that `akkctl predict --top C` prints
+ * for the checkpoint ckpt on the IDX images at path: row i of its CSV is
+ * "i,c1,p1,c2,p2,...", every class with its probability (%.9g: the float
+ * exactly), most probable first. */
+static float *predict_probs(const char *ckpt, const char *images, size_t n,
+			    int *classes)
 {
-	struct akk_checkpoint ck = { 0 };
-	struct akk_spec s = { 0 };
-	struct akk_model m = { 0 };
-	struct akk_gate gates[8];
-	struct akk_gate *gp[8];
-	struct akk_batch b;
-	struct akk_preprocess map = { 0 };
-	struct akk_err e = { 0 };
-	int bs = 250;
+	const char *out = tu_path(g_dir, "predict.csv");
+	char *text, *line, *save = NULL;
+	float *p = NULL;
+	int C = 0;
 
-	if (akk_checkpoint_read(&ck, ckpt, &e) ||
-	    akk_checkpoint_spec(&ck, &s, NULL, 0, &e) ||
-	    akk_model_plan(&m, &s, &e))
-		fail_msg("%s: %s", ckpt, e.msg);
-	assert_true(m.ngates <= 8);
-	for (int i = 0; i < m.ngates; i++) {
-		gp[i] = &gates[i];
-		assert_int_equal(akk_gate_init(&gates[i], &m.gates[i], bs, 1, 1, 0,
-					       1, 1, s.seed, &e), 0);
-	}
-	assert_int_equal(akk_checkpoint_restore(&ck, gp, m.ngates, ckpt, &e), 0);
-	int C = m.classes;
-	float *p = malloc(d->n * C * sizeof(*p));
+	assert_rc(ak("predict", ckpt, images, "--top", "100000", "--out", out, NULL), 0);
+	text = tu_slurp(out, NULL);
+	assert_non_null(text);
+	line = strtok_r(text, "\n", &save);
+	assert_non_null(line);
+	for (const char *c = line; *c; c++)	/* index,predicted,probability,top2,... */
+		C += *c == ',';
+	assert_true(C % 2 == 0);
+	C /= 2;
+	p = calloc(n * (size_t)C, sizeof(*p));
 	assert_non_null(p);
-	assert_int_equal(akk_batch_alloc(&b, bs, akk_shape_size(s.input), C), 0);
-	assert_int_equal(akk_checkpoint_input_map(&ck, &s, &map, &e), 0);
-	akk_float_mode();
-	for (long i = 0; i < akk_batches_per_epoch(d->n, bs); i++) {
-		const float *h;
-		akk_batch_fill(&b, d, NULL, i, bs, &map);
-		h = b.x;
-		for (int g = 0; g < m.ngates; g++)
-			h = akk_gate_eval(&gates[g], 0, h, b.B);
-		for (int j = 0; j < b.B; j++)
-			akk_softmax_row(p + ((size_t)i * bs + j) * C, h + (size_t)j * C, C);
+	for (size_t i = 0; i < n; i++) {
+		char *f, *fs = NULL;
+		long idx;
+
+		line = strtok_r(NULL, "\n", &save);
+		assert_non_null(line);
+		assert_non_null(f = strtok_r(line, ",", &fs));
+		idx = strtol(f, NULL, 10);
+		assert_int_equal(idx, (long)i);
+		for (int k = 0; k < C; k++) {
+			char *cls = strtok_r(NULL, ",", &fs), *pr = strtok_r(NULL, ",", &fs);
+			long c;
+
+			assert_non_null(cls);
+			assert_non_null(pr);
+			c = strtol(cls, NULL, 10);
+			assert_in_range(c, 0, C - 1);
+			p[i * C + c] = strtof(pr, NULL);
+		}
 	}
-	akk_batch_release(&b);
-	akk_preprocess_release(&map);
-	for (int i = 0; i < m.ngates; i++)
-		akk_gate_release(&gates[i]);
-	akk_model_release(&m);
-	akk_spec_release(&s);
-	akk_checkpoint_release(&ck);
+	assert_null(strtok_r(NULL, "\n", &save));
+	free(text);
 	*classes = C;
 	return p;
 }
@@ -251,7 +244,7 @@ static void roundtrip(const char *config, const char *name)
 		skipped = 1;
 	}
 
-	float *ref = reference_probs(tu_path(dir, "best.bin"), &g_test, &C);
+	float *ref = predict_probs(tu_path(dir, "best.bin"), g_test_images, g_test.n, &C);
 	if (g_have_ort) {
 		char dims[64];
 		struct akk_checkpoint ck = { 0 };
@@ -293,7 +286,7 @@ static void roundtrip(const char *config, const char *name)
 			agree += a == r;
 			right += a == g_test.labels[i];
 		}
-		print_message("%s: %zu samples x %d classes, max |onnxruntime - akkctl| = %.3g "
+		print_message("%s: %zu samples x %d classes, max |onnxruntime - akkctl predict| = %.3g "
 			      "(sample %zu, class %zu), same class on %ld, onnxruntime "
 			      "accuracy %.2f%%\n", name, g_test.n, C, worst, at / C, at % C,
 			      agree, 100.0 * right / g_test.n);
