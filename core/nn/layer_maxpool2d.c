@@ -14,6 +14,9 @@
 #include "nn/export.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static int maxpool_plan(struct akk_layer *l, struct akk_err *e)
 {
@@ -43,6 +46,72 @@ static float first_nan(const float *xc, int W, int h0, int h1, int w0,
 	return 0;	/* not reached: the caller saw a NaN */
 }
 
+/* The usual case, k = s = 2 without padding, one output row: the same
+ * select as the general loop below, unrolled over the four elements of
+ * each window in row-major order (a then b above, c then d below), with
+ * no branch in the loop so that the compiler vectorises it over ow.
+ * Returns nonzero if a window held a NaN; the caller then redoes the row
+ * with the general loop, which propagates the first NaN. */
+static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
+		       int Wo, long j0, int W)
+{
+	int nan = 0, ow = 0;
+
+#ifdef __SSE2__
+	/* Four windows at a time: the even and odd columns of two 8-float
+	 * loads are the windows' left and right elements; max_ps(v, m) is
+	 * v > m ? v : m, the scalar select below, NaN included. */
+	const __m128i step = _mm_set_epi32(6, 4, 2, 0);
+	const __m128i one = _mm_set1_epi32(1), wv = _mm_set1_epi32(W);
+	for (; ow + 4 <= Wo; ow += 4) {
+		__m128 u0 = _mm_loadu_ps(r0 + 2 * ow), u1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+		__m128 v0 = _mm_loadu_ps(r1 + 2 * ow), v1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+		__m128 a = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
+		__m128 b = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
+		__m128 c = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
+		__m128 d = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
+		__m128i j = _mm_add_epi32(_mm_set1_epi32((int)(j0 + 2 * ow)), step);
+		__m128i best = j, t;
+		__m128 m = a;
+
+		t = _mm_castps_si128(_mm_cmpgt_ps(b, m));
+		best = _mm_or_si128(_mm_and_si128(t, _mm_add_epi32(j, one)),
+				    _mm_andnot_si128(t, best));
+		m = _mm_max_ps(b, m);
+		j = _mm_add_epi32(j, wv);
+		t = _mm_castps_si128(_mm_cmpgt_ps(c, m));
+		best = _mm_or_si128(_mm_and_si128(t, j), _mm_andnot_si128(t, best));
+		m = _mm_max_ps(c, m);
+		t = _mm_castps_si128(_mm_cmpgt_ps(d, m));
+		best = _mm_or_si128(_mm_and_si128(t, _mm_add_epi32(j, one)),
+				    _mm_andnot_si128(t, best));
+		m = _mm_max_ps(d, m);
+		nan |= _mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b),
+						 _mm_cmpunord_ps(c, d)));
+		_mm_storeu_ps(y + ow, m);
+		if (aux)
+			_mm_storeu_ps(aux + ow, _mm_cvtepi32_ps(best));
+	}
+#endif
+	for (; ow < Wo; ow++) {
+		float a = r0[2 * ow], b = r0[2 * ow + 1];
+		float c = r1[2 * ow], d = r1[2 * ow + 1];
+		long j = j0 + 2 * ow, best = j;
+		float m = a;
+		best = b > m ? j + 1 : best;
+		m = b > m ? b : m;
+		best = c > m ? j + W : best;
+		m = c > m ? c : m;
+		best = d > m ? j + W + 1 : best;
+		m = d > m ? d : m;
+		nan |= (a != a) | (b != b) | (c != c) | (d != d);
+		y[ow] = m;
+		if (aux)
+			aux[ow] = (float)best;
+	}
+	return nan;
+}
+
 static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 			    float *s, float *work, const float *x,
 			    const float *p, int B, int train,
@@ -58,6 +127,15 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 		const float *xc = x + bc * H * W;
 		long base = (bc % C) * H * W;	/* the channel's offset in a sample */
 		for (int oh = 0; oh < Ho; oh++) {
+			if (k == 2 && st == 2 && pad == 0) {
+				const float *r0 = xc + 2 * oh * W;
+				if (!pool2x2_row(y, aux, r0, r0 + W, Wo,
+						 base + 2L * oh * W, W)) {
+					y += Wo;
+					aux = aux ? aux + Wo : NULL;
+					continue;
+				}
+			}
 			int h0 = oh * st - pad, h1 = h0 + k;
 			h0 = h0 < 0 ? 0 : h0;
 			h1 = h1 > H ? H : h1;
