@@ -305,6 +305,7 @@ static const struct {
 	{ 1, 5, 4, 2, 1, 1 },	/* stride 1, pad 1 */
 	{ 2, 7, 7, 2, 3, 0 },	/* stride > kernel */
 	{ 2, 4, 4, 3, 0, 0 },	/* stride 0 means stride = kernel */
+	{ 2, 4, 19, 2, 2, 0 },	/* 2x2/2 wide enough for the vector path */
 };
 
 static void pool_grad(const struct akk_layer_ops *ops, enum xmode mode)
@@ -504,6 +505,99 @@ static void t_pool_forward(void **state)
 	assert_float_equal(y[1], (1 + 2 + 3 + 5 + 6 + 7) / 9.0f, 1e-6);
 	assert_float_equal(y[3], (5 + 6 + 7 + 9 + 10 + 11 + 13 + 14 + 15) / 9.0f,
 			   1e-6);
+}
+
+/* The pooling kernels against a naive scan of each window, bit for bit:
+ * forward values, max-pool argmax indices and avg-pool input gradients,
+ * on the vectorised 2x2/2 shape (widths with and without a tail of fewer
+ * than four windows) and general ones. Values come from a small set so
+ * that ties are frequent, with -0 and NaNs among them. */
+static void naive_pool(int is_max, float *y, float *aux, float *dx,
+		       const float *dy, const float *x, int B, int C, int H,
+		       int W, int k, int s, int p, int Ho, int Wo)
+{
+	float scale = 1.0f / (float)(k * k);
+
+	memset(dx, 0, (size_t)B * C * H * W * sizeof(*dx));
+	for (int bc = 0; bc < B * C; bc++)
+		for (int oh = 0; oh < Ho; oh++)
+			for (int ow = 0; ow < Wo; ow++) {
+				float m = 0, t = 0, g = *dy++ * scale;
+				int best = -1;
+				for (int ih = oh * s - p; ih < oh * s - p + k; ih++)
+					for (int iw = ow * s - p; iw < ow * s - p + k; iw++) {
+						if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+							continue;
+						int j = ih * W + iw;
+						float v = x[(size_t)bc * H * W + j];
+						t += v;
+						dx[(size_t)bc * H * W + j] += g;
+						if (best < 0 || (m == m && (v > m || v != v))) {
+							best = j;
+							m = v;
+						}
+					}
+				*y++ = is_max ? m : t * scale;
+				*aux++ = (float)((bc % C) * H * W + best);
+			}
+}
+
+static void t_pool_vs_naive(void **state)
+{
+	static const struct { int C, H, W, k, s, p; } cases[] = {
+		{ 3, 9, 19, 2, 2, 0 }, { 2, 8, 16, 2, 2, 0 }, { 1, 4, 2, 2, 2, 0 },
+		{ 2, 5, 11, 3, 2, 1 }, { 2, 6, 13, 2, 1, 0 },
+	};
+	static const float vals[] = { -2, -1, -0.0f, 0, 1, 2, NAN };
+	uint32_t r = 12345;
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (int is_max = 0; is_max < 2; is_max++) {
+			struct akk_layer_spec sp = spec_of(is_max ? &akk_layer_maxpool2d
+							   : &akk_layer_avgpool2d);
+			struct akk_layer l;
+			int B = 2;
+			sp.kernel = cases[c].k;
+			sp.stride = cases[c].s;
+			sp.padding = cases[c].p;
+			plan_ok(&l, &sp, shape3(cases[c].C, cases[c].H, cases[c].W));
+			size_t n = (size_t)B * akk_shape_size(l.in);
+			size_t m = (size_t)B * akk_shape_size(l.out);
+			float *x = malloc(n * sizeof(*x)), *dx = malloc(n * sizeof(*x));
+			float *rdx = malloc(n * sizeof(*x)), *dy = malloc(m * sizeof(*x));
+			float *y = malloc(m * sizeof(*x)), *ry = malloc(m * sizeof(*x));
+			float *aux = malloc(m * sizeof(*x)), *raux = malloc(m * sizeof(*x));
+			assert_true(x && dx && rdx && dy && y && ry && aux && raux);
+			for (size_t i = 0; i < n; i++) {
+				r = r * 1664525u + 1013904223u;
+				/* NaN rarely: one element in 64 */
+				x[i] = (r >> 26) == 0 ? NAN : vals[(r >> 16) % 6];
+			}
+			for (size_t i = 0; i < m; i++) {
+				r = r * 1664525u + 1013904223u;
+				dy[i] = vals[(r >> 16) % 6];
+			}
+			naive_pool(is_max, ry, raux, rdx, dy, x, B, cases[c].C,
+				   cases[c].H, cases[c].W, cases[c].k, cases[c].s,
+				   cases[c].p, l.out.d[1], l.out.d[2]);
+			l.ops->forward(&l, y, is_max ? aux : NULL, NULL, NULL, x,
+				       NULL, B, 1, NULL);
+			assert_memory_equal(y, ry, m * sizeof(*y));
+			if (is_max) {
+				assert_memory_equal(aux, raux, m * sizeof(*aux));
+				/* the same values without aux (evaluation) */
+				l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, B,
+					       0, NULL);
+				assert_memory_equal(y, ry, m * sizeof(*y));
+			} else {
+				l.ops->backward(&l, dx, NULL, NULL, dy, x, y, NULL,
+						NULL, B);
+				assert_memory_equal(dx, rdx, n * sizeof(*dx));
+			}
+			free(x), free(dx), free(rdx), free(dy);
+			free(y), free(ry), free(aux), free(raux);
+		}
 }
 
 static void t_activation_values(void **state)
@@ -948,6 +1042,7 @@ int main(void)
 		cmocka_unit_test(t_grad_activations),
 		cmocka_unit_test(t_conv2d_vs_naive),
 		cmocka_unit_test(t_pool_forward),
+		cmocka_unit_test(t_pool_vs_naive),
 		cmocka_unit_test(t_activation_values),
 		cmocka_unit_test(t_batchnorm_hand),
 		cmocka_unit_test(t_batchnorm_channels),
