@@ -450,9 +450,51 @@ static void t_conv2d_vs_naive(void **state)
 			assert_true(tu_max_rel_err(g.y + b * g.nout, ref, g.nout,
 						   1.0) < 1e-5);
 		}
+		/* The unrolled input is kept in aux (none when pointwise);
+		 * an evaluation forward without aux gives the same bits. */
+		int pw = sp.kernel == 1 && sp.stride == 1 && sp.padding == 0;
+		assert_int_equal(g.l.aux, pw ? 0 : (size_t)cases[n].C * sp.kernel *
+				 sp.kernel * Ho * Wo);
+		float *y0 = alloc_nan(2 * g.nout);
+		memcpy(y0, g.y, 2 * g.nout * sizeof(*y0));
+		g.l.ops->forward(&g.l, g.y, NULL, g.s, g.work, g.x, g.p, 2, 0,
+				 NULL);
+		assert_memory_equal(g.y, y0, 2 * g.nout * sizeof(*y0));
+		akk_free(y0);
 		akk_free(ref);
 		rig_close(&g);
 	}
+}
+
+/* Backward takes the unrolled input from aux, as the training forward left
+ * it, and does not unroll x again: with x spoilt after the forward, the
+ * weight gradient is still the one computed from the intact x. */
+static void t_conv2d_backward_uses_aux(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_conv2d);
+	struct rig g;
+
+	(void)state;
+	sp.filters = 4;
+	sp.kernel = 3;
+	sp.padding = 1;
+	rig_open(&g, &sp, shape3(2, 7, 6), 2, X_PLAIN);
+	size_t np = g.l.nparams, nin = 2 * g.nin;
+	float *dp0 = alloc_nan(np), *x0 = alloc_nan(nin);
+	memcpy(x0, g.x, nin * sizeof(*x0));
+	g.l.ops->forward(&g.l, g.y, g.aux, g.s, g.work, g.x, g.p, 2, 1, NULL);
+	memset(g.dp, 0, np * sizeof(*g.dp));
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux, g.p, 2);
+	memcpy(dp0, g.dp, np * sizeof(*dp0));
+	for (size_t i = 0; i < nin; i++)
+		g.x[i] = NAN;
+	memset(g.dp, 0, np * sizeof(*g.dp));
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux, g.p, 2);
+	assert_memory_equal(g.dp, dp0, np * sizeof(*dp0));
+	memcpy(g.x, x0, nin * sizeof(*x0));
+	akk_free(dp0);
+	akk_free(x0);
+	rig_close(&g);
 }
 
 static void t_pool_forward(void **state)
@@ -1041,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(t_grad_batchnorm),
 		cmocka_unit_test(t_grad_activations),
 		cmocka_unit_test(t_conv2d_vs_naive),
+		cmocka_unit_test(t_conv2d_backward_uses_aux),
 		cmocka_unit_test(t_pool_forward),
 		cmocka_unit_test(t_pool_vs_naive),
 		cmocka_unit_test(t_activation_values),

@@ -12,8 +12,9 @@
  * sample, counted in the gate's plan) so the backward does not unroll x
  * again: it adds dy col^T into dW, then computes dcol = W^T dy in the
  * scratch buffer and folds it back into dx (col2im). An evaluation forward
- * given no aux unrolls into the scratch instead. A 1x1, stride 1, unpadded
- * convolution skips the unrolling: col is x itself, and no aux is kept. */
+ * (train 0, or no aux) unrolls into the scratch instead. A 1x1, stride 1,
+ * unpadded convolution skips the unrolling: col is x itself, and no aux is
+ * kept. */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -136,6 +137,23 @@ static void col2im(float *dx, const float *col, const struct geom *g)
 			}
 }
 
+/* The sum of r[0..n): eight running sums (lane q adds r[8i + q]), which
+ * the compiler keeps in vector registers, then the tail, then the lanes
+ * pairwise. A fixed order, whatever the thread: the same bits every run. */
+static float row_sum(const float *r, int n)
+{
+	float a[8] = { 0 }, t;
+	int j = 0;
+
+	for (; j + 8 <= n; j += 8)
+		for (int q = 0; q < 8; q++)
+			a[q] += r[j + q];
+	for (int q = 0; j < n; j++, q++)
+		a[q] += r[j];
+	t = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+	return t;
+}
+
 static int conv_plan(struct akk_layer *l, struct akk_err *e)
 {
 	const struct akk_layer_spec *sp = l->spec;
@@ -240,12 +258,14 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 	const float *w = p, *b = p + (size_t)g.F * ckk;
 	int bias = l->spec->bias;
 
-	(void)s, (void)train, (void)rng;
+	(void)s, (void)rng;
 	for (int i = 0; i < B; i++) {
 		const float *xi = x + i * xs, *col = xi;
 		float *yi = y + i * ys;
 		if (!is_pointwise(&g)) {
-			float *c = aux ? aux + (size_t)i * l->aux : work;
+			/* evaluation unrolls into the scratch: no page of
+			 * an evaluation tape's aux is ever touched */
+			float *c = aux && train ? aux + (size_t)i * l->aux : work;
 			im2col(c, xi, &g);
 			col = c;
 		}
@@ -279,13 +299,8 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1,
 			  dw, ckk);
 		if (l->spec->bias)
-			for (int f = 0; f < g.F; f++) {
-				const float *r = dyi + (size_t)f * hw;
-				float t = 0;
-				for (int j = 0; j < hw; j++)
-					t += r[j];
-				db[f] += t;
-			}
+			for (int f = 0; f < g.F; f++)
+				db[f] += row_sum(dyi + (size_t)f * hw, hw);
 		if (!dx)
 			continue;
 		/* dcol (Ckk, HoWo) = W^T (Ckk, F) dy (F, HoWo), then col2im. */
