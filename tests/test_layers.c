@@ -642,6 +642,83 @@ static void t_pool_vs_naive(void **state)
 		}
 }
 
+/* A max-pool with relu_in computes relu then max-pool to the bit, forward
+ * (values and indices) and backward, with zeros of both signs, negative
+ * windows, ties and NaNs; and akk_layers_fuse marks exactly a relu then a
+ * maxpool2d, never at a gate's first layer. */
+static void t_relu_maxpool_fused(void **state)
+{
+	static const struct { int C, H, W, k, s, p; } cases[] = {
+		{ 3, 8, 19, 2, 2, 0 }, { 2, 7, 9, 3, 2, 1 }, { 2, 5, 6, 2, 1, 0 },
+	};
+	static const float vals[] = { -2, -1, -0.0f, 0, 1, 2, -3, NAN };
+	uint32_t r = 777;
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct akk_layer_spec rs = spec_of(&akk_layer_relu);
+		struct akk_layer_spec ps = spec_of(&akk_layer_maxpool2d);
+		struct akk_layer rl, pl, fl;
+		int B = 2;
+		ps.kernel = cases[c].k;
+		ps.stride = cases[c].s;
+		ps.padding = cases[c].p;
+		struct akk_shape in = shape3(cases[c].C, cases[c].H, cases[c].W);
+		plan_ok(&rl, &rs, in);
+		plan_ok(&pl, &ps, in);
+		fl = pl;
+		fl.relu_in = 1;
+		size_t n = (size_t)B * akk_shape_size(in);
+		size_t m = (size_t)B * akk_shape_size(pl.out);
+		float *x = malloc(n * sizeof(float)), *h = malloc(n * sizeof(float));
+		float *dh = malloc(n * sizeof(float)), *dx = malloc(n * sizeof(float));
+		float *fdx = malloc(n * sizeof(float)), *y = malloc(m * sizeof(float));
+		float *fy = malloc(m * sizeof(float)), *dy = malloc(m * sizeof(float));
+		float *aux = malloc(m * sizeof(float)), *faux = malloc(m * sizeof(float));
+		assert_true(x && h && dh && dx && fdx && y && fy && dy && aux && faux);
+		for (int rep = 0; rep < 2; rep++) {
+			/* rep 0: mostly non-positive windows; rep 1: mixed */
+			for (size_t i = 0; i < n; i++) {
+				r = r * 1664525u + 1013904223u;
+				x[i] = (r >> 26) == 0 ? NAN :
+				       vals[(r >> 16) % (rep ? 7 : 4)];
+			}
+			for (size_t i = 0; i < m; i++) {
+				r = r * 1664525u + 1013904223u;
+				dy[i] = vals[(r >> 16) % 7];
+			}
+			rl.ops->forward(&rl, h, NULL, NULL, NULL, x, NULL, B, 1, NULL);
+			pl.ops->forward(&pl, y, aux, NULL, NULL, h, NULL, B, 1, NULL);
+			pl.ops->backward(&pl, dh, NULL, NULL, dy, h, y, aux, NULL, B);
+			rl.ops->backward(&rl, dx, NULL, NULL, dh, x, h, NULL, NULL, B);
+			fl.ops->forward(&fl, fy, faux, NULL, NULL, x, NULL, B, 1, NULL);
+			fl.ops->backward(&fl, fdx, NULL, NULL, dy, NULL, fy, faux,
+					 NULL, B);
+			assert_memory_equal(fy, y, m * sizeof(*y));
+			assert_memory_equal(faux, aux, m * sizeof(*aux));
+			assert_memory_equal(fdx, dx, n * sizeof(*dx));
+		}
+		free(x), free(h), free(dh), free(dx), free(fdx);
+		free(y), free(fy), free(dy), free(aux), free(faux);
+	}
+
+	struct akk_layer ls[5] = { 0 };
+	const struct akk_layer_ops *kinds[][5] = {
+		{ &akk_layer_conv2d, &akk_layer_relu, &akk_layer_maxpool2d,
+		  &akk_layer_relu, &akk_layer_maxpool2d },
+		{ &akk_layer_relu, &akk_layer_maxpool2d, &akk_layer_relu,
+		  &akk_layer_avgpool2d, &akk_layer_maxpool2d },
+	};
+	static const int want[][5] = { { 0, 0, 1, 0, 1 }, { 0, 0, 0, 0, 0 } };
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 5; i++)
+			ls[i].ops = kinds[k][i];
+		akk_layers_fuse(ls, 5);
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(ls[i].relu_in, want[k][i]);
+	}
+}
+
 static void t_activation_values(void **state)
 {
 	float x[6] = { -100, -2, -0.0f, 0.5f, 3, 100 }, y[6];
@@ -1086,6 +1163,7 @@ int main(void)
 		cmocka_unit_test(t_conv2d_backward_uses_aux),
 		cmocka_unit_test(t_pool_forward),
 		cmocka_unit_test(t_pool_vs_naive),
+		cmocka_unit_test(t_relu_maxpool_fused),
 		cmocka_unit_test(t_activation_values),
 		cmocka_unit_test(t_batchnorm_hand),
 		cmocka_unit_test(t_batchnorm_channels),

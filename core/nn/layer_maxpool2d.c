@@ -9,7 +9,16 @@
  * aux, per sample, is [C, Ho, Wo]: the index of each maximum within the
  * sample's input (c H W + ih W + iw), stored as a float; exact because plan
  * rejects inputs of 2^24 elements or more. An evaluation forward may pass
- * aux NULL, and then no index is stored. */
+ * aux NULL, and then no index is stored.
+ *
+ * With l->relu_in (akk_layers_fuse: a relu came just before, and the gate
+ * skips it) x is the relu's input and the layer computes
+ * maxpool(relu(x)) exactly as the two layers would, with a quarter of the
+ * relu's work: where the window's maximum m is positive or NaN, the
+ * output is m at its index; otherwise every relu value was a zero and the
+ * first element wins, so the output is relu(first) at the first index.
+ * The backward passes dy only where the output is positive (relu's
+ * derivative at the chosen element). */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -53,7 +62,7 @@ static float first_nan(const float *xc, int W, int h0, int h1, int w0,
  * Returns nonzero if a window held a NaN; the caller then redoes the row
  * with the general loop, which propagates the first NaN. */
 static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
-		       int Wo, long j0, int W)
+		       int Wo, long j0, int W, int relu)
 {
 	int nan = 0, ow = 0;
 
@@ -88,6 +97,18 @@ static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 		m = _mm_max_ps(d, m);
 		nan |= _mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b),
 						 _mm_cmpunord_ps(c, d)));
+		if (relu) {
+			/* m neither positive nor NaN: relu(a), the first */
+			__m128 z = _mm_setzero_ps();
+			__m128i f = _mm_castps_si128(_mm_andnot_ps(
+				_mm_cmpgt_ps(m, z), _mm_cmpord_ps(m, m)));
+			__m128 ra = _mm_andnot_ps(_mm_cmplt_ps(a, z), a);
+			m = _mm_castsi128_ps(_mm_or_si128(
+				_mm_and_si128(f, _mm_castps_si128(ra)),
+				_mm_andnot_si128(f, _mm_castps_si128(m))));
+			best = _mm_or_si128(_mm_and_si128(f, _mm_sub_epi32(j, wv)),
+					    _mm_andnot_si128(f, best));
+		}
 		_mm_storeu_ps(y + ow, m);
 		if (aux)
 			_mm_storeu_ps(aux + ow, _mm_cvtepi32_ps(best));
@@ -105,6 +126,10 @@ static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 		best = d > m ? j + W + 1 : best;
 		m = d > m ? d : m;
 		nan |= (a != a) | (b != b) | (c != c) | (d != d);
+		if (relu && !(m > 0) && m == m) {
+			m = a < 0 ? 0.0f : a;
+			best = j;
+		}
 		y[ow] = m;
 		if (aux)
 			aux[ow] = (float)best;
@@ -121,6 +146,7 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
 	int Ho = l->out.d[1], Wo = l->out.d[2];
 	int k = sp->kernel, st = akk_pool2d_stride(sp), pad = sp->padding;
+	int relu = l->relu_in;
 
 	(void)s, (void)work, (void)p, (void)train, (void)rng;
 	for (long bc = 0; bc < (long)B * C; bc++) {
@@ -130,7 +156,7 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 			if (k == 2 && st == 2 && pad == 0) {
 				const float *r0 = xc + 2 * oh * W;
 				if (!pool2x2_row(y, aux, r0, r0 + W, Wo,
-						 base + 2L * oh * W, W)) {
+						 base + 2L * oh * W, W, relu)) {
 					y += Wo;
 					aux = aux ? aux + Wo : NULL;
 					continue;
@@ -163,6 +189,10 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 					}
 				if (nan)
 					m = first_nan(xc, W, h0, h1, w0, w1, &best);
+				if (relu && !(m > 0) && m == m) {
+					best = h0 * W + w0;
+					m = xc[best] < 0 ? 0.0f : xc[best];
+				}
 				*y++ = m;
 				if (aux)
 					*aux++ = (float)(base + best);
@@ -171,7 +201,10 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	}
 }
 
-/* dx = 0, then each output's gradient goes to its maximum. */
+/* dx = 0, then each output's gradient goes to its maximum; with relu_in,
+ * only where the output is positive (the relu's own select, so dx is the
+ * same to the bit as the two layers'). x is not read: with relu_in it is
+ * the skipped relu's output buffer, never written. */
 static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 			     float *work, const float *dy, const float *x,
 			     const float *y, const float *aux, const float *p,
@@ -179,13 +212,18 @@ static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 {
 	size_t in = (size_t)akk_shape_size(l->in), out = l->aux;
 
-	(void)dp, (void)work, (void)x, (void)y, (void)p;
+	(void)dp, (void)work, (void)x, (void)p;
 	if (!dx)
 		return;
 	memset(dx, 0, (size_t)B * in * sizeof(*dx));
-	for (int i = 0; i < B; i++, dx += in)
-		for (size_t j = 0; j < out; j++)
-			dx[(size_t)*aux++] += *dy++;
+	if (l->relu_in)
+		for (int i = 0; i < B; i++, dx += in)
+			for (size_t j = 0; j < out; j++, y++, dy++)
+				dx[(size_t)*aux++] += *y > 0 ? *dy : 0.0f;
+	else
+		for (int i = 0; i < B; i++, dx += in)
+			for (size_t j = 0; j < out; j++)
+				dx[(size_t)*aux++] += *dy++;
 }
 
 /* MaxPool: ONNX pads are ignored by the max, as -inf here. */
