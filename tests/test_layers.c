@@ -305,6 +305,7 @@ static const struct {
 	{ 1, 5, 4, 2, 1, 1 },	/* stride 1, pad 1 */
 	{ 2, 7, 7, 2, 3, 0 },	/* stride > kernel */
 	{ 2, 4, 4, 3, 0, 0 },	/* stride 0 means stride = kernel */
+	{ 2, 4, 19, 2, 2, 0 },	/* 2x2/2 wide enough for the vector path */
 };
 
 static void pool_grad(const struct akk_layer_ops *ops, enum xmode mode)
@@ -449,9 +450,51 @@ static void t_conv2d_vs_naive(void **state)
 			assert_true(tu_max_rel_err(g.y + b * g.nout, ref, g.nout,
 						   1.0) < 1e-5);
 		}
+		/* The unrolled input is kept in aux (none when pointwise);
+		 * an evaluation forward without aux gives the same bits. */
+		int pw = sp.kernel == 1 && sp.stride == 1 && sp.padding == 0;
+		assert_int_equal(g.l.aux, pw ? 0 : (size_t)cases[n].C * sp.kernel *
+				 sp.kernel * Ho * Wo);
+		float *y0 = alloc_nan(2 * g.nout);
+		memcpy(y0, g.y, 2 * g.nout * sizeof(*y0));
+		g.l.ops->forward(&g.l, g.y, NULL, g.s, g.work, g.x, g.p, 2, 0,
+				 NULL);
+		assert_memory_equal(g.y, y0, 2 * g.nout * sizeof(*y0));
+		akk_free(y0);
 		akk_free(ref);
 		rig_close(&g);
 	}
+}
+
+/* Backward takes the unrolled input from aux, as the training forward left
+ * it, and does not unroll x again: with x spoilt after the forward, the
+ * weight gradient is still the one computed from the intact x. */
+static void t_conv2d_backward_uses_aux(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_conv2d);
+	struct rig g;
+
+	(void)state;
+	sp.filters = 4;
+	sp.kernel = 3;
+	sp.padding = 1;
+	rig_open(&g, &sp, shape3(2, 7, 6), 2, X_PLAIN);
+	size_t np = g.l.nparams, nin = 2 * g.nin;
+	float *dp0 = alloc_nan(np), *x0 = alloc_nan(nin);
+	memcpy(x0, g.x, nin * sizeof(*x0));
+	g.l.ops->forward(&g.l, g.y, g.aux, g.s, g.work, g.x, g.p, 2, 1, NULL);
+	memset(g.dp, 0, np * sizeof(*g.dp));
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux, g.p, 2);
+	memcpy(dp0, g.dp, np * sizeof(*dp0));
+	for (size_t i = 0; i < nin; i++)
+		g.x[i] = NAN;
+	memset(g.dp, 0, np * sizeof(*g.dp));
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux, g.p, 2);
+	assert_memory_equal(g.dp, dp0, np * sizeof(*dp0));
+	memcpy(g.x, x0, nin * sizeof(*x0));
+	akk_free(dp0);
+	akk_free(x0);
+	rig_close(&g);
 }
 
 static void t_pool_forward(void **state)
@@ -504,6 +547,176 @@ static void t_pool_forward(void **state)
 	assert_float_equal(y[1], (1 + 2 + 3 + 5 + 6 + 7) / 9.0f, 1e-6);
 	assert_float_equal(y[3], (5 + 6 + 7 + 9 + 10 + 11 + 13 + 14 + 15) / 9.0f,
 			   1e-6);
+}
+
+/* The pooling kernels against a naive scan of each window, bit for bit:
+ * forward values, max-pool argmax indices and avg-pool input gradients,
+ * on the vectorised 2x2/2 shape (widths with and without a tail of fewer
+ * than four windows) and general ones. Values come from a small set so
+ * that ties are frequent, with -0 and NaNs among them. */
+static void naive_pool(int is_max, float *y, float *aux, float *dx,
+		       const float *dy, const float *x, int B, int C, int H,
+		       int W, int k, int s, int p, int Ho, int Wo)
+{
+	float scale = 1.0f / (float)(k * k);
+
+	memset(dx, 0, (size_t)B * C * H * W * sizeof(*dx));
+	for (int bc = 0; bc < B * C; bc++)
+		for (int oh = 0; oh < Ho; oh++)
+			for (int ow = 0; ow < Wo; ow++) {
+				float m = 0, t = 0, g = *dy++ * scale;
+				int best = -1;
+				for (int ih = oh * s - p; ih < oh * s - p + k; ih++)
+					for (int iw = ow * s - p; iw < ow * s - p + k; iw++) {
+						if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+							continue;
+						int j = ih * W + iw;
+						float v = x[(size_t)bc * H * W + j];
+						t += v;
+						dx[(size_t)bc * H * W + j] += g;
+						if (best < 0 || (m == m && (v > m || v != v))) {
+							best = j;
+							m = v;
+						}
+					}
+				*y++ = is_max ? m : t * scale;
+				*aux++ = (float)((bc % C) * H * W + best);
+			}
+}
+
+static void t_pool_vs_naive(void **state)
+{
+	static const struct { int C, H, W, k, s, p; } cases[] = {
+		{ 3, 9, 19, 2, 2, 0 }, { 2, 8, 16, 2, 2, 0 }, { 1, 4, 2, 2, 2, 0 },
+		{ 2, 5, 11, 3, 2, 1 }, { 2, 6, 13, 2, 1, 0 },
+	};
+	static const float vals[] = { -2, -1, -0.0f, 0, 1, 2, NAN };
+	uint32_t r = 12345;
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (int is_max = 0; is_max < 2; is_max++) {
+			struct akk_layer_spec sp = spec_of(is_max ? &akk_layer_maxpool2d
+							   : &akk_layer_avgpool2d);
+			struct akk_layer l;
+			int B = 2;
+			sp.kernel = cases[c].k;
+			sp.stride = cases[c].s;
+			sp.padding = cases[c].p;
+			plan_ok(&l, &sp, shape3(cases[c].C, cases[c].H, cases[c].W));
+			size_t n = (size_t)B * akk_shape_size(l.in);
+			size_t m = (size_t)B * akk_shape_size(l.out);
+			float *x = malloc(n * sizeof(*x)), *dx = malloc(n * sizeof(*x));
+			float *rdx = malloc(n * sizeof(*x)), *dy = malloc(m * sizeof(*x));
+			float *y = malloc(m * sizeof(*x)), *ry = malloc(m * sizeof(*x));
+			float *aux = malloc(m * sizeof(*x)), *raux = malloc(m * sizeof(*x));
+			assert_true(x && dx && rdx && dy && y && ry && aux && raux);
+			for (size_t i = 0; i < n; i++) {
+				r = r * 1664525u + 1013904223u;
+				/* NaN rarely: one element in 64 */
+				x[i] = (r >> 26) == 0 ? NAN : vals[(r >> 16) % 6];
+			}
+			for (size_t i = 0; i < m; i++) {
+				r = r * 1664525u + 1013904223u;
+				dy[i] = vals[(r >> 16) % 6];
+			}
+			naive_pool(is_max, ry, raux, rdx, dy, x, B, cases[c].C,
+				   cases[c].H, cases[c].W, cases[c].k, cases[c].s,
+				   cases[c].p, l.out.d[1], l.out.d[2]);
+			l.ops->forward(&l, y, is_max ? aux : NULL, NULL, NULL, x,
+				       NULL, B, 1, NULL);
+			assert_memory_equal(y, ry, m * sizeof(*y));
+			if (is_max) {
+				assert_memory_equal(aux, raux, m * sizeof(*aux));
+				/* the same values without aux (evaluation) */
+				l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, B,
+					       0, NULL);
+				assert_memory_equal(y, ry, m * sizeof(*y));
+			} else {
+				l.ops->backward(&l, dx, NULL, NULL, dy, x, y, NULL,
+						NULL, B);
+				assert_memory_equal(dx, rdx, n * sizeof(*dx));
+			}
+			free(x), free(dx), free(rdx), free(dy);
+			free(y), free(ry), free(aux), free(raux);
+		}
+}
+
+/* A max-pool with relu_in computes relu then max-pool to the bit, forward
+ * (values and indices) and backward, with zeros of both signs, negative
+ * windows, ties and NaNs; and akk_layers_fuse marks exactly a relu then a
+ * maxpool2d, never at a gate's first layer. */
+static void t_relu_maxpool_fused(void **state)
+{
+	static const struct { int C, H, W, k, s, p; } cases[] = {
+		{ 3, 8, 19, 2, 2, 0 }, { 2, 7, 9, 3, 2, 1 }, { 2, 5, 6, 2, 1, 0 },
+	};
+	static const float vals[] = { -2, -1, -0.0f, 0, 1, 2, -3, NAN };
+	uint32_t r = 777;
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct akk_layer_spec rs = spec_of(&akk_layer_relu);
+		struct akk_layer_spec ps = spec_of(&akk_layer_maxpool2d);
+		struct akk_layer rl, pl, fl;
+		int B = 2;
+		ps.kernel = cases[c].k;
+		ps.stride = cases[c].s;
+		ps.padding = cases[c].p;
+		struct akk_shape in = shape3(cases[c].C, cases[c].H, cases[c].W);
+		plan_ok(&rl, &rs, in);
+		plan_ok(&pl, &ps, in);
+		fl = pl;
+		fl.relu_in = 1;
+		size_t n = (size_t)B * akk_shape_size(in);
+		size_t m = (size_t)B * akk_shape_size(pl.out);
+		float *x = malloc(n * sizeof(float)), *h = malloc(n * sizeof(float));
+		float *dh = malloc(n * sizeof(float)), *dx = malloc(n * sizeof(float));
+		float *fdx = malloc(n * sizeof(float)), *y = malloc(m * sizeof(float));
+		float *fy = malloc(m * sizeof(float)), *dy = malloc(m * sizeof(float));
+		float *aux = malloc(m * sizeof(float)), *faux = malloc(m * sizeof(float));
+		assert_true(x && h && dh && dx && fdx && y && fy && dy && aux && faux);
+		for (int rep = 0; rep < 2; rep++) {
+			/* rep 0: mostly non-positive windows; rep 1: mixed */
+			for (size_t i = 0; i < n; i++) {
+				r = r * 1664525u + 1013904223u;
+				x[i] = (r >> 26) == 0 ? NAN :
+				       vals[(r >> 16) % (rep ? 7 : 4)];
+			}
+			for (size_t i = 0; i < m; i++) {
+				r = r * 1664525u + 1013904223u;
+				dy[i] = vals[(r >> 16) % 7];
+			}
+			rl.ops->forward(&rl, h, NULL, NULL, NULL, x, NULL, B, 1, NULL);
+			pl.ops->forward(&pl, y, aux, NULL, NULL, h, NULL, B, 1, NULL);
+			pl.ops->backward(&pl, dh, NULL, NULL, dy, h, y, aux, NULL, B);
+			rl.ops->backward(&rl, dx, NULL, NULL, dh, x, h, NULL, NULL, B);
+			fl.ops->forward(&fl, fy, faux, NULL, NULL, x, NULL, B, 1, NULL);
+			fl.ops->backward(&fl, fdx, NULL, NULL, dy, NULL, fy, faux,
+					 NULL, B);
+			assert_memory_equal(fy, y, m * sizeof(*y));
+			assert_memory_equal(faux, aux, m * sizeof(*aux));
+			assert_memory_equal(fdx, dx, n * sizeof(*dx));
+		}
+		free(x), free(h), free(dh), free(dx), free(fdx);
+		free(y), free(fy), free(dy), free(aux), free(faux);
+	}
+
+	struct akk_layer ls[5] = { 0 };
+	const struct akk_layer_ops *kinds[][5] = {
+		{ &akk_layer_conv2d, &akk_layer_relu, &akk_layer_maxpool2d,
+		  &akk_layer_relu, &akk_layer_maxpool2d },
+		{ &akk_layer_relu, &akk_layer_maxpool2d, &akk_layer_relu,
+		  &akk_layer_avgpool2d, &akk_layer_maxpool2d },
+	};
+	static const int want[][5] = { { 0, 0, 1, 0, 1 }, { 0, 0, 0, 0, 0 } };
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 5; i++)
+			ls[i].ops = kinds[k][i];
+		akk_layers_fuse(ls, 5);
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(ls[i].relu_in, want[k][i]);
+	}
 }
 
 static void t_activation_values(void **state)
@@ -947,7 +1160,10 @@ int main(void)
 		cmocka_unit_test(t_grad_batchnorm),
 		cmocka_unit_test(t_grad_activations),
 		cmocka_unit_test(t_conv2d_vs_naive),
+		cmocka_unit_test(t_conv2d_backward_uses_aux),
 		cmocka_unit_test(t_pool_forward),
+		cmocka_unit_test(t_pool_vs_naive),
+		cmocka_unit_test(t_relu_maxpool_fused),
 		cmocka_unit_test(t_activation_values),
 		cmocka_unit_test(t_batchnorm_hand),
 		cmocka_unit_test(t_batchnorm_channels),

@@ -82,6 +82,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 		akk_rng_seed(&rng, seed, AKK_STREAM_INIT + p->index * 64 + i);
 		l->ops->init(l, g->params + l->poff, g->state + l->soff, &rng);
 	}
+	akk_layers_fuse(g->layers, p->nlayers);
 	akk_rng_seed(&g->rng, seed, AKK_STREAM_DROPOUT + p->index);
 	return 0;
 }
@@ -125,6 +126,8 @@ static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct akk_layer *l = &g->layers[i];
 		float *y = t->act + (size_t)B * g->act_off[i];
+		if (i + 1 < p->nlayers && g->layers[i + 1].relu_in)
+			continue;	/* applied by the next layer */
 		l->ops->forward(l, y, t->aux + (size_t)B * g->aux_off[i],
 				g->state + l->soff, g->work, in,
 				params + l->poff, B, train, &g->rng);
@@ -190,6 +193,8 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 	params = t->stash ? t->stash : g->params;
 	for (int i = p->nlayers - 1; i >= 0; i--) {
 		const struct akk_layer *l = &g->layers[i];
+		if (i + 1 < p->nlayers && g->layers[i + 1].relu_in)
+			continue;	/* its gradient came with the next's */
 		const float *x = i ? t->act + (size_t)B * g->act_off[i - 1] : t->x;
 		const float *y = t->act + (size_t)B * g->act_off[i];
 		float *dx = i ? g->dbuf[flip] : (need_dx ? t->dx : NULL);

@@ -38,6 +38,13 @@ const char *const akk_init_names[] = {
 	"he_normal", "lecun_uniform", "zeros", "constant", NULL,
 };
 
+void akk_layers_fuse(struct akk_layer *layers, int n)
+{
+	for (int i = 1; i + 1 < n; i++)
+		layers[i + 1].relu_in = layers[i].ops == &akk_layer_relu &&
+			layers[i + 1].ops == &akk_layer_maxpool2d;
+}
+
 const struct akk_layer_ops *akk_layer_find(const char *name)
 {
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)

@@ -91,7 +91,10 @@ struct akk_layer {
 	size_t poff, soff;	/* offsets in the gate's parameter / state blocks */
 	struct akk_pool *pool;	/* what the kernels pass to akk_sgemm: the
 				 * gate's compute pool, or NULL (the calling
-				 * thread alone); lent by the run: do not free */	struct akk_layer_sync *sync;	/* data parallelism: sums over every
+				 * thread alone); lent by the run: do not free */
+	int relu_in;		/* set by akk_layers_fuse: this layer applies
+				 * the relu before it, which the gate skips */
+	struct akk_layer_sync *sync;	/* data parallelism: sums over every
 				 * replica (batchnorm), or NULL; lent by the run */
 };
 
@@ -196,6 +199,14 @@ int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e);
  * kernel when 0 (the default). */
 extern const struct akk_layer_option akk_pool2d_options[];
 int akk_pool2d_stride(const struct akk_layer_spec *sp);
+
+/* Mark in layers[0..n) (one gate's) the pairs that one kernel computes: a
+ * relu directly followed by a maxpool2d, where max-pooling then relu is
+ * relu then max-pooling bit for bit and reads a quarter of the elements
+ * (2x2 windows). The max-pool gets relu_in; the caller runs it on the
+ * relu's input and skips the relu, forward and backward. A gate's first
+ * layer is never skipped (its input gradient is the gate's). */
+void akk_layers_fuse(struct akk_layer *layers, int n);
 
 /* Initialise n weights with fan-in/fan-out, by kind (never DEFAULT). */
 void akk_init_fill(float *w, size_t n, int fan_in, int fan_out,

@@ -10,10 +10,38 @@
 #include "nn/export.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static int avgpool_plan(struct akk_layer *l, struct akk_err *e)
 {
 	return akk_pool2d_plan(l, e);
+}
+
+/* The usual case, k = s = 2 without padding, one output row: each window
+ * summed in the general loop's order, ((a + b) + c) + d with a, b above
+ * and c, d below, then scaled, so the result is the same to the bit. */
+static void avg2x2_row(float *y, const float *r0, const float *r1, int Wo,
+		       float scale)
+{
+	int ow = 0;
+
+#ifdef __SSE2__
+	const __m128 sc = _mm_set1_ps(scale);
+	for (; ow + 4 <= Wo; ow += 4) {
+		__m128 u0 = _mm_loadu_ps(r0 + 2 * ow), u1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+		__m128 v0 = _mm_loadu_ps(r1 + 2 * ow), v1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+		__m128 t = _mm_add_ps(_mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+				      _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+		t = _mm_add_ps(t, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0)));
+		t = _mm_add_ps(t, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
+		_mm_storeu_ps(y + ow, _mm_mul_ps(t, sc));
+	}
+#endif
+	for (; ow < Wo; ow++)
+		y[ow] = (((r0[2 * ow] + r0[2 * ow + 1]) + r1[2 * ow]) +
+			 r1[2 * ow + 1]) * scale;
 }
 
 static void avgpool_forward(const struct akk_layer *l, float *y, float *aux,
@@ -31,6 +59,12 @@ static void avgpool_forward(const struct akk_layer *l, float *y, float *aux,
 	for (long bc = 0; bc < (long)B * C; bc++) {
 		const float *xc = x + bc * H * W;
 		for (int oh = 0; oh < Ho; oh++) {
+			if (k == 2 && st == 2 && pad == 0) {
+				const float *r0 = xc + 2 * oh * W;
+				avg2x2_row(y, r0, r0 + W, Wo, scale);
+				y += Wo;
+				continue;
+			}
 			int h0 = oh * st - pad, h1 = h0 + k;
 			h0 = h0 < 0 ? 0 : h0;
 			h1 = h1 > H ? H : h1;
@@ -68,6 +102,19 @@ static void avgpool_backward(const struct akk_layer *l, float *dx, float *dp,
 	for (long bc = 0; bc < (long)B * C; bc++) {
 		float *dc = dx + bc * H * W;
 		for (int oh = 0; oh < Ho; oh++) {
+			if (k == 2 && st == 2 && pad == 0) {
+				/* disjoint windows: each element gets one g,
+				 * stored as 0 + g (as the general loop adds it
+				 * to the zeroed dx: -0 becomes +0) */
+				float *r0 = dc + 2 * oh * W, *r1 = r0 + W;
+				for (int ow = 0; ow < Wo; ow++) {
+					float g = 0.0f + dy[ow] * scale;
+					r0[2 * ow] = r0[2 * ow + 1] = g;
+					r1[2 * ow] = r1[2 * ow + 1] = g;
+				}
+				dy += Wo;
+				continue;
+			}
 			int h0 = oh * st - pad, h1 = h0 + k;
 			h0 = h0 < 0 ? 0 : h0;
 			h1 = h1 > H ? H : h1;

@@ -7,11 +7,14 @@
  * init is torch's: weight and bias U(+-1/sqrt(C k k)); an explicit init kind
  * applies to the weight (fan_in C k k, fan_out F k k) and zeroes the bias.
  *
- * Per sample, the forward unrolls x into col (C k k, Ho Wo) in the scratch
- * buffer and computes y (F, Ho Wo) = W (F, C k k) col. The backward unrolls
- * x again (no aux is kept), adds dy col^T into dW, then reuses the same
- * scratch for dcol = W^T dy and folds it back into dx (col2im). A 1x1,
- * stride 1, unpadded convolution skips the unrolling: col is x itself. */
+ * Per sample, the forward unrolls x into col (C k k, Ho Wo) and computes
+ * y (F, Ho Wo) = W (F, C k k) col. col is kept in aux (C k k Ho Wo floats a
+ * sample, counted in the gate's plan) so the backward does not unroll x
+ * again: it adds dy col^T into dW, then computes dcol = W^T dy in the
+ * scratch buffer and folds it back into dx (col2im). An evaluation forward
+ * (train 0, or no aux) unrolls into the scratch instead. A 1x1, stride 1,
+ * unpadded convolution skips the unrolling: col is x itself, and no aux is
+ * kept. */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -52,6 +55,28 @@ static void valid_range(int *lo, int *hi, int W, int Wo, int s, int p, int kj)
 		*lo = *hi;
 }
 
+/* Copies n floats, n small (a row of an image): 4 at a time through a
+ * 16-byte vector, so the compiler keeps it inline instead of turning the
+ * loop into a memcpy call, whose overhead dominates at these lengths. */
+typedef float akk_v4 __attribute__((vector_size(16)));
+
+static inline void copy_short(float *d, const float *s, int n)
+{
+	int i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		akk_v4 t;
+		memcpy(&t, s + i, sizeof(t));
+		memcpy(d + i, &t, sizeof(t));
+	}
+	switch (n - i) {
+	case 3: d[i + 2] = s[i + 2]; /* fall through */
+	case 2: d[i + 1] = s[i + 1]; /* fall through */
+	case 1: d[i] = s[i]; /* fall through */
+	default: break;
+	}
+}
+
 /* col[(c k + ki) k + kj][oh Wo + ow] = x[c][oh s - p + ki][ow s - p + kj],
  * 0 in the padding. */
 static void im2col(float *col, const float *x, const struct geom *g)
@@ -66,15 +91,16 @@ static void im2col(float *col, const float *x, const struct geom *g)
 				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
 					int ih = oh * s - p + ki;
 					if (ih < 0 || ih >= g->H) {
-						memset(col, 0, Wo * sizeof(*col));
+						for (int ow = 0; ow < Wo; ow++)
+							col[ow] = 0;
 						continue;
 					}
 					const float *xr = x + ((size_t)c * g->H + ih) * g->W;
 					for (int ow = 0; ow < lo; ow++)
 						col[ow] = 0;
 					if (s == 1 && hi > lo)
-						memcpy(col + lo, xr + lo + off,
-						       (hi - lo) * sizeof(*col));
+						copy_short(col + lo, xr + lo + off,
+							   hi - lo);
 					else
 						for (int ow = lo; ow < hi; ow++)
 							col[ow] = xr[ow * s + off];
@@ -101,10 +127,31 @@ static void col2im(float *dx, const float *col, const struct geom *g)
 					if (ih < 0 || ih >= g->H)
 						continue;
 					float *xr = dx + ((size_t)c * g->H + ih) * g->W;
-					for (int ow = lo; ow < hi; ow++)
-						xr[ow * s + off] += col[ow];
+					if (s == 1)	/* unit stride: vectorises */
+						for (int ow = lo; ow < hi; ow++)
+							xr[ow + off] += col[ow];
+					else
+						for (int ow = lo; ow < hi; ow++)
+							xr[ow * s + off] += col[ow];
 				}
 			}
+}
+
+/* The sum of r[0..n): eight running sums (lane q adds r[8i + q]), which
+ * the compiler keeps in vector registers, then the tail, then the lanes
+ * pairwise. A fixed order, whatever the thread: the same bits every run. */
+static float row_sum(const float *r, int n)
+{
+	float a[8] = { 0 }, t;
+	int j = 0;
+
+	for (; j + 8 <= n; j += 8)
+		for (int q = 0; q < 8; q++)
+			a[q] += r[j + q];
+	for (int q = 0; j < n; j++, q++)
+		a[q] += r[j];
+	t = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+	return t;
 }
 
 static int conv_plan(struct akk_layer *l, struct akk_err *e)
@@ -164,8 +211,10 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 	l->out.d[2] = Wo;
 	l->nparams = np;
 	l->nstate = 0;
-	l->aux = 0;
-	l->work = (k == 1 && s == 1 && p == 0) ? 0 : work;
+	/* col is kept for backward (aux); the scratch holds dcol, or col in
+	 * an evaluation forward without aux. */
+	l->aux = (k == 1 && s == 1 && p == 0) ? 0 : work;
+	l->work = l->aux;
 	l->flops = 2.0 * F * ckk * hw + (sp->bias ? (double)F * hw : 0);
 	l->nviews = 1;
 	l->views[0] = (struct akk_view){ "weight", 0, 0, 4,
@@ -209,13 +258,16 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 	const float *w = p, *b = p + (size_t)g.F * ckk;
 	int bias = l->spec->bias;
 
-	(void)aux, (void)s, (void)train, (void)rng;
+	(void)s, (void)rng;
 	for (int i = 0; i < B; i++) {
 		const float *xi = x + i * xs, *col = xi;
 		float *yi = y + i * ys;
 		if (!is_pointwise(&g)) {
-			im2col(work, xi, &g);
-			col = work;
+			/* evaluation unrolls into the scratch: no page of
+			 * an evaluation tape's aux is ever touched */
+			float *c = aux && train ? aux + (size_t)i * l->aux : work;
+			im2col(c, xi, &g);
+			col = c;
 		}
 		/* y rows start at the bias; the sgemm adds W col onto them. */
 		if (bias)
@@ -238,24 +290,17 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	float *dw = dp, *db = dp + (size_t)g.F * ckk;
 	int pw = is_pointwise(&g);
 
-	(void)y, (void)aux;
+	(void)y;
 	for (int i = 0; i < B; i++) {
 		const float *xi = x + i * xs, *dyi = dy + i * ys, *col = xi;
-		if (!pw) {
-			im2col(work, xi, &g);
-			col = work;
-		}
+		if (!pw)
+			col = aux + (size_t)i * l->aux;	/* unrolled by forward */
 		/* dW (F, Ckk) += dy (F, HoWo) col^T (HoWo, Ckk) */
 		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1,
 			  dw, ckk);
 		if (l->spec->bias)
-			for (int f = 0; f < g.F; f++) {
-				const float *r = dyi + (size_t)f * hw;
-				float t = 0;
-				for (int j = 0; j < hw; j++)
-					t += r[j];
-				db[f] += t;
-			}
+			for (int f = 0; f < g.F; f++)
+				db[f] += row_sum(dyi + (size_t)f * hw, hw);
 		if (!dx)
 			continue;
 		/* dcol (Ckk, HoWo) = W^T (Ckk, F) dy (F, HoWo), then col2im. */

@@ -9,11 +9,23 @@
  * aux, per sample, is [C, Ho, Wo]: the index of each maximum within the
  * sample's input (c H W + ih W + iw), stored as a float; exact because plan
  * rejects inputs of 2^24 elements or more. An evaluation forward may pass
- * aux NULL, and then no index is stored. */
+ * aux NULL, and then no index is stored.
+ *
+ * With l->relu_in (akk_layers_fuse: a relu came just before, and the gate
+ * skips it) x is the relu's input and the layer computes
+ * maxpool(relu(x)) exactly as the two layers would, with a quarter of the
+ * relu's work: where the window's maximum m is positive or NaN, the
+ * output is m at its index; otherwise every relu value was a zero and the
+ * first element wins, so the output is relu(first) at the first index.
+ * The backward passes dy only where the output is positive (relu's
+ * derivative at the chosen element). */
 #include "nn/layer.h"
 #include "nn/export.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static int maxpool_plan(struct akk_layer *l, struct akk_err *e)
 {
@@ -43,6 +55,88 @@ static float first_nan(const float *xc, int W, int h0, int h1, int w0,
 	return 0;	/* not reached: the caller saw a NaN */
 }
 
+/* The usual case, k = s = 2 without padding, one output row: the same
+ * select as the general loop below, unrolled over the four elements of
+ * each window in row-major order (a then b above, c then d below), with
+ * no branch in the loop so that the compiler vectorises it over ow.
+ * Returns nonzero if a window held a NaN; the caller then redoes the row
+ * with the general loop, which propagates the first NaN. */
+static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
+		       int Wo, long j0, int W, int relu)
+{
+	int nan = 0, ow = 0;
+
+#ifdef __SSE2__
+	/* Four windows at a time: the even and odd columns of two 8-float
+	 * loads are the windows' left and right elements; max_ps(v, m) is
+	 * v > m ? v : m, the scalar select below, NaN included. */
+	const __m128i step = _mm_set_epi32(6, 4, 2, 0);
+	const __m128i one = _mm_set1_epi32(1), wv = _mm_set1_epi32(W);
+	for (; ow + 4 <= Wo; ow += 4) {
+		__m128 u0 = _mm_loadu_ps(r0 + 2 * ow), u1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+		__m128 v0 = _mm_loadu_ps(r1 + 2 * ow), v1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+		__m128 a = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
+		__m128 b = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
+		__m128 c = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
+		__m128 d = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
+		__m128i j = _mm_add_epi32(_mm_set1_epi32((int)(j0 + 2 * ow)), step);
+		__m128i best = j, t;
+		__m128 m = a;
+
+		t = _mm_castps_si128(_mm_cmpgt_ps(b, m));
+		best = _mm_or_si128(_mm_and_si128(t, _mm_add_epi32(j, one)),
+				    _mm_andnot_si128(t, best));
+		m = _mm_max_ps(b, m);
+		j = _mm_add_epi32(j, wv);
+		t = _mm_castps_si128(_mm_cmpgt_ps(c, m));
+		best = _mm_or_si128(_mm_and_si128(t, j), _mm_andnot_si128(t, best));
+		m = _mm_max_ps(c, m);
+		t = _mm_castps_si128(_mm_cmpgt_ps(d, m));
+		best = _mm_or_si128(_mm_and_si128(t, _mm_add_epi32(j, one)),
+				    _mm_andnot_si128(t, best));
+		m = _mm_max_ps(d, m);
+		nan |= _mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b),
+						 _mm_cmpunord_ps(c, d)));
+		if (relu) {
+			/* m neither positive nor NaN: relu(a), the first */
+			__m128 z = _mm_setzero_ps();
+			__m128i f = _mm_castps_si128(_mm_andnot_ps(
+				_mm_cmpgt_ps(m, z), _mm_cmpord_ps(m, m)));
+			__m128 ra = _mm_andnot_ps(_mm_cmplt_ps(a, z), a);
+			m = _mm_castsi128_ps(_mm_or_si128(
+				_mm_and_si128(f, _mm_castps_si128(ra)),
+				_mm_andnot_si128(f, _mm_castps_si128(m))));
+			best = _mm_or_si128(_mm_and_si128(f, _mm_sub_epi32(j, wv)),
+					    _mm_andnot_si128(f, best));
+		}
+		_mm_storeu_ps(y + ow, m);
+		if (aux)
+			_mm_storeu_ps(aux + ow, _mm_cvtepi32_ps(best));
+	}
+#endif
+	for (; ow < Wo; ow++) {
+		float a = r0[2 * ow], b = r0[2 * ow + 1];
+		float c = r1[2 * ow], d = r1[2 * ow + 1];
+		long j = j0 + 2 * ow, best = j;
+		float m = a;
+		best = b > m ? j + 1 : best;
+		m = b > m ? b : m;
+		best = c > m ? j + W : best;
+		m = c > m ? c : m;
+		best = d > m ? j + W + 1 : best;
+		m = d > m ? d : m;
+		nan |= (a != a) | (b != b) | (c != c) | (d != d);
+		if (relu && !(m > 0) && m == m) {
+			m = a < 0 ? 0.0f : a;
+			best = j;
+		}
+		y[ow] = m;
+		if (aux)
+			aux[ow] = (float)best;
+	}
+	return nan;
+}
+
 static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 			    float *s, float *work, const float *x,
 			    const float *p, int B, int train,
@@ -52,12 +146,22 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
 	int Ho = l->out.d[1], Wo = l->out.d[2];
 	int k = sp->kernel, st = akk_pool2d_stride(sp), pad = sp->padding;
+	int relu = l->relu_in;
 
 	(void)s, (void)work, (void)p, (void)train, (void)rng;
 	for (long bc = 0; bc < (long)B * C; bc++) {
 		const float *xc = x + bc * H * W;
 		long base = (bc % C) * H * W;	/* the channel's offset in a sample */
 		for (int oh = 0; oh < Ho; oh++) {
+			if (k == 2 && st == 2 && pad == 0) {
+				const float *r0 = xc + 2 * oh * W;
+				if (!pool2x2_row(y, aux, r0, r0 + W, Wo,
+						 base + 2L * oh * W, W, relu)) {
+					y += Wo;
+					aux = aux ? aux + Wo : NULL;
+					continue;
+				}
+			}
 			int h0 = oh * st - pad, h1 = h0 + k;
 			h0 = h0 < 0 ? 0 : h0;
 			h1 = h1 > H ? H : h1;
@@ -85,6 +189,10 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 					}
 				if (nan)
 					m = first_nan(xc, W, h0, h1, w0, w1, &best);
+				if (relu && !(m > 0) && m == m) {
+					best = h0 * W + w0;
+					m = xc[best] < 0 ? 0.0f : xc[best];
+				}
 				*y++ = m;
 				if (aux)
 					*aux++ = (float)(base + best);
@@ -93,7 +201,10 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	}
 }
 
-/* dx = 0, then each output's gradient goes to its maximum. */
+/* dx = 0, then each output's gradient goes to its maximum; with relu_in,
+ * only where the output is positive (the relu's own select, so dx is the
+ * same to the bit as the two layers'). x is not read: with relu_in it is
+ * the skipped relu's output buffer, never written. */
 static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 			     float *work, const float *dy, const float *x,
 			     const float *y, const float *aux, const float *p,
@@ -101,13 +212,18 @@ static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 {
 	size_t in = (size_t)akk_shape_size(l->in), out = l->aux;
 
-	(void)dp, (void)work, (void)x, (void)y, (void)p;
+	(void)dp, (void)work, (void)x, (void)p;
 	if (!dx)
 		return;
 	memset(dx, 0, (size_t)B * in * sizeof(*dx));
-	for (int i = 0; i < B; i++, dx += in)
-		for (size_t j = 0; j < out; j++)
-			dx[(size_t)*aux++] += *dy++;
+	if (l->relu_in)
+		for (int i = 0; i < B; i++, dx += in)
+			for (size_t j = 0; j < out; j++, y++, dy++)
+				dx[(size_t)*aux++] += *y > 0 ? *dy : 0.0f;
+	else
+		for (int i = 0; i < B; i++, dx += in)
+			for (size_t j = 0; j < out; j++)
+				dx[(size_t)*aux++] += *dy++;
 }
 
 /* MaxPool: ONNX pads are ignored by the max, as -inf here. */

@@ -51,21 +51,30 @@ static int argmax(const float *z, int D)
 
 /* Softmax cross-entropy of one row: lse(z) - z[y], written as
  * log(sum exp(z - max)) + max - z[y]; its gradient is softmax(z) - onehot(y),
- * scaled by s = 1/B into d (if not NULL). */
+ * scaled by s = 1/B into d (if not NULL). One exp per logit: the pass that
+ * sums exp(z - max) in double leaves each term in d (as a float), and the
+ * second pass only scales them by s / sum. The loss is the same to the bit
+ * as with two exps; the gradient may differ in its last bit. */
 static double softmax_ce_row(float *d, const float *z, int y, int D, double s)
 {
 	float mx = z[argmax(z, D)];
-	double sum = 0, lse;
+	double sum = 0;
 
-	for (int j = 0; j < D; j++)
-		sum += exp((double)z[j] - mx);
-	lse = log(sum);
 	if (d) {
+		for (int j = 0; j < D; j++) {
+			double t = exp((double)z[j] - mx);
+			d[j] = (float)t;
+			sum += t;
+		}
+		double k = s / sum;
 		for (int j = 0; j < D; j++)
-			d[j] = (float)(s * exp((double)z[j] - mx - lse));
+			d[j] = (float)(k * d[j]);
 		d[y] -= (float)s;
+	} else {
+		for (int j = 0; j < D; j++)
+			sum += exp((double)z[j] - mx);
 	}
-	return lse + mx - z[y];
+	return log(sum) + mx - z[y];
 }
 
 /* Element-wise losses of one row against onehot(y), or against the float

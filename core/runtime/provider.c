@@ -61,6 +61,7 @@ static void *provider_main(void *arg)
 	struct akk_provider *p = arg;
 	struct akk_batch *b;
 
+	akk_float_mode();	/* it computes the pixel map: flush denormals */
 	while (!akk_mailbox_recv(&p->free, &b)) {
 		size_t span = (size_t)p->bs * p->shards, lo = p->index * span;
 		size_t len = lo + span <= p->data->n ? span : p->data->n - lo;
