@@ -1152,7 +1152,7 @@ static const struct key data_keys[] = {
 	END,
 };
 
-static const char *const mode_names[] = { "flip-flop", "wheels", NULL };
+static const char *const mode_names[] = { "flip-flop", "wheels", "pipeline", NULL };
 static const char *const parallel_names[] = { "pipeline", "data", NULL };
 
 #define SCHED struct akk_schedule_spec
@@ -1181,6 +1181,8 @@ static const struct key sched_keys[] = {
 	INT("batch_size", SCHED, batch_size, F_LO | F_HI, 1, 65536, 64),
 	SECTION("concurrency", 0, 0, conc_keys, 0),
 	BOOL("weight_stashing", SCHED, stashing, 1),
+	INT("micro_batches", SCHED, micro_batches, F_LO | F_HI, 1, 65536, 4),
+	INT("accumulate", SCHED, accumulate, F_LO | F_HI, 1, 65536, 1),
 	INT("threads", SCHED, threads, F_LO | F_HI, 0, 256, 0),
 	FLOAT("max_loss", SCHED, max_loss, F_LO, 0, 0, 0, 0),
 	NAMES("parallel", SCHED, data_parallel, 0, parallel_names, "parallel",
@@ -1761,6 +1763,29 @@ static int check_watch(const struct akk_spec *s, const char *file,
 	return 0;
 }
 
+/* The pipeline schedule's micro-batches split one batch, and gradient
+ * accumulation needs a schedule that steps once per batch group: wheels
+ * steps after every batch on stale weights. Data parallelism reduces the
+ * gradient of every batch, so neither mixes with it (yet). */
+static int check_pipeline(const struct akk_spec *s, const char *file,
+			  struct akk_err *e)
+{
+	const struct akk_schedule_spec *k = &s->sched;
+
+	if (k->mode == AKK_MODE_PIPELINE && k->micro_batches > k->batch_size)
+		return akk_err_at(e, file, k->mark.line, k->mark.col,
+				  "schedule.micro_batches %d is more than schedule.batch_size %d: every micro-batch needs a sample",
+				  k->micro_batches, k->batch_size);
+	if (k->mode == AKK_MODE_WHEELS && k->accumulate > 1)
+		return akk_err_at(e, file, k->mark.line, k->mark.col,
+				  "schedule.accumulate needs mode flip-flop or pipeline: wheels steps after every batch");
+	if (k->data_parallel && (k->mode == AKK_MODE_PIPELINE || k->accumulate > 1))
+		return akk_err_at(e, file, k->mark.line, k->mark.col,
+				  "schedule.parallel: data does not work with %s yet",
+				  k->mode == AKK_MODE_PIPELINE ? "mode pipeline" : "schedule.accumulate");
+	return 0;
+}
+
 int akk_spec_watches(const struct akk_spec *s)
 {
 	return s->sched.early.on || s->optim.sched.kind == AKK_LR_PLATEAU;
@@ -1858,6 +1883,8 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 			goto out;
 		}
 	if (check_watch(s, s->path ? s->path : name, e))
+		goto out;
+	if (check_pipeline(s, s->path ? s->path : name, e))
 		goto out;
 	if (!s->out.dir) {
 		size_t n = strlen(s->name) + sizeof("runs/");
