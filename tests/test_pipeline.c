@@ -325,7 +325,8 @@ static void interrupt_and_resume_bit_for_bit(void **unused)
 }
 
 /* With more micro-batches, the tapes a gate holds stay bounded by the
- * gates (1F1B), never by M. */
+ * gates (1F1B), never by M, and each is the size of a micro-batch: the
+ * activation memory is gates x micro-batch. */
 static void tapes_bounded_by_gates(void **unused)
 {
 	struct fixture f;
@@ -336,10 +337,48 @@ static void tapes_bounded_by_gates(void **unused)
 	      "{mode: pipeline, micro_batches: 16, epochs: 1, batch_size: 32}");
 	train(&f, &r, 1);
 	assert_int_equal(r.K, 2);
-	for (int g = 0; g < 2; g++)
+	for (int g = 0; g < 2; g++) {
 		assert_int_equal(r.gates[g].gate.ntapes, 2);
+		/* and each holds one micro-batch, not the batch */
+		assert_int_equal(r.gates[g].gate.tape_batch, 2);
+	}
 	akk_run_release(&r);
 	teardown(&f);
+}
+
+static char g_out[16384], g_err[4096];
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
+
+/* akkctl check prints the pipeline's plan and its activation memory, and
+ * names the mode (it printed "(null)"). */
+static void check_prints_the_plan(void **unused)
+{
+	static const char *cfg =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 24}, relu]\n"
+		"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.05}\n"
+		"schedule: {mode: pipeline, micro_batches: 7, batch_size: 27, threads: 1}\n";
+	const char *path = tu_path(tu_tmpdir(), "pipe.yaml");
+
+	(void)unused;
+	assert_string_equal(akk_mode_name(AKK_MODE_PIPELINE), "pipeline");
+	assert_int_equal(tu_write_file(path, cfg, strlen(cfg)), 0);
+	assert_int_equal(ak("check", path, NULL), 0);
+	/* tapes of 4 samples (27 in 7 micro-batches), 2 per gate, each its
+	 * activations and input gradient: gate 1 (24 + 24 + 64) * 4 * 2
+	 * floats, gate 2 (16 + 16 + 4 + 24) * 4 * 2: 5504 bytes */
+	if (!tu_check_line(g_out, "pipeline: batch 27 in 7 micro-batches of up to 4 samples, 2 in flight (1F1B, bounded by the gates), one optimizer step per 1 batch after the flush: 5.4 KB of training activations"))
+		fail_msg("%s", g_out);
+	if (!tu_check_prefix(strstr(g_out, "schedule pipeline"), "schedule pipeline: validation after the epoch, free gate states"))
+		fail_msg("%s", g_out);
+	assert_int_equal(ak("check", path, "--set", "schedule.mode=flip-flop",
+			    "--set", "schedule.accumulate=3", NULL), 0);
+	if (!tu_check_line(g_out, "accumulation: one optimizer step per 3 batches of 27 (81 samples)"))
+		fail_msg("%s", g_out);
 }
 
 int main(void)
@@ -350,6 +389,7 @@ int main(void)
 		cmocka_unit_test(batchnorm_trains),
 		cmocka_unit_test(interrupt_and_resume_bit_for_bit),
 		cmocka_unit_test(tapes_bounded_by_gates),
+		cmocka_unit_test(check_prints_the_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -519,7 +519,7 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 		"metrics.val_acc", "metrics.best_val_acc" };
 
 	if (!akk_mode_name(c->mode))
-		return BAD("mode is %d (0 flip-flop or 1 wheels)", c->mode);
+		return BAD("mode is %d (0 flip-flop, 1 wheels or 2 pipeline)", c->mode);
 	if (p->id < 0 || p->id > AKK_CKPT_MAX_STEPS)
 		return BAD("position.id is %ld (0 to %ld)", p->id, AKK_CKPT_MAX_STEPS);
 	if (p->epoch < 0 || p->epoch > p->id)

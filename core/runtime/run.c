@@ -138,7 +138,8 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		a->ready = a->local || r->root;
 		if (!a->ready)
 			continue;
-		if (akk_gate_init(&a->gate, &m->gates[i], bs,
+		if (akk_gate_init_sized(&a->gate, &m->gates[i], bs,
+				  r->sched.chunk_max,
 				  a->local ? r->K : 1, a->local ? r->V : 1,
 				  a->local && r->sched.stash &&
 				  akk_gate_needs_stash(&m->gates[i]),
