@@ -37,6 +37,13 @@ struct chunk {
 				 * its loss gradient in the group's mean */
 };
 
+/* The run's counters: optimizer steps taken (the position's step: every
+ * gate's weight version) and training chunks sent (the messages' ids).
+ * They are equal unless batches are split or accumulated. */
+struct ids {
+	long steps, chunks;
+};
+
 struct phase {
 	long ntrain, nval;		/* batches to run */
 	struct akk_batch *cur;		/* a batch whose chunks are going out */
@@ -91,7 +98,7 @@ static int can_issue(const struct akk_run *r, const struct phase *ph)
 }
 
 static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
-		       struct chunk *slots, long *next_id,
+		       struct chunk *slots, struct ids *ids,
 		       struct akk_err *e)
 {
 	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
@@ -121,7 +128,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	}
 	b = ph->cur;
 	j = ph->cur_next++;
-	c = &slots[*next_id % r->K];
+	c = &slots[ids->chunks % r->K];
 	c->b = b;
 	c->off = ph->cur_off;
 	/* sizes differ by at most one: the first B % chunks get one more */
@@ -133,7 +140,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	if (c->last)
 		ph->cur = NULL;
 	m.B = c->B;
-	m.id = (*next_id)++;
+	m.id = ids->chunks++;
 	m.data = b->x + (size_t)c->off * in;
 	m.n = c->B * in;
 	ph->inflight++;
@@ -198,7 +205,7 @@ static int flipflop_accepts(int state, int kind)
  * Returns 0 when done (or interrupted and drained), -1 on failure. */
 static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		     struct chunk *slots, struct akk_batch **vslots,
-		     long *next_id, double t0, struct akk_err *e)
+		     struct ids *ids, double t0, struct akk_err *e)
 {
 	const struct akk_spec *s = r->spec;
 	int during = r->sched.validate_during;
@@ -220,7 +227,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 					return -1;
 			} else {
 				while (can_issue(r, ph))
-					if (issue_train(r, ph, epoch, slots, next_id, e))
+					if (issue_train(r, ph, epoch, slots, ids, e))
 						return -1;
 			}
 		}
@@ -248,7 +255,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			ph->voting = 0;
 			if (ph->vote > 0)
 				ph->stopping = 1;
-			else if (issue_train(r, ph, epoch, slots, next_id, e))
+			else if (issue_train(r, ph, epoch, slots, ids, e))
 				return -1;
 			continue;
 		}
@@ -268,13 +275,13 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			 * gate; finite logits can still overflow the loss */
 			if (!isfinite(loss)) {
 				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld) from the output of gate %d",
-					    epoch + 1, b->index + 1, m.id + 1, G);
+					    epoch + 1, b->index + 1, ids->steps + 1, G);
 				akk_run_fail(r, e);
 				return -1;
 			}
 			if (s->sched.max_loss > 0 && loss > s->sched.max_loss) {
 				akk_err_set(e, "training loss %.4g at epoch %d, batch %ld (step %ld) is above schedule.max_loss %g: the run diverged",
-					    loss, epoch + 1, b->index + 1, m.id + 1,
+					    loss, epoch + 1, b->index + 1, ids->steps + 1,
 					    s->sched.max_loss);
 				akk_run_fail(r, e);
 				return -1;
@@ -299,6 +306,8 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		case AKK_MSG_BACKWARD: {
 			struct chunk *c = &slots[m.id % r->K];
 			ph->inflight--;
+			if (!c->hold)	/* the group's last: the gates stepped */
+				ids->steps++;
 			if (!c->last)
 				break;
 			akk_provider_recycle(&r->tprov, c->b);
@@ -484,7 +493,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 {
 	struct chunk *slots = calloc(r->K, sizeof(*slots));
 	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
-	long next_id = r->cfg.start.id;
+	struct ids ids = { r->cfg.start.id, r->cfg.start.id };
 	int rc = -1, epoch, reductions;
 	struct phase ph;
 
@@ -508,16 +517,16 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.samples = st->samples;
 			t0 -= st->seconds;
 		}
-		if (run_phase(r, &ph, epoch, slots, vslots, &next_id, t0, e) ||
+		if (run_phase(r, &ph, epoch, slots, vslots, &ids, t0, e) ||
 		    drain(r, e))
 			goto out;
 		if (ph.stopping) {
-			r->pos = (struct akk_position){ epoch, ph.done, next_id,
+			r->pos = (struct akk_position){ epoch, ph.done, ids.steps,
 				ph.loss_sum, ph.correct, ph.samples, akk_now() - t0 };
 			atomic_store(&r->interrupted, 1);
 			break;
 		}
-		r->pos = (struct akk_position){ epoch + 1, 0, next_id, 0, 0, 0, 0 };
+		r->pos = (struct akk_position){ epoch + 1, 0, ids.steps, 0, 0, 0, 0 };
 		r->epochs_done = epoch + 1;
 		if (r->shards > 1) {
 			/* the epoch's training metrics over every rank's slices */
@@ -545,7 +554,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 
 		memset(&ph, 0, sizeof(ph));
 		ph.nval = r->val_batches;
-		if (run_phase(r, &ph, r->cfg.epochs - 1, slots, vslots, &next_id, t0, e) ||
+		if (run_phase(r, &ph, r->cfg.epochs - 1, slots, vslots, &ids, t0, e) ||
 		    drain(r, e))
 			goto out;
 		if (!ph.stopping && report(r, &ph, r->cfg.epochs - 1, "final",
