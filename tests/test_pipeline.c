@@ -16,6 +16,7 @@
 #include "runtime/run_internal.h"
 #include "config/spec.h"
 #include "io/checkpoint.h"
+#include "runtime/world.h"
 
 #define SIDE 8
 #define CLASSES 4
@@ -388,6 +389,68 @@ static void check_prints_the_plan(void **unused)
 		fail_msg("%s", g_out);
 }
 
+/* Under mpirun the gates of a pipeline run on two ranks (contiguous: gates
+ * 1 and 2 on rank 0, gate 3 on rank 1) and end bit for bit where one
+ * process ends. Skipped without Open MPI; `timeout` is the deadline. */
+static void mpi_placement_bit_for_bit(void **unused)
+{
+	const char *d = tu_tmpdir();
+	const char *probe[] = { "mpirun", "--version", NULL };
+	struct akk_dataset train;
+	struct akk_checkpoint x, y;
+	struct akk_err e = { 0 };
+	char cfg[600], path[700], err[8192], a[700], b[700];
+	char text[1024];
+	int n;
+
+	(void)unused;
+	if (!akk_world_available() || tu_run(probe, NULL, 0, NULL, 0) != 0)
+		skip();
+	tu_dataset(&train, 300, SIDE, CLASSES, 3);
+	snprintf(path, sizeof(path), "%s/mpi-images", d);
+	tu_write_idx(path, &train, 1);
+	snprintf(path, sizeof(path), "%s/mpi-labels", d);
+	tu_write_idx(path, &train, 0);
+	akk_dataset_release(&train);
+	n = snprintf(text, sizeof(text),
+		     "data: {train: {images: mpi-images, labels: mpi-labels}}\n"
+		     "network:\n"
+		     "  input: [64]\n"
+		     "  placement: contiguous\n"
+		     "  gates:\n%s"
+		     "optimizer: {type: adam, lr: 0.003}\n"
+		     "schedule: {mode: pipeline, micro_batches: 3, accumulate: 2, epochs: 2, batch_size: 25, threads: 1}\n",
+		     nets[2]);
+	snprintf(cfg, sizeof(cfg), "%s/mpi.yaml", d);
+	assert_int_equal(tu_write_file(cfg, text, (size_t)n), 0);
+	snprintf(a, sizeof(a), "%s/mpi-one", d);
+	snprintf(b, sizeof(b), "%s/mpi-np2", d);
+	{
+		const char *one[] = { tu_akkctl(), "train", cfg, "--out", a, "--quiet", NULL };
+		const char *two[] = { "timeout", "120", "mpirun", "--oversubscribe",
+				      "--allow-run-as-root", "-np", "2", tu_akkctl(),
+				      "train", cfg, "--out", b, "--quiet", NULL };
+		if (tu_run(one, NULL, 0, err, sizeof(err)))
+			fail_msg("one process: %s", err);
+		if (tu_run(two, NULL, 0, err, sizeof(err)))
+			fail_msg("mpirun -np 2: %s", err);
+	}
+	snprintf(a + strlen(a), sizeof(a) - strlen(a), "/last.bin");
+	snprintf(b + strlen(b), sizeof(b) - strlen(b), "/last.bin");
+	if (akk_checkpoint_read(&x, a, &e) || akk_checkpoint_read(&y, b, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(x.pos.id, 2 * 6);	/* 12 batches an epoch, 6 steps */
+	assert_int_equal(x.pos.id, y.pos.id);
+	for (int g = 0; g < x.ngates; g++) {
+		assert_int_equal(x.gates[g].step, y.gates[g].step);
+		for (int t = 0; t < x.gates[g].ntensors; t++)
+			assert_memory_equal(x.gates[g].tensors[t].data, y.gates[g].tensors[t].data,
+					    x.gates[g].tensors[t].count * sizeof(float));
+	}
+	akk_checkpoint_release(&x);
+	akk_checkpoint_release(&y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +460,7 @@ int main(void)
 		cmocka_unit_test(interrupt_and_resume_bit_for_bit),
 		cmocka_unit_test(tapes_bounded_by_gates),
 		cmocka_unit_test(check_prints_the_plan),
+		cmocka_unit_test(mpi_placement_bit_for_bit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
