@@ -13,7 +13,17 @@
  * then Backward to the last gate), and Validation after the epoch's last
  * backward (accepts Validate). Wheels has no states: validation runs during
  * the epoch, and after the last epoch a drained "final" pass measures the
- * weights that training ended with. */
+ * weights that training ended with.
+ *
+ * Pipeline and gradient accumulation: a training credit is a chunk (a
+ * micro-batch of a batch, or the whole batch) and a step group is
+ * schedule.accumulate batches. Chunks of one group go out as credits allow
+ * (K = gates: the 1F1B bound); the next group's first waits until every
+ * chunk is back, so every gate has stepped once on the group's gradient
+ * (the flush). Each chunk's loss gradient is scaled by its share of the
+ * group's samples; its Backward's slot says whether more of the group
+ * follows. Stops (Ctrl-C, checkpoints) fall between groups only, where
+ * the accumulated gradients are zero. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
