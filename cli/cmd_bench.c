@@ -489,8 +489,9 @@ int cmd_bench(int argc, char **argv)
 		rc = bench_hops(200000);
 		goto out;
 	}
-	if (strcmp(mode, "flip-flop") && strcmp(mode, "wheels") && strcmp(mode, "both")) {
-		cli_errorf(EXIT_USAGE, "--mode must be flip-flop, wheels or both, got '%s'", mode);
+	if (strcmp(mode, "flip-flop") && strcmp(mode, "wheels") && strcmp(mode, "pipeline") &&
+	    strcmp(mode, "both")) {
+		cli_errorf(EXIT_USAGE, "--mode must be flip-flop, wheels, pipeline or both (every one), got '%s'", mode);
 		goto usage;
 	}
 	if (config ? akk_spec_load(&s, config, sets, nsets, &e) :

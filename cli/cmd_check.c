@@ -26,8 +26,9 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 		       const struct akk_schedule *p)
 {
 	int K = p->K, V = p->V, bs = s->sched.batch_size, stash = p->stash;
+	int chunk = p->chunk_max > 0 ? p->chunk_max : bs;
 	char shape[64], flops[32];
-	double mem_total = 0, stash_total = 0;
+	double mem_total = 0, stash_total = 0, train_total = 0;
 
 	akk_shape_format(s->input, shape, sizeof(shape));
 	printf("%s: %d gates, input %s, loss %s, mode %s\n", s->name, m->ngates,
@@ -50,22 +51,36 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       "FLOPs/sample", "activations", "weight stash");
 	for (int g = 0; g < m->ngates; g++) {
 		const struct akk_gate_plan *gp = &m->gates[g];
-		/* K training tapes (activations + aux + input gradient) and V
-		 * evaluation tapes; the stash is one weight copy per tape. */
-		double tape = (double)(gp->act + gp->aux) * bs * 4;
-		double mem = tape * (K + V) + (double)akk_shape_size(gp->in) * bs * 4 * K;
+		/* K training tapes (activations + aux + input gradient) of
+		 * one chunk (the batch, or a pipeline micro-batch) and V
+		 * evaluation tapes of a batch; the stash is one weight copy
+		 * per tape. */
+		double tape = (double)(gp->act + gp->aux) * 4;
+		double mem = tape * ((double)chunk * K + (double)bs * V) +
+			     (double)akk_shape_size(gp->in) * chunk * 4 * K;
 		double st = stash && akk_gate_needs_stash(gp) ? (double)gp->nparams * 4 * K : 0;
 		print_count(flops, sizeof(flops), gp->flops);
 		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,
 		       akk_optim_name(gp->optim->kind), gp->nparams, flops,
 		       mem / 1024, st / 1024);
 		mem_total += mem;
+		train_total += tape * chunk * K + (double)akk_shape_size(gp->in) * chunk * 4 * K;
 		stash_total += st;
 	}
-	printf("\nbatch %d, %d training and %d validation batches in flight%s: "
+	printf("\nbatch %d, %d training %s and %d validation batches in flight%s: "
 	       "%.1f KB of activations, %.1f KB of stashed weights\n",
-	       bs, K, V, stash ? " (weight stashing)" : "", mem_total / 1024,
+	       bs, K, p->micro > 1 ? "micro-batches" : "batches", V,
+	       stash ? " (weight stashing)" : "", mem_total / 1024,
 	       stash_total / 1024);
+	if (p->micro > 1)
+		printf("pipeline: batch %d in %d micro-batches of up to %d samples, %d in flight "
+		       "(1F1B, bounded by the gates), one optimizer step per %d batch%s "
+		       "after the flush: %.1f KB of training activations\n",
+		       bs, p->micro, chunk, K, p->accumulate,
+		       p->accumulate == 1 ? "" : "es", train_total / 1024);
+	else if (p->accumulate > 1)
+		printf("accumulation: one optimizer step per %d batches of %d (%d samples)\n",
+		       p->accumulate, bs, p->accumulate * bs);
 	printf("schedule %s: validation %s%s, %s gate states, %d compute thread%s per busy gate, "
 	       "mailboxes of %d messages\n", akk_mode_name(p->mode),
 	       p->validate_during ? "during the epoch" : "after the epoch",

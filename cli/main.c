@@ -10,10 +10,10 @@
 
 const struct cli_command cli_commands[] = {
 	{ "train", cmd_train,
-	  "usage: akkctl train CONFIG [--mode flip-flop|wheels] [--epochs N] [--out DIR]\n"
+	  "usage: akkctl train CONFIG [--mode flip-flop|wheels|pipeline] [--epochs N] [--out DIR]\n"
 	  "                    [--resume CHECKPOINT|DIR] [--force] [--set KEY=VALUE]... [--quiet]\n"
 	  "\n"
-	  "  -m, --mode MODE        schedule.mode: flip-flop or wheels\n"
+	  "  -m, --mode MODE        schedule.mode: flip-flop, wheels or pipeline\n"
 	  "  -e, --epochs N         schedule.epochs\n"
 	  "  -o, --out DIR          output directory (overrides output.dir)\n"
 	  "  -r, --resume FILE      resume from a checkpoint (or a run directory)\n"
@@ -75,13 +75,14 @@ const struct cli_command cli_commands[] = {
 	  "2 bad usage, or a checkpoint or data file that is missing, corrupt or does\n"
 	  "not fit, or weights that give a loss that is not finite.\n" },
 	{ "bench", cmd_bench,
-	  "usage: akkctl bench [--mode flip-flop|wheels|both] [--config CONFIG]\n"
+	  "usage: akkctl bench [--mode flip-flop|wheels|pipeline|both] [--config CONFIG]\n"
 	  "                    [--epochs N | --steps N] [--concurrency N] [--threads N]\n"
 	  "                    [--set KEY=VALUE]... [--no-validation] [--csv FILE]\n"
 	  "                    [--trace FILE.json]\n"
 	  "       akkctl bench --hops\n"
 	  "\n"
-	  "  -m, --mode MODE        flip-flop, wheels or both (default both)\n"
+	  "  -m, --mode MODE        flip-flop, wheels, pipeline or both: every one\n"
+	  "                         (default both)\n"
 	  "  -c, --config CONFIG    the network and data (default: the built-in Akkordeon\n"
 	  "                         MNIST net; synthetic data when the files are missing)\n"
 	  "  -e, --epochs N         epochs per mode, the repeats (default 3)\n"

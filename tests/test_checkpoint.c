@@ -604,9 +604,9 @@ static void crafted_fields_rejected(void **unused)
 	expect_corrupt(path, &b, "2^31-1 overrides");
 
 	hand_build(&b, 2, ok, 6, 1);
-	put_le32(b.p + HB_MODE, 2);
+	put_le32(b.p + HB_MODE, 3);
 	fix_crc(b.p, b.n);
-	expect_corrupt(path, &b, "mode 2");
+	expect_corrupt(path, &b, "mode 3");
 
 	hand_build(&b, 2, ok, 6, 1);
 	put_le32(b.p + HB_MODE + 4, 0x80000000u);

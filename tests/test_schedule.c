@@ -83,6 +83,53 @@ static void unknown_mode_refused(void **state)
 	assert_string_equal(e.msg, "unknown schedule mode 7");
 }
 
+/* Pipeline: as many micro-batches in flight as gates (1F1B), whatever
+ * micro_batches is; never more than there are chunks in a step group;
+ * tapes of one micro-batch; micro_batches clamped to the batch (a --mode
+ * override of a config written for another schedule). */
+static void pipeline_plan(void **state)
+{
+	struct akk_schedule p;
+	struct akk_schedule_spec s = spec;
+	struct akk_err e = { 0 };
+
+	(void)state;
+	s.batch_size = 27;
+	s.micro_batches = 7;
+	s.accumulate = 1;
+	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_PIPELINE, &s, 3, 0, 2, &e), 0);
+	assert_int_equal(p.mode, AKK_MODE_PIPELINE);
+	assert_int_equal(p.K, 3);
+	assert_int_equal(p.micro, 7);
+	assert_int_equal(p.accumulate, 1);
+	assert_int_equal(p.chunk_max, 4);
+	assert_int_equal(p.validate_during, 0);
+	assert_int_equal(p.final_pass, 0);
+	assert_int_equal(p.strict_states, 0);
+	assert_int_equal(p.stash, 0);
+	assert_int_equal(p.compute_threads, 1);
+	s.micro_batches = 2;
+	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_PIPELINE, &s, 3, 0, 2, &e), 0);
+	assert_int_equal(p.K, 2);
+	assert_int_equal(p.chunk_max, 14);
+	s.micro_batches = 64;
+	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_PIPELINE, &s, 3, 0, 2, &e), 0);
+	assert_int_equal(p.micro, 27);
+	assert_int_equal(p.chunk_max, 1);
+	/* one gate: every core for it */
+	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_PIPELINE, &s, 1, 0, 2, &e), 0);
+	assert_int_equal(p.compute_threads, 2);
+	/* accumulation: flip-flop keeps one batch in flight; wheels ignores it */
+	s.accumulate = 4;
+	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_FLIPFLOP, &s, 3, 0, 2, &e), 0);
+	assert_int_equal(p.K, 1);
+	assert_int_equal(p.micro, 1);
+	assert_int_equal(p.accumulate, 4);
+	assert_int_equal(p.chunk_max, 27);
+	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_WHEELS, &s, 3, 0, 2, &e), 0);
+	assert_int_equal(p.accumulate, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -90,6 +137,7 @@ int main(void)
 		cmocka_unit_test(wheels_plan),
 		cmocka_unit_test(threads_asked_for_win),
 		cmocka_unit_test(unknown_mode_refused),
+		cmocka_unit_test(pipeline_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1542,7 +1542,7 @@ static const struct key data_keys[] = {
 	END,
 };
 
-static const char *const mode_names[] = { "flip-flop", "wheels", NULL };
+static const char *const mode_names[] = { "flip-flop", "wheels", "pipeline", NULL };
 static const char *const parallel_names[] = { "pipeline", "data", NULL };
 static const char *const lr_scaling_names[] = { "none", "linear", NULL };
 
@@ -1572,6 +1572,8 @@ static const struct key sched_keys[] = {
 	INT("batch_size", SCHED, batch_size, F_LO | F_HI, 1, 65536, 64),
 	SECTION("concurrency", 0, 0, conc_keys, 0),
 	BOOL("weight_stashing", SCHED, stashing, 1),
+	INT("micro_batches", SCHED, micro_batches, F_LO | F_HI, 1, 65536, 4),
+	INT("accumulate", SCHED, accumulate, F_LO | F_HI, 1, 65536, 1),
 	INT("threads", SCHED, threads, F_LO | F_HI, 0, 256, 0),
 	FLOAT("max_loss", SCHED, max_loss, F_LO, 0, 0, 0, 0),
 	NAMES("parallel", SCHED, data_parallel, 0, parallel_names, "parallel",
@@ -2174,6 +2176,29 @@ void akk_spec_scale_lr(struct akk_spec *s, int replicas)
 		s->gates[i].optim.lr_scale = k;
 }
 
+/* The pipeline schedule's micro-batches split one batch, and gradient
+ * accumulation needs a schedule that steps once per batch group: wheels
+ * steps after every batch on stale weights. Data parallelism reduces the
+ * gradient of every batch, so neither mixes with it (yet). */
+static int check_pipeline(const struct akk_spec *s, const char *file,
+			  struct akk_err *e)
+{
+	const struct akk_schedule_spec *k = &s->sched;
+
+	if (k->mode == AKK_MODE_PIPELINE && k->micro_batches > k->batch_size)
+		return akk_err_at(e, file, k->mark.line, k->mark.col,
+				  "schedule.micro_batches %d is more than schedule.batch_size %d: every micro-batch needs a sample",
+				  k->micro_batches, k->batch_size);
+	if (k->mode == AKK_MODE_WHEELS && k->accumulate > 1)
+		return akk_err_at(e, file, k->mark.line, k->mark.col,
+				  "schedule.accumulate needs mode flip-flop or pipeline: wheels steps after every batch");
+	if (k->data_parallel && (k->mode == AKK_MODE_PIPELINE || k->accumulate > 1))
+		return akk_err_at(e, file, k->mark.line, k->mark.col,
+				  "schedule.parallel: data does not work with %s yet",
+				  k->mode == AKK_MODE_PIPELINE ? "mode pipeline" : "schedule.accumulate");
+	return 0;
+}
+
 int akk_spec_watches(const struct akk_spec *s)
 {
 	return s->sched.early.on || s->optim.sched.kind == AKK_LR_PLATEAU;
@@ -2379,7 +2404,8 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		}
 	if (check_watch(s, s->path ? s->path : name, e))
 		goto out;
-	if (check_auto(s, s->path ? s->path : name, e))
+	if (check_auto(s, s->path ? s->path : name, e) ||
+	    check_pipeline(s, s->path ? s->path : name, e))
 		goto out;
 	if (!s->out.dir) {
 		size_t n = strlen(s->name) + sizeof("runs/");
@@ -2501,7 +2527,7 @@ void akk_spec_release(struct akk_spec *s)
 
 const char *akk_mode_name(enum akk_mode m)
 {
-	return (unsigned)m <= AKK_MODE_WHEELS ? mode_names[m] : NULL;
+	return (unsigned)m <= AKK_MODE_PIPELINE ? mode_names[m] : NULL;
 }
 
 int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,

@@ -34,7 +34,7 @@
 /* The most layers in a network, all gates together. */
 #define AKK_MAX_LAYERS 65536
 
-enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS };
+enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS, AKK_MODE_PIPELINE };
 
 struct akk_gate_spec {
 	struct akk_layer_spec *layers;	/* nlayers, owned by the spec */
@@ -139,6 +139,9 @@ struct akk_schedule_spec {
 	int conc_train;			/* concurrency.train, default 4 (wheels) */
 	int conc_val;			/* concurrency.validation, default 1 */
 	int stashing;			/* weight_stashing, default 1 */
+	int micro_batches;		/* pipeline: micro-batches per batch, default 4 */
+	int accumulate;			/* batches per optimizer step (flip-flop,
+					 * pipeline), default 1 */
 	int threads;			/* BLAS threads; 0 = automatic */
 	float max_loss;			/* divergence guard: stop when a training
 					 * batch's loss exceeds it; 0 = off */

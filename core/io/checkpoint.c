@@ -605,13 +605,13 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 		"metrics.val_acc", "metrics.best_val_acc" };
 
 	if (!akk_mode_name(c->mode))
-		return BAD("mode is %d (0 flip-flop or 1 wheels)", c->mode);
+		return BAD("mode is %d (0 flip-flop, 1 wheels or 2 pipeline)", c->mode);
 	if (p->id < 0 || p->id > AKK_CKPT_MAX_STEPS)
 		return BAD("position.id is %ld (0 to %ld)", p->id, AKK_CKPT_MAX_STEPS);
 	if (p->epoch < 0 || p->epoch > p->id)
 		return BAD("position.epoch is %d with position.id %ld (every epoch trains at least one batch)",
 			   p->epoch, p->id);
-	if (p->index < 0 || p->index > p->id - p->epoch)
+	if (p->index < 0)	/* its bound, with the config: validate() */
 		return BAD("position.index is %ld with position.epoch %d and position.id %ld",
 			   p->index, p->epoch, p->id);
 	if (!finite_nonneg(p->loss_sum))
@@ -749,6 +749,13 @@ static int validate(struct akk_checkpoint *c, const char *path, struct akk_err *
 	    (c->pos.epoch == s.sched.epochs && c->pos.index)) {
 		BAD("position.epoch %d, batch %ld is past the %d epochs of its stored config",
 		    c->pos.epoch, c->pos.index, s.sched.epochs);
+		goto out;
+	}
+	/* position.id counts optimizer steps: one per schedule.accumulate
+	 * batches */
+	if (c->pos.index > (c->pos.id - c->pos.epoch) * (long)s.sched.accumulate) {
+		BAD("position.index is %ld with position.epoch %d and position.id %ld",
+		    c->pos.index, c->pos.epoch, c->pos.id);
 		goto out;
 	}
 	if (c->pos.samples > c->pos.index * s.sched.batch_size) {

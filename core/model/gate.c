@@ -39,6 +39,15 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 		  int steps_per_epoch, int epochs, uint64_t seed,
 		  struct akk_err *e)
 {
+	return akk_gate_init_sized(g, p, max_batch, max_batch, ntapes, nevals,
+				   stash, steps_per_epoch, epochs, seed, e);
+}
+
+int akk_gate_init_sized(struct akk_gate *g, const struct akk_gate_plan *p,
+			int max_batch, int tape_batch, int ntapes, int nevals,
+			int stash, int steps_per_epoch, int epochs,
+			uint64_t seed, struct akk_err *e)
+{
 	size_t per = akk_optim_state_per_param(p->optim->kind);
 	size_t wide = widest_input(p);
 	struct akk_rng rng;
@@ -47,6 +56,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	memset(g, 0, sizeof(*g));
 	g->plan = p;
 	g->max_batch = max_batch;
+	g->tape_batch = tape_batch > 0 && tape_batch < max_batch ? tape_batch : max_batch;
 	g->steps_per_epoch = steps_per_epoch;
 	g->epochs = epochs;
 	g->params = akk_alloc(p->nparams);
@@ -67,7 +77,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	       !g->dbuf[0] || !g->dbuf[1] || !g->act_off || !g->aux_off ||
 	       !g->tapes || !g->evals || !g->layers;
 	for (int i = 0; !fail && i < ntapes; i++)
-		fail = tape_alloc(&g->tapes[i], p, max_batch, 1, stash);
+		fail = tape_alloc(&g->tapes[i], p, g->tape_batch, 1, stash);
 	for (int i = 0; !fail && i < nevals; i++)
 		fail = tape_alloc(&g->evals[i], p, max_batch, 0, 0);
 	if (fail) {
@@ -147,6 +157,11 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 	if (g->count == g->ntapes) {
 		akk_err_set(e, "gate %d: more than %d training batches in flight",
 			    g->plan->index + 1, g->ntapes);
+		return NULL;
+	}
+	if (B > g->tape_batch) {
+		akk_err_set(e, "gate %d: a training batch of %d samples, but its tapes hold %d",
+			    g->plan->index + 1, B, g->tape_batch);
 		return NULL;
 	}
 	t = &g->tapes[(g->head + g->count) % g->ntapes];

@@ -35,6 +35,7 @@ struct akk_gate {
 	struct akk_layer *layers;	/* (plan->nlayers) copies of the plan's
 					 * layers carrying this gate's pool */
 	int max_batch;
+	int tape_batch;		/* samples a training tape holds (<= max_batch) */
 	float *params;		/* (nparams) */
 	float *grads;		/* (nparams + 1) accumulated by backward, zeroed by
 				 * step; the extra float carries a sample count
@@ -65,6 +66,13 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *plan,
 		  int max_batch, int ntapes, int nevals, int stash,
 		  int steps_per_epoch, int epochs, uint64_t seed,
 		  struct akk_err *e);
+/* The same with training tapes for chunks of up to tape_batch samples
+ * (<= max_batch; the pipeline's micro-batches): a training forward of more
+ * samples fails. Evaluation tapes still hold max_batch. */
+int akk_gate_init_sized(struct akk_gate *g, const struct akk_gate_plan *plan,
+			int max_batch, int tape_batch, int ntapes, int nevals,
+			int stash, int steps_per_epoch, int epochs,
+			uint64_t seed, struct akk_err *e);
 void akk_gate_release(struct akk_gate *g);
 /* Let the gate's large products run split across pool (NULL, the default:
  * on the calling thread alone). The pool is lent: it must outlive every

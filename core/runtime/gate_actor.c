@@ -5,7 +5,11 @@
  * message is a protocol error, never silently dropped. Wheels: one state,
  * every kind accepted, the gate's tape FIFO pairing each Backward with its
  * Forward. Backward sends the input gradient upstream first and then takes
- * the optimizer step, so the upstream gate works while this one updates. */
+ * the optimizer step, so the upstream gate works while this one updates.
+ * Pipeline and gradient accumulation: a Backward whose slot is set is not
+ * the last chunk of its step group, and only adds to the gradient; the
+ * group's last one steps, once, on the sum (the sentinel weighted each
+ * chunk's loss gradient by its share of the group's samples). */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -126,6 +130,11 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, t0, t1);
 		if (akk_send(&r->tr, up, &o))
 			return -1;
+		*backward_state = 0;
+		/* slot: more chunks of the step's group follow (pipeline,
+		 * accumulate): the gradient only accumulates */
+		if (m->slot)
+			return 0;
 		t0 = akk_now();
 		if (r->shards > 1 && reduce(a, m->B, &e))
 			return fail(r, &e);

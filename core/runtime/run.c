@@ -123,6 +123,10 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			      cfg->blas_threads, akk_cores(), e))
 		goto fail;
 	r->K = r->sched.K;
+	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1)) {
+		akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
+		goto fail;
+	}
 	r->V = r->sched.V;
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
 	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
@@ -162,11 +166,13 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		a->ready = a->local || r->root;
 		if (!a->ready)
 			continue;
-		if (akk_gate_init(&a->gate, &m->gates[i], bs,
+		if (akk_gate_init_sized(&a->gate, &m->gates[i], bs,
+				  r->sched.chunk_max,
 				  a->local ? r->K : 1, a->local ? r->V : 1,
 				  a->local && r->sched.stash &&
 				  akk_gate_needs_stash(&m->gates[i]),
-				  r->per_epoch, cfg->epochs, s->seed, e))
+				  (r->per_epoch + r->sched.accumulate - 1) /
+				  r->sched.accumulate, cfg->epochs, s->seed, e))
 			goto fail;
 		if (a->local)
 			akk_gate_use_pool(&a->gate, r->pool);

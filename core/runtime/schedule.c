@@ -10,6 +10,8 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 	memset(p, 0, sizeof(*p));
 	p->mode = mode;
 	p->V = s->conc_val;
+	p->micro = 1;
+	p->accumulate = s->accumulate > 1 ? s->accumulate : 1;
 	switch (mode) {
 	case AKK_MODE_FLIPFLOP:
 		/* One batch in flight: a busy gate may use every core. */
@@ -26,10 +28,29 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 		p->final_pass = 1;
 		p->stash = s->stashing && p->K > 1;
 		p->compute_threads = 1;
+		p->accumulate = 1;
+		break;
+	case AKK_MODE_PIPELINE:
+		/* 1F1B: as many chunks in flight as gates (warm-up fills the
+		 * pipe, then one forward per backward, then the flush), so
+		 * a gate's tapes are bounded by the gates, not by micro.
+		 * Every gate steps on the weights every chunk of the group
+		 * saw: nothing to stash. Validation after the epoch, as in
+		 * flip-flop. */
+		p->micro = s->micro_batches < 1 ? 1 : s->micro_batches;
+		if (s->batch_size > 0 && p->micro > s->batch_size)
+			p->micro = s->batch_size;
+		p->K = ngates < p->micro * p->accumulate ? ngates :
+		       p->micro * p->accumulate;
+		if (p->K < 1)
+			p->K = 1;
+		p->compute_threads = ngates < cores ? cores / ngates : 1;
 		break;
 	default:
 		return akk_err_set(e, "unknown schedule mode %d", (int)mode);
 	}
+	p->chunk_max = s->batch_size > 0 ?
+		(s->batch_size + p->micro - 1) / p->micro : 0;
 	if (threads > 0)
 		p->compute_threads = threads;
 	if (p->compute_threads < 1)

@@ -9,7 +9,13 @@
  * (run.c, sentinel.c, gate_actor.c) and `akkctl check` read the plan; no
  * other file compares AKK_MODE_* values.
  *
- * Adding a schedule (e.g. "pipeline"): one more name in spec.c's mode list
+ * Pipeline (PipeDream-Flush, 1F1B): each batch is split into `micro`
+ * chunks and K = ngates chunks are in flight, so each gate holds at most
+ * ngates tapes whatever micro is; gradients accumulate over a group of
+ * `accumulate` batches and every gate steps once after the group's last
+ * chunk. Flip-flop with accumulate > 1 is the same mechanism with K = 1.
+ *
+ * Adding a schedule: one more name in spec.c's mode list
  * and enum akk_mode, one more case in akk_schedule_plan below filling every
  * field, and, if its sentinel needs a policy the fields cannot express, one
  * more field here read by sentinel.c's run_phase. */
@@ -32,6 +38,14 @@ struct akk_schedule {
 				 * in-flight batch's forward used */
 	int compute_threads;	/* compute threads of one busy gate */
 	int mailbox_cap;	/* messages per actor's mailbox */
+	int micro;		/* chunks (micro-batches) each batch is split
+				 * into; 1: whole batches */
+	int accumulate;		/* batches whose gradients add up to one
+				 * optimizer step; the sentinel issues no chunk
+				 * of the next group before the last one's
+				 * backward is back (the flush) */
+	int chunk_max;		/* samples in the largest chunk: what one
+				 * training tape must hold */
 };
 
 /* The plan for schedule s run as mode with ngates gates. threads: the

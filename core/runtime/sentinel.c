@@ -13,7 +13,17 @@
  * then Backward to the last gate), and Validation after the epoch's last
  * backward (accepts Validate). Wheels has no states: validation runs during
  * the epoch, and after the last epoch a drained "final" pass measures the
- * weights that training ended with. */
+ * weights that training ended with.
+ *
+ * Pipeline and gradient accumulation: a training credit is a chunk (a
+ * micro-batch of a batch, or the whole batch) and a step group is
+ * schedule.accumulate batches. Chunks of one group go out as credits allow
+ * (K = gates: the 1F1B bound); the next group's first waits until every
+ * chunk is back, so every gate has stepped once on the group's gradient
+ * (the flush). Each chunk's loss gradient is scaled by its share of the
+ * group's samples; its Backward's slot says whether more of the group
+ * follows. Stops (Ctrl-C, checkpoints) fall between groups only, where
+ * the accumulated gradients are zero. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -25,8 +35,31 @@
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
 
+/* One training chunk in flight: a whole batch, or with the pipeline's
+ * micro-batches a run of its samples. */
+struct chunk {
+	struct akk_batch *b;
+	int off, B;		/* its samples [off, off + B) of b */
+	int last;		/* b's last chunk: b goes back with its backward */
+	int hold;		/* more chunks of the step's group follow: the
+				 * gates accumulate and do not step yet */
+	double scale;		/* B over the group's samples: the weight of
+				 * its loss gradient in the group's mean */
+};
+
+/* The run's counters: optimizer steps taken (the position's step: every
+ * gate's weight version) and training chunks sent (the messages' ids).
+ * They are equal unless batches are split or accumulated. */
+struct ids {
+	long steps, chunks;
+};
+
 struct phase {
 	long ntrain, nval;		/* batches to run */
+	struct akk_batch *cur;		/* a batch whose chunks are going out */
+	int cur_next, cur_chunks, cur_off;
+	long group_left;		/* batches of the group still to take */
+	long group_samples;		/* samples of the whole group */
 	long issued, done, vissued, vdone;
 	int inflight, vinflight;
 	double loss_sum, vloss_sum;
@@ -45,23 +78,82 @@ static int protocol(struct akk_run *r, struct akk_err *e, const char *what)
 	return -1;
 }
 
+/* Samples in training batch `index` of an epoch (one process). */
+static long batch_samples(const struct akk_run *r, long index)
+{
+	long bs = r->spec->sched.batch_size;
+	long left = (long)r->train->n - index * bs;
+
+	return left < bs ? left : bs;
+}
+
+/* A step group is started and not all of its chunks are out: the run
+ * stops only at group boundaries, where the gradients are zero. */
+static int mid_group(const struct phase *ph)
+{
+	return ph->cur || ph->group_left > 0;
+}
+
+/* Whether the next training chunk may go out: the rest of the current
+ * batch, the next batch of the group, or, once every chunk of the group
+ * is back and the gates have stepped (the flush), the next group. */
+static int can_issue(const struct akk_run *r, const struct phase *ph)
+{
+	if (ph->inflight >= r->K)
+		return 0;
+	if (ph->cur)
+		return 1;
+	if (ph->issued >= ph->ntrain)
+		return 0;
+	return ph->group_left > 0 || ph->inflight == 0;
+}
+
 static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
-		       struct akk_batch **slots, long *next_id,
+		       struct chunk *slots, struct ids *ids,
 		       struct akk_err *e)
 {
-	struct akk_batch *b = akk_provider_next(&r->tprov);
 	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
+	long in = akk_shape_size(r->spec->input);
+	struct akk_batch *b;
+	struct chunk *c;
+	int j;
 
-	if (!b)
-		return -1;
-	if (b->epoch != epoch || b->index != ph->issued)
-		return protocol(r, e, "training data out of order");
-	slots[*next_id % r->K] = b;
-	m.B = b->B;
-	m.id = (*next_id)++;
-	m.data = b->x;
-	m.n = b->B * akk_shape_size(r->spec->input);
-	ph->issued++;
+	if (!ph->cur) {
+		if (!(b = akk_provider_next(&r->tprov)))
+			return -1;
+		if (b->epoch != epoch || b->index != ph->issued)
+			return protocol(r, e, "training data out of order");
+		if (!ph->group_left) {
+			long left = ph->ntrain - ph->issued;
+			ph->group_left = left < r->sched.accumulate ? left :
+					 r->sched.accumulate;
+			ph->group_samples = b->B;
+			for (long k = 1; k < ph->group_left; k++)
+				ph->group_samples += batch_samples(r, ph->issued + k);
+		}
+		ph->group_left--;
+		ph->cur = b;
+		ph->cur_next = ph->cur_off = 0;
+		ph->cur_chunks = b->B < r->sched.micro ? b->B : r->sched.micro;
+		ph->issued++;
+	}
+	b = ph->cur;
+	j = ph->cur_next++;
+	c = &slots[ids->chunks % r->K];
+	c->b = b;
+	c->off = ph->cur_off;
+	/* sizes differ by at most one: the first B % chunks get one more */
+	c->B = b->B / ph->cur_chunks + (j < b->B % ph->cur_chunks);
+	c->last = ph->cur_next == ph->cur_chunks;
+	c->hold = !(c->last && !ph->group_left);
+	c->scale = (double)c->B / (double)ph->group_samples;
+	ph->cur_off += c->B;
+	if (c->last)
+		ph->cur = NULL;
+	m.B = c->B;
+	m.id = ids->chunks++;
+	m.data = b->x + (size_t)c->off * in;
+	m.n = c->B * in;
 	ph->inflight++;
 	ph->state = ENDPOINT;
 	return akk_send(&r->tr, 1, &m);
@@ -123,8 +215,8 @@ static int flipflop_accepts(int state, int kind)
 /* Run one phase: ntrain training batches of `epoch` and a validation pass.
  * Returns 0 when done (or interrupted and drained), -1 on failure. */
 static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
-		     struct akk_batch **slots, struct akk_batch **vslots,
-		     long *next_id, double t0, struct akk_err *e)
+		     struct chunk *slots, struct akk_batch **vslots,
+		     struct ids *ids, double t0, struct akk_err *e)
 {
 	const struct akk_spec *s = r->spec;
 	int during = r->sched.validate_during;
@@ -139,16 +231,19 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		/* with data parallelism only the vote below decides */
 		if (r->shards == 1 && atomic_load(&r->stop))
 			ph->stopping = 1;
-		if (!ph->stopping) {
+		/* a started step group is finished even when stopping */
+		if (!ph->stopping || mid_group(ph)) {
 			if (r->shards > 1) {
 				if (!ph->voting && ph->inflight < r->K &&
 				    ph->issued < ph->ntrain && post_vote(r, ph, e))
 					return -1;
 			} else {
-				while (ph->inflight < r->K && ph->issued < ph->ntrain)
-					if (issue_train(r, ph, epoch, slots, next_id, e))
+				while (can_issue(r, ph))
+					if (issue_train(r, ph, epoch, slots, ids, e))
 						return -1;
 			}
+		}
+		if (!ph->stopping) {
 			/* flip-flop validates after the epoch's last backward */
 			if (!ph->stopping && (during || ph->done == ph->ntrain)) {
 				if (ph->vissued < ph->nval)
@@ -158,7 +253,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 						return -1;
 			}
 		}
-		if (!ph->inflight && !ph->vinflight && !ph->voting &&
+		if (!ph->inflight && !ph->vinflight && !ph->voting && !mid_group(ph) &&
 		    (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval)))
 			return 0;
 		if (akk_recv(&r->tr, 0, &m))
@@ -172,7 +267,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			ph->voting = 0;
 			if (ph->vote > 0)
 				ph->stopping = 1;
-			else if (issue_train(r, ph, epoch, slots, next_id, e))
+			else if (issue_train(r, ph, epoch, slots, ids, e))
 				return -1;
 			continue;
 		}
@@ -180,47 +275,59 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			return protocol(r, e, "message out of turn in flip-flop");
 		switch (m.kind) {
 		case AKK_MSG_FORWARD: {
-			struct akk_batch *b = slots[m.id % r->K];
+			struct chunk *c = &slots[m.id % r->K];
+			struct akk_batch *b = c->b;
+			float *dl = b->dlogits + (size_t)c->off * classes;
 			struct akk_msg back = m;
 			double tl = akk_now();
 			double loss = reg ?
-				akk_loss_targets(s->loss, s->huber_delta, b->dlogits,
-						 m.data, b->targets, b->B, classes,
-						 &ph->treg) :
-				akk_loss(s->loss, s->huber_delta, b->dlogits,
-					 m.data, b->labels, b->B, classes,
+				akk_loss_targets(s->loss, s->huber_delta, dl, m.data,
+						 b->targets + (size_t)c->off * classes,
+						 c->B, classes, &ph->treg) :
+				akk_loss(s->loss, s->huber_delta, dl, m.data,
+					 b->labels + c->off, c->B, classes,
 					 &ph->correct);
 			/* a gate's non-finite output stops the run in that
 			 * gate; finite logits can still overflow the loss */
 			if (!isfinite(loss)) {
 				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld) from the output of gate %d",
-					    epoch + 1, b->index + 1, m.id + 1, G);
+					    epoch + 1, b->index + 1, ids->steps + 1, G);
 				akk_run_fail(r, e);
 				return -1;
 			}
 			if (s->sched.max_loss > 0 && loss > s->sched.max_loss) {
 				akk_err_set(e, "training loss %.4g at epoch %d, batch %ld (step %ld) is above schedule.max_loss %g: the run diverged",
-					    loss, epoch + 1, b->index + 1, m.id + 1,
+					    loss, epoch + 1, b->index + 1, ids->steps + 1,
 					    s->sched.max_loss);
 				akk_run_fail(r, e);
 				return -1;
 			}
-			ph->loss_sum += loss * b->B;
-			ph->samples += b->B;
+			ph->loss_sum += loss * c->B;
+			ph->samples += c->B;
+			/* the group's mean gradient is the chunks' means
+			 * weighted by their share of its samples */
+			if (c->scale != 1.0)
+				for (long i = 0; i < (long)c->B * classes; i++)
+					dl[i] = (float)(dl[i] * c->scale);
 			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, tl, akk_now());
 			back.kind = AKK_MSG_BACKWARD;
-			back.data = b->dlogits;
-			back.n = (long)b->B * classes;
+			back.slot = c->hold;
+			back.data = dl;
+			back.n = (long)c->B * classes;
 			ph->state = STARTPOINT;
 			if (akk_send(&r->tr, G, &back))
 				return -1;
 			break;
 		}
 		case AKK_MSG_BACKWARD: {
-			struct akk_batch *b = slots[m.id % r->K];
-			akk_provider_recycle(&r->tprov, b);
-			ph->done++;
+			struct chunk *c = &slots[m.id % r->K];
 			ph->inflight--;
+			if (!c->hold)	/* the group's last: the gates stepped */
+				ids->steps++;
+			if (!c->last)
+				break;
+			akk_provider_recycle(&r->tprov, c->b);
+			ph->done++;
 			if (r->cfg.obs.progress) {
 				double dt = akk_now() - t0;
 				struct akk_progress p = {
@@ -414,9 +521,9 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 {
-	struct akk_batch **slots = calloc(r->K, sizeof(*slots));
+	struct chunk *slots = calloc(r->K, sizeof(*slots));
 	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
-	long next_id = r->cfg.start.id;
+	struct ids ids = { r->cfg.start.id, r->cfg.start.id };
 	int rc = -1, epoch, reductions;
 	struct phase ph;
 
@@ -441,17 +548,17 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.treg = st->reg;
 			t0 -= st->seconds;
 		}
-		if (run_phase(r, &ph, epoch, slots, vslots, &next_id, t0, e) ||
+		if (run_phase(r, &ph, epoch, slots, vslots, &ids, t0, e) ||
 		    drain(r, e))
 			goto out;
 		if (ph.stopping) {
-			r->pos = (struct akk_position){ epoch, ph.done, next_id,
+			r->pos = (struct akk_position){ epoch, ph.done, ids.steps,
 				ph.loss_sum, ph.correct, ph.samples, akk_now() - t0,
 				ph.treg };
 			atomic_store(&r->interrupted, 1);
 			break;
 		}
-		r->pos = (struct akk_position){ .epoch = epoch + 1, .id = next_id };
+		r->pos = (struct akk_position){ .epoch = epoch + 1, .id = ids.steps };
 		r->epochs_done = epoch + 1;
 		if (r->shards > 1) {
 			/* the epoch's training metrics over every rank's slices */
@@ -483,7 +590,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 
 		memset(&ph, 0, sizeof(ph));
 		ph.nval = r->val_batches;
-		if (run_phase(r, &ph, r->cfg.epochs - 1, slots, vslots, &next_id, t0, e) ||
+		if (run_phase(r, &ph, r->cfg.epochs - 1, slots, vslots, &ids, t0, e) ||
 		    drain(r, e))
 			goto out;
 		if (!ph.stopping && report(r, &ph, r->cfg.epochs - 1, "final",

@@ -32,6 +32,8 @@ struct akk_msg {
 	int kind;
 	int B;			/* samples */
 	int slot;		/* VALIDATE: evaluation slot (sentinel's and gates') */
+				/* BACKWARD: 1 when more chunks of its step group
+				 * follow (no optimizer step yet) */
 	long id;		/* FORWARD/BACKWARD: training batch sequence number;
 				 * SYNC: the lr plateau reductions so far */
 	/* FORWARD/VALIDATE: the sender's output (B x n/B floats), lent until the
