@@ -354,16 +354,12 @@ static void bench_layers_table(void **state)
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
-	struct akk_dataset t;
 
 	(void)state;
 	if (!d)
 		return -1;
 	snprintf(g_dir, sizeof(g_dir), "%s", d);
-	tu_dataset(&t, 200, 8, 4, 1);
-	tu_write_idx(tu_path(g_dir, "train-images"), &t, 1);
-	tu_write_idx(tu_path(g_dir, "train-labels"), &t, 0);
-	akk_dataset_release(&t);
+	tu_write_set(g_dir, "train", 200, 8, 4, 1);
 	return 0;
 }
 

@@ -534,20 +534,12 @@ static void early_stop_and_plateau_under_mpi(void **state)
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
-	struct akk_dataset t, v;
-
 	(void)state;
 	if (!d)
 		return -1;
 	snprintf(g_dir, sizeof(g_dir), "%s", d);
-	tu_dataset(&t, 400, 8, 4, 1);
-	tu_dataset(&v, 200, 8, 4, 2);
-	tu_write_idx(tu_path(g_dir, "train-images"), &t, 1);
-	tu_write_idx(tu_path(g_dir, "train-labels"), &t, 0);
-	tu_write_idx(tu_path(g_dir, "val-images"), &v, 1);
-	tu_write_idx(tu_path(g_dir, "val-labels"), &v, 0);
-	akk_dataset_release(&t);
-	akk_dataset_release(&v);
+	tu_write_set(g_dir, "train", 400, 8, 4, 1);
+	tu_write_set(g_dir, "val", 200, 8, 4, 2);
 	return 0;
 }
 

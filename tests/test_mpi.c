@@ -287,26 +287,14 @@ static int have_mpi(void)
 
 static int group_setup(void **state)
 {
-	struct akk_dataset train, val;
-	char path[700];
 	const char *d = tu_tmpdir();
 
 	(void)state;
 	if (!d)
 		return -1;
 	snprintf(g_dir, sizeof(g_dir), "%s", d);
-	tu_dataset(&train, 640, 8, 4, 3);
-	tu_dataset(&val, 160, 8, 4, 5);
-	snprintf(path, sizeof(path), "%s/train-images", g_dir);
-	tu_write_idx(path, &train, 1);
-	snprintf(path, sizeof(path), "%s/train-labels", g_dir);
-	tu_write_idx(path, &train, 0);
-	snprintf(path, sizeof(path), "%s/val-images", g_dir);
-	tu_write_idx(path, &val, 1);
-	snprintf(path, sizeof(path), "%s/val-labels", g_dir);
-	tu_write_idx(path, &val, 0);
-	akk_dataset_release(&train);
-	akk_dataset_release(&val);
+	tu_write_set(g_dir, "train", 640, 8, 4, 3);
+	tu_write_set(g_dir, "val", 160, 8, 4, 5);
 	return 0;
 }
 

@@ -396,10 +396,9 @@ static void mpi_placement_bit_for_bit(void **unused)
 {
 	const char *d = tu_tmpdir();
 	const char *probe[] = { "mpirun", "--version", NULL };
-	struct akk_dataset train;
 	struct akk_checkpoint x, y;
 	struct akk_err e = { 0 };
-	char cfg[600], path[700], err[8192], a[700], b[700];
+	char cfg[600], err[8192], a[700], b[700];
 	char text[1024];
 	int n;
 
@@ -411,12 +410,7 @@ static void mpi_placement_bit_for_bit(void **unused)
 #endif
 	if (!akk_world_available() || tu_run(probe, NULL, 0, NULL, 0) != 0)
 		skip();
-	tu_dataset(&train, 300, SIDE, CLASSES, 3);
-	snprintf(path, sizeof(path), "%s/mpi-images", d);
-	tu_write_idx(path, &train, 1);
-	snprintf(path, sizeof(path), "%s/mpi-labels", d);
-	tu_write_idx(path, &train, 0);
-	akk_dataset_release(&train);
+	tu_write_set(d, "mpi", 300, SIDE, CLASSES, 3);
 	n = snprintf(text, sizeof(text),
 		     "data: {train: {images: mpi-images, labels: mpi-labels}}\n"
 		     "network:\n"

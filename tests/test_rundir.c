@@ -125,20 +125,12 @@ static void write_cfg(char *path, const char *file, int hidden, const char *mode
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
-	struct akk_dataset t, v;
-
 	(void)state;
 	if (!d)
 		return -1;
 	snprintf(g_dir, sizeof(g_dir), "%s", d);
-	tu_dataset(&t, 600, 8, 4, 1);
-	tu_dataset(&v, 200, 8, 4, 2);
-	tu_write_idx(tu_path(g_dir, "train-images"), &t, 1);
-	tu_write_idx(tu_path(g_dir, "train-labels"), &t, 0);
-	tu_write_idx(tu_path(g_dir, "val-images"), &v, 1);
-	tu_write_idx(tu_path(g_dir, "val-labels"), &v, 0);
-	akk_dataset_release(&t);
-	akk_dataset_release(&v);
+	tu_write_set(g_dir, "train", 600, 8, 4, 1);
+	tu_write_set(g_dir, "val", 200, 8, 4, 2);
 	write_cfg(g_cfg, "synth.yaml", 16, "flip-flop", 2, "");
 	write_cfg(g_wide, "wide.yaml", 24, "flip-flop", 2, "");
 	write_cfg(g_pergate, "pergate.yaml", 16, "flip-flop", 2,

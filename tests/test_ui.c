@@ -111,17 +111,13 @@ static void plain_ckpt(const char *path, long id)
 
 static int group_setup(void **state)
 {
-	struct akk_dataset d;
 	const char *t = tu_tmpdir();
 
 	(void)state;
 	if (!t)
 		return -1;
 	snprintf(g_dir, sizeof(g_dir), "%s", t);
-	tu_dataset(&d, NVAL, 8, 4, 11);
-	tu_write_idx(P("val-images"), &d, 1);
-	tu_write_idx(P("val-labels"), &d, 0);
-	akk_dataset_release(&d);
+	tu_write_set(g_dir, "val", NVAL, 8, 4, 11);
 	return 0;
 }
 

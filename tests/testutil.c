@@ -428,3 +428,17 @@ int tu_lenet_run(const char *dir, int ntrain)
 	}
 	return 0;
 }
+
+void tu_write_set(const char *dir, const char *name, size_t n, int side,
+		  int classes, uint32_t seed)
+{
+	struct akk_dataset d;
+	char file[256];
+
+	tu_dataset(&d, n, side, classes, seed);
+	snprintf(file, sizeof(file), "%s-images", name);
+	tu_write_idx(tu_path(dir, file), &d, 1);
+	snprintf(file, sizeof(file), "%s-labels", name);
+	tu_write_idx(tu_path(dir, file), &d, 0);
+	akk_dataset_release(&d);
+}

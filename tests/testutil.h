@@ -96,4 +96,9 @@ char *tu_stderr_end(void);
  * skips); -1 when training failed (printed). */
 int tu_lenet_run(const char *dir, int ntrain);
 
+/* tu_dataset's set of n samples (side x side, classes, seed) written as
+ * dir/NAME-images and dir/NAME-labels (IDX). */
+void tu_write_set(const char *dir, const char *name, size_t n, int side,
+		  int classes, uint32_t seed);
+
 #endif
