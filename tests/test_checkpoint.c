@@ -224,7 +224,8 @@ static void round_trip(const char *text, const char *const *sets, int nsets)
 	struct akk_gate *fresh;
 	struct akk_err e = { 0 };
 	char *dir = tmpdir(), path[600];
-	struct akk_position pos = { 1, 3, 10, 12.5, 37, 48, 1.25, { 0 } };
+	struct akk_position pos = { .epoch = 1, .index = 3, .id = 10, .loss_sum = 12.5,
+				    .correct = 37, .samples = 48, .seconds = 1.25 };
 	struct akk_ckpt_metrics met = { 1, 0.875, 0.5, 0.75, 0.625, 0.6875, 0 };
 
 	parse(&s, &m, text, sets, nsets);

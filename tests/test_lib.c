@@ -163,12 +163,14 @@ static void assert_equals_cli(const float *out)
 
 static void lib_predict_equals_cli(void **state)
 {
-	float *out = malloc(sizeof(float) * 10 * NIMG);
+	float *out;
 	char err[512];
 	akk_model *m;
 
 	(void)state;
 	SKIP_WITHOUT_MNIST();
+	out = malloc(sizeof(float) * 10 * NIMG);
+	assert_non_null(out);
 	m = open_ok();
 	assert_int_equal(akk_predict(m, g_x, 784 * (size_t)NIMG, out, 10 * NIMG, err, sizeof(err)), 0);
 	assert_equals_cli(out);
@@ -197,12 +199,14 @@ static void lib_threads(void **state)
 {
 	struct job jobs[4];
 	pthread_t t[4];
-	float *seq = malloc(sizeof(float) * 10 * NIMG);
+	float *seq;
 	char err[256];
 	akk_model *m;
 
 	(void)state;
 	SKIP_WITHOUT_MNIST();
+	seq = malloc(sizeof(float) * 10 * NIMG);
+	assert_non_null(seq);
 	m = open_ok();
 	assert_int_equal(akk_predict(m, g_x, 784 * (size_t)NIMG, seq, 10 * NIMG, err, sizeof(err)), 0);
 	for (int i = 0; i < 4; i++) {
