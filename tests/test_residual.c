@@ -174,12 +174,39 @@ static void overrides(void **state)
 	akk_spec_release(&s);
 }
 
+/* A block as the network's first layer reads its weights in backward (for
+ * its inner layers' input gradients): wheels must stash them. */
+static void first_block_needs_stash(void **state)
+{
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_err e;
+
+	(void)state;
+	if (parse(&s, config("6", "    - layers: [residual: [{dense: 6}, tanh, {dense: 6}]]\n"
+			     "    - layers: [{dense: 3}]\n"), &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	assert_true(akk_gate_needs_stash(&m.gates[0]));
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	/* a plain first layer still needs none */
+	if (parse(&s, config("6", "    - layers: [{dense: 6}, tanh]\n"
+			     "    - layers: [{dense: 3}]\n"), &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	assert_false(akk_gate_needs_stash(&m.gates[0]));
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parses),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(overrides),
+		cmocka_unit_test(first_block_needs_stash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
