@@ -325,6 +325,22 @@ static const char *remainder_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* Residual blocks (identity with batchnorm inside, a strided projection)
+ * and global_avgpool: the inner layers allocate nothing either. */
+static const char *resnet_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [1, 8, 8]\n"
+	"  gates:\n"
+	"    - layers: [{conv2d: {filters: 4, kernel: 3, padding: 1}}, relu,\n"
+	"               residual: [{conv2d: {filters: 4, kernel: 3, padding: 1}}, batchnorm, relu]]\n"
+	"    - layers: [{residual: {layers: [{conv2d: {filters: 8, kernel: 3, stride: 2, padding: 1}}],\n"
+	"                           shortcut: [{conv2d: {filters: 8, kernel: 1, stride: 2}}]}},\n"
+	"               relu, global_avgpool, {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* What the observer saw. Written on the sentinel thread only; read after
  * akk_run_train has joined it. */
 struct window {
@@ -461,6 +477,13 @@ static void flipflop_wide_allocates_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(wide_yaml, "flip-flop", NULL);
+}
+
+static void wheels_resnet_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(resnet_yaml, "wheels", NULL);
 }
 
 static void flipflop_remainder_allocates_nothing(void **unused)
@@ -693,6 +716,7 @@ int main(void)
 		cmocka_unit_test(sgemm_allocates_nothing_on_every_kernel),
 		cmocka_unit_test(flipflop_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_remainder_allocates_nothing),
+		cmocka_unit_test(wheels_resnet_allocates_nothing),
 	};
 	const struct CMUnitTest sgemm_only[] = {
 		cmocka_unit_test(sgemm_allocates_nothing),

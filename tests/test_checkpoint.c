@@ -321,6 +321,28 @@ static void round_trip_every_layer_and_optimizer(void **unused)
 	}
 }
 
+/* Residual blocks (batchnorm state inside, a projection shortcut) and
+ * global_avgpool: their flat params and state views round-trip. */
+static void round_trip_residual(void **unused)
+{
+	static const char *yaml =
+		"seed: 3\n"
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  input: [1, 8, 8]\n"
+		"  gates:\n"
+		"    - layers: [{conv2d: {filters: 3, kernel: 3, padding: 1}}, relu,\n"
+		"               residual: [{conv2d: {filters: 3, kernel: 3, padding: 1}}, batchnorm, relu]]\n"
+		"    - layers: [{residual: {layers: [{conv2d: {filters: 4, kernel: 3, stride: 2, padding: 1}}, batchnorm],\n"
+		"                           shortcut: [{conv2d: {filters: 4, kernel: 1, stride: 2}}]}},\n"
+		"               global_avgpool, {dense: 4}]\n"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: flip-flop, epochs: 2, batch_size: 16}\n";
+
+	(void)unused;
+	round_trip(yaml, NULL, 0);
+}
+
 /* Seven gates, each with its own optimizer kind. */
 static void round_trip_per_gate_optimizers(void **unused)
 {
@@ -1592,6 +1614,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(round_trip_every_layer_and_optimizer, remove_dirs),
 		cmocka_unit_test_teardown(round_trip_per_gate_optimizers, remove_dirs),
+		cmocka_unit_test_teardown(round_trip_residual, remove_dirs),
 		cmocka_unit_test_teardown(tensor_names, remove_dirs),
 		cmocka_unit_test_teardown(hand_built_file_reads, remove_dirs),
 		cmocka_unit_test_teardown(crafted_fields_rejected, remove_dirs),

@@ -159,6 +159,7 @@ static void rig_close(struct rig *g)
 	akk_free(g->r);
 	akk_free(g->aux);
 	akk_free(g->work);
+	akk_layer_release(&g->l);	/* a composite's sub-layers */
 }
 
 /* Training forward with a fixed dropout stream; returns L = sum(y r). */
@@ -1148,6 +1149,201 @@ static void t_option_tables(void **state)
 	assert_null(akk_init_names[AKK_INIT_CONSTANT + 1]);
 }
 
+/* ---- residual blocks and global average pooling ---- */
+
+static struct akk_layer_spec dense_of(int units)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_dense);
+	sp.units = units;
+	return sp;
+}
+
+static struct akk_layer_spec conv_of(int filters, int kernel, int stride,
+				     int padding)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_conv2d);
+	sp.filters = filters;
+	sp.kernel = kernel;
+	sp.stride = stride;
+	sp.padding = padding;
+	return sp;
+}
+
+static struct akk_layer_spec residual_of(struct akk_layer_spec *inner,
+					 int ninner,
+					 struct akk_layer_spec *shortcut,
+					 int nshort)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_residual);
+	sp.inner = inner;
+	sp.ninner = ninner;
+	sp.shortcut = shortcut;
+	sp.nshort = nshort;
+	return sp;
+}
+
+/* Smooth activations inside (tanh, sigmoid): no kink within eps of the
+ * values the inner layers make; batchnorm in training mode inside. */
+static void t_grad_residual_identity(void **state)
+{
+	struct akk_layer_spec vec[] = { dense_of(6), spec_of(&akk_layer_batchnorm),
+					spec_of(&akk_layer_tanh), dense_of(6) };
+	struct akk_layer_spec img[] = { conv_of(2, 3, 1, 1),
+					spec_of(&akk_layer_batchnorm),
+					spec_of(&akk_layer_tanh),
+					conv_of(2, 3, 1, 1) };
+	struct akk_layer_spec sp;
+
+	(void)state;
+	sp = residual_of(vec, 4, NULL, 0);
+	grad_check(&sp, shape1(6), 4, X_PLAIN);
+	sp = residual_of(img, 4, NULL, 0);
+	grad_check(&sp, shape3(2, 5, 4), 3, X_PLAIN);
+}
+
+static void t_grad_residual_projection(void **state)
+{
+	struct akk_layer_spec img[] = { conv_of(3, 3, 2, 1),
+					spec_of(&akk_layer_batchnorm),
+					spec_of(&akk_layer_tanh) };
+	struct akk_layer_spec img_short[] = { conv_of(3, 1, 2, 0) };
+	struct akk_layer_spec vec[] = { dense_of(4), spec_of(&akk_layer_sigmoid),
+					dense_of(3) };
+	struct akk_layer_spec vec_short[] = { dense_of(3),
+					      spec_of(&akk_layer_batchnorm) };
+	struct akk_layer_spec sp;
+
+	(void)state;
+	sp = residual_of(img, 3, img_short, 1);
+	grad_check(&sp, shape3(2, 5, 5), 3, X_PLAIN);
+	sp = residual_of(vec, 3, vec_short, 2);
+	grad_check(&sp, shape1(6), 4, X_PLAIN);
+}
+
+/* A block inside a block, and a block of one layer. */
+static void t_grad_residual_nested(void **state)
+{
+	struct akk_layer_spec in2[] = { dense_of(5), spec_of(&akk_layer_tanh) };
+	struct akk_layer_spec in1[2];
+	struct akk_layer_spec one[] = { spec_of(&akk_layer_tanh) };
+	struct akk_layer_spec sp;
+
+	(void)state;
+	in1[0] = residual_of(in2, 2, NULL, 0);
+	in1[1] = dense_of(5);
+	sp = residual_of(in1, 2, NULL, 0);
+	grad_check(&sp, shape1(5), 3, X_PLAIN);
+	sp = residual_of(one, 1, NULL, 0);
+	grad_check(&sp, shape3(2, 3, 3), 2, X_PLAIN);
+}
+
+static void t_grad_global_avgpool(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_global_avgpool);
+
+	(void)state;
+	grad_check(&sp, shape3(3, 4, 5), 3, X_PLAIN);
+	grad_check(&sp, shape3(1, 1, 1), 2, X_PLAIN);
+}
+
+/* Shapes, sizes and views of a block; forward = inner + shortcut on a
+ * hand-checkable case; the errors at plan time. */
+static void t_residual_plan(void **state)
+{
+	struct akk_layer_spec inner[] = { conv_of(4, 3, 2, 1),
+					  spec_of(&akk_layer_batchnorm) };
+	struct akk_layer_spec proj[] = { conv_of(4, 1, 2, 0) };
+	struct akk_layer_spec wrong[] = { conv_of(3, 1, 2, 0) };
+	struct akk_layer_spec vec[] = { dense_of(4) };
+	struct akk_layer_spec sp;
+	struct akk_layer l;
+
+	(void)state;
+	sp = residual_of(inner, 2, proj, 1);
+	plan_ok(&l, &sp, shape3(2, 6, 6));
+	assert_int_equal(l.out.rank, 3);
+	assert_int_equal(l.out.d[0], 4);
+	assert_int_equal(l.out.d[1], 3);
+	assert_int_equal(l.nsub, 3);
+	/* conv 4*2*9+4, batchnorm gamma/beta 8, projection 4*2+4 */
+	assert_int_equal(l.nparams, 76 + 8 + 12);
+	assert_int_equal(l.nstate, 8);
+	assert_int_equal(l.sub[1].poff, 76);
+	assert_int_equal(l.sub[2].poff, 84);
+	assert_int_equal(l.nviews, 2);
+	assert_string_equal(l.views[0].name, "params");
+	assert_int_equal(l.views[0].dims[0], 96);
+	assert_string_equal(l.views[1].name, "state");
+	assert_int_equal(l.views[1].state, 1);
+	akk_layer_release(&l);
+	assert_null(l.sub);
+
+	sp = residual_of(inner, 2, NULL, 0);
+	assert_string_equal(plan_err(&sp, shape3(2, 6, 6)),
+			    "the inner layers output [4, 3, 3] but the identity "
+			    "shortcut passes [2, 6, 6]: add a projection "
+			    "(shortcut: [conv2d: {filters: 4, kernel: 1, "
+			    "stride: 2}])");
+	sp = residual_of(inner, 2, wrong, 1);
+	assert_string_equal(plan_err(&sp, shape3(2, 6, 6)),
+			    "the inner layers output [4, 3, 3] but the shortcut "
+			    "outputs [3, 3, 3]");
+	sp = residual_of(vec, 1, NULL, 0);
+	assert_string_equal(plan_err(&sp, shape1(6)),
+			    "the inner layers output [4] but the identity "
+			    "shortcut passes [6]: add a projection (shortcut: "
+			    "[dense: 4])");
+	/* An inner layer that cannot take its input: named, at its place. */
+	vec[0].mark = (struct akk_mark){ 12, 9 };
+	sp = residual_of(vec, 1, NULL, 0);
+	{
+		struct akk_err e = { 0 };
+		memset(&l, 0, sizeof(l));
+		l.ops = sp.ops;
+		l.spec = &sp;
+		l.in = shape3(2, 6, 6);
+		assert_int_equal(sp.ops->plan(&l, &e), -1);
+		assert_null(l.sub);
+		assert_int_equal(e.line, 12);
+		assert_int_equal(e.col, 9);
+		assert_non_null(strstr(e.msg, "inner layer 1 'dense': "));
+	}
+	sp = residual_of(vec, 0, NULL, 0);
+	assert_string_equal(plan_err(&sp, shape1(6)),
+			    "a residual block needs at least one layer");
+	sp = spec_of(&akk_layer_global_avgpool);
+	assert_string_equal(plan_err(&sp, shape1(6)),
+			    "expects an image input [channels, height, width], "
+			    "got [6]");
+}
+
+/* y = x + tanh(x) for the identity block of one tanh; the mean per
+ * channel for global_avgpool. */
+static void t_residual_forward(void **state)
+{
+	struct akk_layer_spec one[] = { spec_of(&akk_layer_tanh) };
+	struct akk_layer_spec sp = residual_of(one, 1, NULL, 0);
+	struct akk_layer l;
+	float x[4] = { -1, 0, 0.5f, 2 }, y[4], aux[64];
+
+	(void)state;
+	plan_ok(&l, &sp, shape1(4));
+	assert_true(l.aux * 1 <= 64);
+	l.ops->forward(&l, y, aux, NULL, NULL, x, NULL, 1, 0, NULL);
+	for (int i = 0; i < 4; i++)
+		assert_float_equal(y[i], x[i] + tanhf(x[i]), 1e-6);
+	akk_layer_release(&l);
+
+	sp = spec_of(&akk_layer_global_avgpool);
+	float img[2 * 2 * 3] = { 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, 5 };
+	plan_ok(&l, &sp, shape3(2, 2, 3));
+	assert_int_equal(l.out.rank, 1);
+	assert_int_equal(l.out.d[0], 2);
+	l.ops->forward(&l, y, NULL, NULL, NULL, img, NULL, 1, 0, NULL);
+	assert_float_equal(y[0], 3.5f, 1e-6);
+	assert_float_equal(y[1], 0.0f, 1e-6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1172,6 +1368,12 @@ int main(void)
 		cmocka_unit_test(t_layer_init),
 		cmocka_unit_test(t_plans),
 		cmocka_unit_test(t_option_tables),
+		cmocka_unit_test(t_grad_residual_identity),
+		cmocka_unit_test(t_grad_residual_projection),
+		cmocka_unit_test(t_grad_residual_nested),
+		cmocka_unit_test(t_grad_global_avgpool),
+		cmocka_unit_test(t_residual_plan),
+		cmocka_unit_test(t_residual_forward),
 	};
 
 	akk_blas_threads(1);

@@ -5,7 +5,8 @@
  * 64) and a validation subset (1000) of MNIST into a temp directory, or
  * synthetic 28x28 images when datasets/mnist is absent. Each net (the
  * MLP of configs/mnist.yaml, configs/lenet.yaml, the batchnorm net of
- * tests/configs/onnx-bn.yaml and the activations of onnx-acts.yaml) is
+ * tests/configs/onnx-bn.yaml, the activations of onnx-acts.yaml and the
+ * residual blocks of onnx-resnet.yaml) is
  * trained one epoch with `akkctl train`, exported with `akkctl export`,
  * checked by tests/onnx/check.py and run by tests/onnx/run.js on the whole
  * test set (MNIST's 10000 t10k images) as raw float32 pixel values; its
@@ -329,6 +330,14 @@ static void activations_net(void **state)
 	roundtrip("tests/configs/onnx-acts.yaml", "acts");
 }
 
+/* Residual blocks (identity with batchnorm inside, a strided 1x1 conv and
+ * a dense projection) and global_avgpool: Add and GlobalAveragePool. */
+static void resnet(void **state)
+{
+	(void)state;
+	roundtrip("tests/configs/onnx-resnet.yaml", "resnet");
+}
+
 /* ---- the export hooks ------------------------------------------------ */
 
 static void every_kind_has_an_export_hook(void **state)
@@ -480,6 +489,7 @@ int main(void)
 		cmocka_unit_test(lenet),
 		cmocka_unit_test(batchnorm_net),
 		cmocka_unit_test(activations_net),
+		cmocka_unit_test(resnet),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

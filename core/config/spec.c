@@ -46,6 +46,7 @@ struct ctx {
 	 * explicit string tag (!!str or !), found by prescan. */
 	size_t *strs;
 	size_t nstrs, capstrs;
+	int nested;		/* layers inside residual blocks so far */
 };
 
 /* One section being walked: its key table and the struct it fills. */
@@ -906,6 +907,9 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 	keys[n] = (struct key){ .name = NULL };
 }
 
+static int residual_item(struct ctx *c, yaml_node_t *item, yaml_node_t *opts,
+			 struct akk_layer_spec *l);
+
 /* One item of a gate's layers: NAME, or {NAME: OPTIONS}. */
 static int layer_item(struct ctx *c, yaml_node_t *item,
 		      struct akk_layer_spec *l)
@@ -945,6 +949,8 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 				    count_names(akk_layer_names),
 				    sizeof(akk_layer_names[0]), buf,
 				    sizeof(buf)));
+	if (l->ops == &akk_layer_residual)
+		return residual_item(c, item, opts, l);
 	layer_keys(l->ops, keys);
 	apply_defaults(keys, l);
 	snprintf(secname, sizeof(secname), "layer '%s'", l->ops->name);
@@ -985,6 +991,93 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 		return fail_type(c, subject, what, opts);
 	}
 	return 0;
+}
+
+/* --- residual blocks: lists of layers inside a layer ---------------------- */
+
+/* A list of layers inside a block (what names it: "'residual'"), into
+ * *out (owned by the spec). Aliases could nest a list in itself many times
+ * over: the layers inside blocks count towards AKK_MAX_LAYERS too. */
+static int layer_list(struct ctx *c, yaml_node_t *val, const char *what,
+		      struct akk_layer_spec **out, int *nout)
+{
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items), before = c->nested;
+
+	for (int i = 0; i < c->s->ngates && c->s->gates; i++)
+		before += c->s->gates[i].nlayers;
+	if (!n)
+		return fail(c, val, "%s has no layers", what);
+	if (n > AKK_MAX_LAYERS - before)
+		return fail(c, val, "too many layers: more than %d in the "
+			    "network", AKK_MAX_LAYERS);
+	c->nested += n;
+	*out = calloc((size_t)n, sizeof(**out));
+	if (!*out)
+		return akk_err_set(c->e, "out of memory");
+	*nout = n;
+	for (int i = 0; i < n; i++)
+		if (layer_item(c, node(c, items[i]), &(*out)[i]))
+			return -1;
+	return 0;
+}
+
+static int h_res_layers(struct ctx *c, const struct key *k,
+			const struct section *sec, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	struct akk_layer_spec *l = sec->obj;
+
+	(void)k, (void)key;
+	return layer_list(c, val, "'layers' in 'residual'", &l->inner,
+			  &l->ninner);
+}
+
+static int h_res_shortcut(struct ctx *c, const struct key *k,
+			  const struct section *sec, yaml_node_t *key,
+			  yaml_node_t *val)
+{
+	struct akk_layer_spec *l = sec->obj;
+
+	(void)k, (void)key;
+	return layer_list(c, val, "'shortcut' in 'residual'", &l->shortcut,
+			  &l->nshort);
+}
+
+static const struct key residual_keys[] = {
+	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_res_layers,
+	  .what = "a list", .flags = F_REQ },
+	{ .name = "shortcut", .type = YAML_SEQUENCE_NODE, .fn = h_res_shortcut,
+	  .what = "a list" },
+	END,
+};
+
+/* residual: [LAYERS] (identity shortcut), or
+ * residual: {layers: [LAYERS], shortcut: [LAYERS]} (a projection). */
+static int residual_item(struct ctx *c, yaml_node_t *item, yaml_node_t *opts,
+			 struct akk_layer_spec *l)
+{
+	struct section sec = { "'residual'", residual_keys, l, 0, 0, NULL,
+			       NULL };
+
+	if (!opts || is_null(opts))
+		return fail(c, opts && node_set(c, opts) >= 0 ? opts : item,
+			    "'residual' needs a list of layers, or a mapping "
+			    "with 'layers' and 'shortcut'");
+	if (opts->type == YAML_SEQUENCE_NODE)
+		return layer_list(c, opts, "'residual'", &l->inner, &l->ninner);
+	if (opts->type == YAML_MAPPING_NODE)
+		return walk(c, opts, &sec);
+	return fail_type(c, "'residual'", "a list or a mapping", opts);
+}
+
+static void layers_free(struct akk_layer_spec *l, int n)
+{
+	for (int i = 0; l && i < n; i++) {
+		layers_free(l[i].inner, l[i].ninner);
+		layers_free(l[i].shortcut, l[i].nshort);
+	}
+	free(l);
 }
 
 /* --- the network --------------------------------------------------------- */
@@ -2514,7 +2607,7 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->data.mean_ch.v);
 	free(s->data.std_ch.v);
 	for (int i = 0; s->gates && i < s->ngates; i++)
-		free(s->gates[i].layers);
+		layers_free(s->gates[i].layers, s->gates[i].nlayers);
 	free(s->gates);
 	free(s->auto_split);
 	free(s->out.dir);

@@ -123,7 +123,10 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 				describe(who, sizeof(who), l, gi, li);
 				if (prev)
 					describe(from, sizeof(from), prev, prev_gate, prev_layer);
-				akk_err_at(e, s->path, l->spec->mark.line, l->spec->mark.col,
+				/* a composite's inner layer gives its own place */
+				akk_err_at(e, s->path,
+					   le.line ? le.line : l->spec->mark.line,
+					   le.line ? le.col : l->spec->mark.col,
 					   "%s cannot take the output of %s: %s", who,
 					   prev ? from : "network.input", le.msg);
 				akk_model_release(m);
@@ -178,8 +181,11 @@ void akk_model_release(struct akk_model *m)
 {
 	if (!m->gates)
 		return;
-	for (int i = 0; i < m->ngates; i++)
+	for (int i = 0; i < m->ngates; i++) {
+		for (int j = 0; m->gates[i].layers && j < m->gates[i].nlayers; j++)
+			akk_layer_release(&m->gates[i].layers[j]);
 		free(m->gates[i].layers);
+	}
 	free(m->gates);
 	m->gates = NULL;
 	m->ngates = 0;
@@ -187,8 +193,11 @@ void akk_model_release(struct akk_model *m)
 
 int akk_gate_needs_stash(const struct akk_gate_plan *g)
 {
+	/* a composite first layer computes its inner layers' input
+	 * gradients from its weights */
 	for (int i = 0; i < g->nlayers; i++)
-		if (g->layers[i].nparams && (g->index > 0 || i > 0))
+		if (g->layers[i].nparams &&
+		    (g->index > 0 || i > 0 || g->layers[i].nsub))
 			return 1;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* layer.c - the table of layer kinds, keyed by the name used in configs. */
 #include "nn/layer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/checked.h"
@@ -21,6 +22,8 @@
 	X(sigmoid)                                                           \
 	X(tanh)                                                              \
 	X(softplus)                                                          \
+	X(residual)                                                          \
+	X(global_avgpool)                                                    \
 	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;
@@ -51,6 +54,15 @@ const struct akk_layer_ops *akk_layer_find(const char *name)
 		if (!strcmp(kinds[i]->name, name))
 			return kinds[i];
 	return NULL;
+}
+
+void akk_layer_release(struct akk_layer *l)
+{
+	for (int i = 0; i < l->nsub; i++)
+		akk_layer_release(&l->sub[i]);
+	free(l->sub);
+	l->sub = NULL;
+	l->nsub = 0;
 }
 
 void akk_layer_init_none(const struct akk_layer *l, float *p, float *s,

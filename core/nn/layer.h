@@ -61,6 +61,10 @@ struct akk_layer_spec {
 	 * there, so a new kind adds no field to this struct. */
 	float fopt[AKK_KIND_OPTS];
 	int iopt[AKK_KIND_OPTS];
+	/* residual: the inner chain (ninner >= 1) and the shortcut chain
+	 * (nshort 0: the identity), owned by the spec. */
+	struct akk_layer_spec *inner, *shortcut;
+	int ninner, nshort;
 };
 
 /* A named tensor inside a gate block, for checkpoints and inspect. */
@@ -96,6 +100,12 @@ struct akk_layer {
 				 * the relu before it, which the gate skips */
 	struct akk_layer_sync *sync;	/* data parallelism: sums over every
 				 * replica (batchnorm), or NULL; lent by the run */
+	/* Composite kinds (residual): their inner layers, planned by ops->plan
+	 * with offsets relative to this layer's poff/soff, owned by this
+	 * layer (akk_layer_release). A composite passes its own pool to
+	 * them on each call. */
+	struct akk_layer *sub;
+	int nsub;
 };
 
 /* Data parallelism (runtime/gate_actor.c fills it): a layer whose
@@ -190,6 +200,10 @@ extern const char *const akk_layer_names[];
 /* The names of enum akk_init, NULL-terminated, in enum order. */
 extern const char *const akk_init_names[];
 
+/* Free what ops->plan allocated for a composite layer (its sub-layers,
+ * recursively); nothing for the other kinds. */
+void akk_layer_release(struct akk_layer *l);
+
 /* Helpers for layer kinds: init for kinds with nothing to initialise, and
  * the shape planning the two pooling kinds share (no parameters, no aux). */
 void akk_layer_init_none(const struct akk_layer *l, float *p, float *s,
@@ -218,6 +232,6 @@ extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
 	akk_layer_maxpool2d, akk_layer_avgpool2d, akk_layer_flatten,
 	akk_layer_dropout, akk_layer_batchnorm, akk_layer_relu,
 	akk_layer_leaky_relu, akk_layer_sigmoid, akk_layer_tanh,
-	akk_layer_softplus;
+	akk_layer_softplus, akk_layer_residual, akk_layer_global_avgpool;
 
 #endif
