@@ -1,6 +1,7 @@
 /* cmd_check.c - akkctl check: validate a config and print its plan. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -33,19 +34,25 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	akk_shape_format(s->input, shape, sizeof(shape));
 	printf("%s: %d gates, input %s, loss %s, mode %s\n", s->name, m->ngates,
 	       shape, akk_loss_name(s->loss), akk_mode_name(s->sched.mode));
-	printf("\n%-5s %-6s %-12s %-16s %12s %14s\n", "gate", "layer", "kind",
+	int kw = 12;	/* the kind column: as wide as the longest kind */
+
+	for (int g = 0; g < m->ngates; g++)
+		for (int i = 0; i < m->gates[g].nlayers; i++)
+			if ((int)strlen(m->gates[g].layers[i].ops->name) > kw)
+				kw = (int)strlen(m->gates[g].layers[i].ops->name);
+	printf("\n%-5s %-6s %-*s %-16s %12s %14s\n", "gate", "layer", kw, "kind",
 	       "output", "params", "FLOPs/sample");
 	for (int g = 0; g < m->ngates; g++) {
 		const struct akk_gate_plan *gp = &m->gates[g];
 		for (int i = 0; i < gp->nlayers; i++) {
 			const struct akk_layer *l = &gp->layers[i];
 			akk_shape_format(l->out, shape, sizeof(shape));
-			printf("%-5d %-6d %-12s %-16s %12zu %14.0f\n", g + 1, i + 1,
-			       l->ops->name, shape, l->nparams, l->flops);
+			printf("%-5d %-6d %-*s %-16s %12zu %14.0f\n", g + 1, i + 1,
+			       kw, l->ops->name, shape, l->nparams, l->flops);
 		}
 	}
 	print_count(flops, sizeof(flops), m->flops);
-	printf("%-5s %-6s %-12s %-16s %12zu %14.0f\n", "total", "", "", "",
+	printf("%-5s %-6s %-*s %-16s %12zu %14.0f\n", "total", "", kw, "", "",
 	       m->nparams, m->flops);
 	printf("\n%-5s %-10s %10s %14s %14s %14s\n", "gate", "optimizer", "params",
 	       "FLOPs/sample", "activations", "weight stash");

@@ -664,6 +664,40 @@ static void check_prints_table(void **state)
 	assert_int_equal(layers, 3);
 }
 
+/* The check table's columns line up whatever the kinds' names: the
+ * output column starts where its header does on every layer row
+ * (global_avgpool is longer than the old 12-character kind column). */
+static void check_columns_align(void **state)
+{
+	static const char cfg[] =
+		"name: cols\ndata:\n  train: {images: ti, labels: tl}\n"
+		"network:\n  input: [1, 8, 8]\n  gates:\n"
+		"    - layers: [{conv2d: {filters: 4, kernel: 3, padding: 1}}, global_avgpool, {dense: 3}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n";
+	const char *path = tu_path(g_dir, "cols.yaml");
+	char *line, *save = NULL;
+	long col = -1;
+	int rows = 0;
+
+	(void)state;
+	assert_int_equal(tu_write_file(path, cfg, strlen(cfg)), 0);
+	assert_rc(ak("check", path, NULL), 0);
+	for (line = strtok_r(g_out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *o = strstr(line, "output");
+		int g, l;
+
+		if (!strncmp(line, "gate  layer", 11) && o) {
+			col = o - line;
+		} else if (col > 0 && sscanf(line, "%d %d", &g, &l) == 2 && strchr(line, '[')) {
+			if (strchr(line, '[') - line != col)
+				fail_msg("output column at %ld, header at %ld: '%s'",
+					 (long)(strchr(line, '[') - line), col, line);
+			rows++;
+		}
+	}
+	assert_int_equal(rows, 3);
+}
+
 static void check_bad_set(void **state)
 {
 	(void)state;
@@ -1198,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(unknown_option_message),
 		cmocka_unit_test(missing_operand),
 		cmocka_unit_test(check_prints_table),
+		cmocka_unit_test(check_columns_align),
 		cmocka_unit_test(check_bad_set),
 		cmocka_unit_test(train_quiet),
 		cmocka_unit_test(train_options),
