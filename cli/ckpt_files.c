@@ -504,3 +504,20 @@ out:
 	free(epoch);
 	return rc;
 }
+
+int ckpt_load(const char *arg, int prefer_best, char **path,
+	      struct akk_checkpoint *ck, struct akk_spec *s, struct akk_err *e)
+{
+	switch (ckpt_pick(arg, prefer_best, path, e)) {
+	case -1: return -1;
+	case 1: fprintf(stderr, "using '%s'\n", *path); break;
+	}
+	if (akk_checkpoint_read(ck, *path, e))
+		return -1;
+	if (akk_checkpoint_spec(ck, s, NULL, 0, e)) {
+		char msg[1200];
+		akk_err_format(e, msg, sizeof(msg));
+		return akk_err_at(e, *path, 0, 0, "the stored config no longer parses: %s", msg);
+	}
+	return 0;
+}

@@ -63,5 +63,12 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
  * never taken. *path is allocated (free it). Returns 0 for arg itself,
  * 1 for a file chosen in the directory, -1 when there is none. */
 int ckpt_pick(const char *arg, int prefer_best, char **path, struct akk_err *e);
+/* The checkpoint CHECKPOINT|DIR names, as eval, export and predict take
+ * it: picked (prefer_best as ckpt_pick; "using 'PATH'" on stderr when a
+ * directory gave it), read whole and validated into ck, and its stored
+ * config parsed into s. *path is set whenever a file was picked (free it);
+ * ck and s are released by the caller either way. 0, or -1 with e. */
+int ckpt_load(const char *arg, int prefer_best, char **path,
+	      struct akk_checkpoint *ck, struct akk_spec *s, struct akk_err *e);
 
 #endif

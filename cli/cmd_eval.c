@@ -206,20 +206,8 @@ int cmd_eval(int argc, char **argv)
 		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
 	if (!images != !labels)
 		return cli_errorf(EXIT_USAGE, "--images and --labels go together");
-	switch (ckpt_pick(argv[optind], 1, &ckpath, &e)) {
-	case -1: return cli_report(&e, EXIT_USAGE);
-	case 1: fprintf(stderr, "using '%s'\n", ckpath); break;
-	}
-	if (akk_checkpoint_read(&ck, ckpath, &e)) {
-		free(ckpath);
-		return cli_report(&e, EXIT_USAGE);
-	}
-	if (akk_checkpoint_spec(&ck, &s, NULL, 0, &e)) {
-		char msg[1200];
-		akk_err_format(&e, msg, sizeof(msg));
-		akk_err_at(&e, ckpath, 0, 0, "the stored config no longer parses: %s", msg);
+	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &s, &e))
 		goto report;
-	}
 	/* Stored tensors against the planned network, before allocating it. */
 	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e))
 		goto report;

@@ -81,20 +81,8 @@ int cmd_export(int argc, char **argv)
 		cli_errorf(EXIT_USAGE, "export needs --onnx FILE");
 		return cli_usage_error("export");
 	}
-	switch (ckpt_pick(argv[optind], 1, &ckpath, &e)) {
-	case -1: return cli_report(&e, EXIT_USAGE);
-	case 1: fprintf(stderr, "using '%s'\n", ckpath); break;
-	}
-	if (akk_checkpoint_read(&ck, ckpath, &e)) {
-		free(ckpath);
-		return cli_report(&e, EXIT_USAGE);
-	}
-	if (akk_checkpoint_spec(&ck, &s, NULL, 0, &e)) {
-		char msg[1200];
-		akk_err_format(&e, msg, sizeof(msg));
-		akk_err_at(&e, ckpath, 0, 0, "the stored config no longer parses: %s", msg);
+	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &s, &e))
 		goto report;
-	}
 	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e) ||
 	    akk_onnx_check(&m, ckpath, &e))
 		goto report;

@@ -162,7 +162,6 @@ int cmd_predict(int argc, char **argv)
 	struct akk_dataset d = { 0 };
 	struct akk_checkpoint ck = { 0 };
 	struct akk_spec spec = { 0 };
-	int have_spec = 0;
 	struct akk_err e = { 0 };
 	struct out_ctx o = { 0 };
 	float *x = NULL, *prob = NULL;
@@ -187,23 +186,14 @@ int cmd_predict(int argc, char **argv)
 						      : "predict needs an INPUT");
 		return cli_usage_error("predict");
 	}
-	switch (ckpt_pick(argv[optind], 1, &ckpath, &e)) {
-	case -1: return cli_report(&e, EXIT_USAGE);
-	case 1: fprintf(stderr, "using '%s'\n", ckpath); break;
-	}
-	if (!(m = akk_open(ckpath, msg, sizeof(msg)))) {
-		free(ckpath);
-		return cli_errorf(EXIT_USAGE, "%s", msg);
-	}
 	/* the stored config's data: the default format of the inputs and how
-	 * its readers take them (csv options, layout); the library has read
-	 * the same checkpoint, so this cannot fail but for memory */
-	if (akk_checkpoint_read(&ck, ckpath, &e) ||
-	    akk_checkpoint_spec(&ck, &spec, NULL, 0, &e)) {
-		rc = EXIT_USAGE;
+	 * its readers take them (csv options, layout) */
+	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &spec, &e))
+		goto report;
+	if (!(m = akk_open(ckpath, msg, sizeof(msg)))) {
+		akk_err_set(&e, "%s", msg);
 		goto report;
 	}
-	have_spec = 1;
 	o.m = m;
 	o.C = akk_outputs(m);
 	o.top = top > o.C ? o.C : top;
@@ -277,8 +267,7 @@ out:
 	free(prob);
 	free(o.order);
 	akk_close(m);
-	if (have_spec)
-		akk_spec_release(&spec);
+	akk_spec_release(&spec);
 	akk_checkpoint_release(&ck);
 	free(ckpath);
 	return rc;
