@@ -21,7 +21,8 @@
 # of the run included on both sides). Printed per network: each
 # contender's median over the rounds with min-max, and the ratios of
 # issue 16's targets as the median of the per-round ratios with min-max
-# ("best peer" is the fastest peer of that round). Then wheels/flip-flop on
+# ("best peer" is the fastest peer of that round; tinynn's "gemm-floor /
+# faster" is the share of its GEMM floor the faster schedule reaches). Then wheels/flip-flop on
 # configs/bench-balanced.yaml over BALANCED_RUNS runs, every run listed, and
 # a Markdown table of the targets for README's Performance section.
 #
@@ -135,7 +136,7 @@ run() {
 # LIST and PEERS are contender names; RATIOS are NUM/DEN/TARGET triples,
 # NUM a contender or "faster" (the faster akkctl schedule of the round), DEN a
 # contender, "best" (the fastest of PEERS that round) or "torch" (the faster
-# torch peer), TARGET the ceiling or "-".
+# torch peer), TARGET the ceiling, ">FLOOR", or "-" (none).
 report() {
 	awk -F'\t' -v net="$1" -v list="$2" -v peers="$3" -v ratios="$4" -v targets="$T/targets" '
 	function sort(a, n,   i, j, t) {
@@ -193,13 +194,22 @@ report() {
 			name = p[1] " / " p[2] (p[2] == "best" ? " peer" : "")
 			if (!m) {
 				printf "%-22s %s\n", name, "(not measured: a contender is missing)"
+				if (p[3] != "-")
+					printf "%s\t%s\t%s\t%s\n", net, name " " (p[3] ~ /^>/ ? ">= " substr(p[3], 2) : "<= " p[3]) "x",
+						"-", "not measured" >>targets
 				continue
 			}
 			line = stats(v, m, "%.2f")
-			verdict = p[3] == "-" ? "" : med <= p[3] + 0 ? "met" : "missed"
-			printf "%-22s %-24s %-8s%s\n", name, line, p[3] == "-" ? "-" : "<= " p[3], all
+			# TARGET: a ceiling, or a floor when it starts with ">"
+			if (p[3] ~ /^>/) {
+				bound = substr(p[3], 2); want = ">= " bound; ok = med >= bound + 0
+			} else {
+				bound = p[3]; want = "<= " bound; ok = med <= bound + 0
+			}
+			printf "%-22s %-24s %-8s%s\n", name, line, p[3] == "-" ? "-" : want, all
 			if (p[3] != "-")
-				printf "%s\t%s\t%s\t%s\n", net, name " <= " p[3] "x", line "x, rounds:" all, verdict >>targets
+				printf "%s\t%s\t%s\t%s\n", net, name " " want "x", line "x, rounds:" all,
+					ok ? "met" : "missed" >>targets
 		}
 	}' "$T/results"
 }
@@ -243,9 +253,26 @@ report seed "flip-flop wheels reference numpy-1t numpy-2t torch-1t torch-2t" \
 echo
 echo "## tinynn net: 784-400-100-10, relu, Adam lr 1e-3, batch 128 (configs/tinynn.yaml)"
 mlp tinynn configs/tinynn.yaml --arch 784,400,100,10 --opt adam --lr 0.001 --batch 128
-report tinynn "flip-flop wheels numpy-1t numpy-2t torch-1t torch-2t" \
+# The GEMM floor on 2 threads, estimated: `akkctl bench --layers` times one
+# batch on one thread (best of 10) and the share of it that is GEMM; the
+# floor is that GEMM time times the epoch's batches, halved.
+if $AKK bench --layers --config configs/tinynn.yaml >"$T/out" 2>"$T/err"; then
+	floor=$(awk '/^per layer, one training batch of/ {b = $7}
+		/^step .* GEMM/ {g = $5; sub(/%.*/, "", g); ms = $2}
+		END {if (b && ms) printf "%.3f", ms * g / 100 / 1000 * int((60000 + b - 1) / b) / 2}' "$T/out")
+	if [ -n "$floor" ]; then
+		echo "# tinynn GEMM floor on 2 threads (akkctl bench --layers: GEMM ms per batch x batches / 2): $floor s/epoch"
+		for r in $R_LIST; do
+			printf 'tinynn\tgemm-floor\t%s\t%s\n' "$r" "$floor" >>"$T/results"
+		done
+	fi
+else
+	echo "# tinynn GEMM floor: akkctl bench --layers FAILED: $(tail -n 1 "$T/err")"
+	FAIL=1
+fi
+report tinynn "flip-flop wheels numpy-1t numpy-2t torch-1t torch-2t gemm-floor" \
 	"numpy-1t numpy-2t torch-1t torch-2t" \
-	"faster/best/0.6 flip-flop/best/- wheels/best/-"
+	"faster/best/0.6 gemm-floor/faster/>0.75 flip-flop/best/- wheels/best/-"
 
 echo
 echo "## LeNet (configs/lenet.yaml), $LENET_STEPS batches of 64 a run, scaled to an epoch"
