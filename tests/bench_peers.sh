@@ -325,6 +325,7 @@ awk -F'\t' -v targets="$T/targets" -v runs="$BALANCED_RUNS" '
 	}' "$T/results"
 
 echo
+echo "# done $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "## targets (Markdown, for README's Performance section)"
 echo "| network | target | measured: median (min-max), every round | verdict |"
 echo "|---|---|---|---|"
