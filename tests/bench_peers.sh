@@ -22,13 +22,15 @@
 # contender's median over the rounds with min-max, and the ratios of
 # issue 16's targets as the median of the per-round ratios with min-max
 # ("best peer" is the fastest peer of that round; tinynn's "gemm-floor /
-# faster" is the share of its GEMM floor the faster schedule reaches). Then wheels/flip-flop on
-# configs/bench-balanced.yaml over BALANCED_RUNS runs, every run listed, and
-# a Markdown table of the targets for README's Performance section.
+# faster" is the share of its GEMM floor the faster schedule reaches).
+# Then wheels/flip-flop on configs/bench-balanced.yaml over BALANCED_RUNS
+# runs, every run listed, and a Markdown table of the targets for README's
+# Performance section.
 #
 # Usage: sh tests/bench_peers.sh [EPOCHS [ROUNDS]]
 # Environment: EPOCHS (3), ROUNDS (3), LENET_STEPS (300), BALANCED_RUNS (5),
-# PEERS (../shared/peers, else ../../shared/peers), PYTHON (/usr/bin/python3: Debian's numpy and torch).
+# PEERS (../shared/peers, else ../../shared/peers), PYTHON (/usr/bin/python3:
+# Debian's numpy and torch), OMP_WAIT_POLICY (PASSIVE).
 # Needs `make` and `make data`; the peers need `sh datasets/deps.sh peers`
 # (python3-numpy, python3-torch). A missing peer is skipped with a line
 # saying so. Exit status 0 when every contender that is present ran, 1 when
@@ -93,21 +95,20 @@ else
 	[ -f "$PEERS/torch_mlp.py" ] ||
 		echo "# skipped: torch MLP peer: no $PEERS/torch_mlp.py (set PEERS=DIR)"
 fi
-[ -x $REF ] || make -s $REF >"$T/make.log" 2>&1 || true
-if [ -x $REF ]; then
+if make -s $REF >"$T/make.log" 2>&1; then
 	have_ref=1
 else
 	echo "# skipped: reference trainer: cannot build $REF ($(tail -n 1 "$T/make.log"))"
 fi
 
-# The median of the train_seconds column of a peer's CSV output.
-peer_seconds() {
-	awk -F, '/^[0-9]+,/ {print $5}' "$1" | sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'
+# The median of column COL of a CSV's epoch lines (FILE).
+csv_median() {
+	awk -F, -v c="$1" '/^[0-9]+,/ {print $c}' "$2" | sort -n |
+		awk '{a[NR] = $1} END {if (NR) print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
 }
-# The reference trainer's seconds column, median over the epochs.
-ref_seconds() {
-	awk -F, '/^[0-9]+,/ {print $6}' "$1" | sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'
-}
+# A peer's train_seconds; the reference trainer's seconds.
+peer_seconds() { csv_median 5 "$1"; }
+ref_seconds() { csv_median 6 "$1"; }
 # akkctl bench's s/epoch column (the median over its epochs) for mode $2.
 akk_seconds() {
 	awk -v m="$2" '$1 == m && $3 ~ /^[0-9.]+$/ {print $3}' "$1"
