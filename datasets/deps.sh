@@ -20,10 +20,13 @@ PKGS="$PKGS iproute2"
 # (well-formed, and rendered to PNG).
 PKGS="$PKGS libxml2-utils chromium"
 # `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
+# `deps.sh peers` adds numpy and torch (python3-torch is large, so not by
+# default) for the peers of tests/bench_peers.sh.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+peers) PKGS="$PKGS python3-numpy python3-torch" ;;
 '') ;;
-*) echo "usage: sh datasets/deps.sh [fuzz]" >&2; exit 2 ;;
+*) echo "usage: sh datasets/deps.sh [fuzz|peers]" >&2; exit 2 ;;
 esac
 
 installed() {

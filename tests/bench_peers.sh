@@ -1,42 +1,338 @@
 #!/bin/sh
-# bench_peers.sh - akkctl against the numpy and torch peers, side by side on
-# this machine: training seconds per epoch (median over epochs) for the
-# Akkordeon net (784-50-20-10, SGD 0.1, batch 64) and the tinynn net
-# (784-400-100-10, Adam 1e-3, batch 128, peers with --ftz).
-# Needs `make data`, python3-numpy and python3-torch (Debian), and
-# ../shared/peers/ beside the checkout. Usage: sh tests/bench_peers.sh [EPOCHS]
+# bench_peers.sh - akkctl against the numpy and torch peers on this machine,
+# as ratios from interleaved rounds (issue 16's targets).
+#
+# For each network, every contender runs once per round, in the same order
+# each round (A B C ... A B C ...), so a noisy neighbour hits all of them:
+#   seed's net   784-50-20-10, relu, SGD 0.1, batch 64 (tests/peers/seed.yaml,
+#                the net `akkctl bench` runs without --config)
+#   tinynn net   784-400-100-10, relu, Adam 1e-3, batch 128 (configs/tinynn.yaml)
+#   LeNet        configs/lenet.yaml (Adam 1e-3, batch 64)
+# Contenders: akkctl flip-flop and wheels (`akkctl bench --mode M`, no
+# validation, learning-rate schedule constant as the peers'), the sequential
+# reference trainer (seed's net; build/tests/reference_train), the numpy peer
+# (MLPs) and the torch peer with 1 and 2 threads (../shared/peers/numpy_mlp.py,
+# torch_mlp.py; LeNet: tests/peers/torch_lenet.py). Every peer runs with
+# --ftz, as akkctl flushes denormals on every thread.
+# A run's figure is training seconds per epoch of 60,000 samples: the median
+# over its epochs (the MLPs, EPOCHS epochs each), or for LeNet the time of
+# its first LENET_STEPS batches scaled to the epoch's 938 (`akkctl bench
+# --steps`, torch_lenet.py --max-batches: per-epoch normalised, start-up
+# of the run included on both sides). Printed per network: each
+# contender's median over the rounds with min-max, and the ratios of
+# issue 16's targets as the median of the per-round ratios with min-max
+# ("best peer" is the fastest peer of that round; tinynn's "gemm-floor /
+# faster" is the share of its GEMM floor the faster schedule reaches).
+# Then wheels/flip-flop on configs/bench-balanced.yaml over BALANCED_RUNS
+# runs, every run listed, and a Markdown table of the targets for README's
+# Performance section.
+#
+# Usage: sh tests/bench_peers.sh [EPOCHS [ROUNDS]]
+# Environment: EPOCHS (3), ROUNDS (3), LENET_STEPS (300), BALANCED_RUNS (5),
+# PEERS (../shared/peers, else ../../shared/peers), PYTHON (/usr/bin/python3:
+# Debian's numpy and torch), OMP_WAIT_POLICY (PASSIVE).
+# Needs `make` and `make data`; the peers need `sh datasets/deps.sh peers`
+# (python3-numpy, python3-torch). A missing peer is skipped with a line
+# saying so. Exit status 0 when every contender that is present ran, 1 when
+# one failed (its line says FAILED), 2 on bad usage.
 set -eu
 cd "$(dirname "$0")/.."
-E=${1:-3}
-PEERS=${PEERS:-../shared/peers}
+EPOCHS=${1:-${EPOCHS:-3}}
+ROUNDS=${2:-${ROUNDS:-3}}
+LENET_STEPS=${LENET_STEPS:-300}
+BALANCED_RUNS=${BALANCED_RUNS:-5}
+if [ -z "${PEERS:-}" ]; then
+	PEERS=../shared/peers	# beside the checkout; a worktree in DIR/wt/NAME looks in DIR/shared
+	[ -d $PEERS ] || [ ! -d ../../shared/peers ] || PEERS=../../shared/peers
+fi
+if [ -z "${PYTHON:-}" ]; then
+	PYTHON=/usr/bin/python3
+	[ -x "$PYTHON" ] || PYTHON=python3
+fi
 DATA=datasets/mnist
+# torch's OpenMP threads sleep when idle, as akkctl's do: spinning ones
+# starve the other thread on a busy 2-core machine (LeNet, 2 threads, load
+# 4: 151 s/epoch spinning, 9 s passive).
+OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+export OMP_WAIT_POLICY
+AKK=./akkctl
+REF=build/tests/reference_train
 
-# The median of the train_seconds column of a peer's CSV output.
-median_peer() {
-	grep -E '^[0-9]+,' | cut -d, -f5 | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
-# akkctl bench's s/epoch column for MODE.
-median_akk() {
-	awk -v m="$1" '$1 == m && $3 ~ /^[0-9.]+$/ {print $3}'
-}
-
-row() { printf '%-34s %8s s/epoch\n' "$1" "$2"; }
-
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $E epochs each, training seconds per epoch (median)"
-echo "## Akkordeon net: 784-50-20-10, ReLU, SGD lr 0.1, batch 64"
-for t in 1 2; do
-	row "numpy peer, $t BLAS thread(s)" "$(/usr/bin/python3 "$PEERS/numpy_mlp.py" --data $DATA --epochs "$E" --threads $t | median_peer)"
-	row "torch peer, $t thread(s)" "$(/usr/bin/python3 "$PEERS/torch_mlp.py" --data $DATA --epochs "$E" --threads $t | median_peer)"
+for v in "$EPOCHS" "$ROUNDS" "$LENET_STEPS" "$BALANCED_RUNS"; do
+	case $v in
+	'' | *[!0-9]* | 0) echo "bench_peers.sh: counts must be positive integers, got '$v'" >&2; exit 2 ;;
+	esac
 done
-out=$(./akkctl bench --no-validation --epochs "$E")
-row "akkctl flip-flop" "$(echo "$out" | median_akk flip-flop)"
-row "akkctl wheels" "$(echo "$out" | median_akk wheels)"
+if [ ! -x "$AKK" ]; then
+	echo "bench_peers.sh: no $AKK: run make first" >&2
+	exit 1
+fi
+if [ ! -f $DATA/train-images-idx3-ubyte ]; then
+	echo "bench_peers.sh: no MNIST in $DATA: run make data first" >&2
+	exit 1
+fi
 
-echo "## tinynn net: 784-400-100-10, ReLU, Adam lr 1e-3, batch 128 (peers --ftz)"
-for t in 1 2; do
-	row "numpy peer --ftz, $t thread(s)" "$(/usr/bin/python3 "$PEERS/numpy_mlp.py" --data $DATA --epochs "$E" --threads $t --arch 784,400,100,10 --opt adam --lr 0.001 --batch 128 --ftz | median_peer)"
-	row "torch peer --ftz, $t thread(s)" "$(/usr/bin/python3 "$PEERS/torch_mlp.py" --data $DATA --epochs "$E" --threads $t --arch 784,400,100,10 --opt adam --lr 0.001 --batch 128 --ftz | median_peer)"
+T=$(mktemp -d "${TMPDIR:-/tmp}/bench_peers.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+: >"$T/results"
+: >"$T/targets"
+FAIL=0
+
+# Which contenders can run; a missing one is said once and skipped.
+have_numpy=0 have_torch=0 have_ref=0
+if [ ! -f "$PEERS/numpy_mlp.py" ]; then
+	echo "# skipped: numpy peer: no $PEERS/numpy_mlp.py (set PEERS=DIR)"
+elif ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+	echo "# skipped: numpy peer: $PYTHON cannot import numpy (sh datasets/deps.sh peers)"
+else
+	have_numpy=1
+fi
+if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
+	echo "# skipped: torch peers: $PYTHON cannot import torch (sh datasets/deps.sh peers)"
+else
+	have_torch=1
+	[ -f "$PEERS/torch_mlp.py" ] ||
+		echo "# skipped: torch MLP peer: no $PEERS/torch_mlp.py (set PEERS=DIR)"
+fi
+if make -s $REF >"$T/make.log" 2>&1; then
+	have_ref=1
+else
+	echo "# skipped: reference trainer: cannot build $REF ($(tail -n 1 "$T/make.log"))"
+fi
+
+# The median of column COL of a CSV's epoch lines (FILE).
+csv_median() {
+	awk -F, -v c="$1" '/^[0-9]+,/ {print $c}' "$2" | sort -n |
+		awk '{a[NR] = $1} END {if (NR) print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+# A peer's train_seconds; the reference trainer's seconds.
+peer_seconds() { csv_median 5 "$1"; }
+ref_seconds() { csv_median 6 "$1"; }
+# akkctl bench's s/epoch column (the median over its epochs) for mode $2.
+akk_seconds() {
+	awk -v m="$2" '$1 == m && $3 ~ /^[0-9.]+$/ {print $3}' "$1"
+}
+
+# run NET CONTENDER ROUND PARSER COMMAND...: run one contender once and
+# record its seconds per epoch.
+run() {
+	net=$1 who=$2 round=$3 parse=$4
+	shift 4
+	if "$@" >"$T/out" 2>"$T/err"; then
+		s=$($parse "$T/out" "$who")
+		if [ -n "$s" ]; then
+			printf '%s\t%s\t%s\t%s\n' "$net" "$who" "$round" "$s" >>"$T/results"
+			return 0
+		fi
+		echo "# $net $who round $round: FAILED: no seconds in its output"
+	else
+		echo "# $net $who round $round: FAILED (exit $?): $(grep -v '^#' "$T/err" | tail -n 1)"
+		grep '^# loss' "$T/out" || true
+	fi
+	FAIL=1
+}
+
+# report NET LIST PEERS RATIOS: the contenders' medians and the ratios.
+# LIST and PEERS are contender names; RATIOS are NUM/DEN/TARGET triples,
+# NUM a contender or "faster" (the faster akkctl schedule of the round), DEN a
+# contender, "best" (the fastest of PEERS that round) or "torch" (the faster
+# torch peer), TARGET the ceiling, ">FLOOR", or "-" (none).
+report() {
+	awk -F'\t' -v net="$1" -v list="$2" -v peers="$3" -v ratios="$4" -v targets="$T/targets" '
+	function sort(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+	}
+	# median (min-max) of v[1..n]; sorts v
+	function stats(v, n, fmt) {
+		sort(v, n)
+		med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		return sprintf(fmt " (" fmt "-" fmt ")", med, v[1], v[n])
+	}
+	# the seconds of NAME in round R ("" when it did not run)
+	function get(name, r,   k, i, best) {
+		if (name == "best" || name == "torch" || name == "faster") {
+			k = split(name == "best" ? peers : name == "torch" ? "torch-1t torch-2t" : "flip-flop wheels", c, " ")
+			best = ""
+			for (i = 1; i <= k; i++)
+				if ((r, c[i]) in sec && (best == "" || sec[r, c[i]] < best))
+					best = sec[r, c[i]]
+			return best
+		}
+		return (r, name) in sec ? sec[r, name] : ""
+	}
+	$1 == net { sec[$3, $2] = $4; if ($3 > R) R = $3 }
+	END {
+		n = split(list, who, " ")
+		printf "%-22s %-22s  %s\n", "contender", "s/epoch median (min-max)", "every round"
+		for (i = 1; i <= n; i++) {
+			m = 0; all = ""
+			for (r = 1; r <= R; r++) {
+				s = get(who[i], r)
+				all = all " " (s == "" ? "-" : s)
+				if (s != "") v[++m] = s
+			}
+			if (m)
+				printf "%-22s %-24s %s\n", who[i], stats(v, m, "%.3f"), all
+		}
+		k = split(ratios, rat, " ")
+		if (k)
+			printf "%-22s %-24s %-8s %s\n", "ratio", "median (min-max)", "target", "every round"
+		for (i = 1; i <= k; i++) {
+			split(rat[i], p, "/")
+			m = 0; all = ""
+			for (r = 1; r <= R; r++) {
+				a = get(p[1], r); b = get(p[2], r)
+				if (a != "" && b != "" && b > 0) {
+					v[++m] = a / b
+					all = all sprintf(" %.2f", a / b)
+				} else
+					all = all " -"
+			}
+			name = p[1] " / " p[2] (p[2] == "best" ? " peer" : "")
+			if (!m) {
+				printf "%-22s %s\n", name, "(not measured: a contender is missing)"
+				if (p[3] != "-")
+					printf "%s\t%s\t%s\t%s\n", net, name " " (p[3] ~ /^>/ ? ">= " substr(p[3], 2) : "<= " p[3]) "x",
+						"-", "not measured" >>targets
+				continue
+			}
+			line = stats(v, m, "%.2f")
+			# TARGET: a ceiling, or a floor when it starts with ">"
+			if (p[3] ~ /^>/) {
+				bound = substr(p[3], 2); want = ">= " bound; ok = med >= bound + 0
+			} else {
+				bound = p[3]; want = "<= " bound; ok = med <= bound + 0
+			}
+			printf "%-22s %-24s %-8s%s\n", name, line, p[3] == "-" ? "-" : want, all
+			if (p[3] != "-")
+				printf "%s\t%s\t%s\t%s\n", net, name " " want "x", line "x, rounds:" all,
+					ok ? "met" : "missed" >>targets
+		}
+	}' "$T/results"
+}
+
+R_LIST=$(seq 1 "$ROUNDS")
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $ROUNDS interleaved rounds; MLPs $EPOCHS epochs a run, LeNet $LENET_STEPS batches a run;"
+echo "# seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+# An MLP: NET, CONFIG, then the peers' options.
+mlp() {
+	net=$1 config=$2
+	shift 2
+	list="flip-flop wheels" peers=
+	[ "$net" = seed ] && [ $have_ref = 1 ] && list="$list reference"
+	[ $have_numpy = 1 ] && peers="$peers numpy-1t numpy-2t"
+	[ $have_torch = 1 ] && [ -f "$PEERS/torch_mlp.py" ] && peers="$peers torch-1t torch-2t"
+	for r in $R_LIST; do
+		for who in $list $peers; do
+			case $who in
+			flip-flop | wheels)
+				run "$net" "$who" "$r" akk_seconds $AKK bench --mode "$who" --config "$config" \
+					--no-validation --epochs "$EPOCHS" --set optimizer.schedule=constant ;;
+			reference)
+				run "$net" "$who" "$r" ref_seconds $REF "$config" "schedule.epochs=$EPOCHS" ;;
+			numpy-*t | torch-*t)
+				t=${who#*-}
+				run "$net" "$who" "$r" peer_seconds "$PYTHON" "$PEERS/${who%-*}_mlp.py" --data $DATA \
+					--epochs "$EPOCHS" --threads "${t%t}" --ftz "$@" ;;
+			esac
+		done
+	done
+}
+
+echo
+echo "## seed's net: 784-50-20-10, relu, SGD lr 0.1, batch 64 (tests/peers/seed.yaml)"
+mlp seed tests/peers/seed.yaml
+report seed "flip-flop wheels reference numpy-1t numpy-2t torch-1t torch-2t" \
+	"numpy-1t numpy-2t torch-1t torch-2t" \
+	"flip-flop/best/0.6 wheels/best/0.45 flip-flop/reference/1.15"
+
+echo
+echo "## tinynn net: 784-400-100-10, relu, Adam lr 1e-3, batch 128 (configs/tinynn.yaml)"
+mlp tinynn configs/tinynn.yaml --arch 784,400,100,10 --opt adam --lr 0.001 --batch 128
+# The GEMM floor on 2 threads, estimated: `akkctl bench --layers` times one
+# batch on one thread (best of 10) and the share of it that is GEMM; the
+# floor is that GEMM time times the epoch's batches, halved.
+if $AKK bench --layers --config configs/tinynn.yaml >"$T/out" 2>"$T/err"; then
+	floor=$(awk '/^per layer, one training batch of/ {b = $7}
+		/^step .* GEMM/ {g = $5; sub(/%.*/, "", g); ms = $2}
+		END {if (b && ms) printf "%.3f", ms * g / 100 / 1000 * int((60000 + b - 1) / b) / 2}' "$T/out")
+	if [ -n "$floor" ]; then
+		echo "# tinynn GEMM floor on 2 threads (akkctl bench --layers: GEMM ms per batch x batches / 2): $floor s/epoch"
+		for r in $R_LIST; do
+			printf 'tinynn\tgemm-floor\t%s\t%s\n' "$r" "$floor" >>"$T/results"
+		done
+	fi
+else
+	echo "# tinynn GEMM floor: akkctl bench --layers FAILED: $(tail -n 1 "$T/err")"
+	FAIL=1
+fi
+report tinynn "flip-flop wheels numpy-1t numpy-2t torch-1t torch-2t gemm-floor" \
+	"numpy-1t numpy-2t torch-1t torch-2t" \
+	"faster/best/0.6 gemm-floor/faster/>0.75 flip-flop/best/- wheels/best/-"
+
+echo
+echo "## LeNet (configs/lenet.yaml), $LENET_STEPS batches of 64 a run, scaled to an epoch"
+list="flip-flop wheels"
+if [ $have_torch = 1 ]; then
+	list="$list torch-1t torch-2t"
+fi
+for r in $R_LIST; do
+	for who in $list; do
+		case $who in
+		flip-flop | wheels)
+			run lenet "$who" "$r" akk_seconds $AKK bench --mode "$who" --config configs/lenet.yaml \
+				--no-validation --steps "$LENET_STEPS" --set optimizer.schedule=constant ;;
+		torch-*)
+			t=${who#*-}
+			run lenet "$who" "$r" peer_seconds "$PYTHON" tests/peers/torch_lenet.py --data $DATA \
+				--epochs 1 --max-batches "$LENET_STEPS" --no-eval --ftz --threads "${t%t}" ;;
+		esac
+	done
 done
-out=$(./akkctl bench --config configs/tinynn.yaml --no-validation --epochs "$E" --set optimizer.schedule=constant)
-row "akkctl flip-flop" "$(echo "$out" | median_akk flip-flop)"
-row "akkctl wheels" "$(echo "$out" | median_akk wheels)"
+report lenet "flip-flop wheels torch-1t torch-2t" "torch-1t torch-2t" \
+	"flip-flop/torch/0.6 wheels/torch/0.35"
+
+echo
+echo "## configs/bench-balanced.yaml: wheels / flip-flop throughput, $EPOCHS epochs a run, $BALANCED_RUNS runs"
+for r in $(seq 1 "$BALANCED_RUNS"); do
+	for who in flip-flop wheels; do
+		run balanced "$who" "$r" akk_seconds $AKK bench --mode "$who" --config configs/bench-balanced.yaml \
+			--no-validation --epochs "$EPOCHS"
+	done
+done
+awk -F'\t' -v targets="$T/targets" -v runs="$BALANCED_RUNS" '
+	$1 == "balanced" { sec[$3, $2] = $4 }
+	END {
+		n = 0; lo = ""; all = ""
+		for (r = 1; r <= runs; r++) {
+			if (!((r, "flip-flop") in sec) || !((r, "wheels") in sec)) {
+				all = all " -"
+				continue
+			}
+			x = sec[r, "flip-flop"] / sec[r, "wheels"]
+			printf "run %d: flip-flop %.3f s/epoch, wheels %.3f s/epoch: %.2fx\n", r, sec[r, "flip-flop"], sec[r, "wheels"], x
+			all = all sprintf(" %.2f", x)
+			if (lo == "" || x < lo) lo = x
+			n++
+		}
+		if (!n) exit
+		printf "%s\t%s\t%s\t%s\n", "bench-balanced", "wheels / flip-flop >= 1.8x in every run",
+			"runs:" all, (n == runs && lo >= 1.8) ? "met" : "missed" >>targets
+	}' "$T/results"
+
+echo
+echo "# done $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "## targets (Markdown, for README's Performance section)"
+echo "| network | target | measured: median (min-max), every round | verdict |"
+echo "|---|---|---|---|"
+awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}' "$T/targets"
+if [ $FAIL = 1 ]; then
+	echo "# some contenders FAILED (see above)"
+	exit 1
+fi
+exit 0
