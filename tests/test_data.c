@@ -235,6 +235,73 @@ static void split_stratified_and_seeded(void **unused)
 	akk_dataset_release(&d);
 }
 
+/* validation: {folds: K}: the K folds partition the data; each holds
+ * n_c / K of every class, rounded either way; their sizes differ by one
+ * at most; the same for the same seed. 1600 samples 1000:500:100, K = 7. */
+static void folds_partition_stratified(void **unused)
+{
+	struct akk_dataset d;
+	uint32_t *h, *h2;
+	size_t n, n2, total = 0, lo = (size_t)-1, hi = 0;
+	int *seen;
+	struct akk_err e = { 0 };
+	const long nc[3] = { 1000, 500, 100 };
+
+	(void)unused;
+	labelled(&d, 1600, 1);
+	seen = calloc(1600, sizeof(*seen));
+	assert_non_null(seen);
+	for (int f = 1; f <= 7; f++) {
+		long per[3] = { 0 };
+
+		assert_int_equal(akk_split_fold(&h, &n, &d, 7, f, 42, &e), 0);
+		for (size_t i = 0; i < n; i++) {
+			seen[h[i]]++;
+			per[d.labels[h[i]]]++;
+			if (i)
+				assert_true(h[i] > h[i - 1]);
+		}
+		for (int c = 0; c < 3; c++)
+			assert_true(per[c] == nc[c] / 7 || per[c] == nc[c] / 7 + 1);
+		total += n;
+		lo = n < lo ? n : lo;
+		hi = n > hi ? n : hi;
+		assert_int_equal(akk_split_fold(&h2, &n2, &d, 7, f, 42, &e), 0);
+		assert_int_equal(n2, n);
+		assert_memory_equal(h, h2, n * sizeof(*h));
+		free(h);
+		free(h2);
+	}
+	assert_int_equal(total, 1600);
+	assert_true(hi - lo <= 1);
+	for (size_t i = 0; i < 1600; i++)
+		assert_int_equal(seen[i], 1);
+	/* another seed, other folds */
+	assert_int_equal(akk_split_fold(&h, &n, &d, 7, 1, 42, &e), 0);
+	assert_int_equal(akk_split_fold(&h2, &n2, &d, 7, 1, 43, &e), 0);
+	assert_true(n != n2 || memcmp(h, h2, n * sizeof(*h)));
+	free(h);
+	free(h2);
+	/* stratified: every class needs a sample in every fold */
+	assert_int_equal(akk_split_fold(&h, &n, &d, 101, 1, 42, &e), -1);
+	assert_string_equal(e.msg, "class 2 has 100 samples, fewer than the 101 folds (stratified: every fold holds each class)");
+	assert_int_equal(akk_split_fold(&h, &n, &d, 7, 8, 42, &e), -1);
+	assert_string_equal(e.msg, "fold 8 of 7 folds does not exist");
+	akk_dataset_release(&d);
+	free(seen);
+	/* without labels (regression): folds of one shuffle, 10 samples in 4
+	 * folds of 3, 3, 2 and 2 */
+	labelled(&d, 10, 0);
+	for (int f = 1; f <= 4; f++) {
+		assert_int_equal(akk_split_fold(&h, &n, &d, 4, f, 42, &e), 0);
+		assert_int_equal(n, f <= 2 ? 3 : 2);
+		free(h);
+	}
+	assert_int_equal(akk_split_fold(&h, &n, &d, 11, 1, 42, &e), -1);
+	assert_string_equal(e.msg, "11 folds need at least 11 samples, but the training data has 10");
+	akk_dataset_release(&d);
+}
+
 /* The held-out part and the rest partition the data in file order. */
 static void subset_partitions(void **unused)
 {
@@ -826,6 +893,7 @@ int main(void)
 		cmocka_unit_test(per_channel_lists_checked),
 		cmocka_unit_test(standardize_values),
 		cmocka_unit_test(split_stratified_and_seeded),
+		cmocka_unit_test(folds_partition_stratified),
 		cmocka_unit_test(subset_partitions),
 		cmocka_unit_test(split_stored_and_kept_on_resume),
 		cmocka_unit_test(data_section_validated),
