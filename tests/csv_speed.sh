@@ -1,5 +1,3 @@
-[ -x "$AKKCTL" ] || { echo "csv_speed.sh: no '$AKKCTL' (make)" >&2; exit 2; }
-AKKCTL=$(cd "$(dirname "$AKKCTL")" && pwd)/$(basename "$AKKCTL")
 #!/bin/sh
 # csv_speed.sh - is a CSV epoch slower per sample than the IDX path?
 #
@@ -24,6 +22,7 @@ for f in train-images-idx3-ubyte train-labels-idx1-ubyte; do
 	[ -r "$MNIST/$f" ] || { echo "csv_speed.sh: no '$MNIST/$f' (make data)" >&2; exit 2; }
 done
 [ -x "$AKKCTL" ] || { echo "csv_speed.sh: no '$AKKCTL' (make)" >&2; exit 2; }
+AKKCTL=$(cd "$(dirname "$AKKCTL")" && pwd)/$(basename "$AKKCTL")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
 top=$(cd "$(dirname "$0")/.." && pwd)
