@@ -1266,7 +1266,7 @@ static void train_folds_cross_validates(void **state)
 	}
 	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
 	for (int f = 1; f <= 3; f++) {
-		char name[16];
+		char name[24];
 		snprintf(name, sizeof(name), "fold-%d", f);
 		assert_true(tu_exists(tu_path(tu_path(tu_path(dir, "out"), name), "last.bin")));
 		assert_true(tu_exists(tu_path(tu_path(tu_path(dir, "out"), name), "metrics.csv")));
