@@ -130,7 +130,7 @@ static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
 		       (!strcmp(s->data.format, "csv") &&
 			akk_csv_match_classes(d, ck->class_names, ck->nclass_names,
 					      s->data.val_file, e)) ? -1 : 0;
-	if (!(s->data.split > 0))
+	if (!(s->data.split > 0 || s->data.folds > 0))
 		return akk_err_set(e, "the checkpoint's config has no validation data; give --data or --images and --labels");
 	if (!ck->nheldout)
 		return akk_err_at(e, ckpath, 0, 0, "the checkpoint has no held-out indices for its validation split");

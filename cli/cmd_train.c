@@ -34,6 +34,7 @@
 #include "runtime/schedule.h"
 #include "config/spec.h"
 #include "runtime/world.h"
+#include "train_folds.h"
 
 struct train_ui {
 	struct ckpt_policy ckpt;
@@ -458,22 +459,25 @@ static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
 /* issue 13 (h13core): validation: {split: F} holds out part of train,
  * in place (train keeps the rest, val gets the held-out samples). The
  * indices come from the checkpoint when resuming one that has them, so
- * they never change during a run; else they are computed from the seed. */
+ * they never change during a run; else they are computed from the seed.
+ * With validation: {folds: K}, fold (1..K) is the one held out. */
 static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
-		    struct akk_dataset *train, struct akk_dataset *val,
+		    int fold, struct akk_dataset *train, struct akk_dataset *val,
 		    uint32_t **heldout, size_t *nheldout, struct akk_err *e)
 {
 	struct akk_dataset rest = { 0 };
 	char msg[sizeof(e->msg)];
 
-	if (!(s->data.split > 0))
+	if (!(s->data.split > 0) && !fold)
 		return 0;
 	if (ck && ck->nheldout) {
 		if (!(*heldout = malloc(ck->nheldout * sizeof(**heldout))))
 			return akk_err_set(e, "out of memory");
 		memcpy(*heldout, ck->heldout, ck->nheldout * sizeof(**heldout));
 		*nheldout = ck->nheldout;
-	} else if (akk_split_heldout(heldout, nheldout, train, s->data.split,
+	} else if (fold ? akk_split_fold(heldout, nheldout, train, s->data.folds, fold,
+					 s->seed, e) :
+		   akk_split_heldout(heldout, nheldout, train, s->data.split,
 				     s->seed, e)) {
 		snprintf(msg, sizeof(msg), "%s", e->msg);
 		return akk_err_at(e, s->path, s->data.val_mark.line,
@@ -490,7 +494,9 @@ static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
 	return 0;
 }
 
-int cmd_train(int argc, char **argv)
+/* akkctl train; fold: 0, or the fold this run holds out (train_folds.h),
+ * whose result goes to *res. */
+static int train_run(int argc, char **argv, int fold, struct train_fold_result *res)
 {
 	static const struct option opts[] = {
 		{ "mode", required_argument, NULL, 'm' },
@@ -589,6 +595,10 @@ int cmd_train(int argc, char **argv)
 		rc = cli_report(&e, EXIT_USAGE);
 		goto free_args;
 	}
+	if (s.data.folds && !fold) {
+		rc = train_folds(argc, argv, &s, out ? out : s.out.dir, resume);
+		goto out;
+	}
 	user_quiet = ui.quiet;
 	if (cli_auto_split(&s, resume, profile, &e) ||
 	    akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
@@ -634,6 +644,15 @@ int cmd_train(int argc, char **argv)
 			goto report;
 		}
 	}
+	if (fold) {	/* each fold's run in its own directory */
+		char name[32], *dir;
+
+		snprintf(name, sizeof(name), "fold-%d", fold);
+		if (!(dir = ckpt_join(s.out.dir, name, &e)))
+			goto report;
+		free(s.out.dir);
+		s.out.dir = dir;
+	}
 	if (check_dir_length(&s, out, &e))
 		goto report;
 	if (resume && !start_over && ck.pos.epoch >= s.sched.epochs) {
@@ -646,10 +665,10 @@ int cmd_train(int argc, char **argv)
 	 * sample counts, with data parallelism each reads its own. */
 	dp = s.sched.data_parallel && world.size > 1;
 	akk_spec_scale_lr(&s, dp ? world.size : 1);	/* lr_scaling */
-	have_val = akk_data_has(&s.data, AKK_DATA_VAL) || s.data.split > 0;
+	have_val = akk_data_has(&s.data, AKK_DATA_VAL) || s.data.split > 0 || fold;
 	if (dp && world.rank != 0 &&
 	    (akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
-	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
+	     hold_out(&s, resume && !start_over ? &ck : NULL, fold, &train, &val,
 		      &heldout, &nheldout, &e))) {
 		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
 		goto report;
@@ -663,7 +682,7 @@ int cmd_train(int argc, char **argv)
 	       (!strcmp(s.data.format, "csv") &&
 		akk_csv_match_classes(&val, train.class_names, train.classes,
 				      s.data.val_file, &e)))) ||
-	     hold_out(&s, resume && !start_over ? &ck : NULL, &train, &val,
+	     hold_out(&s, resume && !start_over ? &ck : NULL, fold, &train, &val,
 		      &heldout, &nheldout, &e)))
 		counts[0] = -1;
 	else
@@ -844,6 +863,15 @@ int cmd_train(int argc, char **argv)
 			    nwords, rc == EXIT_INTERRUPTED))
 			rc = EXIT_RUNTIME;	/* the run cannot be resumed as told */
 	}
+	if (res) {	/* the weights kept: the best ones after an early stop */
+		int early = akk_run_watch(run)->stopped_epoch && !ui.best_missing;
+
+		res->ntrain = train.n;
+		res->nval = val.n;
+		res->have_val = ui.have_val;
+		res->val_loss = early ? ui.best.loss : ui.final_loss;
+		res->val_score = early ? ui.best.accuracy : ui.final_acc;
+	}
 	goto out;
 report:
 	if (ui.drawn)
@@ -890,4 +918,14 @@ free_args:
 	free(words);
 	free(sets);
 	return rc;
+}
+
+int train_fold(int argc, char **argv, int fold, struct train_fold_result *r)
+{
+	return train_run(argc, argv, fold, r);
+}
+
+int cmd_train(int argc, char **argv)
+{
+	return train_run(argc, argv, 0, NULL);
 }

@@ -1219,6 +1219,92 @@ static void bad_data(void **state)
 	assert_false(tu_exists(tu_path(o, "last.bin")));
 }
 
+/* issue 13: validation: {folds: 3} trains three runs in fold-1..3, each
+ * validated on its own fold (12 of 36 rows, 4 of each class), then the
+ * summary on stderr and in folds.csv; eval of a fold's checkpoint
+ * validates on that fold; --resume is refused; a class with fewer rows
+ * than folds is an error at the validation key. */
+static void train_folds_cross_validates(void **state)
+{
+	char dir[512], table[64 * 36], *csv, cfg[600], cfg2[600];
+	size_t len = 0;
+	int lines = 0;
+	uint32_t s = 7;
+	const char *text =
+		"seed: 3\n"
+		"data:\n"
+		"  format: csv\n"
+		"  train: {file: %s}\n"
+		"  validation: {folds: 3}\n"
+		"network:\n"
+		"  input: [2]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 8}, relu, {dense: 3}]\n"
+		"optimizer: {type: adam, lr: 0.05}\n"
+		"schedule: {mode: flip-flop, epochs: 3, batch_size: 6}\n"
+		"output: {dir: out}\n";
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", subdir("folds"));
+	/* three well-separated classes, 12 rows each */
+	for (int i = 0; i < 36; i++)
+		len += (size_t)snprintf(table + len, sizeof(table) - len, "%d.%u,%d.%u,%d\n",
+					4 * (i % 3), lcg(&s) % 100, -4 * (i % 3), lcg(&s) % 100, i % 3);
+	assert_int_equal(tu_write_file(tu_path(dir, "t.csv"), table, len), 0);
+	snprintf(cfg, sizeof(cfg), "%s", tu_path(dir, "folds.yaml"));
+	{
+		char buf[1024];
+		int n = snprintf(buf, sizeof(buf), text, "t.csv");
+		assert_int_equal(tu_write_file(cfg, buf, (size_t)n), 0);
+		/* class 2 with 2 rows: fewer than the 3 folds */
+		snprintf(cfg2, sizeof(cfg2), "%s", tu_path(dir, "few.yaml"));
+		n = snprintf(buf, sizeof(buf), text, "few.csv");
+		assert_int_equal(tu_write_file(cfg2, buf, (size_t)n), 0);
+		assert_int_equal(tu_write_file(tu_path(dir, "few.csv"),
+					       "0,0,0\n0,1,0\n0,2,0\n1,0,1\n1,1,1\n1,2,1\n2,0,2\n2,1,2\n",
+					       48), 0);
+	}
+	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	for (int f = 1; f <= 3; f++) {
+		char name[24];
+		snprintf(name, sizeof(name), "fold-%d", f);
+		assert_true(tu_exists(tu_path(tu_path(tu_path(dir, "out"), name), "last.bin")));
+		assert_true(tu_exists(tu_path(tu_path(tu_path(dir, "out"), name), "metrics.csv")));
+		snprintf(table, sizeof(table), "fold %d of 3: %s/out/fold-%d", f, dir, f);
+		tu_assert_line(g_err, table);
+	}
+	tu_assert_contains(g_err, "\n3-fold cross-validation: validation accuracy ");
+	tu_assert_contains(g_err, "; mean ");
+	assert_non_null(csv = tu_slurp(tu_path(tu_path(dir, "out"), "folds.csv"), &len));
+	tu_assert_prefix(csv, "fold,train_samples,validation_samples,validation_loss,validation_accuracy\n"
+			 "1,24,12,");
+	tu_assert_contains(csv, "\n2,24,12,");
+	tu_assert_contains(csv, "\n3,24,12,");
+	tu_assert_contains(csv, "\nmean,,,");
+	tu_assert_contains(csv, "\nstd,,,");
+	tu_assert_contains(csv, "\nmin,,,");
+	tu_assert_contains(csv, "\nmax,,,");
+	for (size_t i = 0; i < len; i++)
+		lines += csv[i] == '\n';
+	assert_int_equal(lines, 1 + 3 + 4);
+	free(csv);
+	/* a fold's checkpoint evaluates on its own held-out fold */
+	assert_rc(ak("eval", tu_path(tu_path(tu_path(dir, "out"), "fold-2"), "last.bin"), NULL), 0);
+	tu_assert_prefix(g_out, "samples 12  loss ");
+	/* no resume of a folds run; a run directory already there is refused */
+	assert_rc(ak("train", cfg, "--resume", tu_path(tu_path(dir, "out"), "fold-1"), NULL), 2);
+	tu_assert_line(g_err, "akkctl: --resume: a config with validation: {folds: 3} trains 3 runs; resume one of them from a config with its own split, or train the folds again");
+	assert_rc(ak("train", cfg, "--quiet", NULL), 2);
+	tu_assert_contains(g_err, "fold-1");
+	assert_rc(ak("train", cfg, "--quiet", "--force", NULL), 0);
+	/* stratified folds need every class in every fold */
+	assert_rc(ak("train", cfg2, "--quiet", "--out", tu_path(dir, "few"), NULL), 2);
+	snprintf(table, sizeof(table), "akkctl: %s:5:3: class 2 has 2 samples, fewer than the 3 folds (stratified: every fold holds each class)",
+		 cfg2);
+	tu_assert_line(g_err, table);
+	assert_false(tu_exists(tu_path(tu_path(dir, "few"), "fold-1")));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1248,6 +1334,7 @@ int main(void)
 		cmocka_unit_test(sigkill_leaves_whole_checkpoints),
 		cmocka_unit_test(keep_past_epoch_9999),
 		cmocka_unit_test(bad_data),
+		cmocka_unit_test(train_folds_cross_validates),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

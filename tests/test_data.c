@@ -8,11 +8,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "forge.h"
 #include "config/spec.h"
 #include "data/batch.h"
+#include "data/open.h"
 #include "data/preprocess.h"
 #include "data/split.h"
 #include "io/checkpoint.h"
@@ -232,6 +234,73 @@ static void split_stratified_and_seeded(void **unused)
 	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.9, 42, &e), -1);
 	assert_string_equal(e.msg, "validation split 0.9 of 3 samples holds out all of them");
 	d.n = 1000;
+	akk_dataset_release(&d);
+}
+
+/* validation: {folds: K}: the K folds partition the data; each holds
+ * n_c / K of every class, rounded either way; their sizes differ by one
+ * at most; the same for the same seed. 1600 samples 1000:500:100, K = 7. */
+static void folds_partition_stratified(void **unused)
+{
+	struct akk_dataset d;
+	uint32_t *h, *h2;
+	size_t n, n2, total = 0, lo = (size_t)-1, hi = 0;
+	int *seen;
+	struct akk_err e = { 0 };
+	const long nc[3] = { 1000, 500, 100 };
+
+	(void)unused;
+	labelled(&d, 1600, 1);
+	seen = calloc(1600, sizeof(*seen));
+	assert_non_null(seen);
+	for (int f = 1; f <= 7; f++) {
+		long per[3] = { 0 };
+
+		assert_int_equal(akk_split_fold(&h, &n, &d, 7, f, 42, &e), 0);
+		for (size_t i = 0; i < n; i++) {
+			seen[h[i]]++;
+			per[d.labels[h[i]]]++;
+			if (i)
+				assert_true(h[i] > h[i - 1]);
+		}
+		for (int c = 0; c < 3; c++)
+			assert_true(per[c] == nc[c] / 7 || per[c] == nc[c] / 7 + 1);
+		total += n;
+		lo = n < lo ? n : lo;
+		hi = n > hi ? n : hi;
+		assert_int_equal(akk_split_fold(&h2, &n2, &d, 7, f, 42, &e), 0);
+		assert_int_equal(n2, n);
+		assert_memory_equal(h, h2, n * sizeof(*h));
+		free(h);
+		free(h2);
+	}
+	assert_int_equal(total, 1600);
+	assert_true(hi - lo <= 1);
+	for (size_t i = 0; i < 1600; i++)
+		assert_int_equal(seen[i], 1);
+	/* another seed, other folds */
+	assert_int_equal(akk_split_fold(&h, &n, &d, 7, 1, 42, &e), 0);
+	assert_int_equal(akk_split_fold(&h2, &n2, &d, 7, 1, 43, &e), 0);
+	assert_true(n != n2 || memcmp(h, h2, n * sizeof(*h)));
+	free(h);
+	free(h2);
+	/* stratified: every class needs a sample in every fold */
+	assert_int_equal(akk_split_fold(&h, &n, &d, 101, 1, 42, &e), -1);
+	assert_string_equal(e.msg, "class 2 has 100 samples, fewer than the 101 folds (stratified: every fold holds each class)");
+	assert_int_equal(akk_split_fold(&h, &n, &d, 7, 8, 42, &e), -1);
+	assert_string_equal(e.msg, "fold 8 of 7 folds does not exist");
+	akk_dataset_release(&d);
+	free(seen);
+	/* without labels (regression): folds of one shuffle, 10 samples in 4
+	 * folds of 3, 3, 2 and 2 */
+	labelled(&d, 10, 0);
+	for (int f = 1; f <= 4; f++) {
+		assert_int_equal(akk_split_fold(&h, &n, &d, 4, f, 42, &e), 0);
+		assert_int_equal(n, f <= 2 ? 3 : 2);
+		free(h);
+	}
+	assert_int_equal(akk_split_fold(&h, &n, &d, 11, 1, 42, &e), -1);
+	assert_string_equal(e.msg, "11 folds need at least 11 samples, but the training data has 10");
 	akk_dataset_release(&d);
 }
 
@@ -819,6 +888,109 @@ static void regression_resume_mid_epoch(void **unused)
 	tu_rm_tree(g_dir);
 }
 
+/* Ordinary least squares with an intercept, by the normal equations in
+ * double (Gaussian elimination with partial pivoting): fitted on the
+ * samples of d not in idx, the R^2 (1 - SS_res / SS_tot about the held-out
+ * mean, as scikit-learn's r2_score) on those in idx. */
+static double ols_r2(const struct akk_dataset *d, const uint32_t *idx, size_t n)
+{
+	size_t p = d->in + 1, j = 0;
+	double *a = calloc(p * (p + 1), sizeof(double)), *b = calloc(p, sizeof(double));
+	double res = 0, tot = 0, mean = 0;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	for (size_t i = 0; i < d->n; i++) {
+		int held = j < n && idx[j] == i;
+
+		j += held;
+		if (held)
+			continue;
+		for (size_t r = 0; r < p; r++) {
+			double xr = r ? d->xf[i * d->in + r - 1] : 1;
+			for (size_t c = 0; c < p; c++)
+				a[r * (p + 1) + c] += xr * (c ? d->xf[i * d->in + c - 1] : 1);
+			a[r * (p + 1) + p] += xr * d->y[i];
+		}
+	}
+	for (size_t c = 0; c < p; c++) {	/* eliminate below the pivot */
+		size_t piv = c;
+		for (size_t r = c + 1; r < p; r++)
+			if (fabs(a[r * (p + 1) + c]) > fabs(a[piv * (p + 1) + c]))
+				piv = r;
+		for (size_t k = 0; k <= p; k++) {
+			double t = a[c * (p + 1) + k];
+			a[c * (p + 1) + k] = a[piv * (p + 1) + k];
+			a[piv * (p + 1) + k] = t;
+		}
+		for (size_t r = c + 1; r < p; r++) {
+			double f = a[r * (p + 1) + c] / a[c * (p + 1) + c];
+			for (size_t k = c; k <= p; k++)
+				a[r * (p + 1) + k] -= f * a[c * (p + 1) + k];
+		}
+	}
+	for (size_t c = p; c-- > 0;) {		/* back substitution */
+		double s = a[c * (p + 1) + p];
+		for (size_t k = c + 1; k < p; k++)
+			s -= a[c * (p + 1) + k] * b[k];
+		b[c] = s / a[c * (p + 1) + c];
+	}
+	for (size_t i = 0; i < n; i++)
+		mean += d->y[idx[i]] / (double)n;
+	for (size_t i = 0; i < n; i++) {
+		double f = b[0], t = d->y[idx[i]];
+		for (size_t c = 1; c < p; c++)
+			f += b[c] * d->xf[idx[i] * d->in + c - 1];
+		res += (t - f) * (t - f);
+		tot += (t - mean) * (t - mean);
+	}
+	free(a);
+	free(b);
+	return 1 - res / tot;
+}
+
+/* The ceiling configs/diabetes.yaml is measured against: a linear model
+ * (OLS, closed form) on the same held-out samples akkctl train validates
+ * on, its seed-42 split and each of its seed-42 5 folds. Skips without
+ * datasets/sklearn (sh datasets/fetch.sh sklearn). */
+static void diabetes_linear_ceiling(void **unused)
+{
+	struct akk_spec s;
+	struct akk_dataset d = { 0 };
+	struct akk_err e = { 0 };
+	uint32_t *h;
+	size_t n;
+	double sum = 0;
+	/* OLS R^2 of the split and of folds 1 to 5 */
+	static const double want[6] = { 0.3927, 0.4009, 0.4656, 0.3914, 0.5993, 0.5269 };
+
+	(void)unused;
+	if (access("datasets/sklearn/diabetes_target.csv.gz", R_OK)) {
+		print_message("skipped: no datasets/sklearn (sh datasets/fetch.sh sklearn)\n");
+		skip();
+	}
+	assert_int_equal(akk_spec_load(&s, "configs/diabetes.yaml", NULL, 0, &e), 0);
+	assert_int_equal(akk_data_open(&d, &s.data, AKK_DATA_TRAIN, &e), 0);
+	assert_int_equal(d.n, 442);
+	assert_int_equal(akk_split_heldout(&h, &n, &d, 0.2, 42, &e), 0);
+	print_message("OLS R^2: split 0.2 %.4f;", ols_r2(&d, h, n));
+	assert_true(fabs(ols_r2(&d, h, n) - want[0]) < 5e-4);
+	free(h);
+	for (int f = 1; f <= 5; f++) {
+		double r2;
+
+		assert_int_equal(akk_split_fold(&h, &n, &d, 5, f, 42, &e), 0);
+		r2 = ols_r2(&d, h, n);
+		sum += r2;
+		print_message(" fold %d %.4f", f, r2);
+		assert_true(fabs(r2 - want[f]) < 5e-4);
+		free(h);
+	}
+	print_message("; 5-fold mean %.4f\n", sum / 5);
+	akk_dataset_release(&d);
+	akk_spec_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -826,6 +998,7 @@ int main(void)
 		cmocka_unit_test(per_channel_lists_checked),
 		cmocka_unit_test(standardize_values),
 		cmocka_unit_test(split_stratified_and_seeded),
+		cmocka_unit_test(folds_partition_stratified),
 		cmocka_unit_test(subset_partitions),
 		cmocka_unit_test(split_stored_and_kept_on_resume),
 		cmocka_unit_test(data_section_validated),
@@ -833,6 +1006,7 @@ int main(void)
 		cmocka_unit_test(regression_linear),
 		cmocka_unit_test(regression_resume_mid_epoch),
 		cmocka_unit_test(best_by_loss),
+		cmocka_unit_test(diabetes_linear_ceiling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

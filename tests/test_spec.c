@@ -1295,6 +1295,37 @@ static void test_watch_split(void **ctx)
 	    "t.yaml:8:12: 'early_stopping' watches validation data, but the config has no data.validation");
 }
 
+
+/* issue 13: validation: {folds: K}, and augmentation refused for tables. */
+static void test_folds_and_table_augment(void **ctx)
+{
+	struct akk_spec s;
+
+	(void)ctx;
+	ok(&s, "data:\n  train: {images: ti, labels: tl}\n  validation: {folds: 5}\n"
+	   NET OPT "schedule: {early_stopping: 2}\n", NULL, 0);
+	assert_int_equal(s.data.folds, 5);
+	assert_true(s.data.split == 0);
+	akk_spec_release(&s);
+	bad("data:\n  train: {images: ti, labels: tl}\n  validation: {folds: 1}\n" NET OPT,
+	    "t.yaml:3:23: 'folds' must be at least 2, got 1");
+	bad("data:\n  train: {images: ti, labels: tl}\n  validation: {folds: 5, split: 0.2}\n"
+	    NET OPT,
+	    "t.yaml:3:16: 'folds' and 'split' do not go together in data.validation: folds hold out each part in turn");
+	bad("data:\n  train: {images: ti, labels: tl}\n"
+	    "  validation: {folds: 5, images: vi, labels: vl}\n" NET OPT,
+	    "t.yaml:3:26: unknown key 'images' in data.validation");
+	bad("data:\n  format: csv\n  train: {file: t.csv}\n  augment: {flip: true}\n" NET OPT,
+	    "t.yaml:4:3: 'augment' needs images, but data format 'csv' gives a table (one row of features a sample)");
+	bad("data:\n  format: npy\n  train: {features: f, labels: l}\n"
+	    "  augment: {translate: 2}\n" NET OPT,
+	    "t.yaml:4:3: 'augment' needs images, but data format 'npy' gives a table (network.input has one dimension)");
+	ok(&s, "data:\n  format: npy\n  train: {features: f, labels: l}\n"
+	   "  augment: {translate: 2}\n"
+	   "network: {input: [1, 4, 4], gates: [{layers: [{dense: 3}]}]}\n" OPT, NULL, 0);
+	akk_spec_release(&s);
+}
+
 static void test_release(void **ctx)
 {
 	struct akk_spec s;
@@ -1338,6 +1369,7 @@ int main(void)
 		cmocka_unit_test(test_layer_limit),
 		cmocka_unit_test(test_pixel_overflow),
 		cmocka_unit_test(test_watch_split),
+		cmocka_unit_test(test_folds_and_table_augment),
 		cmocka_unit_test(test_release),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

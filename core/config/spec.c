@@ -1566,6 +1566,11 @@ static const struct key split_keys[] = {
 	      0, 1, 0, 0),
 	END,
 };
+/* validation: {folds: K}: K-fold cross-validation (data/split.h). */
+static const struct key folds_keys[] = {
+	INT("folds", DATA, folds, F_REQ | F_LO | F_HI, 2, 1000, 0),
+	END,
+};
 
 
 /* idx is the default (data.format in defaults()). */
@@ -1584,13 +1589,21 @@ static int h_format(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-/* validation: a mapping with split is a split; any other, files. */
+/* validation: a mapping with split is a split, with folds
+ * K-fold cross-validation; any other, files. */
 static int h_validation(struct ctx *c, const struct key *k,
 			const struct section *sec, yaml_node_t *key,
 			yaml_node_t *val)
 {
 	struct key as = *k;
+	yaml_node_t *fk = NULL;
 
+	if (val->type == YAML_MAPPING_NODE && map_get(c, val, "folds", &fk)) {
+		if (map_get(c, val, "split", NULL))
+			return fail(c, fk, "'folds' and 'split' do not go together in data.validation: folds hold out each part in turn");
+		as.keys = folds_keys;
+		return h_section(c, &as, sec, key, val);
+	}
 	if (val->type == YAML_MAPPING_NODE && map_get(c, val, "split", NULL)) {
 		as.keys = split_keys;
 		return h_section(c, &as, sec, key, val);
@@ -2234,7 +2247,7 @@ static int defaults(struct akk_spec *s, const char *name)
 static int has_validation(const struct akk_data_spec *d)
 {
 	return d->val_images || d->val_features || d->val_files.n > 0 ||
-	       d->split > 0;
+	       d->split > 0 || d->folds > 0;
 }
 
 static int check_watch(const struct akk_spec *s, const char *file,
@@ -2258,6 +2271,23 @@ static int check_watch(const struct akk_spec *s, const char *file,
 					  i + 1);
 	}
 	return 0;
+}
+
+/* Augmentation crops, flips and shifts images: a table (a CSV file, or
+ * .npy features of one dimension a sample, network.input [N]) has no
+ * image shape to do it in. */
+static int check_augment(const struct akk_spec *s, const char *file,
+			 struct akk_err *e)
+{
+	const struct akk_data_spec *d = &s->data;
+	int csv = !strcmp(d->format, "csv");
+
+	if (!d->augment || !(csv || (!strcmp(d->format, "npy") && s->input.rank < 2)))
+		return 0;
+	return akk_err_at(e, file, d->augment_mark.line, d->augment_mark.col,
+			  "'augment' needs images, but data format '%s' gives a table (%s)",
+			  d->format, csv ? "one row of features a sample" :
+			  "network.input has one dimension");
 }
 
 void akk_spec_scale_lr(struct akk_spec *s, int replicas)
@@ -2495,6 +2525,8 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 				   i + 1);
 			goto out;
 		}
+	if (check_augment(s, s->path ? s->path : name, e))
+		goto out;
 	if (check_watch(s, s->path ? s->path : name, e))
 		goto out;
 	if (check_auto(s, s->path ? s->path : name, e) ||

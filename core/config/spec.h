@@ -129,6 +129,9 @@ struct akk_data_spec {
 					 * training split (data/preprocess.h) */
 	float split;			/* validation: {split: F}: the fraction of
 					 * train held out (0 < F < 1); 0 = none */
+	int folds;			/* validation: {folds: K}: K-fold cross-
+					 * validation (akkctl train trains K
+					 * models, data/split.h); 0 = none */
 	int task;			/* enum akk_task, default classification */
 };
 

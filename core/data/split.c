@@ -1,4 +1,4 @@
-/* split.c - holding out a stratified validation split. */
+/* split.c - holding out a stratified validation split, or one of K folds. */
 #include "data/split.h"
 
 #include <math.h>
@@ -26,24 +26,25 @@ static void shuffle(uint32_t *v, size_t n, struct akk_rng *r)
 	}
 }
 
-int akk_split_heldout(uint32_t **idx, size_t *n, const struct akk_dataset *d,
-		      double fraction, uint64_t seed, struct akk_err *e)
+/* The samples of d grouped by class (one group without class labels),
+ * each group shuffled by one stream seeded by seed alone, in class order:
+ * *orderp (d->n indices) and *startp (groups + 1 offsets), owned by the
+ * caller; *groupsp their number. */
+static int grouped(uint32_t **orderp, size_t **startp, int *groupsp,
+		   const struct akk_dataset *d, uint64_t seed, struct akk_err *e)
 {
 	int groups = d->labels && d->classes > 0 ? d->classes : 1;
-	uint32_t *order = NULL, *out = NULL;
-	size_t *start = NULL, k = 0;
+	uint32_t *order = NULL;
+	size_t *start = NULL;
 	struct akk_rng r;
 
-	*idx = NULL;
-	*n = 0;
-	if (!(fraction > 0 && fraction < 1))
-		return akk_err_set(e, "validation split %g is not between 0 and 1", fraction);
+	*orderp = NULL;
+	*startp = NULL;
 	if (d->n > UINT32_MAX)
 		return akk_err_set(e, "%zu samples are too many to split", d->n);
 	order = malloc((d->n ? d->n : 1) * sizeof(*order));
-	out = malloc((d->n ? d->n : 1) * sizeof(*out));
 	start = calloc((size_t)groups + 1, sizeof(*start));
-	if (!order || !out || !start) {
+	if (!order || !start) {
 		akk_err_set(e, "out of memory");
 		goto fail;
 	}
@@ -70,13 +71,41 @@ int akk_split_heldout(uint32_t **idx, size_t *n, const struct akk_dataset *d,
 		}
 		free(at);
 	}
-	/* of each group, the first round(F * n_c) of a seeded shuffle */
 	akk_rng_seed(&r, seed, SPLIT_STREAM);
+	for (int c = 0; c < groups; c++)
+		shuffle(order + start[c], start[c + 1] - start[c], &r);
+	*orderp = order;
+	*startp = start;
+	*groupsp = groups;
+	return 0;
+fail:
+	free(order);
+	free(start);
+	return -1;
+}
+
+int akk_split_heldout(uint32_t **idx, size_t *n, const struct akk_dataset *d,
+		      double fraction, uint64_t seed, struct akk_err *e)
+{
+	uint32_t *order = NULL, *out = NULL;
+	size_t *start = NULL, k = 0;
+	int groups;
+
+	*idx = NULL;
+	*n = 0;
+	if (!(fraction > 0 && fraction < 1))
+		return akk_err_set(e, "validation split %g is not between 0 and 1", fraction);
+	if (grouped(&order, &start, &groups, d, seed, e))
+		return -1;
+	if (!(out = malloc((d->n ? d->n : 1) * sizeof(*out)))) {
+		akk_err_set(e, "out of memory");
+		goto fail;
+	}
+	/* of each group, the first round(F * n_c) of a seeded shuffle */
 	for (int c = 0; c < groups; c++) {
 		size_t nc = start[c + 1] - start[c];
 		size_t take = (size_t)floor(fraction * (double)nc + 0.5);
 
-		shuffle(order + start[c], nc, &r);
 		memcpy(out + k, order + start[c], take * sizeof(*out));
 		k += take;
 	}
@@ -85,6 +114,54 @@ int akk_split_heldout(uint32_t **idx, size_t *n, const struct akk_dataset *d,
 			    fraction, d->n, k ? "all of them" : "none");
 		goto fail;
 	}
+	qsort(out, k, sizeof(*out), cmp_u32);
+	free(order);
+	free(start);
+	*idx = out;
+	*n = k;
+	return 0;
+fail:
+	free(order);
+	free(out);
+	free(start);
+	return -1;
+}
+
+int akk_split_fold(uint32_t **idx, size_t *n, const struct akk_dataset *d,
+		   int folds, int fold, uint64_t seed, struct akk_err *e)
+{
+	uint32_t *order = NULL, *out = NULL;
+	size_t *start = NULL, k = 0, dealt = 0;
+	int groups;
+
+	*idx = NULL;
+	*n = 0;
+	if (folds < 2 || fold < 1 || fold > folds)
+		return akk_err_set(e, "fold %d of %d folds does not exist", fold, folds);
+	if ((size_t)folds > d->n)
+		return akk_err_set(e, "%d folds need at least %d samples, but the training data has %zu",
+				   folds, folds, d->n);
+	if (grouped(&order, &start, &groups, d, seed, e))
+		return -1;
+	for (int c = 0; groups > 1 && c < groups; c++)
+		if (start[c + 1] - start[c] < (size_t)folds) {
+			akk_err_set(e, "class %d has %zu sample%s, fewer than the %d folds (stratified: every fold holds each class)",
+				    c, start[c + 1] - start[c],
+				    start[c + 1] - start[c] == 1 ? "" : "s", folds);
+			goto fail;
+		}
+	if (!(out = malloc((d->n ? d->n : 1) * sizeof(*out)))) {
+		akk_err_set(e, "out of memory");
+		goto fail;
+	}
+	/* each group's shuffled samples dealt to the folds in turn, the deal
+	 * going on from class to class: every fold holds n_c / K of each
+	 * class, rounded either way, and the folds' sizes differ by one at
+	 * most */
+	for (int c = 0; c < groups; c++)
+		for (size_t j = start[c]; j < start[c + 1]; j++, dealt++)
+			if (dealt % (size_t)folds == (size_t)(fold - 1))
+				out[k++] = order[j];
 	qsort(out, k, sizeof(*out), cmp_u32);
 	free(order);
 	free(start);

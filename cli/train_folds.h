@@ -1,0 +1,33 @@
+/* train_folds.h - akkctl train of a config with validation: {folds: K}.
+ *
+ * K-fold cross-validation as scikit-learn's cross_val_score does it: K
+ * models, each from a fresh init from the config's seed, each trained on
+ * K - 1 folds and validated on the one held out (data/split.h), each run
+ * in output.dir/fold-N; then the per-fold validation accuracy (R^2 for
+ * regression), their mean, standard deviation (of the K, as numpy's
+ * std()), minimum and maximum, on stderr and in output.dir/folds.csv. */
+#ifndef AKK_TRAIN_FOLDS_H
+#define AKK_TRAIN_FOLDS_H
+
+#include <stddef.h>
+
+#include "config/spec.h"
+
+/* What one fold's run ends with. */
+struct train_fold_result {
+	size_t ntrain, nval;	/* samples trained on, validated on */
+	double val_loss;	/* the final weights' validation loss */
+	double val_score;	/* their accuracy (0..1), or R^2 */
+	int have_val;		/* 0: the run ended before any validation */
+};
+
+/* One fold's run (cmd_train.c): akkctl train with argv as given, holding
+ * out fold (1..folds) and writing to the run directory's fold-N. */
+int train_fold(int argc, char **argv, int fold, struct train_fold_result *r);
+/* Every fold of s in turn, then the summary; dir: the run directory
+ * (--out or output.dir), resume: --resume's argument or NULL. Returns the
+ * exit status (the first fold that fails ends it). */
+int train_folds(int argc, char **argv, const struct akk_spec *s,
+		const char *dir, const char *resume);
+
+#endif
