@@ -240,7 +240,7 @@ static void test_bounds(void **state)
 		path = write_text("cell.csv", text, n);
 		if (len == AKK_CSV_MAX_CELL) {
 			load_ok(&d, path, NULL, &o, 0);
-			assert_true(d.xf[3] == 1);
+			assert_true(akk_dataset_x(&d, 3) == 1);
 			akk_dataset_release(&d);
 		} else {
 			snprintf(want, sizeof(want), "%s:2:2: cell longer than 1024 bytes", path);
@@ -377,6 +377,17 @@ static void assert_floats(const float *got, const float *want, size_t n)
 		}
 }
 
+/* The data set's values, stored as bytes or floats. */
+static void assert_x(const struct akk_dataset *d, const float *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (akk_dataset_x(d, i) != want[i]) {
+			fprintf(stderr, "value %zu: got %.9g, want %.9g\n", i,
+				(double)akk_dataset_x(d, i), (double)want[i]);
+			fail();
+		}
+}
+
 static void test_good_integer_labels(void **state)
 {
 	struct akk_csv_spec o = opts();
@@ -400,7 +411,7 @@ static void test_good_integer_labels(void **state)
 	assert_null(d.x8);
 	assert_int_equal(d.classes, 5);
 	assert_null(d.class_names);
-	assert_floats(d.xf, x, 6);
+	assert_x(&d, x, 6);
 	assert_memory_equal(d.labels, l, sizeof(l));
 	assert_int_equal(d.targets, 0);
 	assert_null(d.y);
@@ -408,7 +419,7 @@ static void test_good_integer_labels(void **state)
 	/* gzip gives the same. */
 	load_ok(&d, write_gz("iris-like.csv.gz", text, strlen(text)), NULL, &o, 0);
 	assert_int_equal(d.n, 3);
-	assert_floats(d.xf, x, 6);
+	assert_x(&d, x, 6);
 	assert_memory_equal(d.labels, l, sizeof(l));
 	akk_dataset_release(&d);
 }
@@ -430,7 +441,7 @@ static void test_good_names_header(void **state)
 	load_ok(&d, write_str("names.csv", text), NULL, &o, 0);
 	assert_int_equal(d.n, 4);
 	assert_int_equal(d.in, 2);
-	assert_floats(d.xf, x, 8);
+	assert_x(&d, x, 8);
 	/* Unquoted, b""c is those four bytes; quoted, "b""c" is b"c. */
 	assert_int_equal(d.classes, 4);
 	assert_non_null(d.class_names);
@@ -454,7 +465,7 @@ static void test_good_delimiters(void **state)
 	o.label.index = 0;
 	load_ok(&d, write_str("semi.csv", "1;1.5;2\n0 ; 3;4\n"), NULL, &o, 0);
 	assert_int_equal(d.in, 2);
-	assert_floats(d.xf, x, 4);
+	assert_x(&d, x, 4);
 	assert_memory_equal(d.labels, l, sizeof(l));
 	assert_int_equal(d.classes, 2);
 	akk_dataset_release(&d);
@@ -462,7 +473,7 @@ static void test_good_delimiters(void **state)
 	load_ok(&d, write_str("blanks.csv", "  1 \t 1.5   2\r\n0\t3 4\n\n"), NULL,
 		&o, 0);
 	assert_int_equal(d.n, 2);
-	assert_floats(d.xf, x, 4);
+	assert_x(&d, x, 4);
 	assert_memory_equal(d.labels, l, sizeof(l));
 	akk_dataset_release(&d);
 }
@@ -488,7 +499,7 @@ static void test_good_regression(void **state)
 	assert_int_equal(d.targets, 2);
 	assert_null(d.labels);
 	assert_int_equal(d.classes, 0);
-	assert_floats(d.xf, x1, 4);
+	assert_x(&d, x1, 4);
 	assert_floats(d.y, y1, 4);
 	akk_dataset_release(&d);
 	/* No targets: the label column (the last) is the one target. */
@@ -496,7 +507,7 @@ static void test_good_regression(void **state)
 	o.label.index = 2;
 	load_ok(&d, write_str("reg1.csv", "1,2,3\n5,6,7\n"), NULL, &o, 1);
 	assert_int_equal(d.targets, 1);
-	assert_floats(d.xf, x2, 4);
+	assert_x(&d, x2, 4);
 	assert_floats(d.y, y2, 2);
 	akk_dataset_release(&d);
 }
@@ -519,7 +530,7 @@ static void test_good_targets_file(void **state)
 	load_ok(&d, xp, yp, &o, 1);
 	assert_int_equal(d.n, 2);
 	assert_int_equal(d.in, 3);
-	assert_floats(d.xf, x, 6);
+	assert_x(&d, x, 6);
 	assert_int_equal(d.targets, 1);
 	assert_floats(d.y, y, 2);
 	akk_dataset_release(&d);
@@ -550,12 +561,36 @@ static void test_good_large(void **state)
 	assert_int_equal(d.n, rows);
 	assert_int_equal(d.classes, 10);
 	for (size_t i = 0; i < rows; i++) {
-		assert_true(d.xf[2 * i] == (float)i);
-		assert_true(d.xf[2 * i + 1] == (float)(i % 977) + 0.5f);
+		assert_true(akk_dataset_x(&d, 2 * i) == (float)i);
+		assert_true(akk_dataset_x(&d, 2 * i + 1) == (float)(i % 977) + 0.5f);
 		assert_int_equal(d.labels[i], (int)(i % 10));
 	}
 	akk_dataset_release(&d);
 	free(text);
+}
+
+/* A table of whole numbers in 0..255 is kept as bytes, as IDX keeps
+ * pixels; one value outside (256, -1, 0.5) keeps the whole table as floats.
+ * The values read back the same either way. */
+static void test_byte_table(void **state)
+{
+	static const struct { const char *text; int bytes; float v[4]; } c[] = {
+		{ "0,255,0\n17,3,1\n", 1, { 0, 255, 17, 3 } },
+		{ "0,256,0\n17,3,1\n", 0, { 0, 256, 17, 3 } },
+		{ "0,-1,0\n17,3,1\n", 0, { 0, -1, 17, 3 } },
+		{ "0,2,0\n17,0.5,1\n", 0, { 0, 2, 17, 0.5f } },
+	};
+	struct akk_csv_spec o = opts();
+	struct akk_dataset d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		load_ok(&d, write_str("bytes.csv", c[i].text), NULL, &o, 0);
+		assert_int_equal(d.xtype, c[i].bytes ? AKK_X_U8 : AKK_X_F32);
+		assert_true(c[i].bytes ? d.x8 && !d.xf : d.xf && !d.x8);
+		assert_x(&d, c[i].v, 4);
+		akk_dataset_release(&d);
+	}
 }
 
 /* Plain decimals take a fast path: each must come out as strtod's. */
@@ -732,7 +767,7 @@ static void test_open_task(void **state)
 	assert_int_equal(akk_data_open(&d, &s.data, AKK_DATA_TRAIN, &e), 0);
 	assert_int_equal(d.targets, 1);
 	assert_null(d.labels);
-	assert_floats(d.xf, x, 4);
+	assert_x(&d, x, 4);
 	assert_floats(d.y, y, 2);
 	akk_dataset_release(&d);
 	/* Without targets_file, the last column is the target. */
@@ -868,6 +903,7 @@ int main(void)
 		cmocka_unit_test(test_good_regression),
 		cmocka_unit_test(test_good_targets_file),
 		cmocka_unit_test(test_good_large),
+		cmocka_unit_test(test_byte_table),
 		cmocka_unit_test(test_decimals_as_strtod),
 		cmocka_unit_test(test_spec_keys),
 		cmocka_unit_test(test_open_task),

@@ -891,6 +891,30 @@ out:
 
 /* --- the data set --------------------------------------------------------- */
 
+/* A table whose every feature is a whole number in 0..255 (pixels written
+ * out as text, counts, small codes) is kept as bytes, as IDX keeps it: a
+ * quarter of the memory and the same fill loop per sample. Each such float
+ * is exactly its byte, so nothing a network sees changes. */
+static void keep_as_bytes(struct akk_dataset *d)
+{
+	size_t n = d->n * d->in;
+	uint8_t *x8;
+
+	for (size_t i = 0; i < n; i++) {
+		float v = d->xf[i];
+		if (!(v >= 0 && v <= 255) || v != (float)(int)v)
+			return;
+	}
+	x8 = (uint8_t *)d->xf;	/* in place: byte i is written after float i is read */
+	for (size_t i = 0; i < n; i++)
+		x8[i] = (uint8_t)d->xf[i];
+	d->xtype = AKK_X_U8;
+	d->xf = NULL;
+	d->x8 = realloc(x8, n ? n : 1);
+	if (!d->x8)		/* shrinking failed: the block is still valid */
+		d->x8 = x8;
+}
+
 int akk_csv_dataset(struct akk_dataset *d, const char *path,
 		    const char *targets_path, const struct akk_csv_spec *o,
 		    int regression, struct akk_err *e)
@@ -918,6 +942,7 @@ int akk_csv_dataset(struct akk_dataset *d, const char *path,
 	d->xtype = AKK_X_F32;
 	d->xf = a.x;
 	a.x = NULL;
+	keep_as_bytes(d);
 	if (regression) {
 		d->targets = lt->ntargets;
 		d->y = lt->y;
@@ -958,6 +983,7 @@ int akk_csv_inputs(struct akk_dataset *d, const char *path,
 	d->xtype = AKK_X_F32;
 	d->xf = a.x;
 	a.x = NULL;
+	keep_as_bytes(d);
 	table_release(&a);
 	return 0;
 }

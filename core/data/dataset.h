@@ -38,6 +38,12 @@ struct akk_dataset {
 	char **class_names;
 };
 
+/* Value i of the n * in, whichever way it is stored. */
+static inline float akk_dataset_x(const struct akk_dataset *d, size_t i)
+{
+	return d->xtype == AKK_X_U8 ? (float)d->x8[i] : d->xf[i];
+}
+
 /* Free everything a reader allocated (all owned by d) and zero d. */
 void akk_dataset_release(struct akk_dataset *d);
 
