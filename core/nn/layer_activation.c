@@ -151,3 +151,44 @@ ACT_OPS(akk_layer_tanh, "tanh", NULL, NULL,
 	tanh_forward, tanh_backward, tanh_export)
 ACT_OPS(akk_layer_softplus, "softplus", NULL, NULL,
 	softplus_forward, softplus_backward, softplus_export)
+
+/* ---- fused into the dense or conv2d layer before (akk_layers_fuse) ---- */
+
+int akk_layer_is_activation(const struct akk_layer_ops *ops)
+{
+	return ops == &akk_layer_relu || ops == &akk_layer_leaky_relu ||
+	       ops == &akk_layer_sigmoid || ops == &akk_layer_tanh ||
+	       ops == &akk_layer_softplus;
+}
+
+/* The kind's own forward with x = y: elementwise, each element is read
+ * before it is written, so in place is the same computation. */
+void akk_act_fused_forward(const struct akk_layer *act, float *y, int B,
+			   int train)
+{
+	act->ops->forward(act, y, NULL, NULL, NULL, y, NULL, B, train, NULL);
+}
+
+const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
+				    const float *dy, const float *y, int B,
+				    float *db, int dout, int *db_done)
+{
+	*db_done = 0;
+	if (act->ops == &akk_layer_relu && db) {
+		/* relu_backward's select and the dense bias loop, one pass */
+		for (int i = 0; i < B; i++) {
+			const float *u = y + (size_t)i * dout;
+			const float *d = dy + (size_t)i * dout;
+			float *z = dz + (size_t)i * dout;
+			for (int j = 0; j < dout; j++) {
+				float v = u[j] > 0 ? d[j] : 0.0f;
+				z[j] = v;
+				db[j] += v;
+			}
+		}
+		*db_done = 1;
+		return dz;
+	}
+	act->ops->backward(act, dz, NULL, NULL, dy, y, y, NULL, NULL, B);
+	return dz;
+}
