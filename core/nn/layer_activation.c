@@ -169,23 +169,32 @@ void akk_act_fused_forward(const struct akk_layer *act, float *y, int B,
 	act->ops->forward(act, y, NULL, NULL, NULL, y, NULL, B, train, NULL);
 }
 
+/* One row of relu_backward's select and the dense bias loop, in one
+ * pass. restrict: the four rows are distinct buffers, which lets the
+ * compiler vectorise without a run-time overlap check (without it, this
+ * loop ran slower than the two it replaces). */
+static void relu_bias_row(float *restrict z, float *restrict db,
+			  const float *restrict u, const float *restrict d,
+			  int n)
+{
+	for (int j = 0; j < n; j++) {
+		float a = u[j], b = d[j];	/* both loaded: no branch */
+		float v = a > 0 ? b : 0.0f;
+		z[j] = v;
+		db[j] += v;
+	}
+}
+
 const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
 				    const float *dy, const float *y, int B,
 				    float *db, int dout, int *db_done)
 {
 	*db_done = 0;
 	if (act->ops == &akk_layer_relu && db) {
-		/* relu_backward's select and the dense bias loop, one pass */
-		for (int i = 0; i < B; i++) {
-			const float *u = y + (size_t)i * dout;
-			const float *d = dy + (size_t)i * dout;
-			float *z = dz + (size_t)i * dout;
-			for (int j = 0; j < dout; j++) {
-				float v = u[j] > 0 ? d[j] : 0.0f;
-				z[j] = v;
-				db[j] += v;
-			}
-		}
+		for (int i = 0; i < B; i++)
+			relu_bias_row(dz + (size_t)i * dout, db,
+				      y + (size_t)i * dout,
+				      dy + (size_t)i * dout, dout);
 		*db_done = 1;
 		return dz;
 	}
