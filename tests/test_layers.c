@@ -29,6 +29,9 @@
 
 #include "nn/layer.h"
 #include "base/rng.h"
+#include "config/spec.h"
+#include "model/gate.h"
+#include "model/model.h"
 #include "tensor/tensor.h"
 
 #define GRAD_EPS 1e-2f
@@ -121,12 +124,15 @@ struct rig {
 	size_t nin, nout;
 	float *p, *s, *x, *y, *aux, *work, *r, *dx, *dp;
 	struct akk_rng rng;
+	struct akk_layer act;	/* rig_fuse: the activation l applies */
+	float *act_dy;		/* (B, nout) l's act_dy, or NULL */
 };
 
 static void rig_open(struct rig *g, const struct akk_layer_spec *sp,
 		     struct akk_shape in, int B, enum xmode mode)
 {
 	plan_ok(&g->l, sp, in);
+	g->act_dy = NULL;
 	g->B = B;
 	g->nin = (size_t)akk_shape_size(g->l.in);
 	g->nout = (size_t)akk_shape_size(g->l.out);
@@ -159,7 +165,18 @@ static void rig_close(struct rig *g)
 	akk_free(g->r);
 	akk_free(g->aux);
 	akk_free(g->work);
+	akk_free(g->act_dy);
 	akk_layer_release(&g->l);	/* a composite's sub-layers */
+}
+
+/* Fuse the activation act_sp into the rig's layer, as akk_layers_fuse
+ * would in a gate: l->y becomes the activation's output. */
+static void rig_fuse(struct rig *g, const struct akk_layer_spec *act_sp)
+{
+	plan_ok(&g->act, act_sp, g->l.out);
+	g->act_dy = alloc_nan(g->B * g->nout);
+	g->l.act_out = &g->act;
+	g->l.act_dy = g->act_dy;
 }
 
 /* Training forward with a fixed dropout stream; returns L = sum(y r). */
@@ -207,13 +224,16 @@ static void check_close(const char *what, const char *name, const float *num,
 /* The full check: numeric vs analytic gradients of x and p; backward
  * writes dx (it starts as NaN) and accumulates dp (a second call doubles
  * it; a call with dx NULL still accumulates). */
-static void grad_check(const struct akk_layer_spec *sp, struct akk_shape in,
-		       int B, enum xmode mode)
+static void grad_check_fused(const struct akk_layer_spec *sp,
+			     const struct akk_layer_spec *act_sp,
+			     struct akk_shape in, int B, enum xmode mode)
 {
-	struct rig g;
+	struct rig g = { 0 };
 	size_t np, nx;
 
 	rig_open(&g, sp, in, B, mode);
+	if (act_sp)
+		rig_fuse(&g, act_sp);
 	np = g.l.nparams;
 	nx = B * g.nin;
 	float *num = alloc_nan(nx > np ? nx : np);
@@ -251,6 +271,12 @@ static void grad_check(const struct akk_layer_spec *sp, struct akk_shape in,
 	akk_free(dx1);
 	akk_free(dp1);
 	rig_close(&g);
+}
+
+static void grad_check(const struct akk_layer_spec *sp, struct akk_shape in,
+		       int B, enum xmode mode)
+{
+	grad_check_fused(sp, NULL, in, B, mode);
 }
 
 /* ---- gradient checks ---- */
@@ -384,6 +410,35 @@ static void t_grad_activations(void **state)
 	grad_check(&sp, shape3(2, 3, 2), 2, X_AWAY0);
 	sp.alpha = -0.5f;	/* negative slope: backward must use x, not y */
 	grad_check(&sp, shape1(9), 3, X_AWAY0);
+}
+
+/* A dense or conv2d layer fused with the activation after it
+ * (akk_layers_fuse) against finite differences: y is the activation's
+ * output, dy the gradient there. Smooth activations only: with random
+ * parameters a relu kink may lie within eps (the bit-equality test below
+ * covers relu and leaky_relu). */
+static void t_grad_fused(void **state)
+{
+	struct akk_layer_spec sp = spec_of(&akk_layer_dense);
+	struct akk_layer_spec th = spec_of(&akk_layer_tanh);
+	struct akk_layer_spec sg = spec_of(&akk_layer_sigmoid);
+	struct akk_layer_spec sf = spec_of(&akk_layer_softplus);
+
+	(void)state;
+	grad_check_fused(&sp, &th, shape1(7), 3, X_PLAIN);
+	grad_check_fused(&sp, &sg, shape1(4), 2, X_PLAIN);
+	sp.bias = 0;
+	grad_check_fused(&sp, &sf, shape1(6), 3, X_PLAIN);
+	sp = spec_of(&akk_layer_conv2d);
+	grad_check_fused(&sp, &th, shape3(2, 5, 6), 3, X_PLAIN);
+	sp.stride = 2;
+	sp.padding = 1;
+	grad_check_fused(&sp, &sf, shape3(3, 6, 5), 2, X_PLAIN);
+	sp.kernel = 1;
+	sp.stride = 1;
+	sp.padding = 0;
+	sp.bias = 0;
+	grad_check_fused(&sp, &sg, shape3(3, 4, 5), 3, X_PLAIN);
 }
 
 /* ---- forward references ---- */
@@ -717,6 +772,108 @@ static void t_relu_maxpool_fused(void **state)
 		akk_layers_fuse(ls, 5);
 		for (int i = 0; i < 5; i++)
 			assert_int_equal(ls[i].relu_in, want[k][i]);
+	}
+}
+
+/* One gate's forward, backward (with the input gradient) and eval of B
+ * samples; out, dx and grads receive the output, the input gradient and
+ * the parameter gradient. fused 0: akk_layers_fuse's dense/conv2d +
+ * activation pairs undone, so every layer runs by itself. */
+static void gate_pass(const struct akk_gate_plan *p, int fused, int B,
+		      const float *x, const float *dy, float *out, float *ev,
+		      float *dx, float *grads, int *nfused)
+{
+	struct akk_gate g;
+	struct akk_err e = { 0 };
+	const float *y, *d;
+	size_t no = (size_t)B * akk_shape_size(p->out);
+
+	if (akk_gate_init(&g, p, B, 1, 1, 0, 10, 1, 5, &e))
+		fail_msg("gate: %s", e.msg);
+	*nfused = 0;
+	for (int i = 0; i < p->nlayers; i++) {
+		*nfused += g.layers[i].act_out != NULL;
+		if (!fused)
+			g.layers[i].act_out = NULL;
+	}
+	/* two batches: the second runs on stepped weights */
+	for (int rep = 0; rep < 2; rep++) {
+		if (!(y = akk_gate_forward(&g, x, B, rep, &e)))
+			fail_msg("forward: %s", e.msg);
+		memcpy(out + rep * no, y, no * sizeof(float));
+		if (!(d = akk_gate_backward(&g, dy, B, rep, 1, &e)))
+			fail_msg("backward: %s", e.msg);
+		memcpy(dx, d, (size_t)B * akk_shape_size(p->in) * sizeof(float));
+		memcpy(grads, g.grads, p->nparams * sizeof(float));
+		if (!rep && akk_gate_step(&g, &e))
+			fail_msg("step: %s", e.msg);
+	}
+	memcpy(ev, akk_gate_eval(&g, 0, x, B), no * sizeof(float));
+	akk_gate_release(&g);
+}
+
+/* A dense or conv2d layer fused with the activation after it computes the
+ * two layers to the bit: the output, the input gradient and the parameter
+ * gradients of whole gates, fused and not, with every activation kind,
+ * with and without bias, a pointwise convolution, the fusion at the first
+ * and at the last layer, and relu before a maxpool2d left to the pool
+ * fusion. Inputs hold exact zeros (relu's kink) and NaN-free randoms. */
+static void t_fused_gate_equals_unfused(void **state)
+{
+	static const struct { const char *input, *layers; int nfused; } nets[] = {
+		{ "7", "[{dense: 6}, relu, {dense: 5}, {leaky_relu: 0.1},"
+		  " {dense: {units: 4, bias: false}}, sigmoid, {dense: 5}, tanh,"
+		  " {dense: 3}, softplus, {dense: 4}, relu]", 6 },
+		{ "2, 7, 7", "[{conv2d: {filters: 3, kernel: 3, padding: 1}}, relu,"
+		  " {conv2d: {filters: 2, kernel: 2, stride: 2, bias: false}}, tanh,"
+		  " {conv2d: {filters: 3, kernel: 1}}, {leaky_relu: 0.2},"
+		  " {conv2d: {filters: 2, kernel: 3, padding: 1}}, relu, {maxpool2d: 2},"
+		  " flatten, {dense: 3}, sigmoid]", 4 },
+	};
+	char text[1024];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(nets) / sizeof(nets[0]); k++) {
+		struct akk_spec s;
+		struct akk_model m;
+		struct akk_err e = { 0 };
+		int B = 5, nf0, nf1;
+
+		snprintf(text, sizeof(text),
+			 "data:\n  train: {images: ti, labels: tl}\n"
+			 "optimizer: {type: adam, lr: 0.01}\n"
+			 "network:\n  input: [%s]\n  gates:\n    - layers: %s\n",
+			 nets[k].input, nets[k].layers);
+		if (akk_spec_parse(&s, text, strlen(text), "t.yaml", NULL, NULL, 0, &e) ||
+		    akk_model_plan(&m, &s, &e))
+			fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+		const struct akk_gate_plan *p = &m.gates[0];
+		size_t ni = (size_t)B * akk_shape_size(p->in);
+		size_t no = (size_t)B * akk_shape_size(p->out), np = p->nparams;
+		float *x = alloc_nan(ni), *dy = alloc_nan(no);
+		float *o[2], *ev[2], *dx[2], *gr[2];
+		tu_fill(x, ni, -1, 1, 3);
+		for (size_t i = 0; i < ni; i += 3)
+			x[i] = 0;
+		tu_fill(dy, no, -1, 1, 4);
+		for (int f = 0; f < 2; f++) {
+			o[f] = alloc_nan(2 * no);
+			ev[f] = alloc_nan(no);
+			dx[f] = alloc_nan(ni);
+			gr[f] = alloc_nan(np);
+			gate_pass(p, f, B, x, dy, o[f], ev[f], dx[f], gr[f],
+				  f ? &nf1 : &nf0);
+		}
+		assert_int_equal(nf1, nets[k].nfused);
+		assert_memory_equal(o[1], o[0], 2 * no * sizeof(float));
+		assert_memory_equal(ev[1], ev[0], no * sizeof(float));
+		assert_memory_equal(dx[1], dx[0], ni * sizeof(float));
+		assert_memory_equal(gr[1], gr[0], np * sizeof(float));
+		for (int f = 0; f < 2; f++)
+			akk_free(o[f]), akk_free(ev[f]), akk_free(dx[f]), akk_free(gr[f]);
+		akk_free(x), akk_free(dy);
+		akk_model_release(&m);
+		akk_spec_release(&s);
 	}
 }
 
@@ -1360,6 +1517,8 @@ int main(void)
 		cmocka_unit_test(t_pool_forward),
 		cmocka_unit_test(t_pool_vs_naive),
 		cmocka_unit_test(t_relu_maxpool_fused),
+		cmocka_unit_test(t_grad_fused),
+		cmocka_unit_test(t_fused_gate_equals_unfused),
 		cmocka_unit_test(t_activation_values),
 		cmocka_unit_test(t_batchnorm_hand),
 		cmocka_unit_test(t_batchnorm_channels),

@@ -1053,6 +1053,65 @@ static void lr_scaling_warmup_metrics_np2(void **unused)
 	assert_int_equal(rows, 3);
 }
 
+/* --- a residual block with batchnorm under data parallelism (issue 15) --- */
+
+/* The batchnorms inside a residual block: the block hands the run's sync
+ * to its inner layers. */
+static void write_resbn_cfg(char *path, size_t size, const char *name,
+			    int batch, const char *parallel)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers:\n"
+		"        - {dense: 24}\n"
+		"        - relu\n"
+		"        - residual: [{dense: 24}, {batchnorm: {momentum: 0.2, sync: true}},\n"
+		"                     relu, {dense: 24}, {batchnorm: {momentum: 0.3, sync: true}}]\n"
+		"        - relu\n"
+		"    - layers: [{dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
+		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
+		"           parallel: %s}\n"
+		"output: {dir: out-%s}\n",
+		name, batch, parallel, name);
+
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, size, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* Two ranks of 32 against one process at 64: with SyncBN inside the
+ * residual block every weight and both batchnorms' running statistics
+ * equal the one process's, each tensor within 1e-5 relative in the
+ * 2-norm (each rank alone would normalise its own half). */
+static void residual_syncbn_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_resbn_cfg(cfg, sizeof(cfg), "rbn-one", 64, "pipeline");
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_resbn_cfg(cfg, sizeof(cfg), "rbn2", 32, "data");
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(a, sizeof(a), "rbn-one", "last.bin");
+	ckpt_path(b, sizeof(b), "rbn2", "last.bin");
+	/* the block's tensors are two flat views: its inner layers'
+	 * parameters, and its state (both batchnorms' running_mean and
+	 * running_var); with the optimizer moments, 8 tensors */
+	assert_int_equal(assert_close_named(a, b, "residual.state", 1e-5), 1);
+	assert_int_equal(assert_close_named(a, b, NULL, 1e-5), 8);
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -1083,6 +1142,7 @@ int main(void)
 		cmocka_unit_test(syncbn_resume_np2),
 		cmocka_unit_test(lr_scaling_linear_np2),
 		cmocka_unit_test(lr_scaling_warmup_metrics_np2),
+		cmocka_unit_test(residual_syncbn_np2),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }

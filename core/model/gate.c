@@ -34,6 +34,30 @@ static void tape_free(struct akk_tape *t)
 	akk_free(t->stash);
 }
 
+/* Mark the fused pairs of g's layers and lend the dense/conv2d layers
+ * fused with their activation one scratch for the gradient through it
+ * (one backward runs at a time). */
+static int fuse_layers(struct akk_gate *g)
+{
+	const struct akk_gate_plan *p = g->plan;
+	size_t wide = 0;
+
+	akk_layers_fuse(g->layers, p->nlayers);
+	for (int i = 0; i < p->nlayers; i++)
+		if (g->layers[i].act_out &&
+		    (size_t)akk_shape_size(g->layers[i].out) > wide)
+			wide = akk_shape_size(g->layers[i].out);
+	if (!wide)
+		return 0;
+	g->act_dy = akk_alloc(wide * g->tape_batch);
+	if (!g->act_dy)
+		return -1;
+	for (int i = 0; i < p->nlayers; i++)
+		if (g->layers[i].act_out)
+			g->layers[i].act_dy = g->act_dy;
+	return 0;
+}
+
 int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 		  int max_batch, int ntapes, int nevals, int stash,
 		  int steps_per_epoch, int epochs, uint64_t seed,
@@ -92,7 +116,10 @@ int akk_gate_init_sized(struct akk_gate *g, const struct akk_gate_plan *p,
 		akk_rng_seed(&rng, seed, AKK_STREAM_INIT + p->index * 64 + i);
 		l->ops->init(l, g->params + l->poff, g->state + l->soff, &rng);
 	}
-	akk_layers_fuse(g->layers, p->nlayers);
+	if (fuse_layers(g)) {
+		akk_gate_release(g);
+		return akk_err_set(e, "out of memory allocating gate %d", p->index + 1);
+	}
 	akk_rng_seed(&g->rng, seed, AKK_STREAM_DROPOUT + p->index);
 	return 0;
 }
@@ -113,6 +140,7 @@ void akk_gate_release(struct akk_gate *g)
 	akk_free(g->state);
 	akk_free(g->opt);
 	akk_free(g->work);
+	akk_free(g->act_dy);
 	akk_free(g->dbuf[0]);
 	akk_free(g->dbuf[1]);
 	memset(g, 0, sizeof(*g));
@@ -124,8 +152,25 @@ void akk_gate_use_pool(struct akk_gate *g, struct akk_pool *pool)
 		g->layers[i].pool = pool;
 }
 
-/* Run every layer forward; the output of layer i is at act + B*act_off[i+1]
- * minus its own size, i.e. act + B*act_off[i]. */
+/* Whether layer i of g is computed by a neighbour (akk_layers_fuse): a
+ * relu the max-pool after it applies, or an activation the dense or
+ * conv2d before it applies. */
+static int fused_away(const struct akk_gate *g, int i)
+{
+	return (i + 1 < g->plan->nlayers && g->layers[i + 1].relu_in) ||
+	       (i > 0 && g->layers[i - 1].act_out);
+}
+
+/* Where layer i's output lives: act + B*act_off[i+1] minus its own size,
+ * i.e. act + B*act_off[i]; a layer fused with the activation after it
+ * writes the activation's output, where the next layer reads it. */
+static float *output_of(const struct akk_gate *g, const struct akk_tape *t,
+			int i, int B)
+{
+	return t->act + (size_t)B * g->act_off[g->layers[i].act_out ? i + 1 : i];
+}
+
+/* Run every layer forward. */
 static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 				const float *x, const float *params, int B,
 				int train)
@@ -135,9 +180,9 @@ static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct akk_layer *l = &g->layers[i];
-		float *y = t->act + (size_t)B * g->act_off[i];
-		if (i + 1 < p->nlayers && g->layers[i + 1].relu_in)
-			continue;	/* applied by the next layer */
+		float *y = output_of(g, t, i, B);
+		if (fused_away(g, i))
+			continue;	/* applied by a neighbour */
 		l->ops->forward(l, y, t->aux + (size_t)B * g->aux_off[i],
 				g->state + l->soff, g->work, in,
 				params + l->poff, B, train, &g->rng);
@@ -208,10 +253,10 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 	params = t->stash ? t->stash : g->params;
 	for (int i = p->nlayers - 1; i >= 0; i--) {
 		const struct akk_layer *l = &g->layers[i];
-		if (i + 1 < p->nlayers && g->layers[i + 1].relu_in)
-			continue;	/* its gradient came with the next's */
+		if (fused_away(g, i))
+			continue;	/* its gradient comes with a neighbour's */
 		const float *x = i ? t->act + (size_t)B * g->act_off[i - 1] : t->x;
-		const float *y = t->act + (size_t)B * g->act_off[i];
+		const float *y = output_of(g, t, i, B);
 		float *dx = i ? g->dbuf[flip] : (need_dx ? t->dx : NULL);
 
 		l->ops->backward(l, dx, g->grads + l->poff, g->work, cur, x, y,

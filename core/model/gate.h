@@ -43,6 +43,9 @@ struct akk_gate {
 	float *state;		/* (nstate) batchnorm running statistics */
 	float *opt;		/* (nparams * per-param state) optimizer moments */
 	float *work;		/* (plan->work) layer scratch */
+	float *act_dy;		/* (tape_batch, widest fused output) the
+				 * layers' act_dy (akk_layers_fuse); NULL
+				 * when no layer is fused with its activation */
 	float *dbuf[2];		/* (max_batch, widest layer input) backward ping-pong */
 	size_t *act_off, *aux_off;	/* per layer, floats per sample before it */
 	struct akk_tape *tapes;	/* ntapes training tapes, a FIFO ring */

@@ -43,9 +43,24 @@ const char *const akk_init_names[] = {
 
 void akk_layers_fuse(struct akk_layer *layers, int n)
 {
+	for (int i = 0; i < n; i++) {
+		layers[i].relu_in = 0;
+		layers[i].act_out = NULL;
+	}
 	for (int i = 1; i + 1 < n; i++)
 		layers[i + 1].relu_in = layers[i].ops == &akk_layer_relu &&
 			layers[i + 1].ops == &akk_layer_maxpool2d;
+	/* then dense/conv2d + activation, where the activation is still run
+	 * by itself (relu then maxpool2d keeps the cheaper pool fusion) */
+	for (int i = 0; i + 1 < n; i++) {
+		const struct akk_layer *a = &layers[i + 1];
+		if ((layers[i].ops == &akk_layer_dense ||
+		     layers[i].ops == &akk_layer_conv2d) &&
+		    akk_layer_is_activation(a->ops) &&
+		    !(a->ops == &akk_layer_leaky_relu && !(a->spec->alpha >= 0)) &&
+		    !(i + 2 < n && layers[i + 2].relu_in))
+			layers[i].act_out = a;
+	}
 }
 
 const struct akk_layer_ops *akk_layer_find(const char *name)

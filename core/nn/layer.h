@@ -98,6 +98,15 @@ struct akk_layer {
 				 * thread alone); lent by the run: do not free */
 	int relu_in;		/* set by akk_layers_fuse: this layer applies
 				 * the relu before it, which the gate skips */
+	const struct akk_layer *act_out;	/* set by akk_layers_fuse (dense,
+				 * conv2d): the activation right after this
+				 * layer, which the gate skips; this layer
+				 * applies it to its output in place and its
+				 * derivative to dy (akk_act_fused_*); NULL:
+				 * none. Points into the same layer array. */
+	float *act_dy;		/* with act_out: (B, out) scratch for the
+				 * gradient through the activation, B up to
+				 * the gate's tape batch; lent by the gate */
 	struct akk_layer_sync *sync;	/* data parallelism: sums over every
 				 * replica (batchnorm), or NULL; lent by the run */
 	/* Composite kinds (residual): their inner layers, planned by ops->plan
@@ -221,6 +230,27 @@ int akk_pool2d_stride(const struct akk_layer_spec *sp);
  * relu's input and skips the relu, forward and backward. A gate's first
  * layer is never skipped (its input gradient is the gate's). */
 void akk_layers_fuse(struct akk_layer *layers, int n);
+
+/* The pair akk_layers_fuse also marks: a dense or conv2d layer directly
+ * followed by an activation (relu, leaky_relu with alpha >= 0, sigmoid,
+ * tanh, softplus) that no max-pool takes with relu_in. The dense/conv gets
+ * act_out; the caller runs it with y = the activation's output buffer,
+ * skips the activation forward and backward, and lends act_dy. The result
+ * is the two layers' to the bit: the activation's own kernels run, in
+ * place over the fresh output (forward) and into act_dy (backward). */
+int akk_layer_is_activation(const struct akk_layer_ops *ops);
+/* Forward: y (B x act->in) = act(y) in place. */
+void akk_act_fused_forward(const struct akk_layer *act, float *y, int B,
+			   int train);
+/* Backward: dz (B x act->in) = dy act'(.), from the activation's output
+ * y; returns dz. leaky_relu reads the sign of its input from y's (equal
+ * for alpha >= 0: the only slopes akk_layers_fuse fuses). When db is not
+ * NULL and the activation is relu, the same pass adds the column sums of
+ * dz over the B rows of dout into db (a dense layer's bias gradient, in
+ * the order its own loop adds them); returns 1 in *db_done then. */
+const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
+				    const float *dy, const float *y, int B,
+				    float *db, int dout, int *db_done);
 
 /* Initialise n weights with fan-in/fan-out, by kind (never DEFAULT). */
 void akk_init_fill(float *w, size_t n, int fan_in, int fan_out,

@@ -151,3 +151,53 @@ ACT_OPS(akk_layer_tanh, "tanh", NULL, NULL,
 	tanh_forward, tanh_backward, tanh_export)
 ACT_OPS(akk_layer_softplus, "softplus", NULL, NULL,
 	softplus_forward, softplus_backward, softplus_export)
+
+/* ---- fused into the dense or conv2d layer before (akk_layers_fuse) ---- */
+
+int akk_layer_is_activation(const struct akk_layer_ops *ops)
+{
+	return ops == &akk_layer_relu || ops == &akk_layer_leaky_relu ||
+	       ops == &akk_layer_sigmoid || ops == &akk_layer_tanh ||
+	       ops == &akk_layer_softplus;
+}
+
+/* The kind's own forward with x = y: elementwise, each element is read
+ * before it is written, so in place is the same computation. */
+void akk_act_fused_forward(const struct akk_layer *act, float *y, int B,
+			   int train)
+{
+	act->ops->forward(act, y, NULL, NULL, NULL, y, NULL, B, train, NULL);
+}
+
+/* One row of relu_backward's select and the dense bias loop, in one
+ * pass. restrict: the four rows are distinct buffers, which lets the
+ * compiler vectorise without a run-time overlap check (without it, this
+ * loop ran slower than the two it replaces). */
+static void relu_bias_row(float *restrict z, float *restrict db,
+			  const float *restrict u, const float *restrict d,
+			  int n)
+{
+	for (int j = 0; j < n; j++) {
+		float a = u[j], b = d[j];	/* both loaded: no branch */
+		float v = a > 0 ? b : 0.0f;
+		z[j] = v;
+		db[j] += v;
+	}
+}
+
+const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
+				    const float *dy, const float *y, int B,
+				    float *db, int dout, int *db_done)
+{
+	*db_done = 0;
+	if (act->ops == &akk_layer_relu && db) {
+		for (int i = 0; i < B; i++)
+			relu_bias_row(dz + (size_t)i * dout, db,
+				      y + (size_t)i * dout,
+				      dy + (size_t)i * dout, dout);
+		*db_done = 1;
+		return dz;
+	}
+	act->ops->backward(act, dz, NULL, NULL, dy, y, y, NULL, NULL, B);
+	return dz;
+}

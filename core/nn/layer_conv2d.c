@@ -14,7 +14,9 @@
  * scratch buffer and folds it back into dx (col2im). An evaluation forward
  * (train 0, or no aux) unrolls into the scratch instead. A 1x1, stride 1,
  * unpadded convolution skips the unrolling: col is x itself, and no aux is
- * kept. */
+ * kept. With act_out (akk_layers_fuse) each sample's output gets the
+ * activation after the layer in place, and the backward turns each
+ * sample's dy into dz through it first. */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -276,6 +278,8 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 					yi[(size_t)f * hw + j] = b[f];
 		akk_sgemm(l->pool, 0, 0, g.F, hw, ckk, 1, w, ckk, col, hw,
 			  bias ? 1.0f : 0.0f, yi, hw);
+		if (l->act_out)	/* the activation after, while yi is warm */
+			akk_act_fused_forward(l->act_out, yi, 1, train);
 	}
 }
 
@@ -290,9 +294,15 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	float *dw = dp, *db = dp + (size_t)g.F * ckk;
 	int pw = is_pointwise(&g);
 
-	(void)y;
 	for (int i = 0; i < B; i++) {
 		const float *xi = x + i * xs, *dyi = dy + i * ys, *col = xi;
+		int unused;
+		/* act_out: dy and y are the activation's; dz of one sample
+		 * at a time, in act_dy's first row (stays in cache) */
+		if (l->act_out)
+			dyi = akk_act_fused_backward(l->act_out, l->act_dy, dyi,
+						     y + i * ys, 1, NULL, 0,
+						     &unused);
 		if (!pw)
 			col = aux + (size_t)i * l->aux;	/* unrolled by forward */
 		/* dW (F, Ckk) += dy (F, HoWo) col^T (HoWo, Ckk) */

@@ -5,7 +5,9 @@
  * bias (Dout) when spec->bias. The default init is torch's: weight and bias
  * both U(+-1/sqrt(Din)); with an explicit init kind the weight uses it and
  * the bias starts at zero. No aux, no scratch: forward and backward are one
- * sgemm each (plus one for dx). */
+ * sgemm each (plus one for dx). With act_out (akk_layers_fuse) the
+ * activation after the layer runs in place on y, and backward takes the
+ * activation's dy and output. */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -93,20 +95,29 @@ static void dense_forward(const struct akk_layer *l, float *y, float *aux,
 	}
 	akk_sgemm(l->pool, 0, 1, B, dout, din, 1, x, din, w, din, beta, y,
 		  dout);
+	if (l->act_out)	/* the activation after, in place while y is warm */
+		akk_act_fused_forward(l->act_out, y, B, train);
 }
 
-/* dW (Dout, Din) += dy^T x; db += column sums of dy; dx (B, Din) = dy W. */
+/* dW (Dout, Din) += dy^T x; db += column sums of dy; dx (B, Din) = dy W.
+ * With act_out, dy and y are the activation's: dy becomes dz (the
+ * gradient at this layer's output) in act_dy first, relu's mask and the
+ * bias sums in one pass. */
 static void dense_backward(const struct akk_layer *l, float *dx, float *dp,
 			   float *work, const float *dy, const float *x,
 			   const float *y, const float *aux, const float *p,
 			   int B)
 {
-	int din = l->in.d[0], dout = l->out.d[0];
+	int din = l->in.d[0], dout = l->out.d[0], db_done = 0;
 	float *dw = dp, *db = dp + (size_t)din * dout;
 
-	(void)work, (void)y, (void)aux;
+	(void)work, (void)aux;
+	if (l->act_out)
+		dy = akk_act_fused_backward(l->act_out, l->act_dy, dy, y, B,
+					    l->spec->bias ? db : NULL, dout,
+					    &db_done);
 	akk_sgemm(l->pool, 1, 0, dout, din, B, 1, dy, dout, x, din, 1, dw, din);
-	if (l->spec->bias)
+	if (l->spec->bias && !db_done)
 		for (int i = 0; i < B; i++) {
 			const float *r = dy + (size_t)i * dout;
 			for (int j = 0; j < dout; j++)
