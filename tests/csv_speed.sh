@@ -6,16 +6,18 @@
 # them into 785 comma-separated columns, the label last: no Python), then
 # times `akkctl bench` on the same network (configs/mnist.yaml's
 # 784-256-128-10, scale 255, no validation) with data.format idx and csv,
-# interleaved, ROUNDS times (default 3), and prints each round's samples/s,
+# interleaved, ROUNDS times (default 5) of EPOCHS epochs (default 3),
+# and prints each round's samples/s,
 # the medians and the ratio csv / idx; then configs/digits.yaml's
 # samples/s, the CSV data set the issue names. A benchmark, not a test:
 # run it by hand on a quiet machine (make test does not).
 #
-#   sh tests/csv_speed.sh              # AKKCTL, MNIST, ROUNDS, MODE to change
+#   sh tests/csv_speed.sh     # AKKCTL, MNIST, ROUNDS, EPOCHS, MODE to change
 set -eu
 AKKCTL=${AKKCTL:-build/akkctl}
 MNIST=${MNIST:-datasets/mnist}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
+EPOCHS=${EPOCHS:-3}
 MODE=${MODE:-wheels}
 
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte; do
@@ -62,7 +64,7 @@ YAML
 
 # samples/s of one bench run: the mode's row of the table
 rate() {
-	"$AKKCTL" bench --config "$1" --mode "$MODE" --epochs 1 --no-validation 2>&1 |
+	"$AKKCTL" bench --config "$1" --mode "$MODE" --epochs "$EPOCHS" --no-validation 2>&1 |
 		awk -v m="$MODE" '$1 == m { print $2 }'
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

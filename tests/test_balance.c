@@ -230,7 +230,9 @@ static void flop_split_is_deterministic(void **state)
 		}
 }
 
-/* The profiler's costs are positive and come one per layer. */
+/* The profiler's costs come one per layer, positive but for the relus
+ * the dense layers before them apply (akk_layers_fuse: their time is the
+ * dense layer's). */
 static void profile_times_every_layer(void **state)
 {
 	struct akk_spec s;
@@ -242,7 +244,7 @@ static void profile_times_every_layer(void **state)
 	assert_int_equal(akk_balance(&s, 1, cost, &e), 0);
 	assert_int_equal(s.ngates, 2);
 	for (int i = 0; i < 5; i++)
-		assert_true(cost[i] > 0);
+		assert_true(i % 2 ? cost[i] == 0 : cost[i] > 0);
 	/* the first dense layer holds nearly all the work */
 	assert_true(cost[0] > cost[2] + cost[4]);
 	akk_spec_release(&s);

@@ -50,10 +50,49 @@ static void csv_write_error_names_the_file(void **state)
 	tu_rm_tree(dir);
 }
 
+/* bench --layers: an activation its dense layer applies (akk_layers_fuse)
+ * costs nothing of its own; its time is in the dense row, never counted
+ * twice. */
+static void layers_fused_activation_counted_once(void **state)
+{
+	static const char *yaml =
+		"data: {train: {images: nope, labels: nope}}\n"
+		"network:\n"
+		"  input: [256]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 4096}, relu, {dense: 4}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 64}\n";
+	char cfg[4096], out[16384], err[4096], kind[32];
+	const char *dir = tu_tmpdir();
+	const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--steps", "1",
+			       "--layers", NULL };
+	int gate, layer, rows = 0;
+	double fwd, bwd;
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg), "%s/fused.yaml", dir);
+	assert_int_equal(tu_write_file(cfg, yaml, strlen(yaml)), 0);
+	assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
+	for (char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (sscanf(l, "%d %d %31s [%*[^]]] %lf %lf", &gate, &layer, kind,
+			   &fwd, &bwd) != 5)
+			continue;
+		rows++;
+		if (!strcmp(kind, "relu")) {
+			assert_true(fwd == 0 && bwd == 0);
+		} else {
+			assert_true(fwd > 0);
+		}
+	}
+	assert_int_equal(rows, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(csv_write_error_names_the_file),
+		cmocka_unit_test(layers_fused_activation_counted_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,10 +152,7 @@ void akk_gate_use_pool(struct akk_gate *g, struct akk_pool *pool)
 		g->layers[i].pool = pool;
 }
 
-/* Whether layer i of g is computed by a neighbour (akk_layers_fuse): a
- * relu the max-pool after it applies, or an activation the dense or
- * conv2d before it applies. */
-static int fused_away(const struct akk_gate *g, int i)
+int akk_gate_fused_away(const struct akk_gate *g, int i)
 {
 	return (i + 1 < g->plan->nlayers && g->layers[i + 1].relu_in) ||
 	       (i > 0 && g->layers[i - 1].act_out);
@@ -181,7 +178,7 @@ static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct akk_layer *l = &g->layers[i];
 		float *y = output_of(g, t, i, B);
-		if (fused_away(g, i))
+		if (akk_gate_fused_away(g, i))
 			continue;	/* applied by a neighbour */
 		l->ops->forward(l, y, t->aux + (size_t)B * g->aux_off[i],
 				g->state + l->soff, g->work, in,
@@ -253,7 +250,7 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 	params = t->stash ? t->stash : g->params;
 	for (int i = p->nlayers - 1; i >= 0; i--) {
 		const struct akk_layer *l = &g->layers[i];
-		if (fused_away(g, i))
+		if (akk_gate_fused_away(g, i))
 			continue;	/* its gradient comes with a neighbour's */
 		const float *x = i ? t->act + (size_t)B * g->act_off[i - 1] : t->x;
 		const float *y = output_of(g, t, i, B);

@@ -83,6 +83,11 @@ void akk_gate_release(struct akk_gate *g);
  * (a product that finds it busy runs alone). */
 void akk_gate_use_pool(struct akk_gate *g, struct akk_pool *pool);
 
+/* Whether layer i of g is computed by a neighbour (nn/layer.h,
+ * akk_layers_fuse): a relu a max-pool after it applies, or an activation
+ * the dense or conv2d before it applies. */
+int akk_gate_fused_away(const struct akk_gate *g, int i);
+
 /* Training forward of batch `id` (B samples of x, lent until its backward):
  * pushes a tape and returns the output (B, out), valid until that tape is
  * popped and pushed again. Fails when all tapes are in flight. */

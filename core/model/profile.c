@@ -119,6 +119,9 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 		for (int i = 0; i < p->nlayers; i++) {
 			const struct akk_layer *l = &g.layers[i];
 			float *y = t->act + (size_t)B * g.act_off[i];
+			/* a neighbour computes it: its time is the neighbour's */
+			if (akk_gate_fused_away(&g, i))
+				continue;
 			t0 = akk_now();
 			l->ops->forward(l, y, t->aux + (size_t)B * g.aux_off[i],
 					g.state + l->soff, g.work, in,
@@ -133,6 +136,8 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 			const float *xi = i ? t->act + (size_t)B * g.act_off[i - 1] : x;
 			const float *y = t->act + (size_t)B * g.act_off[i];
 			float *dx = i ? g.dbuf[flip] : (gi ? t->dx : NULL);
+			if (akk_gate_fused_away(&g, i))
+				continue;
 			t0 = akk_now();
 			l->ops->backward(l, dx, g.grads + l->poff, g.work, cur,
 					 xi, y, t->aux + (size_t)B * g.aux_off[i],
