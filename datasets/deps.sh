@@ -19,11 +19,13 @@ PKGS="$PKGS iproute2"
 # libxml2-utils (xmllint) and chromium check the SVG pictures of test_plot
 # (well-formed, and rendered to PNG).
 PKGS="$PKGS libxml2-utils chromium"
-# `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
+# `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`;
+# `deps.sh xsmm` adds libxsmm-dev for `make XSMM=1`.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+xsmm) PKGS="$PKGS libxsmm-dev" ;;
 '') ;;
-*) echo "usage: sh datasets/deps.sh [fuzz]" >&2; exit 2 ;;
+*) echo "usage: sh datasets/deps.sh [fuzz|xsmm]" >&2; exit 2 ;;
 esac
 
 installed() {
