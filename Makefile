@@ -73,7 +73,7 @@ endif
 # or a sanitizer in the same directory rebuilds everything.
 $(B)/flags: FORCE
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "make: pkg-config cannot find" \
-		"$(PKGS): run 'sh datasets/deps.sh' (or 'make deps') first" >&2; exit 1; }
+		"$(PKGS): run 'sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)' (or 'make deps') first" >&2; exit 1; }
 	@mkdir -p $(B)
 	@echo '$(CC) $(CFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL)' > $@
 FORCE:
@@ -126,7 +126,7 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
 	$(CC) -o $@ $< $(B)/tests/testutil.o $(B)/libakk.a $(LDLIBS_ALL) -lcmocka
 
 deps:
-	sh datasets/deps.sh
+	sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)
 
 # In `make deps all` (or `make deps test`, `make -j2 deps data all` ...) what
 # needs the packages waits until deps has installed them.
