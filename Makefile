@@ -16,6 +16,9 @@
 #                     installs it with akk.h, akk.pc and akk(3)
 #   make MPI=1        build with Open MPI (the default when mpicc is found;
 #                     MPI=0 builds without it)
+#   make XSMM=1       small products through libxsmm (needs libxsmm-dev:
+#                     sh datasets/deps.sh xsmm); not the default: it was
+#                     not measurably faster end to end (README Performance)
 #
 # Variant builds live in their own directories (build/, build/asan, build/tsan)
 # so that switching between them never mixes objects.
@@ -30,8 +33,10 @@ B       ?= build
 ifndef MPI
 MPI      = $(eval MPI := $$(if $$(shell command -v mpicc 2>/dev/null),1,0))$(MPI)
 endif
-PKGS     = yaml-0.1 openblas zlib $(if $(filter 1,$(MPI)),ompi-c)
+XSMM    ?= 0
+PKGS     = yaml-0.1 openblas zlib $(if $(filter 1,$(MPI)),ompi-c) $(if $(filter 1,$(XSMM)),libxsmm)
 MPI_DEF  = $(if $(filter 1,$(MPI)),-DAKK_MPI)
+MPI_DEF += $(if $(filter 1,$(XSMM)),-DAKK_XSMM)
 # GCC's -O2 vectorizes only loops that need no alias check; the dynamic
 # cost model lets it version the elementwise kernels as -O3 would.
 OPT     ?= -O2 -fvect-cost-model=dynamic -g
@@ -68,7 +73,7 @@ endif
 # or a sanitizer in the same directory rebuilds everything.
 $(B)/flags: FORCE
 	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "make: pkg-config cannot find" \
-		"$(PKGS): run 'sh datasets/deps.sh' (or 'make deps') first" >&2; exit 1; }
+		"$(PKGS): run 'sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)' (or 'make deps') first" >&2; exit 1; }
 	@mkdir -p $(B)
 	@echo '$(CC) $(CFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL)' > $@
 FORCE:
@@ -121,7 +126,7 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
 	$(CC) -o $@ $< $(B)/tests/testutil.o $(B)/libakk.a $(LDLIBS_ALL) -lcmocka
 
 deps:
-	sh datasets/deps.sh
+	sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)
 
 # In `make deps all` (or `make deps test`, `make -j2 deps data all` ...) what
 # needs the packages waits until deps has installed them.
@@ -216,7 +221,7 @@ LIB_REAL   := libakk.so.$(VERSION)
 LIB_SONAME := libakk.so.$(LIB_MAJOR)
 LIB_SRC    := $(filter-out core/runtime/% core/io/onnx.c,$(CORE_SRC))
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/pic/%.o)
-LIB_PKGS   := yaml-0.1 openblas zlib
+LIB_PKGS    = yaml-0.1 openblas zlib $(if $(filter 1,$(XSMM)),libxsmm)
 .PHONY: lib install-lib
 lib: $(B)/$(LIB_REAL)
 

@@ -30,6 +30,8 @@
 #include "config/spec.h"
 #include "data/synthetic.h"
 #include "runtime/world.h"
+#include "bench_gemm.h"
+#include "tensor/gemm_xsmm.h"
 
 static const char builtin_config[] =
 	"# akkctl bench's built-in network: the Akkordeon MNIST experiment.\n"
@@ -413,6 +415,7 @@ int cmd_bench(int argc, char **argv)
 		{ "set", required_argument, NULL, 's' },
 		{ "hops", no_argument, NULL, 'H' },
 		{ "layers", no_argument, NULL, 'L' },
+		{ "gemm", no_argument, NULL, 'G' },
 		{ "no-profile", no_argument, NULL, 'P' },
 		{ "no-validation", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -420,7 +423,7 @@ int cmd_bench(int argc, char **argv)
 	};
 	const char *config = NULL, *csv = NULL, *trace = NULL, *mode = "both";
 	const char **sets = calloc(argc + 2, sizeof(*sets));
-	char conc_set[64];
+	char conc_set[64], gemm_lib[160];
 	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c, noval = 0;
 	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0, layers = 0, profile = 1;
 	double *pred = NULL;	/* gates: {auto: N}: each gate's predicted share */
@@ -446,7 +449,7 @@ int cmd_bench(int argc, char **argv)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
 	}
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVLPh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVLPGh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 'c': config = optarg; break;
@@ -471,6 +474,7 @@ int cmd_bench(int argc, char **argv)
 		case 's': sets[nsets++] = optarg; break;
 		case 'H': hops = 1; break;
 		case 'L': layers = 1; break;
+		case 'G': rc = bench_gemm(7); goto out;
 		case 'P': profile = 0; break;
 		case 'V': noval = 1; break;
 		case 'h':
@@ -585,6 +589,8 @@ int cmd_bench(int argc, char **argv)
 			       s.data.train_images ? s.data.train_images : "(none)", train.n, val.n);
 		else
 			printf("data: %zu training, %zu validation samples\n", train.n, val.n);
+		akk_gemm_library(gemm_lib, sizeof(gemm_lib));
+		printf("matrix products: %s\n", gemm_lib);
 		printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n\n",
 		       steps ? "steps per mode given by --steps" : "epochs are the repeats",
 		       akk_cores(), s.sched.conc_train, s.sched.conc_val,

@@ -10,6 +10,7 @@
 #include "nn/optim.h"
 #include "runtime/schedule.h"
 #include "config/spec.h"
+#include "tensor/gemm_xsmm.h"
 
 static void print_count(char *buf, int size, double v)
 {
@@ -28,7 +29,7 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 {
 	int K = p->K, V = p->V, bs = s->sched.batch_size, stash = p->stash;
 	int chunk = p->chunk_max > 0 ? p->chunk_max : bs;
-	char shape[64], flops[32];
+	char shape[64], flops[32], lib[160];
 	double mem_total = 0, stash_total = 0, train_total = 0;
 
 	akk_shape_format(s->input, shape, sizeof(shape));
@@ -94,6 +95,8 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       p->final_pass ? " and a final drained pass" : "",
 	       p->strict_states ? "strict forward/backward" : "free",
 	       p->compute_threads, p->compute_threads == 1 ? "" : "s", p->mailbox_cap);
+	akk_gemm_library(lib, sizeof(lib));
+	printf("matrix products: %s\n", lib);
 }
 
 /* gates: {auto: N}: the split and each gate's predicted share of the

@@ -80,6 +80,7 @@ const struct cli_command cli_commands[] = {
 	  "                    [--set KEY=VALUE]... [--no-validation] [--csv FILE]\n"
 	  "                    [--trace FILE.json]\n"
 	  "       akkctl bench --hops\n"
+	  "       akkctl bench --gemm\n"
 	  "\n"
 	  "  -m, --mode MODE        flip-flop, wheels, pipeline or both: every one\n"
 	  "                         (default both)\n"
@@ -95,6 +96,7 @@ const struct cli_command cli_commands[] = {
 	  "  -v, --csv FILE         write the results as CSV\n"
 	  "  -r, --trace FILE       write a Chrome trace (open it in Perfetto)\n"
 	  "  -H, --hops             measure the message latency between two actors\n"
+	  "  -G, --gemm             time the configs' matrix products, OpenBLAS vs libxsmm\n"
 	  "  -L, --layers           time each layer instead (forward, backward, optimizer)\n"
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "measure the throughput of the schedules", NULL },

@@ -19,14 +19,16 @@ PKGS="$PKGS iproute2"
 # libxml2-utils (xmllint) and chromium check the SVG pictures of test_plot
 # (well-formed, and rendered to PNG).
 PKGS="$PKGS libxml2-utils chromium"
-# `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`.
-# `deps.sh peers` adds numpy and torch (python3-torch is large, so not by
-# default) for the peers of tests/bench_peers.sh.
+# `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`;
+# `deps.sh xsmm` adds libxsmm-dev for `make XSMM=1`; `deps.sh peers` adds
+# numpy and torch (python3-torch is large, so not by default) for the peers
+# of tests/bench_peers.sh.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+xsmm) PKGS="$PKGS libxsmm-dev" ;;
 peers) PKGS="$PKGS python3-numpy python3-torch" ;;
 '') ;;
-*) echo "usage: sh datasets/deps.sh [fuzz|peers]" >&2; exit 2 ;;
+*) echo "usage: sh datasets/deps.sh [fuzz|xsmm|peers]" >&2; exit 2 ;;
 esac
 
 installed() {

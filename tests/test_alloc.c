@@ -35,6 +35,7 @@
 
 #include "testutil.h"
 #include "model/model.h"
+#include "tensor/gemm_xsmm.h"
 #include "tensor/pool.h"
 #include "runtime/run_internal.h"
 #include "config/spec.h"
@@ -677,6 +678,58 @@ static void sgemm_allocates_nothing_on_every_kernel(void **unused)
 #endif
 }
 
+/* The libxsmm path (tensor/gemm_xsmm.h) on its own, whatever the rule:
+ * every product of the grid it can do (trans_b 0), the layers' shapes
+ * among them, once to JIT-compile each kernel, then again counted. After
+ * the first product of a shape, libxsmm finds its kernel in its registry
+ * and allocates nothing. (akk_sgemm_here's choice between the libraries is
+ * counted by the grid above and by the training runs.) */
+static void xsmm_allocates_nothing(void **unused)
+{
+	float *a, *b, *c;
+	long served = 0, n = 0;
+
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	a = akk_alloc(1 << 20), b = akk_alloc(1 << 20), c = akk_alloc(1 << 20);
+	assert_non_null(a), assert_non_null(b), assert_non_null(c);
+	tu_fill(a, 1 << 20, -1, 1, 3);
+	tu_fill(b, 1 << 20, -1, 1, 4);
+	for (int pass = 0; pass < 2; pass++) {
+		counting_reset();
+		if (pass)
+			counting_on();
+		served = n = 0;
+		for (int ta = 0; ta < 2; ta++)
+			for (int beta = 0; beta < 2; beta++)
+				for (size_t m = 0; m < sizeof(grid_M) / sizeof(*grid_M); m++)
+					for (int N = 1; N <= 48; N += N < 40 ? 1 : 8)
+						for (size_t k = 0; k < sizeof(grid_K) / sizeof(*grid_K); k++, n++) {
+							int M = grid_M[m], K = grid_K[k];
+							served += akk_xsmm_sgemm(0, ta, 0, M, N, K, 1, a,
+										 ta ? M : K, b, N, (float)beta, c, N);
+						}
+		for (size_t i = 0; i < sizeof(layer_products) / sizeof(*layer_products); i++, n++) {
+			const struct product *p = &layer_products[i];
+			served += akk_xsmm_sgemm(0, p->ta, p->tb, p->M, p->N, p->K, 1, a,
+						 p->ta ? p->M : p->K, b, p->tb ? p->K : p->N,
+						 p->beta, c, p->N);
+		}
+		counting_off();
+	}
+	fprintf(stderr, "# %ld products, %ld through libxsmm: %ld allocation(s)\n",
+		n, served, atomic_load(&nallocs));
+	if (atomic_load(&nallocs))
+		print_sites("akk_xsmm_sgemm");
+	assert_int_equal(atomic_load(&nallocs), 0);
+#ifdef AKK_XSMM
+	assert_true(served > 0);
+#else
+	assert_int_equal(served, 0);
+#endif
+	akk_free(a), akk_free(b), akk_free(c);
+}
+
 /* The metrics rows (fprintf + fflush on a FILE whose buffer exists since
  * the header was written) are inside the window too. */
 static void metrics_allocate_nothing(void **unused)
@@ -717,9 +770,11 @@ int main(void)
 		cmocka_unit_test(flipflop_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_resnet_allocates_nothing),
+		cmocka_unit_test(xsmm_allocates_nothing),
 	};
 	const struct CMUnitTest sgemm_only[] = {
 		cmocka_unit_test(sgemm_allocates_nothing),
+		cmocka_unit_test(xsmm_allocates_nothing),
 	};
 	void *warm[4];
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/gemm_xsmm.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 
@@ -206,6 +207,124 @@ static void cores_follow_affinity(void **unused)
 		fprintf(stderr, "# one CPU only: the mask cannot shrink here\n");
 }
 
+/* The libxsmm path (tensor/gemm_xsmm.h) on every shape class and
+ * transpose: each product libxsmm 1.17 can do (trans_b 0, alpha 1, beta 0
+ * or 1) within the bound of the double reference, C's padding untouched,
+ * and with beta 0 the NaNs in C never read; what it cannot do (trans_b,
+ * alpha != 1, beta 0.25) declined with C untouched. akk_sgemm_here gives
+ * libxsmm exactly the products akk_xsmm_rule names: its result is, bit for
+ * bit, that of the path the rule picks. Built with XSMM=0, every product
+ * is declined. */
+static void xsmm_one(int ta, int tb, int M, int N, int K, float alpha,
+		     float beta, int pad, uint32_t seed, long *served)
+{
+	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+	int lda = ac + pad, ldb = bc + pad, ldc = N + pad, can;
+	size_t nc = (size_t)M * ldc;
+	float *A = akk_alloc((size_t)ar * lda), *B = akk_alloc((size_t)br * ldb);
+	float *C = akk_alloc(nc), *C0 = akk_alloc(nc), *H = akk_alloc(nc);
+
+	assert_non_null(A), assert_non_null(B), assert_non_null(C);
+	assert_non_null(C0), assert_non_null(H);
+	tu_fill(A, (size_t)ar * lda, -1, 1, seed);
+	tu_fill(B, (size_t)br * ldb, -1, 1, seed + 1);
+	tu_fill(C0, nc, -1, 1, seed + 2);
+	if (beta == 0)
+		for (size_t i = 0; i < nc; i++)
+			C0[i] = NAN;
+	memcpy(C, C0, nc * sizeof(*C));
+	can = akk_xsmm_sgemm(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#ifdef AKK_XSMM
+	assert_int_equal(can, !tb && alpha == 1 && (beta == 0 || beta == 1));
+#else
+	assert_int_equal(can, 0);
+#endif
+	if (!can) {
+		assert_memory_equal(C, C0, nc * sizeof(*C));
+		assert_int_equal(akk_xsmm_rule(ta, tb, M, N, K, alpha, beta), 0);
+	}
+	*served += can;
+	for (int i = 0; i < M && can; i++)
+		for (int j = 0; j < ldc; j++) {
+			double ref = 0, s = 0;
+			if (j >= N) {	/* the padding */
+				assert_memory_equal(&C[(size_t)i * ldc + j],
+						    &C0[(size_t)i * ldc + j], sizeof(*C));
+				continue;
+			}
+			for (int k = 0; k < K; k++) {
+				double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+				double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+				ref += a * b;
+				s += fabs(a * b);
+			}
+			if (beta != 0) {
+				ref += C0[(size_t)i * ldc + j];
+				s += fabs(C0[(size_t)i * ldc + j]);
+			}
+			if (!(fabs(C[(size_t)i * ldc + j] - ref) <= (K + 2) * 0x1p-24 * s))
+				fail_msg("libxsmm ta=%d tb=%d M=%d N=%d K=%d beta=%g: "
+					 "C[%d][%d] = %.9g, reference %.9g", ta, tb, M,
+					 N, K, beta, i, j, C[(size_t)i * ldc + j], ref);
+		}
+	/* akk_sgemm_here: bit for bit the path the rule picks */
+	memcpy(H, C0, nc * sizeof(*H));
+	akk_sgemm_here(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, H, ldc);
+	memcpy(C, C0, nc * sizeof(*C));
+	if (akk_xsmm_rule(ta, tb, M, N, K, alpha, beta))
+		assert_true(akk_xsmm_sgemm(0, ta, tb, M, N, K, alpha, A, lda, B,
+					   ldb, beta, C, ldc));
+	else
+		akk_sgemm_openblas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta,
+				   C, ldc);
+	if (memcmp(H, C, nc * sizeof(*C)))
+		fail_msg("akk_sgemm_here ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g "
+			 "is not %s's result", ta, tb, M, N, K, alpha, beta,
+			 akk_xsmm_rule(ta, tb, M, N, K, alpha, beta) ? "libxsmm" : "OpenBLAS");
+	akk_free(A), akk_free(B), akk_free(C), akk_free(C0), akk_free(H);
+}
+
+static void xsmm_matches_reference(void **unused)
+{
+	static const int Ms[] = { 1, 6, 16, 17, 64 };
+	static const int Ns[] = { 1, 7, 16, 20, 100 };
+	static const int Ks[] = { 1, 9, 32, 84, 150 };
+	/* the shipped configs' products (cli/bench_gemm.c) */
+	static const struct { int ta, tb, M, N, K; } layers[] = {
+		{ 0, 1, 64, 50, 784 }, { 1, 0, 50, 784, 64 }, { 1, 0, 20, 50, 64 },
+		{ 0, 0, 64, 50, 20 }, { 1, 0, 10, 20, 64 }, { 0, 0, 64, 20, 10 },
+		{ 1, 0, 400, 784, 128 }, { 1, 0, 100, 400, 128 }, { 0, 0, 128, 400, 100 },
+		{ 1, 0, 10, 100, 128 }, { 0, 0, 128, 100, 10 }, { 0, 0, 6, 784, 25 },
+		{ 0, 1, 6, 25, 784 }, { 0, 0, 16, 100, 150 }, { 1, 0, 150, 100, 16 },
+		{ 1, 0, 120, 400, 64 }, { 0, 0, 64, 400, 120 }, { 1, 0, 84, 120, 64 },
+		{ 0, 0, 64, 120, 84 }, { 1, 0, 10, 84, 64 }, { 0, 0, 64, 84, 10 },
+	};
+	static const float betas[] = { 0, 1, 0.25f };
+	uint32_t seed = 101;
+	long n = 0, served = 0;
+
+	(void)unused;
+	akk_blas_threads(1);
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++)
+			for (size_t m = 0; m < sizeof(Ms) / sizeof(*Ms); m++)
+				for (size_t j = 0; j < sizeof(Ns) / sizeof(*Ns); j++)
+					for (size_t k = 0; k < sizeof(Ks) / sizeof(*Ks); k++, n++)
+						xsmm_one(ta, tb, Ms[m], Ns[j], Ks[k],
+							 n % 7 == 3 ? 2.0f : 1.0f, betas[n % 3],
+							 (int)(n % 3), seed += 3, &served);
+	for (size_t i = 0; i < sizeof(layers) / sizeof(*layers); i++)
+		for (int b = 0; b < 2; b++, n++)
+			xsmm_one(layers[i].ta, layers[i].tb, layers[i].M, layers[i].N,
+				 layers[i].K, 1, (float)b, b, seed += 3, &served);
+#ifdef AKK_XSMM
+	assert_true(served > 0);
+	fprintf(stderr, "# %ld products, %ld through libxsmm\n", n, served);
+#else
+	fprintf(stderr, "# built without libxsmm (XSMM=0): %ld products, every one declined\n", n);
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +332,7 @@ int main(void)
 		cmocka_unit_test(pool_sgemm_matches_reference),
 		cmocka_unit_test(sgemm_splits_only_across_the_pool_given),
 		cmocka_unit_test(cores_follow_affinity),
+		cmocka_unit_test(xsmm_matches_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

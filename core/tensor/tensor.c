@@ -1,6 +1,8 @@
 /* tensor.c - aligned buffers, cblas wrapper, FTZ/DAZ. */
 #include "tensor/tensor.h"
 
+#include "tensor/gemm_xsmm.h"
+
 #include <cblas.h>
 #include <sched.h>
 #include <stdio.h>
@@ -56,9 +58,9 @@ static int blas_would_allocate(int trans_a, int trans_b, int M, int N, int K)
 	       (double)M * N * K <= 1e6;
 }
 
-void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
-		    float alpha, const float *A, int lda, const float *B,
-		    int ldb, float beta, float *C, int ldc)
+void akk_sgemm_openblas(int trans_a, int trans_b, int M, int N, int K,
+			float alpha, const float *A, int lda, const float *B,
+			int ldb, float beta, float *C, int ldc)
 {
 	if (blas_would_allocate(trans_a, trans_b, M, N, K)) {
 		/* C = alpha A B + beta C as a sum over slices of K of at most
@@ -79,6 +81,16 @@ void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
 		    B, ldb, beta, C, ldc);
+}
+
+void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
+		    float alpha, const float *A, int lda, const float *B,
+		    int ldb, float beta, float *C, int ldc)
+{
+	if (!akk_xsmm_sgemm(1, trans_a, trans_b, M, N, K, alpha, A, lda, B,
+			    ldb, beta, C, ldc))
+		akk_sgemm_openblas(trans_a, trans_b, M, N, K, alpha, A, lda,
+				   B, ldb, beta, C, ldc);
 }
 
 void akk_float_mode(void)
