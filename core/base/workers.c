@@ -122,14 +122,17 @@ static void enqueue(struct akk_workers *w, struct akk_actor *t)
 		push_shared(w, old, 1);
 }
 
-void akk_actor_wake(struct akk_actor *t)
+static void wake(struct akk_actor *t, int shared)
 {
 	int s = atomic_load(&t->state);
 
 	for (;;) {
 		if (s == TASK_IDLE) {
 			if (atomic_compare_exchange_weak(&t->state, &s, TASK_QUEUED)) {
-				enqueue(t->w, t);
+				if (shared)
+					push_shared(t->w, t, 1);
+				else
+					enqueue(t->w, t);
 				return;
 			}
 		} else if (s == TASK_RUNNING) {
@@ -139,6 +142,16 @@ void akk_actor_wake(struct akk_actor *t)
 			return;	/* queued, or already told */
 		}
 	}
+}
+
+void akk_actor_wake(struct akk_actor *t)
+{
+	wake(t, 0);
+}
+
+void akk_actor_post(struct akk_actor *t)
+{
+	wake(t, 1);
 }
 
 /* Run one message of t on worker self. */
@@ -221,6 +234,23 @@ void akk_workers_help(struct akk_workers *w, int (*done)(void *), void *arg)
 	help(w, done, arg, 0);
 }
 
+void akk_workers_wait(struct akk_workers *w, int (*done)(void *), void *arg)
+{
+	for (;;) {
+		long seen = atomic_load(&w->epoch);
+
+		if (done(arg))
+			return;
+		pthread_mutex_lock(&w->mu);
+		if (atomic_load(&w->epoch) == seen) {
+			w->waiters++;
+			pthread_cond_wait(&w->wait, &w->mu);
+			w->waiters--;
+		}
+		pthread_mutex_unlock(&w->mu);
+	}
+}
+
 void akk_workers_flush(struct akk_workers *w)
 {
 	int self = akk_workers_self(w);
@@ -258,18 +288,26 @@ static void *worker_main(void *arg)
 
 int akk_workers_start(struct akk_workers *w, struct akk_err *e)
 {
+	self_w = w;
+	self_i = 0;
+	return akk_workers_start_threads(w, e);
+}
+
+int akk_workers_start_threads(struct akk_workers *w, struct akk_err *e)
+{
 	pthread_mutex_lock(&w->mu);
 	w->stop = 0;
 	pthread_mutex_unlock(&w->mu);
-	self_w = w;
-	self_i = 0;
 	for (int i = 1; i < w->n; i++)
 		if (pthread_create(&w->ctx[i].tid, NULL, worker_main, &w->ctx[i])) {
-			w->started = i;
-			akk_workers_stop(w);
+			w->started = i > 1 ? i : 0;
+			if (w->started)
+				akk_workers_stop(w);
+			else if (self_w == w)
+				self_w = NULL;
 			return akk_err_set(e, "cannot start worker thread %d", i);
 		}
-	w->started = w->n;
+	w->started = w->n > 1 ? w->n : 1;
 	return 0;
 }
 

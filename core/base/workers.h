@@ -74,6 +74,9 @@ int akk_workers_init(struct akk_workers *w, int n, struct akk_err *e);
 void akk_workers_release(struct akk_workers *w);
 /* The calling thread becomes worker 0; workers 1..n-1 start. */
 int akk_workers_start(struct akk_workers *w, struct akk_err *e);
+/* Only start workers 1..n-1: the caller stays no worker (a pool of its
+ * own for products, tensor/pool.h). */
+int akk_workers_start_threads(struct akk_workers *w, struct akk_err *e);
 /* Stop and join workers 1..n-1 (each ends its current task first);
  * tasks still queued are dropped. Worker 0 calls it. */
 void akk_workers_stop(struct akk_workers *w);
@@ -83,6 +86,9 @@ void akk_actor_init(struct akk_actor *t, struct akk_workers *w,
 /* Make t runnable (or tell it that more mail came while it runs). Any
  * thread; allocates nothing. */
 void akk_actor_wake(struct akk_actor *t);
+/* The same, but always to the shared queue, waking an idle worker: work
+ * meant for another worker (a product's row parts). */
+void akk_actor_post(struct akk_actor *t);
 
 /* The calling thread's worker number, -1 when it is none. */
 int akk_workers_self(struct akk_workers *w);
@@ -91,7 +97,10 @@ int akk_workers_self(struct akk_workers *w);
  * it true calls akk_workers_poke. A thread that is not a worker only
  * sleeps. */
 void akk_workers_help(struct akk_workers *w, int (*done)(void *), void *arg);
-/* Wake every thread waiting in akk_workers_help to check again. */
+/* Wait until done(arg) without running tasks (a short wait inside a
+ * handler: the product parts other workers are computing). */
+void akk_workers_wait(struct akk_workers *w, int (*done)(void *), void *arg);
+/* Wake every thread waiting in akk_workers_help/wait to check again. */
 void akk_workers_poke(struct akk_workers *w);
 /* Before a handler blocks (an MPI reduction): hand this worker's next
  * slot to the shared queue, so that another worker runs it. */

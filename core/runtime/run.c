@@ -114,11 +114,9 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->val = val;
 	r->cfg = *cfg;
 	r->pos = cfg->start;
-	/* One busy gate in flip-flop may use every core; pipelined gates
-	 * compute at once, so each gets one (the schedule decides).
-	 * OpenBLAS itself stays on one thread (its threaded driver allocates
-	 * per call): the gate's large products are split across our own
-	 * pool instead. */
+	/* OpenBLAS itself stays on one thread (its threaded driver allocates
+	 * per call): the gate's large products are split across the workers
+	 * instead. */
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
 		goto fail;
@@ -148,8 +146,6 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		goto fail;
 	r->blas_threads = r->sched.compute_threads;
 	akk_blas_threads(1);
-	if (r->blas_threads > 1 && !(r->pool = akk_pool_create(r->blas_threads, e)))
-		goto fail;
 	/* The workers: every usable core (or the threads asked for). Under
 	 * data parallelism a gate's reduction blocks its worker until the
 	 * other ranks reach it, in whatever order their actors ran: one
@@ -163,6 +159,10 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	if (akk_workers_init(&r->workers, W, e))
 		goto fail;
 	r->workers.on_start = akk_float_mode;
+	/* every gate in every schedule splits its large products across the
+	 * workers: idle ones help, busy ones are never waited for */
+	if (W > 1 && !(r->pool = akk_pool_on(&r->workers, W, e)))
+		goto fail;
 	r->gates = calloc(G, sizeof(*r->gates));
 	if (!r->gates) {
 		akk_err_set(e, "out of memory");
@@ -482,9 +482,9 @@ void akk_run_release(struct akk_run *r)
 		akk_provider_release(&r->vprov);
 	akk_preprocess_release(&r->pre);
 	akk_transport_release(&r->tr);
-	akk_workers_release(&r->workers);
 	akk_pool_destroy(r->pool);
 	r->pool = NULL;
+	akk_workers_release(&r->workers);
 	if (r->metrics)
 		fclose(r->metrics);
 	r->metrics = NULL;
