@@ -9,6 +9,8 @@
 #include "testutil.h"
 #include "base/workers.h"
 #include "runtime/mailbox.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
 
 /* An actor of the tests: a mailbox of ints and what it saw. */
 struct tactor {
@@ -333,6 +335,68 @@ static void foreign_wake_runs_and_full_box_fails(void **unused)
 	free(a);
 }
 
+/* An actor that holds its worker until released (at most 10 s). */
+struct blocker {
+	struct akk_actor task;
+	atomic_int started, release;
+};
+
+static int block_run(struct akk_actor *t)
+{
+	struct blocker *b = (struct blocker *)t;
+
+	atomic_store(&b->started, 1);
+	for (int k = 0; k < 10000 && !atomic_load(&b->release); k++)
+		sleep_ms(1);
+	return 0;
+}
+
+/* A product split on the workers: with the other worker busy the caller
+ * computes every part itself (it never waits for it: the blocker holds
+ * worker 1 until after the product), with it idle the other worker takes
+ * a part; the rows are the same either way, bit for bit. */
+static void pool_parts_on_the_workers(void **unused)
+{
+	struct akk_workers w;
+	struct akk_err e = { 0 };
+	struct blocker b;
+	struct akk_pool *p;
+	int M = 1024, N = 256, K = 256;
+	float *A = akk_alloc((size_t)M * K), *B = akk_alloc((size_t)K * N);
+	float *C1 = akk_alloc((size_t)M * N), *C2 = akk_alloc((size_t)M * N);
+
+	(void)unused;
+	akk_blas_threads(1);
+	tu_fill(A, (size_t)M * K, -1, 1, 1);
+	tu_fill(B, (size_t)K * N, -1, 1, 2);
+	assert_int_equal(akk_workers_init(&w, 2, &e), 0);
+	assert_non_null(p = akk_pool_on(&w, 2, &e));
+	akk_actor_init(&b.task, &w, block_run);
+	atomic_init(&b.started, 0);
+	atomic_init(&b.release, 0);
+	assert_int_equal(akk_workers_start(&w, &e), 0);
+	akk_actor_post(&b.task);	/* to worker 1 */
+	for (int k = 0; k < 5000 && !atomic_load(&b.started); k++)
+		sleep_ms(1);
+	assert_true(atomic_load(&b.started));
+	akk_sgemm(p, 0, 0, M, N, K, 1, A, K, B, N, 0, C1, N);
+	assert_false(atomic_load(&b.release));
+	assert_int_equal(akk_pool_products(p), 1);
+	assert_int_equal(akk_workers_stats(&w, 1).runs, 1);	/* the blocker only */
+	atomic_store(&b.release, 1);
+	sleep_ms(20);	/* let worker 1 go idle */
+	long before = akk_workers_stats(&w, 1).runs;
+	for (int i = 0; i < 20; i++) {
+		akk_sgemm(p, 0, 0, M, N, K, 1, A, K, B, N, 0, C2, N);
+		assert_memory_equal(C1, C2, (size_t)M * N * sizeof(float));
+	}
+	akk_workers_stop(&w);
+	assert_true(akk_workers_stats(&w, 1).runs > before);
+	akk_pool_destroy(p);
+	akk_workers_release(&w);
+	akk_free(A), akk_free(B), akk_free(C1), akk_free(C2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +405,7 @@ int main(void)
 		cmocka_unit_test(idle_worker_steals),
 		cmocka_unit_test(foreign_send_and_close_wake_worker0),
 		cmocka_unit_test(foreign_wake_runs_and_full_box_fails),
+		cmocka_unit_test(pool_parts_on_the_workers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
