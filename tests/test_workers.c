@@ -382,16 +382,16 @@ static void pool_parts_on_the_workers(void **unused)
 	akk_sgemm(p, 0, 0, M, N, K, 1, A, K, B, N, 0, C1, N);
 	assert_false(atomic_load(&b.release));
 	assert_int_equal(akk_pool_products(p), 1);
-	assert_int_equal(akk_workers_stats(&w, 1).runs, 1);	/* the blocker only */
 	atomic_store(&b.release, 1);
 	sleep_ms(20);	/* let worker 1 go idle */
-	long before = akk_workers_stats(&w, 1).runs;
 	for (int i = 0; i < 20; i++) {
 		akk_sgemm(p, 0, 0, M, N, K, 1, A, K, B, N, 0, C2, N);
 		assert_memory_equal(C1, C2, (size_t)M * N * sizeof(float));
 	}
 	akk_workers_stop(&w);
-	assert_true(akk_workers_stats(&w, 1).runs > before);
+	/* the blocker, the first product's part (claimed back, a no-op run)
+	 * and at least one part of the twenty products */
+	assert_true(akk_workers_stats(&w, 1).runs >= 3);
 	akk_pool_destroy(p);
 	akk_workers_release(&w);
 	akk_free(A), akk_free(B), akk_free(C1), akk_free(C2);
