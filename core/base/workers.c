@@ -48,6 +48,7 @@ void akk_actor_init(struct akk_actor *t, struct akk_workers *w,
 	t->run = run;
 	t->w = w;
 	t->link = NULL;
+	t->background = 0;
 	atomic_init(&t->state, TASK_IDLE);
 }
 
@@ -146,7 +147,7 @@ static void wake(struct akk_actor *t, int shared)
 
 void akk_actor_wake(struct akk_actor *t)
 {
-	wake(t, 0);
+	wake(t, t->background);
 }
 
 void akk_actor_post(struct akk_actor *t)

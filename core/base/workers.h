@@ -33,6 +33,9 @@ struct akk_actor {
 	struct akk_workers *w;	/* where it runs; set by akk_actor_init */
 	struct akk_actor *link;	/* shared queue, under the workers' mutex */
 	atomic_int state;	/* enum in workers.c */
+	int background;		/* woken through the shared queue always, for
+				 * an idle worker (a data provider's prefetch);
+				 * set before its first wake */
 };
 
 /* What one worker did, for tests and akkctl bench. */

@@ -150,6 +150,9 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		 * accumulate): the gradient only accumulates */
 		if (m->slot)
 			return 0;
+		/* the upstream gate's backward, just sent, runs on an idle
+		 * worker while this one steps */
+		akk_workers_flush(&r->workers);
 		t0 = akk_now();
 		if (r->shards > 1 && reduce(a, m->B, &e))
 			return fail(r, &e);

@@ -119,6 +119,7 @@ static int provider_run(struct akk_actor *t)
 void akk_provider_start_on(struct akk_provider *p, struct akk_workers *w)
 {
 	akk_actor_init(&p->task, w, provider_run);
+	p->task.background = 1;	/* prefetch: for an idle worker */
 	akk_mailbox_attach(&p->free, &p->task);
 	akk_mailbox_help(&p->ready, w);
 	p->started = 2;
