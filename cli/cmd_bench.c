@@ -257,52 +257,143 @@ static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run
 		trace_actor(f, pid, a, akk_run_trace(r, a), b->t_start, first);
 }
 
-/* --hops: one message between two actor threads, measured as half the
- * round trip of a ping-pong through the transport. */
-struct hop_ctx {
+/* --hops: one message between two actors on the workers, measured as
+ * half the round trip of a ping-pong through the transport. Same worker:
+ * worker 0 sends, then waits helping, so it runs the receiver itself.
+ * Cross-worker: the sender is no worker, so the message wakes a sleeping
+ * worker, and the reply wakes the sender (a condition variable each). */
+struct hop_actor {
+	struct akk_actor task;	/* first: the task is the actor */
 	struct akk_transport *t;
-	long n;
 };
 
-static void *pong(void *arg)
+static int hop_pong(struct akk_actor *task)
 {
-	struct hop_ctx *h = arg;
+	struct hop_actor *h = (struct hop_actor *)task;
 	struct akk_msg m;
 
-	for (long i = 0; i < h->n; i++) {
-		if (akk_recv(h->t, 1, &m) || akk_send(h->t, 0, &m))
-			break;
+	if (akk_mailbox_tryrecv(&h->t->boxes[1], &m) == 0)
+		akk_send(h->t, 0, &m);
+	return 0;
+}
+
+struct hop_host {
+	struct akk_workers *w;
+	pthread_mutex_t mu;
+	int go, quit;
+	pthread_cond_t cv;
+};
+
+static int hop_quit(void *arg)
+{
+	struct hop_host *h = arg;
+	int q;
+
+	pthread_mutex_lock(&h->mu);
+	q = h->quit;
+	pthread_mutex_unlock(&h->mu);
+	return q;
+}
+
+/* Cross-worker: a thread that is worker 0 and only helps. */
+static void *hop_host_main(void *arg)
+{
+	struct hop_host *h = arg;
+	struct akk_err e = { 0 };
+	int ok = !akk_workers_start(h->w, &e);
+
+	pthread_mutex_lock(&h->mu);
+	h->go = ok ? 1 : -1;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	if (ok) {
+		akk_workers_help(h->w, hop_quit, h);
+		akk_workers_stop(h->w);
 	}
 	return NULL;
 }
 
-static int bench_hops(long n)
+/* n round trips; the sorted half round trips in lat. -1 on failure. */
+static int hop_run(long n, int cross, double *lat)
 {
+	struct akk_workers w;
 	struct akk_transport t;
-	struct hop_ctx h = { &t, n };
+	struct hop_actor pong;
+	struct hop_host host = { &w, PTHREAD_MUTEX_INITIALIZER, 0, 0,
+				 PTHREAD_COND_INITIALIZER };
 	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
-	double *lat = malloc(n * sizeof(double));
+	struct akk_err e = { 0 };
 	pthread_t th;
+	int rc = -1;
 
-	if (!lat || akk_transport_init(&t, 2, 4)) {
-		free(lat);
-		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	if (akk_workers_init(&w, cross ? 2 : 1, &e))
+		return -1;
+	if (akk_transport_init(&t, 2, 4)) {
+		akk_workers_release(&w);
+		return -1;
 	}
-	pthread_create(&th, NULL, pong, &h);
-	for (long i = 0; i < n; i++) {
+	pong.t = &t;
+	akk_actor_init(&pong.task, &w, hop_pong);
+	akk_mailbox_attach(&t.boxes[1], &pong.task);
+	akk_mailbox_help(&t.boxes[0], &w);
+	if (cross) {
+		if (pthread_create(&th, NULL, hop_host_main, &host))
+			goto out;
+		pthread_mutex_lock(&host.mu);
+		while (!host.go)
+			pthread_cond_wait(&host.cv, &host.mu);
+		pthread_mutex_unlock(&host.mu);
+		if (host.go < 0) {
+			pthread_join(th, NULL);
+			goto out;
+		}
+	} else if (akk_workers_start(&w, &e)) {
+		goto out;
+	}
+	rc = 0;
+	for (long i = 0; i < n && !rc; i++) {
 		double t0 = akk_now();
 		m.id = i;
-		akk_send(&t, 1, &m);
-		akk_recv(&t, 0, &m);
+		rc = akk_send(&t, 1, &m) || akk_recv(&t, 0, &m) ? -1 : 0;
 		lat[i] = (akk_now() - t0) / 2;
 	}
-	pthread_join(th, NULL);
-	akk_transport_release(&t);
+	if (cross) {
+		pthread_mutex_lock(&host.mu);
+		host.quit = 1;
+		pthread_mutex_unlock(&host.mu);
+		akk_workers_poke(&w);
+		pthread_join(th, NULL);
+	} else {
+		akk_workers_stop(&w);
+	}
 	qsort(lat, n, sizeof(double), cmp_double);
-	printf("actor hop latency (ping-pong through the local transport, %ld round trips):\n", n);
-	printf("  median %.2f us   p99 %.2f us   min %.2f us   max %.2f us\n",
-	       lat[n / 2] * 1e6, lat[(long)(n * 0.99)] * 1e6, lat[0] * 1e6,
-	       lat[n - 1] * 1e6);
+out:
+	akk_transport_release(&t);
+	akk_workers_release(&w);
+	return rc;
+}
+
+static int bench_hops(long n)
+{
+	double *lat = malloc(n * sizeof(double));
+	static const char *const what[] = {
+		"same worker (the sender runs the receiver: no wake-up)",
+		"cross-worker (the receiver is woken on another thread)",
+	};
+
+	if (!lat)
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	printf("actor hop latency (ping-pong through the local transport):\n");
+	for (int cross = 0; cross < 2; cross++) {
+		long k = cross ? n / 10 : n;	/* wake-ups are slow: fewer */
+		if (hop_run(k, cross, lat)) {
+			free(lat);
+			return cli_errorf(EXIT_RUNTIME, "the hop benchmark failed");
+		}
+		printf("  %s, %ld round trips\n    median %.2f us   p99 %.2f us   min %.2f us   max %.2f us\n",
+		       what[cross], k, lat[k / 2] * 1e6, lat[(long)(k * 0.99)] * 1e6,
+		       lat[0] * 1e6, lat[k - 1] * 1e6);
+	}
 	free(lat);
 	return EXIT_OK;
 }

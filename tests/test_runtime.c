@@ -472,6 +472,44 @@ static void interrupt_stops_cleanly(void **unused)
 	teardown_net(&f);
 }
 
+static int most_threads;
+
+static void count_threads(void *ctx, const struct akk_progress *p)
+{
+	int n = threads_now();
+
+	(void)ctx, (void)p;
+	if (n > most_threads)
+		most_threads = n;
+}
+
+/* Issue 16: the actors (three gates, two data providers, the sentinel)
+ * and the split products run on the workers, one thread per worker: a
+ * run on two compute threads adds one thread to the process, where it
+ * used to add a thread per gate and provider and the pool's. */
+static void threads_never_outnumber_the_workers(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	int before = threads_now();
+
+	(void)unused;
+	setup_net(&f, "wheels", 2, 4, 1, NULL);
+	struct akk_run_config cfg = { .mode = AKK_MODE_WHEELS, .epochs = 2,
+				      .blas_threads = 2 };
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+	r.cfg.obs = (struct akk_observer){ NULL, count_threads, NULL };
+	most_threads = 0;
+	assert_int_equal(akk_run_train(&r, &e), 0);
+	assert_int_equal(r.workers.n, 2);
+	assert_true(most_threads > 0);
+	assert_int_equal(most_threads, before + 1);
+	assert_int_equal(threads_now(), before);
+	akk_run_release(&r);
+	teardown_net(&f);
+}
+
 /* Every message kind has its own name (the gate's protocol error names
  * the kind it got: a ninth kind once read past an eight-entry table). */
 static void every_message_kind_named(void **state)
@@ -546,6 +584,7 @@ int main(void)
 		cmocka_unit_test(max_loss_stops_a_diverging_run),
 		cmocka_unit_test(start_past_the_epoch_refused),
 		cmocka_unit_test(interrupt_stops_cleanly),
+		cmocka_unit_test(threads_never_outnumber_the_workers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

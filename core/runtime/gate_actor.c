@@ -1,4 +1,4 @@
-/* gate_actor.c - the thread of one gate.
+/* gate_actor.c - one gate as an actor on the workers.
  *
  * Flip-flop: the gate is in its forward state (accepting Forward and
  * Validate) or its backward state (accepting Backward only); any other
@@ -20,6 +20,21 @@ static int fail(struct akk_run *r, struct akk_err *e)
 {
 	akk_run_fail(r, e);
 	return -1;
+}
+
+/* A send from a worker never blocks: a full mailbox is a planning bug
+ * (schedule.c counts what can be in flight), said rather than hung. */
+static int post(struct akk_gate_actor *a, int to, const struct akk_msg *m)
+{
+	int rc = akk_send(&a->run->tr, to, m);
+	struct akk_err e = { 0 };
+
+	if (rc == -2) {
+		akk_err_set(&e, "gate %d: the mailbox of actor %d is full (a %s message)",
+			    a->self, to, akk_msg_name(m->kind));
+		return fail(a->run, &e);
+	}
+	return rc;
 }
 
 /* Data parallelism: the gradient of the whole batch from every rank's
@@ -117,7 +132,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		o.n = m->B * out;
 		a->forwards++;
 		*backward_state = 1;
-		return akk_send(&r->tr, down, &o);
+		return post(a, down, &o);
 	case AKK_MSG_BACKWARD:
 		o.data = akk_gate_backward(g, m->data, m->B, m->id, up > 0, &e);
 		if (up > 0 && !o.data)
@@ -128,13 +143,16 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		a->backwards++;
 		t1 = akk_now();
 		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, t0, t1);
-		if (akk_send(&r->tr, up, &o))
+		if (post(a, up, &o))
 			return -1;
 		*backward_state = 0;
 		/* slot: more chunks of the step's group follow (pipeline,
 		 * accumulate): the gradient only accumulates */
 		if (m->slot)
 			return 0;
+		/* the upstream gate's backward, just sent, runs on an idle
+		 * worker while this one steps */
+		akk_workers_flush(&r->workers);
 		t0 = akk_now();
 		if (r->shards > 1 && reduce(a, m->B, &e))
 			return fail(r, &e);
@@ -152,18 +170,18 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		if (g->step > o.vmax)
 			o.vmax = g->step;
 		a->validations++;
-		return akk_send(&r->tr, down, &o);
+		return post(a, down, &o);
 	case AKK_MSG_SYNC:
 		/* between epochs: the plateau schedule's reductions so far */
 		g->lr_reductions = (int)m->id;
-		return akk_send(&r->tr, down, &o);
+		return post(a, down, &o);
 	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
 		akk_gate_pack(g, a->pack);
 		o.kind = AKK_MSG_STATE;
 		o.slot = a->self;
 		o.data = a->pack;
 		o.n = a->pack_len;
-		return akk_send(&r->tr, 0, &o);
+		return post(a, 0, &o);
 	case AKK_MSG_STOP:
 		return 1;
 	default:
@@ -172,20 +190,43 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	}
 }
 
-void *akk_gate_actor_main(void *arg)
+/* The gate's task: one message per run (workers.h). After STOP or a
+ * failure it is done: it takes no more mail, and says so to whoever waits
+ * for the run's end. */
+static int gate_run(struct akk_actor *t)
 {
-	struct akk_gate_actor *a = arg;
+	struct akk_gate_actor *a = (struct akk_gate_actor *)
+		((char *)t - offsetof(struct akk_gate_actor, task));
+	struct akk_mailbox *box = &a->run->tr.boxes[a->self];
 	struct akk_msg m;
-	int backward_state = 0;
+	int rc;
 
-	akk_float_mode();
-	while (!akk_recv(&a->run->tr, a->self, &m)) {
+	if (atomic_load(&a->done))
+		return 0;
+	rc = akk_mailbox_tryrecv(box, &m);
+	if (rc == 1)
+		return 0;	/* woken with nothing new (a close, a late wake) */
+	if (rc == 0) {
 		double t0 = akk_now();
-		int rc = handle(a, &m, &backward_state);
 
+		rc = handle(a, &m, &a->backward_state);
 		a->busy += akk_now() - t0;
-		if (rc)
-			break;
 	}
-	return NULL;
+	if (rc) {
+		atomic_store(&a->done, 1);
+		akk_workers_poke(&a->run->workers);
+		return 0;
+	}
+	pthread_mutex_lock(&box->mu);
+	rc = box->count > 0;
+	pthread_mutex_unlock(&box->mu);
+	return rc;
+}
+
+void akk_gate_actor_attach(struct akk_gate_actor *a)
+{
+	atomic_init(&a->done, 0);
+	a->backward_state = 0;
+	akk_actor_init(&a->task, &a->run->workers, gate_run);
+	akk_mailbox_attach(&a->run->tr.boxes[a->self], &a->task);
 }

@@ -29,11 +29,35 @@ void akk_mailbox_release(struct akk_mailbox *mb)
 	memset(mb, 0, sizeof(*mb));
 }
 
+void akk_mailbox_attach(struct akk_mailbox *mb, struct akk_actor *task)
+{
+	mb->task = task;
+}
+
+void akk_mailbox_help(struct akk_mailbox *mb, struct akk_workers *w)
+{
+	mb->helpers = w;
+}
+
+/* After a send or close: whoever waits for this box learns it. */
+static void notify(struct akk_mailbox *mb)
+{
+	if (mb->task)
+		akk_actor_wake(mb->task);
+	if (mb->helpers)
+		akk_workers_poke(mb->helpers);
+}
+
 int akk_mailbox_send(struct akk_mailbox *mb, const void *item)
 {
 	pthread_mutex_lock(&mb->mu);
-	while (mb->count == mb->cap && !mb->closed)
+	while (mb->count == mb->cap && !mb->closed) {
+		if (mb->task || mb->helpers) {
+			pthread_mutex_unlock(&mb->mu);
+			return -2;
+		}
 		pthread_cond_wait(&mb->nonfull, &mb->mu);
+	}
 	if (mb->closed) {
 		pthread_mutex_unlock(&mb->mu);
 		return -1;
@@ -43,11 +67,26 @@ int akk_mailbox_send(struct akk_mailbox *mb, const void *item)
 	mb->count++;
 	pthread_cond_signal(&mb->nonempty);
 	pthread_mutex_unlock(&mb->mu);
+	notify(mb);
 	return 0;
+}
+
+/* Something to receive, or closed. */
+static int ready(void *arg)
+{
+	struct akk_mailbox *mb = arg;
+	int r;
+
+	pthread_mutex_lock(&mb->mu);
+	r = mb->count > 0 || mb->closed;
+	pthread_mutex_unlock(&mb->mu);
+	return r;
 }
 
 int akk_mailbox_recv(struct akk_mailbox *mb, void *item)
 {
+	if (mb->helpers)
+		akk_workers_help(mb->helpers, ready, mb);
 	pthread_mutex_lock(&mb->mu);
 	while (mb->count == 0 && !mb->closed)
 		pthread_cond_wait(&mb->nonempty, &mb->mu);
@@ -73,6 +112,8 @@ int akk_mailbox_tryrecv(struct akk_mailbox *mb, void *item)
 	if (mb->closed) {
 		rc = -1;
 	} else if (mb->count) {
+		mb->received++;
+		mb->depth_sum += (long)mb->count;
 		memcpy(item, mb->buf + mb->head * mb->item, mb->item);
 		mb->head = (mb->head + 1) % mb->cap;
 		mb->count--;
@@ -90,6 +131,7 @@ void akk_mailbox_close(struct akk_mailbox *mb)
 	pthread_cond_broadcast(&mb->nonempty);
 	pthread_cond_broadcast(&mb->nonfull);
 	pthread_mutex_unlock(&mb->mu);
+	notify(mb);
 }
 
 double akk_mailbox_mean_depth(struct akk_mailbox *mb)

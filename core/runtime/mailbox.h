@@ -3,12 +3,21 @@
  * Mutex + two condition variables; items are copied in and out, so the
  * storage is allocated once at init and a send or receive never allocates.
  * Closing wakes every waiter: afterwards send and receive fail at once, which
- * is how a failing actor stops the whole system without a hang. */
+ * is how a failing actor stops the whole system without a hang.
+ *
+ * On the workers (base/workers.h) a mailbox is either an actor's (its task
+ * is woken by every send and by close, and runs with tryrecv) or one that
+ * sequential code on a worker waits on (the sentinel's: its receive helps
+ * the workers until an item is there). Either way a send never blocks: a
+ * full box fails the send with -2, loudly, where a blocked worker would
+ * hang the run. */
 #ifndef AKK_MAILBOX_H
 #define AKK_MAILBOX_H
 
 #include <pthread.h>
 #include <stddef.h>
+
+#include "base/workers.h"
 
 struct akk_mailbox {
 	pthread_mutex_t mu;
@@ -20,11 +29,18 @@ struct akk_mailbox {
 	 * each found (itself included), for the mean mailbox depth. */
 	long received;
 	long depth_sum;
+	struct akk_actor *task;		/* the actor it feeds, or NULL */
+	struct akk_workers *helpers;	/* receive helps them, or NULL */
 };
 
 int akk_mailbox_init(struct akk_mailbox *mb, size_t item, size_t cap);
 void akk_mailbox_release(struct akk_mailbox *mb);
-/* Copy item in; blocks while full. -1 when closed. */
+/* Before any send: the actor task this box feeds (wake it on each send
+ * and on close), or the workers a receive helps while it waits. */
+void akk_mailbox_attach(struct akk_mailbox *mb, struct akk_actor *task);
+void akk_mailbox_help(struct akk_mailbox *mb, struct akk_workers *w);
+/* Copy item in; blocks while full (-2 at once when attached or helped).
+ * -1 when closed. */
 int akk_mailbox_send(struct akk_mailbox *mb, const void *item);
 /* Copy the oldest item out; blocks while empty. -1 when closed. */
 int akk_mailbox_recv(struct akk_mailbox *mb, void *item);

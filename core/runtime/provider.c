@@ -1,6 +1,7 @@
-/* provider.c - prefetching batches on a thread of their own. */
+/* provider.c - prefetching batches: an actor on the workers, or a thread. */
 #include "runtime/provider.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,32 +57,38 @@ oom:
 	return akk_err_set(e, "out of memory allocating data batches");
 }
 
+/* Fill b with the next batch of the stream and hand it on: 0, or -1
+ * once the ready box is closed. */
+static int fill_one(struct akk_provider *p, struct akk_batch *b)
+{
+	size_t span = (size_t)p->bs * p->shards, lo = p->index * span;
+	size_t len = lo + span <= p->data->n ? span : p->data->n - lo;
+	size_t a = lo + len * p->shard / p->shards;
+	size_t z = lo + len * (p->shard + 1) / p->shards;
+
+	akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
+			     p->index + 1 == p->per_epoch, p->pre);
+	akk_augment_batch(&p->aug, b->x, b->B, p->perm, a, p->epoch);
+	b->index = p->index;
+	b->epoch = p->epoch;
+	if (++p->index == p->per_epoch) {
+		p->index = 0;
+		p->epoch++;
+		if (p->shuffle)
+			akk_shuffle(p->perm, p->data->n, p->seed, p->epoch);
+	}
+	return akk_mailbox_send(&p->ready, &b) ? -1 : 0;
+}
+
 static void *provider_main(void *arg)
 {
 	struct akk_provider *p = arg;
 	struct akk_batch *b;
 
 	akk_float_mode();	/* it computes the pixel map: flush denormals */
-	while (!akk_mailbox_recv(&p->free, &b)) {
-		size_t span = (size_t)p->bs * p->shards, lo = p->index * span;
-		size_t len = lo + span <= p->data->n ? span : p->data->n - lo;
-		size_t a = lo + len * p->shard / p->shards;
-		size_t z = lo + len * (p->shard + 1) / p->shards;
-
-		akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
-				     p->index + 1 == p->per_epoch, p->pre);
-		akk_augment_batch(&p->aug, b->x, b->B, p->perm, a, p->epoch);
-		b->index = p->index;
-		b->epoch = p->epoch;
-		if (++p->index == p->per_epoch) {
-			p->index = 0;
-			p->epoch++;
-			if (p->shuffle)
-				akk_shuffle(p->perm, p->data->n, p->seed, p->epoch);
-		}
-		if (akk_mailbox_send(&p->ready, &b))
+	while (!akk_mailbox_recv(&p->free, &b))
+		if (fill_one(p, b))
 			break;
-	}
 	return NULL;
 }
 
@@ -91,6 +98,32 @@ int akk_provider_start(struct akk_provider *p, struct akk_err *e)
 		return akk_err_set(e, "cannot start the data provider thread");
 	p->started = 1;
 	return 0;
+}
+
+/* The actor's message is "fill this free batch" (recycle sends it). */
+static int provider_run(struct akk_actor *t)
+{
+	struct akk_provider *p = (struct akk_provider *)
+		((char *)t - offsetof(struct akk_provider, task));
+	struct akk_batch *b;
+	int more;
+
+	if (akk_mailbox_tryrecv(&p->free, &b) || fill_one(p, b))
+		return 0;
+	pthread_mutex_lock(&p->free.mu);
+	more = p->free.count > 0;
+	pthread_mutex_unlock(&p->free.mu);
+	return more;
+}
+
+void akk_provider_start_on(struct akk_provider *p, struct akk_workers *w)
+{
+	akk_actor_init(&p->task, w, provider_run);
+	p->task.background = 1;	/* prefetch: for an idle worker */
+	akk_mailbox_attach(&p->free, &p->task);
+	akk_mailbox_help(&p->ready, w);
+	p->started = 2;
+	akk_actor_post(&p->task);	/* the pool's batches are already free */
 }
 
 struct akk_batch *akk_provider_next(struct akk_provider *p)
@@ -111,7 +144,8 @@ void akk_provider_stop(struct akk_provider *p)
 		return;
 	akk_mailbox_close(&p->free);
 	akk_mailbox_close(&p->ready);
-	pthread_join(p->thread, NULL);
+	if (p->started == 1)	/* a thread; an actor's workers have stopped */
+		pthread_join(p->thread, NULL);
 	p->started = 0;
 }
 

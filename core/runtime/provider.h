@@ -1,4 +1,4 @@
-/* provider.h - the data provider actor: batches prefetched on its own thread.
+/* provider.h - the data provider actor: batches prefetched ahead of use.
  *
  * A provider owns a pool of batches. Free batches sit in its `free` mailbox;
  * its thread takes one, fills it with the next batch of the stream (training:
@@ -32,7 +32,8 @@ struct akk_provider {
 	int epoch;			/* position of the next batch to fill */
 	long index;
 	pthread_t thread;
-	int started;
+	int started;		/* 1: its thread runs, 2: its actor */
+	struct akk_actor task;	/* or its actor (akk_provider_start_on) */
 };
 
 /* Stream starting at batch `index` of `epoch` (the next epoch's first
@@ -47,7 +48,12 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      uint64_t seed, int bs, size_t in, int classes,
 		      int npool, int epoch, long index, int shards, int shard,
 		      struct akk_err *e);
+/* Fill batches on a thread of the provider's own. */
 int akk_provider_start(struct akk_provider *p, struct akk_err *e);
+/* Or as an actor on the workers w (a run's): each recycled batch is a
+ * message, filled on whichever worker runs it, so providers add no thread.
+ * Stopping it closes its boxes; the workers must stop first. */
+void akk_provider_start_on(struct akk_provider *p, struct akk_workers *w);
 /* The next batch, in stream order; NULL once stopped. */
 struct akk_batch *akk_provider_next(struct akk_provider *p);
 /* Give b back to the pool: 0, or -1 once stopped (b is not queued). */

@@ -114,11 +114,9 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	r->val = val;
 	r->cfg = *cfg;
 	r->pos = cfg->start;
-	/* One busy gate in flip-flop may use every core; pipelined gates
-	 * compute at once, so each gets one (the schedule decides).
-	 * OpenBLAS itself stays on one thread (its threaded driver allocates
-	 * per call): the gate's large products are split across our own
-	 * pool instead. */
+	/* OpenBLAS itself stays on one thread (its threaded driver allocates
+	 * per call): the gate's large products are split across the workers
+	 * instead. */
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
 		goto fail;
@@ -148,7 +146,22 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		goto fail;
 	r->blas_threads = r->sched.compute_threads;
 	akk_blas_threads(1);
-	if (r->blas_threads > 1 && !(r->pool = akk_pool_create(r->blas_threads, e)))
+	/* The workers: every usable core (or the threads asked for). Under
+	 * data parallelism a gate's reduction blocks its worker until the
+	 * other ranks reach it, in whatever order their actors ran: one
+	 * worker per local gate and one more, so that a blocked reduction
+	 * never holds up the actor another rank waits for. */
+	int W = r->sched.compute_threads;
+	if (!cfg->blas_threads && W < akk_cores())
+		W = akk_cores();
+	if (r->shards > 1 && W < G + 1)
+		W = G + 1;
+	if (akk_workers_init(&r->workers, W, e))
+		goto fail;
+	r->workers.on_start = akk_float_mode;
+	/* every gate in every schedule splits its large products across the
+	 * workers: idle ones help, busy ones are never waited for */
+	if (W > 1 && !(r->pool = akk_pool_on(&r->workers, W, e)))
 		goto fail;
 	r->gates = calloc(G, sizeof(*r->gates));
 	if (!r->gates) {
@@ -206,6 +219,17 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
 		akk_err_set(e, "out of memory");
 		goto fail;
+	}
+	/* before the link starts: it may deliver mail before the run does */
+	r->tr.workers = &r->workers;
+	for (int i = 0; i < G; i++)
+		if (r->gates[i].local)
+			akk_gate_actor_attach(&r->gates[i]);
+	if (r->root) {
+		akk_mailbox_help(&r->tr.boxes[0], &r->workers);
+		akk_mailbox_help(&r->tprov.ready, &r->workers);
+		if (val)
+			akk_mailbox_help(&r->vprov.ready, &r->workers);
 	}
 	if (cfg->gate_rank && start_link(r, e))
 		goto fail;
@@ -345,6 +369,7 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e)
 	}
 	pthread_mutex_unlock(&r->mu);
 	akk_transport_close(&r->tr);
+	akk_workers_poke(&r->workers);	/* the run's end is near */
 	if (!r->root)
 		return;
 	akk_mailbox_close(&r->tprov.ready);
@@ -365,44 +390,54 @@ void akk_run_interrupt(struct akk_run *r)
 	akk_send(&r->tr, 0, &m);
 }
 
+/* The run's end: every local gate took STOP, or the run failed. */
+static int all_done(void *arg)
+{
+	struct akk_run *r = arg;
+	int failed;
+
+	pthread_mutex_lock(&r->mu);
+	failed = r->failed;
+	pthread_mutex_unlock(&r->mu);
+	if (failed)
+		return 1;
+	for (int i = 0; i < r->model->ngates; i++)
+		if (r->gates[i].local && !atomic_load(&r->gates[i].done))
+			return 0;
+	return 1;
+}
+
 int akk_run_train(struct akk_run *r, struct akk_err *e)
 {
 	int G = r->model->ngates, rc;
 	struct akk_err se = { 0 };
 
 	akk_float_mode();
-	if (r->root && (akk_provider_start(&r->tprov, &se) ||
-			(r->val && akk_provider_start(&r->vprov, &se)))) {
+	/* this thread is worker 0: the sentinel's code runs here, and every
+	 * wait of it runs actors until what it waits for has come */
+	if (akk_workers_start(&r->workers, &se)) {
 		akk_run_fail(r, &se);
 		goto join;
 	}
-	for (int i = 0; i < G; i++) {
-		if (!r->gates[i].local)
-			continue;
-		if (pthread_create(&r->gates[i].thread, NULL, akk_gate_actor_main,
-				   &r->gates[i])) {
-			akk_err_set(&se, "cannot start the thread of gate %d", i + 1);
+	if (r->root) {	/* the data providers are actors too */
+		akk_provider_start_on(&r->tprov, &r->workers);
+		if (r->val)
+			akk_provider_start_on(&r->vprov, &r->workers);
+	}
+	if (r->root) {
+		rc = akk_sentinel_run(r, &se);
+		if (!rc) {
+			struct akk_msg stop = { .kind = AKK_MSG_STOP };
+			for (int i = 0; i < G; i++)
+				akk_send(&r->tr, i + 1, &stop);
+		} else if (!r->failed) {
 			akk_run_fail(r, &se);
-			goto join;
 		}
-		r->gates[i].started = 1;
 	}
-	if (!r->root)	/* the gates run until rank 0's sentinel stops them */
-		goto join;
-	rc = akk_sentinel_run(r, &se);
-	if (!rc) {
-		struct akk_msg stop = { .kind = AKK_MSG_STOP };
-		for (int i = 0; i < G; i++)
-			akk_send(&r->tr, i + 1, &stop);
-	} else if (!r->failed) {
-		akk_run_fail(r, &se);
-	}
+	/* the gates run until they take STOP (from rank 0's sentinel) */
+	akk_workers_help(&r->workers, all_done, r);
 join:
-	for (int i = 0; i < G; i++)
-		if (r->gates[i].started) {
-			pthread_join(r->gates[i].thread, NULL);
-			r->gates[i].started = 0;
-		}
+	akk_workers_stop(&r->workers);
 	if (r->root) {
 		akk_provider_stop(&r->tprov);
 		if (r->val)
@@ -449,6 +484,7 @@ void akk_run_release(struct akk_run *r)
 	akk_transport_release(&r->tr);
 	akk_pool_destroy(r->pool);
 	r->pool = NULL;
+	akk_workers_release(&r->workers);
 	if (r->metrics)
 		fclose(r->metrics);
 	r->metrics = NULL;

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "base/workers.h"
 #include "model/gate.h"
 #include "tensor/pool.h"
 #include "runtime/provider.h"
@@ -23,9 +24,10 @@ struct akk_gate_actor {
 	struct akk_gate gate;
 	struct akk_run *run;
 	int self;		/* actor number: gate index + 1 */
-	pthread_t thread;
-	int started;
-	/* Statistics, written by the actor thread, read after join. */
+	struct akk_actor task;	/* runs it on the workers */
+	int backward_state;	/* flip-flop: expects a Backward (the task's) */
+	atomic_int done;	/* took STOP, or failed: takes no more mail */
+	/* Statistics, written by the actor's task, read after the run. */
 	double busy;		/* seconds spent computing */
 	long forwards, backwards, validations;
 	struct akk_trace trace;
@@ -62,6 +64,7 @@ struct akk_run {
 	int epochs_done;
 	struct akk_watch watch;	/* early stopping and lr plateau (sentinel
 				 * thread; restored by akk_run_restore) */
+	struct akk_workers workers;	/* every actor runs on them */
 	int blas_threads;	/* compute threads a busy gate uses */
 	struct akk_pool *pool;	/* for them, when more than one */
 	struct akk_trace sentinel_trace;
@@ -88,8 +91,9 @@ void akk_run_fail(struct akk_run *r, const struct akk_err *e);
  * self - 1 (2 G + 1 channels in all). Allocates once. */
 int akk_gate_actor_sync(struct akk_gate_actor *a, struct akk_err *e);
 
-/* Internal to the runtime: the actors' loops. */
-void *akk_gate_actor_main(void *arg);	/* arg: struct akk_gate_actor * */
+/* Internal to the runtime: the gate's task on r->workers, fed by its
+ * mailbox (before the run starts). */
+void akk_gate_actor_attach(struct akk_gate_actor *a);
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
 static inline void akk_trace_add(struct akk_trace *t, int kind, long id,
 				 double t0, double t1)

@@ -34,6 +34,7 @@ int akk_transport_init(struct akk_transport *t, int nactors, int cap)
 	t->rank = 0;
 	t->link = NULL;
 	t->ops = NULL;
+	t->workers = NULL;
 	if (!t->boxes)
 		return -1;
 	for (int i = 0; i < nactors; i++)

@@ -67,6 +67,9 @@ struct akk_transport {
 	int rank;
 	struct akk_mpi_link *link;
 	const struct akk_link_ops *ops;	/* NULL: no link */
+	/* The workers the actors run on, or NULL: a blocking reduction
+	 * hands the caller's queued actor to another worker first. */
+	struct akk_workers *workers;
 };
 
 /* What this rank's link has done so far. Zero without a link. */

@@ -544,6 +544,8 @@ int akk_mpi_allreduce(struct akk_transport *t, int chan, void *buf, int n,
 
 	if (!l || chan < 0 || chan >= l->channels || akk_mailbox_send(&l->reduces, &qp))
 		return -1;
+	if (t->workers)	/* this worker blocks: its next actor runs elsewhere */
+		akk_workers_flush(t->workers);
 	pthread_mutex_lock(&q.mu);
 	while (!q.done)
 		pthread_cond_wait(&q.cv, &q.mu);

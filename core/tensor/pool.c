@@ -1,9 +1,17 @@
-/* pool.c - row-split matrix products on a fixed set of threads. */
+/* pool.c - row-split matrix products on the actors' worker threads.
+ *
+ * A split product posts its row parts as tasks on the workers (one
+ * preallocated task per part but the caller's first); the caller computes
+ * part 0, then claims and computes every part no idle worker has taken,
+ * and waits (asleep) only for parts another worker is computing. So a
+ * product never waits for a busy worker to become free, and rows
+ * [M*part/n, M*(part+1)/n) are the same whoever computes them. */
 #include "tensor/pool.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
+#include "base/workers.h"
 #include "tensor/tensor.h"
 
 /* Below this many multiply-adds a product is not worth splitting: the
@@ -18,22 +26,23 @@ struct job {
 	int lda, ldb, ldc;
 };
 
-struct worker {
+struct part {
+	struct akk_actor task;	/* first: the task is the part */
 	struct akk_pool *pool;
-	int part;
-	pthread_t thread;
+	int index;
 };
 
 struct akk_pool {
-	int n;			/* parts: the caller and n-1 workers */
-	struct worker *workers;	/* n-1 */
-	pthread_mutex_t mu;
-	pthread_mutex_t busy;	/* held by the thread whose product runs */
-	pthread_cond_t go, done;
-	long gen;		/* bumped for every product */
-	int remaining;		/* workers still on the current product */
-	int stop;
-	struct job job;
+	int n;			/* parts: the caller's and n-1 tasks */
+	struct akk_workers *w;	/* where the parts run */
+	struct akk_workers own;	/* akk_pool_create's, with its threads */
+	int owns;
+	struct part *parts;	/* n; parts[0] is the caller's, never posted */
+	atomic_long *claim;	/* n: the product whose part i was taken */
+	atomic_long gen;	/* products split so far; the current one */
+	atomic_int remaining;	/* parts of it not finished */
+	atomic_flag busy;	/* one product at a time */
+	struct job job;		/* written before gen is bumped */
 };
 
 /* Rows [M*part/n, M*(part+1)/n) of C. */
@@ -48,53 +57,86 @@ static void run_part(const struct job *j, int part, int n)
 			       j->C + (size_t)r0 * j->ldc, j->ldc);
 }
 
-static void *worker_main(void *arg)
+/* Take part i of the current product: 1 when this thread computes it. A
+ * successful claim holds the product open (it cannot end before the part
+ * is done), so the job read afterwards is the claimed one's. */
+static int claim(struct akk_pool *p, int i)
 {
-	struct worker *w = arg;
-	struct akk_pool *p = w->pool;
-	long seen = 0;
+	long g = atomic_load(&p->gen), c = atomic_load(&p->claim[i]);
 
-	akk_float_mode();
-	pthread_mutex_lock(&p->mu);
-	for (;;) {
-		while (p->gen == seen && !p->stop)
-			pthread_cond_wait(&p->go, &p->mu);
-		if (p->stop)
-			break;
-		seen = p->gen;
-		struct job j = p->job;
-		pthread_mutex_unlock(&p->mu);
-		run_part(&j, w->part, p->n);
-		pthread_mutex_lock(&p->mu);
-		if (--p->remaining == 0)
-			pthread_cond_signal(&p->done);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
+	return c < g && atomic_compare_exchange_strong(&p->claim[i], &c, g);
 }
 
-struct akk_pool *akk_pool_create(int threads, struct akk_err *e)
+static void finish(struct akk_pool *p)
+{
+	if (atomic_fetch_sub(&p->remaining, 1) == 1)
+		akk_workers_poke(p->w);
+}
+
+static int part_run(struct akk_actor *t)
+{
+	struct part *q = (struct part *)t;
+	struct akk_pool *p = q->pool;
+
+	if (claim(p, q->index)) {
+		run_part(&p->job, q->index, p->n);
+		finish(p);
+	}
+	return 0;
+}
+
+static int parts_done(void *arg)
+{
+	struct akk_pool *p = arg;
+
+	return atomic_load(&p->remaining) == 0;
+}
+
+struct akk_pool *akk_pool_on(struct akk_workers *w, int parts, struct akk_err *e)
 {
 	struct akk_pool *p = calloc(1, sizeof(*p));
 
-	if (!p || !(p->workers = calloc(threads - 1, sizeof(*p->workers)))) {
+	if (parts < 2)
+		parts = 2;
+	if (!p || !(p->parts = calloc(parts, sizeof(*p->parts))) ||
+	    !(p->claim = calloc(parts, sizeof(*p->claim)))) {
+		if (p)
+			free(p->parts);
 		free(p);
 		akk_err_set(e, "out of memory");
 		return NULL;
 	}
-	p->n = threads;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_mutex_init(&p->busy, NULL);
-	pthread_cond_init(&p->go, NULL);
-	pthread_cond_init(&p->done, NULL);
-	for (int i = 0; i < threads - 1; i++) {
-		p->workers[i] = (struct worker){ p, i + 1, 0 };
-		if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i])) {
-			p->n = i + 1;	/* the workers started so far */
-			akk_pool_destroy(p);
-			akk_err_set(e, "cannot start a compute thread");
-			return NULL;
-		}
+	p->n = parts;
+	p->w = w;
+	atomic_init(&p->gen, 0);
+	atomic_init(&p->remaining, 0);
+	atomic_flag_clear(&p->busy);
+	for (int i = 0; i < parts; i++) {
+		atomic_init(&p->claim[i], 0);
+		p->parts[i].pool = p;
+		p->parts[i].index = i;
+		akk_actor_init(&p->parts[i].task, w, part_run);
+	}
+	return p;
+}
+
+struct akk_pool *akk_pool_create(int threads, struct akk_err *e)
+{
+	struct akk_pool *p = akk_pool_on(NULL, threads, e);
+
+	if (!p)
+		return NULL;
+	if (akk_workers_init(&p->own, threads, e)) {
+		akk_pool_destroy(p);
+		return NULL;
+	}
+	p->owns = 1;
+	p->w = &p->own;
+	for (int i = 0; i < p->n; i++)
+		p->parts[i].task.w = p->w;
+	if (akk_workers_start_threads(p->w, e)) {
+		akk_pool_destroy(p);
+		return NULL;
 	}
 	return p;
 }
@@ -103,54 +145,47 @@ void akk_pool_destroy(struct akk_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
-	p->stop = 1;
-	pthread_cond_broadcast(&p->go);
-	pthread_mutex_unlock(&p->mu);
-	for (int i = 0; i < p->n - 1; i++)
-		pthread_join(p->workers[i].thread, NULL);
-	pthread_mutex_destroy(&p->mu);
-	pthread_mutex_destroy(&p->busy);
-	pthread_cond_destroy(&p->go);
-	pthread_cond_destroy(&p->done);
-	free(p->workers);
+	if (p->owns)
+		akk_workers_release(&p->own);	/* stops its threads first */
+	free(p->parts);
+	free(p->claim);
 	free(p);
 }
 
 long akk_pool_products(struct akk_pool *p)
 {
-	long n;
-
-	pthread_mutex_lock(&p->mu);
-	n = p->gen;
-	pthread_mutex_unlock(&p->mu);
-	return n;
+	return atomic_load(&p->gen);
 }
 
 /* Split C = alpha op(A) op(B) + beta C across p. Returns 0 when done, -1
  * when the caller should compute it alone (no pool, too small, or the pool
- * is busy). */
+ * is on another product). */
 static int split_sgemm(struct akk_pool *p, int trans_a, int trans_b, int M,
 		       int N, int K, float alpha, const float *A, int lda,
 		       const float *B, int ldb, float beta, float *C, int ldc)
 {
 	struct job j = { trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc };
+	long g;
 
 	if (!p || (long)M * N * K < MIN_MNK || M < 2 * p->n ||
-	    pthread_mutex_trylock(&p->busy))
+	    atomic_flag_test_and_set(&p->busy))
 		return -1;
-	pthread_mutex_lock(&p->mu);
 	p->job = j;
-	p->remaining = p->n - 1;
-	p->gen++;
-	pthread_cond_broadcast(&p->go);
-	pthread_mutex_unlock(&p->mu);
+	atomic_store(&p->remaining, p->n);
+	g = atomic_fetch_add(&p->gen, 1) + 1;
+	atomic_store(&p->claim[0], g);
+	for (int i = 1; i < p->n; i++)	/* for idle workers, not this one's slot */
+		akk_actor_post(&p->parts[i].task);
 	run_part(&j, 0, p->n);
-	pthread_mutex_lock(&p->mu);
-	while (p->remaining)
-		pthread_cond_wait(&p->done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
-	pthread_mutex_unlock(&p->busy);
+	finish(p);
+	for (int i = 1; i < p->n; i++)
+		if (claim(p, i)) {
+			run_part(&j, i, p->n);
+			finish(p);
+		}
+	/* the parts left are being computed right now: sleep until done */
+	akk_workers_wait(p->w, parts_done, p);
+	atomic_flag_clear(&p->busy);
 	return 0;
 }
 

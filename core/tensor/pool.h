@@ -1,4 +1,4 @@
-/* pool.h - a few threads that share one gate's large matrix products.
+/* pool.h - the workers share one gate's large matrix products.
  *
  * OpenBLAS runs single-threaded in akkctl: its threaded driver mallocs a
  * job array on every product (level3_thread.c), and pipelined gates want
@@ -6,19 +6,23 @@
  * (flip-flop), that gate may use every core: the run creates one pool, the
  * gate hands it to its layers (struct akk_layer's pool), and each layer
  * passes it to akk_sgemm, which splits a large product by rows of C across
- * it. The pool's threads are started at init and take work through one
- * mutex and two condition variables; a product allocates nothing. One
- * product at a time per pool: a second caller computes alone instead of
- * waiting. */
+ * it. The parts run on the actors' workers (base/workers.h): idle ones
+ * take them, the caller computes the rest itself, and a product allocates
+ * nothing. One product at a time per pool: a second caller computes alone
+ * instead of waiting. */
 #ifndef AKK_POOL_H
 #define AKK_POOL_H
 
 #include "base/err.h"
+#include "base/workers.h"
 
 struct akk_pool;
 
-/* A pool for products split `threads` ways (the caller plus threads-1
- * workers). threads >= 2. */
+/* A pool for products split `parts` ways on the actors' workers w (lent
+ * until destroy): the run's, so threads never outnumber the cores. */
+struct akk_pool *akk_pool_on(struct akk_workers *w, int parts, struct akk_err *e);
+/* A pool with workers of its own: products split `threads` ways (the
+ * caller plus threads-1 worker threads). threads >= 2. */
 struct akk_pool *akk_pool_create(int threads, struct akk_err *e);
 void akk_pool_destroy(struct akk_pool *p);
 
