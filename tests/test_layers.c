@@ -32,6 +32,7 @@
 #include "config/spec.h"
 #include "model/gate.h"
 #include "model/model.h"
+#include "tensor/pool.h"
 #include "tensor/tensor.h"
 
 #define GRAD_EPS 1e-2f
@@ -877,6 +878,66 @@ static void t_fused_gate_equals_unfused(void **state)
 	}
 }
 
+/* A gate of 2^17 parameters or more shares its optimizer step with its
+ * pool (akk_pool_for, model/gate.c): the weights after three steps of Adam
+ * with clipping are the same bits with a pool of 2 and of 3 as without,
+ * and the pools did split the steps. */
+static void t_gate_step_split(void **state)
+{
+	static const char *text =
+		"data:\n  train: {images: ti, labels: tl}\n"
+		"optimizer: {type: adamw, lr: 0.01, weight_decay: 0.1, clip_norm: 0.5}\n"
+		"network:\n  input: [300]\n  gates:\n"
+		"    - layers: [{dense: 500}, relu, {dense: 7}]\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_err e = { 0 };
+	float *w[3] = { 0 };
+	int B = 4;
+
+	(void)state;
+	if (akk_spec_parse(&s, text, strlen(text), "t.yaml", NULL, NULL, 0, &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	const struct akk_gate_plan *p = &m.gates[0];
+	size_t ni = (size_t)B * akk_shape_size(p->in);
+	size_t no = (size_t)B * akk_shape_size(p->out);
+	float *x = alloc_nan(ni), *dy = alloc_nan(no);
+
+	assert_true(p->nparams >= (1u << 17));
+	tu_fill(x, ni, -1, 1, 3);
+	tu_fill(dy, no, -1, 1, 4);
+	for (int k = 0; k < 3; k++) {
+		struct akk_pool *pool = k ? akk_pool_create(k + 1, &e) : NULL;
+		struct akk_gate g;
+
+		assert_true(!k || pool);
+		if (akk_gate_init(&g, p, B, 1, 1, 0, 10, 1, 5, &e))
+			fail_msg("gate: %s", e.msg);
+		akk_gate_use_pool(&g, pool);
+		for (int rep = 0; rep < 3; rep++) {
+			if (!akk_gate_forward(&g, x, B, rep, &e) ||
+			    !akk_gate_backward(&g, dy, B, rep, 1, &e) ||
+			    akk_gate_step(&g, &e))
+				fail_msg("step: %s", e.msg);
+		}
+		/* the products are too small to split: the 3 splits are steps */
+		if (pool)
+			assert_int_equal(akk_pool_products(pool), 3);
+		w[k] = alloc_nan(p->nparams);
+		memcpy(w[k], g.params, p->nparams * sizeof(float));
+		akk_gate_release(&g);
+		akk_pool_destroy(pool);
+	}
+	assert_memory_equal(w[1], w[0], p->nparams * sizeof(float));
+	assert_memory_equal(w[2], w[0], p->nparams * sizeof(float));
+	for (int k = 0; k < 3; k++)
+		akk_free(w[k]);
+	akk_free(x), akk_free(dy);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
 static void t_activation_values(void **state)
 {
 	float x[6] = { -100, -2, -0.0f, 0.5f, 3, 100 }, y[6];
@@ -1519,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(t_relu_maxpool_fused),
 		cmocka_unit_test(t_grad_fused),
 		cmocka_unit_test(t_fused_gate_equals_unfused),
+		cmocka_unit_test(t_gate_step_split),
 		cmocka_unit_test(t_activation_values),
 		cmocka_unit_test(t_batchnorm_hand),
 		cmocka_unit_test(t_batchnorm_channels),

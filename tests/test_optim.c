@@ -299,6 +299,48 @@ static void test_norm2_and_clip(void **ctx)
 	assert_float_equal(g[0], 0.6, 1e-6);
 }
 
+/* The step in parts (akk_optim_clip once, akk_optim_update on ranges in
+ * any order) is akk_optim_step bit for bit, for every optimizer, with and
+ * without clipping, weight decay and AdamW's decoupled decay. */
+static void test_update_in_parts(void **ctx)
+{
+	enum { N = 1003 };
+	static const size_t cut[] = { 0, 17, 512, 513, 1003 };
+	static float w0[N], g0[N], s0[2 * N], w1[N], g1[N], s1[2 * N];
+
+	(void)ctx;
+	for (int k = 0; akk_optim_names[k]; k++)
+		for (int clip = 0; clip < 2; clip++) {
+			struct akk_optim_spec o;
+			memset(&o, 0, sizeof o);
+			o.kind = k;
+			o.momentum = 0.9f;
+			o.rho = 0.9f;
+			o.beta1 = 0.9f;
+			o.beta2 = 0.999f;
+			o.eps = 1e-8f;
+			o.weight_decay = 0.01f;
+			o.clip_norm = clip ? 0.5f : 0;
+			tu_fill(w0, N, -1, 1, 7 + k);
+			tu_fill(s0, 2 * N, 0, 1, 11 + k);
+			memcpy(w1, w0, sizeof w0);
+			memcpy(s1, s0, sizeof s0);
+			for (long t = 1; t <= 3; t++) {
+				tu_fill(g0, N, -1, 1, 100 * t + k);
+				memcpy(g1, g0, sizeof g0);
+				akk_optim_step(&o, w0, g0, s0, N, t, 0.01f);
+				double c = akk_optim_clip(&o, g1, N);
+				assert_true(clip ? c < 1 : c == 1);
+				for (int p = 3; p >= 0; p--)	/* any order */
+					akk_optim_update(&o, w1, g1, s1, N, cut[p],
+							 cut[p + 1], t, 0.01f, c);
+				assert_memory_equal(w0, w1, sizeof w0);
+				assert_memory_equal(g0, g1, sizeof g0);
+				assert_memory_equal(s0, s1, sizeof s0);
+			}
+		}
+}
+
 /* --- sanity: softmax regression, 3 classes, 8 features, 96 samples ---- */
 
 #define NS 96
@@ -394,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_warmup_then_schedule),
 		cmocka_unit_test(test_names_and_state),
 		cmocka_unit_test(test_norm2_and_clip),
+		cmocka_unit_test(test_update_in_parts),
 		cmocka_unit_test(test_trains_softmax_regression),
 	};
 

@@ -2,9 +2,12 @@
 #include "model/gate.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tensor/pool.h"
 
 static size_t widest_input(const struct akk_gate_plan *p)
 {
@@ -285,6 +288,35 @@ static int zero_and_check(float *x, size_t n)
 	return !(acc & 0x80000000u);
 }
 
+/* From this many parameters on, a step is split across the gate's pool:
+ * below it, handing a part to another worker (a wake-up of tens of
+ * microseconds on a VM whose idle cores sleep) costs what it saves. */
+#define SPLIT_PARAMS (1L << 17)
+
+struct step_job {
+	struct akk_gate *g;
+	float lr;
+	double clip;		/* akk_optim_clip of the whole gradient */
+	atomic_int bad;		/* a part met a non-finite gradient */
+};
+
+/* Part i of n of the optimizer step and the zeroing pass after it: whole
+ * 64-byte lines of parameters, the last part up to the end. Elementwise,
+ * so the split changes no bit. */
+static void step_part(void *arg, int part, int n)
+{
+	struct step_job *j = arg;
+	struct akk_gate *g = j->g;
+	size_t N = g->plan->nparams;
+	size_t lo = (N * part / n) & ~(size_t)15;
+	size_t hi = part + 1 == n ? N : (N * (part + 1) / n) & ~(size_t)15;
+
+	akk_optim_update(g->plan->optim, g->params, g->grads, g->opt, N, lo,
+			 hi, g->step, j->lr, j->clip);
+	if (!zero_and_check(g->grads + lo, hi - lo))
+		atomic_store(&j->bad, 1);
+}
+
 int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 {
 	const struct akk_gate_plan *p = g->plan;
@@ -298,12 +330,19 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 	lr = akk_lr_reduced(p->optim, akk_lr_at(p->optim, epoch, g->epochs),
 			    g->lr_reductions);
 	g->last_lr = lr;
-	akk_optim_step(p->optim, g->params, g->grads, g->opt, p->nparams,
-		       g->step, lr);
+	struct step_job j = { .g = g, .lr = lr,
+		.clip = akk_optim_clip(p->optim, g->grads, p->nparams) };
+
+	atomic_init(&j.bad, 0);
+	/* a large step is shared with idle workers, like a product */
+	if (p->nparams >= SPLIT_PARAMS && p->nlayers)
+		akk_pool_for(g->layers[0].pool, step_part, &j);
+	else
+		step_part(&j, 0, 1);
 	/* Checked after the update, in the zeroing pass: a non-finite
 	 * gradient has then spoilt the weights in memory, but the run stops
 	 * on this error and never checkpoints them. */
-	if (!zero_and_check(g->grads, p->nparams))
+	if (atomic_load(&j.bad))
 		return akk_err_set(e, "non-finite gradient in gate %d at step %ld",
 				   p->index + 1, g->step);
 	return 0;

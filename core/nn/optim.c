@@ -200,39 +200,52 @@ static void radam(float *w, const float *g, float *m, float *v, size_t n,
 	}
 }
 
-void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,
-		    float *state, size_t n, long t, float lr)
+double akk_optim_clip(const struct akk_optim_spec *o, const float *g, size_t n)
 {
-	float wd = o->weight_decay;
-	double b1 = o->beta1, b2 = o->beta2;
-
-	assert(t >= 1);
 	/* torch's clip_grad_norm_: scale by clip / (norm + 1e-6) when that
 	 * is below 1. */
 	if (o->clip_norm > 0) {
 		double c = o->clip_norm / (akk_norm2(g, n) + 1e-6);
 
 		if (c < 1)
-			for (size_t i = 0; i < n; i++)
-				g[i] *= (float)c;
+			return c;
 	}
+	return 1;
+}
+
+void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
+		      float *state, size_t n, size_t lo, size_t hi, long t,
+		      float lr, double clip)
+{
+	float wd = o->weight_decay;
+	double b1 = o->beta1, b2 = o->beta2;
+	size_t m = hi - lo;
+	float *s2 = state + n + lo;	/* the Adam family's v block */
+
+	assert(t >= 1 && lo <= hi && hi <= n);
+	w += lo;
+	g += lo;
+	state += lo;
+	if (clip < 1)
+		for (size_t i = 0; i < m; i++)
+			g[i] *= (float)clip;
 	switch (o->kind) {
 	case AKK_OPT_SGD:
-		sgd(w, g, n, lr, wd);
+		sgd(w, g, m, lr, wd);
 		break;
 	case AKK_OPT_MOMENTUM:
 	case AKK_OPT_NESTEROV:
-		momentum(w, g, state, n, lr, wd, o->momentum,
+		momentum(w, g, state, m, lr, wd, o->momentum,
 			 o->kind == AKK_OPT_NESTEROV);
 		break;
 	case AKK_OPT_RMSPROP:
-		rmsprop(w, g, state, n, lr, wd, o->rho, o->eps);
+		rmsprop(w, g, state, m, lr, wd, o->rho, o->eps);
 		break;
 	case AKK_OPT_ADAM:
 	case AKK_OPT_ADAMW: {
 		int decoupled = o->kind == AKK_OPT_ADAMW;
 
-		adam(w, g, state, state + n, n, decoupled ? 0 : wd,
+		adam(w, g, state, s2, m, decoupled ? 0 : wd,
 		     decoupled ? (float)(1.0 - (double)lr * wd) : 1,
 		     o->beta1, o->beta2, o->eps,
 		     (float)(lr / (1 - pow(b1, t))),
@@ -248,10 +261,16 @@ void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,
 		if (rho_t > 5)
 			rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
 				    ((rho_inf - 4) * (rho_inf - 2) * rho_t));
-		radam(w, g, state, state + n, n, lr, wd, o->beta1, o->beta2,
+		radam(w, g, state, s2, m, lr, wd, o->beta1, o->beta2,
 		      o->eps, (float)(1 - pow(b1, t)), rho_t > 5,
 		      (float)(rect * sqrt(bc2)));
 		break;
 	}
 	}
+}
+
+void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,
+		    float *state, size_t n, long t, float lr)
+{
+	akk_optim_update(o, w, g, state, n, 0, n, t, lr, akk_optim_clip(o, g, n));
 }

@@ -109,6 +109,15 @@ float akk_lr_reduced(const struct akk_optim_spec *o, float lr, int reductions);
 void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,
 		    float *state, size_t n, long t, float lr);
 
+/* The same step in parts: c = akk_optim_clip(o, g, n) once (the clipping
+ * scale from the whole gradient's norm, 1 when none), then
+ * akk_optim_update on ranges [lo, hi) covering [0, n) in any order or at
+ * once: each element's arithmetic is akk_optim_step's, bit for bit. */
+double akk_optim_clip(const struct akk_optim_spec *o, const float *g, size_t n);
+void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
+		      float *state, size_t n, size_t lo, size_t hi, long t,
+		      float lr, double clip);
+
 /* L2 norm of g (double accumulation). */
 double akk_norm2(const float *g, size_t n);
 

@@ -42,12 +42,17 @@ struct akk_pool {
 	atomic_long gen;	/* products split so far; the current one */
 	atomic_int remaining;	/* parts of it not finished */
 	atomic_flag busy;	/* one product at a time */
-	struct job job;		/* written before gen is bumped */
+	/* the split's work, written before gen is bumped: part i of n is
+	 * fn(arg, i, n); a product's arg is job */
+	void (*fn)(void *arg, int part, int n);
+	void *arg;
+	struct job job;
 };
 
 /* Rows [M*part/n, M*(part+1)/n) of C. */
-static void run_part(const struct job *j, int part, int n)
+static void run_part(void *arg, int part, int n)
 {
+	const struct job *j = arg;
 	int r0 = (int)((long)j->M * part / n), r1 = (int)((long)j->M * (part + 1) / n);
 	const float *A = j->ta ? j->A + r0 : j->A + (size_t)r0 * j->lda;
 
@@ -79,7 +84,7 @@ static int part_run(struct akk_actor *t)
 	struct akk_pool *p = q->pool;
 
 	if (claim(p, q->index)) {
-		run_part(&p->job, q->index, p->n);
+		p->fn(p->arg, q->index, p->n);
 		finish(p);
 	}
 	return 0;
@@ -157,6 +162,43 @@ long akk_pool_products(struct akk_pool *p)
 	return atomic_load(&p->gen);
 }
 
+/* Run part i of n as fn(arg, i, n) for every i across p: posted for idle
+ * workers, the caller computing part 0 and every part nobody took, then
+ * sleeping only for parts being computed elsewhere. */
+static void split(struct akk_pool *p, void (*fn)(void *, int, int), void *arg)
+{
+	long g;
+
+	p->fn = fn;
+	p->arg = arg;
+	atomic_store(&p->remaining, p->n);
+	g = atomic_fetch_add(&p->gen, 1) + 1;
+	atomic_store(&p->claim[0], g);
+	for (int i = 1; i < p->n; i++)	/* for idle workers, not this one's slot */
+		akk_actor_post(&p->parts[i].task);
+	fn(arg, 0, p->n);
+	finish(p);
+	for (int i = 1; i < p->n; i++)
+		if (claim(p, i)) {
+			fn(arg, i, p->n);
+			finish(p);
+		}
+	/* the parts left are being computed right now: sleep until done */
+	akk_workers_wait(p->w, parts_done, p);
+	atomic_flag_clear(&p->busy);
+}
+
+int akk_pool_for(struct akk_pool *p, void (*fn)(void *arg, int part, int n),
+		 void *arg)
+{
+	if (!p || atomic_flag_test_and_set(&p->busy)) {
+		fn(arg, 0, 1);
+		return 1;
+	}
+	split(p, fn, arg);
+	return p->n;
+}
+
 /* Split C = alpha op(A) op(B) + beta C across p. Returns 0 when done, -1
  * when the caller should compute it alone (no pool, too small, or the pool
  * is on another product). */
@@ -165,27 +207,12 @@ static int split_sgemm(struct akk_pool *p, int trans_a, int trans_b, int M,
 		       const float *B, int ldb, float beta, float *C, int ldc)
 {
 	struct job j = { trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc };
-	long g;
 
 	if (!p || (long)M * N * K < MIN_MNK || M < 2 * p->n ||
 	    atomic_flag_test_and_set(&p->busy))
 		return -1;
 	p->job = j;
-	atomic_store(&p->remaining, p->n);
-	g = atomic_fetch_add(&p->gen, 1) + 1;
-	atomic_store(&p->claim[0], g);
-	for (int i = 1; i < p->n; i++)	/* for idle workers, not this one's slot */
-		akk_actor_post(&p->parts[i].task);
-	run_part(&j, 0, p->n);
-	finish(p);
-	for (int i = 1; i < p->n; i++)
-		if (claim(p, i)) {
-			run_part(&j, i, p->n);
-			finish(p);
-		}
-	/* the parts left are being computed right now: sleep until done */
-	akk_workers_wait(p->w, parts_done, p);
-	atomic_flag_clear(&p->busy);
+	split(p, run_part, &p->job);
 	return 0;
 }
 

@@ -36,7 +36,15 @@ void akk_sgemm(struct akk_pool *pool, int trans_a, int trans_b, int M, int N,
 	       int K, float alpha, const float *A, int lda, const float *B,
 	       int ldb, float beta, float *C, int ldc);
 
-/* Products p has split so far: where products ran, for tests. */
+/* Any work split in parts: fn(arg, i, n) for i in 0..n-1, n parts across p
+ * as a product's rows are, returning when every part is done; with NULL,
+ * or when p is on another split, fn(arg, 0, 1) on the calling thread.
+ * Returns n. A part must give the same result whoever runs it. */
+int akk_pool_for(struct akk_pool *p, void (*fn)(void *arg, int part, int n),
+		 void *arg);
+
+/* Splits p has made so far (products and akk_pool_for): where work ran,
+ * for tests. */
 long akk_pool_products(struct akk_pool *p);
 
 #endif
