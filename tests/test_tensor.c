@@ -123,7 +123,7 @@ static void sgemm_matches_reference(void **unused)
 	fprintf(stderr, "# %ld products, worst error %.3f of the bound\n", n, worst);
 }
 
-/* Products large enough for a pool of 3 (M*N*K >= 2^21) whose row parts,
+/* Products large enough for a pool of 3 (M*N*K >= 2^23) whose row parts,
  * about 1/3 of M each, are small again: the parts take the same path. */
 static void pool_sgemm_matches_reference(void **unused)
 {
@@ -135,11 +135,11 @@ static void pool_sgemm_matches_reference(void **unused)
 	p = akk_pool_create(3, &e);
 	assert_non_null(p);
 	worst = 0;
-	check_product(p, 0, 0, 2048, 20, 64, 1, 0, 0, 11);
-	check_product(p, 0, 0, 2048, 20, 64, -0.5f, 1, 1, 12);
-	check_product(p, 0, 0, 1500, 36, 40, 1, 0.25f, 2, 13);
-	check_product(p, 0, 1, 2048, 20, 64, 1, 1, 0, 14);
-	check_product(p, 1, 0, 2048, 20, 64, 1, 0, 0, 15);
+	check_product(p, 0, 0, 2048, 20, 256, 1, 0, 0, 11);
+	check_product(p, 0, 0, 2048, 20, 256, -0.5f, 1, 1, 12);
+	check_product(p, 0, 0, 1500, 36, 160, 1, 0.25f, 2, 13);
+	check_product(p, 0, 1, 2048, 20, 256, 1, 1, 0, 14);
+	check_product(p, 1, 0, 2048, 20, 256, 1, 0, 0, 15);
 	check_product(p, 0, 0, 256, 512, 64, 1, 1, 0, 16);
 	assert_int_equal(akk_pool_products(p), 6);	/* every one was split */
 	akk_pool_destroy(p);
@@ -154,7 +154,7 @@ static void pool_sgemm_matches_reference(void **unused)
  * attached to the calling thread, which this API cannot express.) */
 static void *product_on_other_thread(void *arg)
 {
-	check_product(arg, 0, 0, 2048, 20, 64, 1, 0, 0, 24);
+	check_product(arg, 0, 0, 2048, 20, 256, 1, 0, 0, 24);
 	return NULL;
 }
 
@@ -169,16 +169,20 @@ static void sgemm_splits_only_across_the_pool_given(void **unused)
 	p = akk_pool_create(2, &e);
 	assert_non_null(p);
 	assert_int_equal(akk_pool_products(p), 0);
-	check_product(NULL, 0, 0, 2048, 20, 64, 1, 0, 0, 21);
+	check_product(NULL, 0, 0, 2048, 20, 256, 1, 0, 0, 21);
 	assert_int_equal(akk_pool_products(p), 0);
-	check_product(p, 0, 0, 2048, 20, 64, 1, 0, 0, 22);
+	check_product(p, 0, 0, 2048, 20, 256, 1, 0, 0, 22);
 	assert_int_equal(akk_pool_products(p), 1);
-	check_product(p, 0, 0, 16, 20, 64, 1, 0, 0, 23);	/* 2^14.3 < 2^21 */
+	check_product(p, 0, 0, 16, 20, 64, 1, 0, 0, 23);	/* 2^14.3 < 2^23 */
+	assert_int_equal(akk_pool_products(p), 1);
+	/* the seed's net's first product (batch 64, 784 -> 50: 2^21.3) is
+	 * not worth waking another worker for */
+	check_product(p, 0, 1, 64, 50, 784, 1, 0, 0, 26);
 	assert_int_equal(akk_pool_products(p), 1);
 	assert_int_equal(pthread_create(&t, NULL, product_on_other_thread, p), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(akk_pool_products(p), 2);
-	check_product(NULL, 1, 0, 2048, 20, 64, 1, 1, 0, 25);
+	check_product(NULL, 1, 0, 2048, 20, 256, 1, 1, 0, 25);
 	assert_int_equal(akk_pool_products(p), 2);
 	akk_pool_destroy(p);
 }

@@ -15,8 +15,13 @@
 #include "tensor/tensor.h"
 
 /* Below this many multiply-adds a product is not worth splitting: the
- * hand-off costs a few microseconds (akkctl bench shows where it pays). */
-#define MIN_MNK (1L << 21)
+ * other worker is usually asleep, and waking it costs tens of microseconds
+ * on a VM whose idle cores halt (akkctl bench --hops, cross-worker). Measured
+ * with `akkctl bench --mode flip-flop` on three networks, 2^21 / 2^23 /
+ * 2^24: seed's net 0.205-0.210 / 0.162-0.165 / 0.155-0.160 s an epoch (the
+ * sequential reference trainer: 0.16), tinynn 0.864 / 0.753-0.786 /
+ * 0.784-0.829, LeNet (200 batches) 4.31-4.44 / 3.93-4.22 / 3.84-4.07. */
+#define MIN_MNK (1L << 23)
 
 struct job {
 	int ta, tb, M, N, K;
