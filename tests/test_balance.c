@@ -85,6 +85,15 @@ static void split_by_hand(void **state)
 	assert_true(akk_balance_split(d, 5, 3, sz) == 5);
 	for (int i = 0; i < 3; i++)
 		assert_true(sz[i] >= 1);
+	/* a relu its dense layer applies costs 0 (model/profile.c); on a tie
+	 * the last part is as short as it can be, so the relu stays with its
+	 * dense layer (dense relu | dense relu dense, not dense | relu ...) */
+	{
+		const double f[] = { 10, 0, 6, 0, 4 };
+		assert_true(akk_balance_split(f, 5, 2, sz) == 10);
+		assert_int_equal(sz[0], 2);
+		assert_int_equal(sz[1], 3);
+	}
 }
 
 static void split_is_optimal(void **state)

@@ -42,13 +42,24 @@ static void check(const struct akk_dataset *d, int regression)
 {
 	size_t nx = d->n * d->in;
 
+	/* floats, or bytes when every feature is a whole number in 0..255 */
+	int bytes = d->xtype == AKK_X_U8;
+
 	if (!d->n || !d->in || d->c != 1 || d->h != 1 || d->w != (int)d->in ||
-	    d->xtype != AKK_X_F32 || !d->xf || d->x8)
+	    (d->xtype != AKK_X_F32 && !bytes) ||
+	    (bytes ? !d->x8 || d->xf : !d->xf || d->x8))
 		fuzz_violation("shape: %zu samples of %zu (%d x %d x %d), type %d",
 			       d->n, d->in, d->c, d->h, d->w, (int)d->xtype);
-	for (size_t i = 0; i < nx; i++)
-		if (!isfinite(d->xf[i]))
-			fuzz_violation("feature %zu is %g", i, (double)d->xf[i]);
+	int whole = 1;
+	for (size_t i = 0; i < nx; i++) {
+		float v = akk_dataset_x(d, i);
+		if (!isfinite(v))
+			fuzz_violation("feature %zu is %g", i, (double)v);
+		whole &= v >= 0 && v <= 255 && v == (float)(int)v;
+	}
+	if (whole != bytes)
+		fuzz_violation("%s features kept as %s", whole ? "byte-valued" : "other",
+			       bytes ? "bytes" : "floats");
 	if (regression) {
 		if (d->targets < 1 || !d->y || d->labels || d->classes)
 			fuzz_violation("regression: %d targets, labels %p, %d classes",
