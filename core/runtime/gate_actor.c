@@ -217,10 +217,7 @@ static int gate_run(struct akk_actor *t)
 		akk_workers_poke(&a->run->workers);
 		return 0;
 	}
-	pthread_mutex_lock(&box->mu);
-	rc = box->count > 0;
-	pthread_mutex_unlock(&box->mu);
-	return rc;
+	return akk_mailbox_pending(box);
 }
 
 void akk_gate_actor_attach(struct akk_gate_actor *a)

@@ -71,16 +71,31 @@ int akk_mailbox_send(struct akk_mailbox *mb, const void *item)
 	return 0;
 }
 
+/* Items in the box, and whether it is closed. */
+static size_t count(struct akk_mailbox *mb, int *closed)
+{
+	size_t n;
+
+	pthread_mutex_lock(&mb->mu);
+	n = mb->count;
+	*closed = mb->closed;
+	pthread_mutex_unlock(&mb->mu);
+	return n;
+}
+
+int akk_mailbox_pending(struct akk_mailbox *mb)
+{
+	int closed;
+
+	return count(mb, &closed) > 0;
+}
+
 /* Something to receive, or closed. */
 static int ready(void *arg)
 {
-	struct akk_mailbox *mb = arg;
-	int r;
+	int closed;
 
-	pthread_mutex_lock(&mb->mu);
-	r = mb->count > 0 || mb->closed;
-	pthread_mutex_unlock(&mb->mu);
-	return r;
+	return count(arg, &closed) > 0 || closed;
 }
 
 int akk_mailbox_recv(struct akk_mailbox *mb, void *item)

@@ -44,6 +44,8 @@ void akk_mailbox_help(struct akk_mailbox *mb, struct akk_workers *w);
 int akk_mailbox_send(struct akk_mailbox *mb, const void *item);
 /* Copy the oldest item out; blocks while empty. -1 when closed. */
 int akk_mailbox_recv(struct akk_mailbox *mb, void *item);
+/* Whether an item waits: an actor's run says so to be run again. */
+int akk_mailbox_pending(struct akk_mailbox *mb);
 /* Copy the oldest item out if there is one: 0 done, 1 empty, -1 closed. */
 int akk_mailbox_tryrecv(struct akk_mailbox *mb, void *item);
 void akk_mailbox_close(struct akk_mailbox *mb);

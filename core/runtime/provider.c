@@ -106,14 +106,10 @@ static int provider_run(struct akk_actor *t)
 	struct akk_provider *p = (struct akk_provider *)
 		((char *)t - offsetof(struct akk_provider, task));
 	struct akk_batch *b;
-	int more;
 
 	if (akk_mailbox_tryrecv(&p->free, &b) || fill_one(p, b))
 		return 0;
-	pthread_mutex_lock(&p->free.mu);
-	more = p->free.count > 0;
-	pthread_mutex_unlock(&p->free.mu);
-	return more;
+	return akk_mailbox_pending(&p->free);
 }
 
 void akk_provider_start_on(struct akk_provider *p, struct akk_workers *w)
