@@ -91,6 +91,8 @@ static void push_shared(struct akk_workers *w, struct akk_actor *t, int wake)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Take the oldest of the shared queue; when more are left, wake a
+ * sleeping worker for them. */
 static struct akk_actor *pop_shared(struct akk_workers *w)
 {
 	struct akk_actor *t;
@@ -102,6 +104,8 @@ static struct akk_actor *pop_shared(struct akk_workers *w)
 		if (!w->head)
 			w->tail = NULL;
 		t->link = NULL;
+		if (w->head && w->idlers)
+			bump(w, WAKE_IDLE);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return t;
@@ -180,11 +184,6 @@ static int run_one(struct akk_workers *w, int self)
 		w->ctx[self].st.handoffs++;
 	} else if ((t = pop_shared(w))) {
 		w->ctx[self].st.steals++;
-		/* more than one was runnable: wake a sleeper for the rest */
-		pthread_mutex_lock(&w->mu);
-		if (w->head && w->idlers)
-			bump(w, WAKE_IDLE);
-		pthread_mutex_unlock(&w->mu);
 	} else {
 		return 0;
 	}
