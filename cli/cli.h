@@ -11,9 +11,22 @@
 /* Exit codes (akkctl(1)). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
+/* What a command takes after its options (git's RUN_SETUP | ...): one
+ * operand, named in the usage and the error when it is missing; with
+ * CLI_INPUTS one INPUT or more after it. cli_operands checks them. */
+enum cli_needs {
+	CLI_NO_OPERAND = 0,
+	CLI_CONFIG = 1 << 0,		/* CONFIG */
+	CLI_CHECKPOINT = 1 << 1,	/* CHECKPOINT|DIR */
+	CLI_RUNDIR = 1 << 2,		/* RUNDIR|METRICS.csv */
+	CLI_INPUTS = 1 << 3,		/* then INPUT... */
+	CLI_ANY_OPERANDS = 1 << 4,	/* the command checks them itself */
+};
+
 struct cli_command {
 	const char *name;
 	int (*run)(int argc, char **argv);
+	int needs;		/* enum cli_needs */
 	const char *usage;	/* the synopsis and options, for --help */
 	const char *summary;	/* one line for the command list */
 	const char *details;	/* what it does and prints, for --help only
@@ -28,6 +41,11 @@ int cli_report(const struct akk_err *e, int code);
 int cli_errorf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "usage: ..." of a command on stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *command);
+/* After getopt_long: the operands argv[optind..argc) are what the
+ * command's table row needs, else "akkctl: train needs a CONFIG" (or
+ * "unexpected argument 'X'") and the usage on stderr. Returns EXIT_OK or
+ * EXIT_USAGE. */
+int cli_operands(const char *command, int argc, char **argv);
 /* Print the command's usage and details on stdout and return EXIT_OK. */
 int cli_help(const char *command);
 /* After getopt_long returned '?' or ':' (optstrings start with ':' and

@@ -576,10 +576,8 @@ int cmd_bench(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (optind != argc) {
-		cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
-		goto usage;
-	}
+	if ((rc = cli_operands("bench", argc, argv)) != EXIT_OK)
+		goto out;
 	if (hops) {
 		rc = bench_hops(200000);
 		goto out;

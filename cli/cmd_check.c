@@ -162,13 +162,9 @@ int cmd_check(int argc, char **argv)
 			return cli_bad_option("check", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
+	if (cli_operands("check", argc, argv)) {
 		free(sets);
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "check needs a CONFIG");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("check");
+		return EXIT_USAGE;
 	}
 	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
 		free(sets);

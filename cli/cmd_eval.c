@@ -195,13 +195,8 @@ int cmd_eval(int argc, char **argv)
 		default: return cli_bad_option("eval", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "eval needs a CHECKPOINT");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("eval");
-	}
+	if (cli_operands("eval", argc, argv))
+		return EXIT_USAGE;
 	if (dir && (images || labels))
 		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
 	if (!images != !labels)

@@ -70,13 +70,8 @@ int cmd_export(int argc, char **argv)
 		default: return cli_bad_option("export", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "export needs a CHECKPOINT");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("export");
-	}
+	if (cli_operands("export", argc, argv))
+		return EXIT_USAGE;
 	if (!onnx || !*onnx) {
 		cli_errorf(EXIT_USAGE, "export needs --onnx FILE");
 		return cli_usage_error("export");

@@ -42,13 +42,8 @@ int cmd_inspect(int argc, char **argv)
 			return cli_help("inspect");
 		return cli_bad_option("inspect", c, argv);
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "inspect needs a CHECKPOINT");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("inspect");
-	}
+	if (cli_operands("inspect", argc, argv))
+		return EXIT_USAGE;
 	switch (ckpt_pick(argv[optind], 0, &path, &e)) {
 	case -1: return cli_report(&e, EXIT_USAGE);
 	case 1: fprintf(stderr, "using '%s'\n", path); break;

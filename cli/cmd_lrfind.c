@@ -197,13 +197,8 @@ int cmd_lrfind(int argc, char **argv)
 			return cli_bad_option("lr-find", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "lr-find needs a CONFIG");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		goto usage;
-	}
+	if ((rc = cli_operands("lr-find", argc, argv)) != EXIT_OK)
+		goto out;
 	if (!(hi > lo)) {
 		cli_errorf(EXIT_USAGE, "--max %g must be greater than --min %g", hi, lo);
 		goto usage;

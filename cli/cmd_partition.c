@@ -114,13 +114,8 @@ int cmd_partition(int argc, char **argv)
 			return cli_bad_option("partition", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "partition needs a CONFIG");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("partition");
-	}
+	if (cli_operands("partition", argc, argv))
+		return EXIT_USAGE;
 	if (akk_spec_load(&s, argv[optind], NULL, 0, &e))
 		return cli_report(&e, EXIT_USAGE);
 	if (!s.auto_gates) {

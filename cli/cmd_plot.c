@@ -80,13 +80,8 @@ int cmd_plot(int argc, char **argv)
 		default: return cli_bad_option("plot", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "plot needs a RUNDIR");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		return cli_usage_error("plot");
-	}
+	if (cli_operands("plot", argc, argv))
+		return EXIT_USAGE;
 	if (out && !*out)
 		return cli_errorf(EXIT_USAGE, "option '--out' needs a file name");
 	arg = argv[optind];

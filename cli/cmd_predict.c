@@ -181,11 +181,8 @@ int cmd_predict(int argc, char **argv)
 		default: return cli_bad_option("predict", c, argv);
 		}
 	}
-	if (argc - optind < 2) {
-		cli_errorf(EXIT_USAGE, optind == argc ? "predict needs a CHECKPOINT and an INPUT"
-						      : "predict needs an INPUT");
-		return cli_usage_error("predict");
-	}
+	if (cli_operands("predict", argc, argv))
+		return EXIT_USAGE;
 	/* the stored config's data: the default format of the inputs and how
 	 * its readers take them (csv options, layout) */
 	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &spec, &e))

@@ -494,9 +494,53 @@ static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
 	return 0;
 }
 
-/* akkctl train; fold: 0, or the fold this run holds out (train_folds.h),
- * whose result goes to *res. */
-static int train_run(int argc, char **argv, int fold, struct train_fold_result *res)
+/* The options of akkctl train, as parsed once; every fold's run reads them. */
+struct train_opts {
+	const char *config;		/* the CONFIG operand */
+	const char *out, *resume;	/* --out, --resume, or NULL */
+	const char **sets;		/* the overrides, nsets of them */
+	char **words;			/* the same options as given, nwords,
+					 * for the command that resumes */
+	char **owned;			/* what to free, nowned */
+	int nsets, nwords, nowned;
+	int force, quiet, profile;
+};
+
+/* One run's state, from the spec to the summary; train_release frees it. */
+struct train_state {
+	const struct train_opts *o;
+	int fold;			/* 0, or the fold held out */
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_dataset train, val;
+	struct akk_checkpoint ck;
+	struct akk_world world;
+	struct akk_run *run;
+	struct train_ui ui;
+	struct akk_err e;
+	int *gate_rank;			/* NULL: one process, or data parallel */
+	uint32_t *heldout;		/* a validation split's indices */
+	size_t nheldout;
+	char *metrics, *ckpath, *passed, *resume_dir, *base_dir, *cfgdir;
+	int dp, have_val, user_quiet, start_over, dropped_best;
+	int rc;				/* the exit status so far */
+};
+
+/* What a step tells the run: go on, report st->e with st->rc, or stop
+ * with st->rc (nothing to report, or reported already). */
+enum train_next { TRAIN_GO_ON = 0, TRAIN_REPORT, TRAIN_STOP };
+
+static void train_opts_release(struct train_opts *o)
+{
+	for (int i = 0; i < o->nowned; i++)
+		free(o->owned[i]);
+	free(o->owned);
+	free(o->words);
+	free(o->sets);
+}
+
+/* Parse argv into *o: -1 to go on, else the exit status. */
+static int train_parse(int argc, char **argv, struct train_opts *o)
 {
 	static const struct option opts[] = {
 		{ "mode", required_argument, NULL, 'm' },
@@ -510,422 +554,497 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	/* sets: the overrides; words: the same options as given, for the
-	 * resume command; owned: what to free */
-	const char **sets = calloc(argc + 2, sizeof(*sets));
-	char **words = calloc(2 * (size_t)argc + 2, sizeof(*words));
-	char **owned = calloc(argc + 2, sizeof(*owned));
-	char *metrics = NULL, *ckpath = NULL, *passed = NULL, *resume_dir = NULL;
-	char *base_dir = NULL, *cfgdir = NULL;
-	const char *out = NULL, *resume = NULL;
-	struct train_ui ui = { 0 };
-	int user_quiet, force = 0, start_over = 0, dropped_best = 0;
-	struct akk_spec s = { 0 };
-	struct akk_model m = { 0 };
-	struct akk_dataset train = { 0 }, val = { 0 };
-	struct akk_run *run = NULL;
-	struct akk_err e = { 0 };
-	struct akk_checkpoint ck = { 0 };
-	struct akk_world world = { 0 };
-	int *gate_rank = NULL, dp = 0;
-	uint32_t *heldout = NULL;	/* a validation split's indices */
-	size_t nheldout = 0;
-	long counts[3];
-	pthread_t sigthread;
-	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val;
-	int profile = 1;
+	int c, rc;
 
-	if (!sets || !words || !owned) {
-		free(sets);
-		free(words);
-		free(owned);
+	*o = (struct train_opts){ .profile = 1 };
+	o->sets = calloc(argc + 2, sizeof(*o->sets));
+	o->words = calloc(2 * (size_t)argc + 2, sizeof(*o->words));
+	o->owned = calloc(argc + 2, sizeof(*o->owned));
+	if (!o->sets || !o->words || !o->owned)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":m:e:o:r:s:fqPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 		case 'e':
-			if (!(owned[nowned] = set_of(c == 'm' ? "schedule.mode" : "schedule.epochs",
-						     optarg))) {
-				rc = cli_errorf(EXIT_RUNTIME, "out of memory");
-				goto free_args;
-			}
-			sets[nsets++] = owned[nowned++];
-			words[nwords++] = c == 'm' ? "--mode" : "--epochs";
-			words[nwords++] = optarg;
+			if (!(o->owned[o->nowned] = set_of(c == 'm' ? "schedule.mode" :
+							   "schedule.epochs", optarg)))
+				return cli_errorf(EXIT_RUNTIME, "out of memory");
+			o->sets[o->nsets++] = o->owned[o->nowned++];
+			o->words[o->nwords++] = c == 'm' ? "--mode" : "--epochs";
+			o->words[o->nwords++] = optarg;
 			break;
 		case 'o':
-			out = optarg;
+			o->out = optarg;
 			break;
 		case 'r':
-			resume = optarg;
+			o->resume = optarg;
 			break;
 		case 's':
-			sets[nsets++] = optarg;
-			words[nwords++] = "--set";
-			words[nwords++] = optarg;
+			o->sets[o->nsets++] = optarg;
+			o->words[o->nwords++] = "--set";
+			o->words[o->nwords++] = optarg;
 			break;
 		case 'f':
-			force = 1;
+			o->force = 1;
 			break;
 		case 'q':
-			ui.quiet = 1;
+			o->quiet = 1;
 			break;
 		case 'P':
-			profile = 0;
+			o->profile = 0;
 			break;
 		case 'h':
-			rc = cli_help("train");
-			goto free_args;
+			return cli_help("train");
 		default:
-			rc = cli_bad_option("train", c, argv);
-			goto free_args;
+			return cli_bad_option("train", c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		if (optind == argc)
-			cli_errorf(EXIT_USAGE, "train needs a CONFIG");
-		else
-			cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
-		rc = cli_usage_error("train");
-		goto free_args;
-	}
-	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
-		rc = cli_report(&e, EXIT_USAGE);
-		goto free_args;
-	}
-	if (s.data.folds && !fold) {
-		rc = train_folds(argc, argv, &s, out ? out : s.out.dir, resume);
-		goto out;
-	}
-	user_quiet = ui.quiet;
-	if (cli_auto_split(&s, resume, profile, &e) ||
-	    akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
-		goto report;
-	/* The checkpoint, of this network (checked first: a mismatch is one
-	 * whatever the epoch); a resume continues in the checkpoint's own
-	 * directory unless --out says otherwise. */
-	if (resume) {
-		struct stat st;
-		int r = ckpt_resolve(resume, &m, &ck, &ckpath, &passed, &e);
+	if ((rc = cli_operands("train", argc, argv)) != EXIT_OK)
+		return rc;
+	o->config = argv[optind];
+	return -1;
+}
+
+/* The checkpoint, of this network (checked first: a mismatch is one
+ * whatever the epoch); a resume continues in the checkpoint's own
+ * directory unless --out says otherwise; a fold runs in its own. */
+static enum train_next train_resume(struct train_state *st)
+{
+	const struct train_opts *o = st->o;
+	struct akk_err *e = &st->e;
+
+	if (o->resume) {
+		struct stat sb;
+		int r = ckpt_resolve(o->resume, &st->m, &st->ck, &st->ckpath, &st->passed, e);
 		char *dirbuf;
 
 		if (r < 0)
-			goto report;
-		if (!stat(resume, &st) && S_ISDIR(st.st_mode))
-			resume_dir = strdup(resume);
-		else if ((dirbuf = strdup(resume))) {
-			resume_dir = strdup(dirname(dirbuf));
+			return TRAIN_REPORT;
+		if (!stat(o->resume, &sb) && S_ISDIR(sb.st_mode))
+			st->resume_dir = strdup(o->resume);
+		else if ((dirbuf = strdup(o->resume))) {
+			st->resume_dir = strdup(dirname(dirbuf));
 			free(dirbuf);
 		}
-		if (!resume_dir) {
-			akk_err_set(&e, "out of memory");
-			goto report;
+		if (!st->resume_dir) {
+			akk_err_set(e, "out of memory");
+			return TRAIN_REPORT;
 		}
 		if (r == 1) {
 			/* a directory without a checkpoint: a run killed before
 			 * its first one starts over; an empty one is an error */
 			char *files = NULL;
-			if (run_dir_files(resume, s.out.metrics, &files, &e))
-				goto report;
+			if (run_dir_files(o->resume, st->s.out.metrics, &files, e))
+				return TRAIN_REPORT;
 			if (!files) {
-				akk_err_set(&e, "--resume: no readable checkpoint in '%s'", resume);
-				goto report;
+				akk_err_set(e, "--resume: no readable checkpoint in '%s'", o->resume);
+				return TRAIN_REPORT;
 			}
 			free(files);
-			start_over = 1;
+			st->start_over = 1;
 		}
 	}
-	if (out || resume) {
-		free(s.out.dir);
-		if (!(s.out.dir = strdup(out ? out : resume_dir))) {
-			akk_err_set(&e, "out of memory");
-			goto report;
+	if (o->out || o->resume) {
+		free(st->s.out.dir);
+		if (!(st->s.out.dir = strdup(o->out ? o->out : st->resume_dir))) {
+			akk_err_set(e, "out of memory");
+			return TRAIN_REPORT;
 		}
 	}
-	if (fold) {	/* each fold's run in its own directory */
+	if (st->fold) {	/* each fold's run in its own directory */
 		char name[32], *dir;
 
-		snprintf(name, sizeof(name), "fold-%d", fold);
-		if (!(dir = ckpt_join(s.out.dir, name, &e)))
-			goto report;
-		free(s.out.dir);
-		s.out.dir = dir;
+		snprintf(name, sizeof(name), "fold-%d", st->fold);
+		if (!(dir = ckpt_join(st->s.out.dir, name, e)))
+			return TRAIN_REPORT;
+		free(st->s.out.dir);
+		st->s.out.dir = dir;
 	}
-	if (check_dir_length(&s, out, &e))
-		goto report;
-	if (resume && !start_over && ck.pos.epoch >= s.sched.epochs) {
+	if (check_dir_length(&st->s, o->out, e))
+		return TRAIN_REPORT;
+	if (o->resume && !st->start_over && st->ck.pos.epoch >= st->s.sched.epochs) {
 		fprintf(stderr, "akkctl: '%s' has already trained %d of %d epochs; raise --epochs to go on\n",
-			ckpath, ck.pos.epoch, s.sched.epochs);
-		rc = EXIT_OK;
-		goto out;
+			st->ckpath, st->ck.pos.epoch, st->s.sched.epochs);
+		st->rc = EXIT_OK;
+		return TRAIN_STOP;
 	}
-	/* Rank 0 reads the data; in a pipeline the others need only the
-	 * sample counts, with data parallelism each reads its own. */
-	dp = s.sched.data_parallel && world.size > 1;
-	akk_spec_scale_lr(&s, dp ? world.size : 1);	/* lr_scaling */
-	have_val = akk_data_has(&s.data, AKK_DATA_VAL) || s.data.split > 0 || fold;
-	if (dp && world.rank != 0 &&
-	    (akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
-	     hold_out(&s, resume && !start_over ? &ck : NULL, fold, &train, &val,
-		      &heldout, &nheldout, &e))) {
-		rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
-		goto report;
+	return TRAIN_GO_ON;
+}
+
+/* Rank 0 reads the data; in a pipeline the others need only the sample
+ * counts, with data parallelism each reads its own. */
+static enum train_next train_load(struct train_state *st)
+{
+	const struct train_opts *o = st->o;
+	struct akk_spec *s = &st->s;
+	struct akk_err *e = &st->e;
+	const struct akk_checkpoint *ck = o->resume && !st->start_over ? &st->ck : NULL;
+	long counts[3];
+
+	st->dp = s->sched.data_parallel && st->world.size > 1;
+	akk_spec_scale_lr(s, st->dp ? st->world.size : 1);	/* lr_scaling */
+	st->have_val = akk_data_has(&s->data, AKK_DATA_VAL) || s->data.split > 0 || st->fold;
+	if (st->dp && st->world.rank != 0 &&
+	    (akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
+	     hold_out(s, ck, st->fold, &st->train, &st->val, &st->heldout, &st->nheldout, e))) {
+		st->rc = EXIT_RUNTIME;	/* rank 0 would wait for this one: abort */
+		return TRAIN_REPORT;
 	}
-	if (world.rank == 0 &&
-	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
-	     akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
-	     (akk_data_has(&s.data, AKK_DATA_VAL) &&
-	      (akk_data_open(&val, &s.data, AKK_DATA_VAL, &e) ||
-	       /* named CSV classes: numbered as in train (h13csv) */
-	       (!strcmp(s.data.format, "csv") &&
-		akk_csv_match_classes(&val, train.class_names, train.classes,
-				      s.data.val_file, &e)))) ||
-	     hold_out(&s, resume && !start_over ? &ck : NULL, fold, &train, &val,
-		      &heldout, &nheldout, &e)))
+	if (st->world.rank == 0 &&
+	    (check_run_dir(s, &st->m, o->resume, o->resume ? st->resume_dir : NULL, &st->ck,
+			   o->force, e) ||
+	     akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
+	     (akk_data_has(&s->data, AKK_DATA_VAL) &&
+	      (akk_data_open(&st->val, &s->data, AKK_DATA_VAL, e) ||
+	       /* named CSV classes: numbered as in train */
+	       (!strcmp(s->data.format, "csv") &&
+		akk_csv_match_classes(&st->val, st->train.class_names, st->train.classes,
+				      s->data.val_file, e)))) ||
+	     hold_out(s, ck, st->fold, &st->train, &st->val, &st->heldout, &st->nheldout, e)))
 		counts[0] = -1;
 	else
-		counts[0] = (long)train.n;
-	counts[1] = (long)val.n;
-	if (counts[0] >= 0 && world.rank == 0 &&
-	    akk_run_check_data(&m, &train, have_val ? &val : NULL, &e))
+		counts[0] = (long)st->train.n;
+	counts[1] = (long)st->val.n;
+	if (counts[0] >= 0 && st->world.rank == 0 &&
+	    akk_run_check_data(&st->m, &st->train, st->have_val ? &st->val : NULL, e))
 		counts[0] = -1;	/* bad input: every rank exits 2 */
-	if (akk_world_bcast(&world, counts, 2)) {
-		akk_err_set(&e, "cannot broadcast the sample counts");
-		goto report;
+	if (akk_world_bcast(&st->world, counts, 2)) {
+		akk_err_set(e, "cannot broadcast the sample counts");
+		return TRAIN_REPORT;
 	}
-	if (counts[0] < 0) {
-		if (world.rank == 0)
-			goto report;
-		goto out;	/* rank 0 reports it */
+	if (counts[0] < 0)
+		return st->world.rank == 0 ? TRAIN_REPORT : TRAIN_STOP;	/* rank 0 says it */
+	if (st->dp && cli_check_split(s, &st->world, (size_t)counts[0], e))
+		return TRAIN_REPORT;	/* EXIT_USAGE, the same on every rank */
+	if (st->world.rank != 0) {
+		if (!st->dp)
+			st->train.n = (size_t)counts[0];
+		st->val.n = (size_t)counts[1];
+		st->have_val = st->have_val && !st->dp;	/* rank 0 alone validates */
+		st->ui.quiet = 1;
 	}
-	if (dp && cli_check_split(&s, &world, (size_t)counts[0], &e))
-		goto report;	/* EXIT_USAGE, the same on every rank */
-	if (world.rank != 0) {
-		if (!dp)
-			train.n = (size_t)counts[0];
-		val.n = (size_t)counts[1];
-		have_val = have_val && !dp;	/* rank 0 alone validates */
-		ui.quiet = 1;
-	}
-	if (resume && !start_over &&
-	    akk_checkpoint_position(&ck, s.sched.batch_size, dp ? world.size : 1,
-				    train.n, ckpath, &e))
-		goto report;	/* exit 2: the position does not fit this run */
-	rc = EXIT_RUNTIME;
-	if (!(metrics = ckpt_join(s.out.dir, s.out.metrics, &e)))
-		goto report;
-	/* The run directory: cleared for --force, created, rid of temporary
-	 * files a kill left, and its metrics cut back to the checkpoint. */
-	if (world.rank == 0) {
-		if ((force && run_dir_clear(s.out.dir, s.out.metrics, &e)) ||
-		    mkdirs(s.out.dir, &e) ||
-		    run_dir_remove_temps(s.out.dir, s.out.metrics, &e))
-			goto report;
-		if (resume && akk_metrics_truncate_for(metrics, ck.pos.epoch, lr_columns(&s),
-						       s.data.task == AKK_TASK_REGRESSION,
-						       s.out.best_by == AKK_BEST_LOSS,
-						       &ui.best, &e)) {
-			rc = EXIT_USAGE;
-			goto report;
-		}
-		if (resume && run_dir_drop_later_best(s.out.dir, &m, &ck.pos, &dropped_best, &e))
-			goto report;
-	}
-	ui.ckpt.spec = &s;
-	ui.ckpt.dir = s.out.dir;
-	ui.ckpt.every = s.out.checkpoint_every;
-	ui.ckpt.keep = s.out.keep;
-	ui.ckpt.metrics.best_val_loss = -1;	/* none yet */
-	if (resume && !start_over)
-		ui.ckpt.metrics = ck.metrics;
-	if (!(cfgdir = realpath(argv[optind], NULL))) {
-		akk_err_set(&e, "cannot resolve '%s': %s", argv[optind], strerror(errno));
-		goto report;
-	}
-	if (!(base_dir = strdup(dirname(cfgdir)))) {
-		akk_err_set(&e, "out of memory");
-		goto report;
-	}
-	ui.ckpt.base_dir = base_dir;
-	{
-		struct akk_run_config cfg = {
-			.mode = s.sched.mode, .epochs = s.sched.epochs,
-			.blas_threads = s.sched.threads,
-			.metrics_path = world.rank == 0 ? metrics : NULL,
-			.obs = { &ui, progress, world.rank == 0 ? epoch_end : NULL },
-			.start = ck.pos,
-			.rank = world.rank, .gate_rank = gate_rank,
-			.shards = dp ? world.size : 1,
-			/* issue 13 (h13core): the data section */
-			.pre = resume && !start_over && ck.pre.in ? &ck.pre : NULL,
-			.heldout = heldout, .nheldout = nheldout,
-			.class_names = train.class_names,
-			.nclass_names = train.class_names ? train.classes : 0,
-		};
-		/* Ranks on one machine share its cores. */
-		if (!cfg.blas_threads && world.local_size > 1) {
-			struct akk_schedule plan;
-			int cores = akk_cores() / world.local_size;
+	if (ck && akk_checkpoint_position(&st->ck, s->sched.batch_size,
+					  st->dp ? st->world.size : 1, st->train.n,
+					  st->ckpath, e))
+		return TRAIN_REPORT;	/* exit 2: the position does not fit this run */
+	return TRAIN_GO_ON;
+}
 
-			if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
-					      0, cores > 1 ? cores : 1, &e))
-				goto report;
-			cfg.blas_threads = plan.compute_threads;
+/* The run directory: cleared for --force, created, rid of temporary files
+ * a kill left, and its metrics cut back to the checkpoint; then the
+ * checkpoint policy. */
+static enum train_next train_prepare(struct train_state *st)
+{
+	const struct train_opts *o = st->o;
+	struct akk_spec *s = &st->s;
+	struct akk_err *e = &st->e;
+
+	st->rc = EXIT_RUNTIME;
+	if (!(st->metrics = ckpt_join(s->out.dir, s->out.metrics, e)))
+		return TRAIN_REPORT;
+	if (st->world.rank == 0) {
+		if ((o->force && run_dir_clear(s->out.dir, s->out.metrics, e)) ||
+		    mkdirs(s->out.dir, e) ||
+		    run_dir_remove_temps(s->out.dir, s->out.metrics, e))
+			return TRAIN_REPORT;
+		if (o->resume && akk_metrics_truncate_for(st->metrics, st->ck.pos.epoch,
+							  lr_columns(s),
+							  s->data.task == AKK_TASK_REGRESSION,
+							  s->out.best_by == AKK_BEST_LOSS,
+							  &st->ui.best, e)) {
+			st->rc = EXIT_USAGE;
+			return TRAIN_REPORT;
 		}
-		ui.tty = progress_enabled(2);
-		/* the data was checked above: what fails here is the run's
-		 * own setup (memory, threads, the metrics file) */
-		if (!(run = akk_run_create(&m, &train, have_val ? &val : NULL, &cfg, &e)))
-			goto report;
+		if (o->resume && run_dir_drop_later_best(s->out.dir, &st->m, &st->ck.pos,
+							 &st->dropped_best, e))
+			return TRAIN_REPORT;
 	}
-	if (resume && !start_over) {
-		if (akk_run_restore(run, &ck, ckpath, &e)) {
-			rc = EXIT_USAGE;
-			goto report;
-		}
-		if (!ui.quiet) {
-			fprintf(stderr, "resuming from '%s' at epoch %d, batch %ld (step %ld)\n",
-				ckpath, ck.pos.epoch + 1, ck.pos.index, ck.pos.id);
-			if (passed)
-				fputs(passed, stderr);
-		}
-	} else if (start_over && !ui.quiet) {
-		fprintf(stderr, "no checkpoint in '%s' yet: starting over from epoch 1\n", resume);
+	st->ui.ckpt.spec = s;
+	st->ui.ckpt.dir = s->out.dir;
+	st->ui.ckpt.every = s->out.checkpoint_every;
+	st->ui.ckpt.keep = s->out.keep;
+	st->ui.ckpt.metrics.best_val_loss = -1;	/* none yet */
+	if (o->resume && !st->start_over)
+		st->ui.ckpt.metrics = st->ck.metrics;
+	if (!(st->cfgdir = realpath(o->config, NULL))) {
+		akk_err_set(e, "cannot resolve '%s': %s", o->config, strerror(errno));
+		return TRAIN_REPORT;
 	}
-	if (dropped_best && !ui.quiet)
+	if (!(st->base_dir = strdup(dirname(st->cfgdir)))) {
+		akk_err_set(e, "out of memory");
+		return TRAIN_REPORT;
+	}
+	st->ui.ckpt.base_dir = st->base_dir;
+	return TRAIN_GO_ON;
+}
+
+/* The run itself, from the spec, the data and the checkpoint; a resumed
+ * run takes the checkpoint's weights. */
+static enum train_next train_configure(struct train_state *st)
+{
+	const struct akk_spec *s = &st->s;
+	int resumed = st->o->resume && !st->start_over, rank = st->world.rank;
+	struct akk_run_config cfg = {
+		.mode = s->sched.mode, .epochs = s->sched.epochs,
+		.blas_threads = s->sched.threads,
+		.metrics_path = rank == 0 ? st->metrics : NULL,
+		.obs = { &st->ui, progress, rank == 0 ? epoch_end : NULL },
+		.start = st->ck.pos,
+		.rank = rank, .gate_rank = st->gate_rank,
+		.shards = st->dp ? st->world.size : 1,
+		.pre = resumed && st->ck.pre.in ? &st->ck.pre : NULL,
+		.heldout = st->heldout, .nheldout = st->nheldout,
+		.class_names = st->train.class_names,
+		.nclass_names = st->train.class_names ? st->train.classes : 0,
+	};
+
+	/* Ranks on one machine share its cores. */
+	if (!cfg.blas_threads && st->world.local_size > 1) {
+		struct akk_schedule plan;
+		int cores = akk_cores() / st->world.local_size;
+
+		if (akk_schedule_plan(&plan, s->sched.mode, &s->sched, st->m.ngates,
+				      0, cores > 1 ? cores : 1, &st->e))
+			return TRAIN_REPORT;
+		cfg.blas_threads = plan.compute_threads;
+	}
+	st->ui.tty = progress_enabled(2);
+	/* the data was checked before: what fails here is the run's own
+	 * setup (memory, threads, the metrics file) */
+	if (!(st->run = akk_run_create(&st->m, &st->train, st->have_val ? &st->val : NULL,
+				       &cfg, &st->e)))
+		return TRAIN_REPORT;
+	if (resumed && akk_run_restore(st->run, &st->ck, st->ckpath, &st->e)) {
+		st->rc = EXIT_USAGE;
+		return TRAIN_REPORT;
+	}
+	return TRAIN_GO_ON;
+}
+
+/* What the run is about to do, on stderr (unless --quiet). */
+static void train_announce(const struct train_state *st)
+{
+	const struct akk_spec *s = &st->s;
+	int threads = akk_run_stats(st->run).compute_threads;
+
+	if (st->ui.quiet)
+		return;
+	if (st->o->resume && !st->start_over) {
+		fprintf(stderr, "resuming from '%s' at epoch %d, batch %ld (step %ld)\n",
+			st->ckpath, st->ck.pos.epoch + 1, st->ck.pos.index, st->ck.pos.id);
+		if (st->passed)
+			fputs(st->passed, stderr);
+	} else if (st->start_over) {
+		fprintf(stderr, "no checkpoint in '%s' yet: starting over from epoch 1\n",
+			st->o->resume);
+	}
+	if (st->dropped_best)
 		fprintf(stderr, "removed '%s/best.bin': saved after the point this run resumes from\n",
-			s.out.dir);
-	if (!ui.quiet) {
-		fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
-			s.name, akk_mode_name(s.sched.mode), m.ngates, m.nparams,
-			train.n, have_val ? val.n : 0, akk_run_stats(run).compute_threads,
-			akk_run_stats(run).compute_threads == 1 ? "" : "s");
-		if (dp)
-			fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
-				world.size, s.sched.batch_size, s.sched.batch_size * world.size);
-		if (gate_rank) {
-			fprintf(stderr, "placement: ");
-			for (int i = 0; i < m.ngates; i++)
-				fprintf(stderr, "%sgate %d on rank %d", i ? ", " : "",
-					i + 1, gate_rank[i]);
-			fprintf(stderr, " (%d ranks; rank 0 runs the sentinel)\n", world.size);
-		}
+			s->out.dir);
+	fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
+		s->name, akk_mode_name(s->sched.mode), st->m.ngates, st->m.nparams,
+		st->train.n, st->have_val ? st->val.n : 0, threads, threads == 1 ? "" : "s");
+	if (st->dp)
+		fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
+			st->world.size, s->sched.batch_size, s->sched.batch_size * st->world.size);
+	if (st->gate_rank) {
+		fprintf(stderr, "placement: ");
+		for (int i = 0; i < st->m.ngates; i++)
+			fprintf(stderr, "%sgate %d on rank %d", i ? ", " : "",
+				i + 1, st->gate_rank[i]);
+		fprintf(stderr, " (%d ranks; rank 0 runs the sentinel)\n", st->world.size);
 	}
+}
+
+/* Train, with the signal thread standing by; then, every thread stopped,
+ * the final state, complete or interrupted (under MPI, rank 0 gathered
+ * the other ranks' gates at the drain). */
+static enum train_next train_execute(struct train_state *st)
+{
+	struct akk_run *run = st->run;
+	pthread_t sigthread;
+
 	if (signals_start(run, &sigthread)) {
-		akk_err_set(&e, "cannot start the signal thread: %s", strerror(errno));
-		goto report;
+		akk_err_set(&st->e, "cannot start the signal thread: %s", strerror(errno));
+		return TRAIN_REPORT;
 	}
-	ui.start = ui.epoch_mark = akk_now();
-	rc = akk_run_train(run, &e) ? EXIT_RUNTIME :
-	     akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+	st->ui.start = st->ui.epoch_mark = akk_now();
+	st->rc = akk_run_train(run, &st->e) ? EXIT_RUNTIME :
+		 akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 	signals_stop(sigthread);
 	/* where training stopped, which only rank 0's sentinel knows in a
 	 * pipeline (every rank reaches here: failures abort) */
-	if (world.size > 1 && rc != EXIT_RUNTIME && akk_run_agree_position(run, &world)) {
-		akk_err_set(&e, "MPI: cannot share where training stopped");
-		rc = EXIT_RUNTIME;
-		goto report;
+	if (st->world.size > 1 && st->rc != EXIT_RUNTIME &&
+	    akk_run_agree_position(run, &st->world)) {
+		akk_err_set(&st->e, "MPI: cannot share where training stopped");
+		st->rc = EXIT_RUNTIME;
+		return TRAIN_REPORT;
 	}
-	if ((gate_rank || dp) && !user_quiet) {
+	if ((st->gate_rank || st->dp) && !st->user_quiet) {
 		struct akk_run_stats rs = akk_run_stats(run);
-		long steps = rs.pos.id - ck.pos.id;
-		struct akk_link_stats st = rs.link;
+		long steps = rs.pos.id - st->ck.pos.id;
+		struct akk_link_stats ls = rs.link;
 		fprintf(stderr, "rank %d: sent %ld messages, %ld bytes: %.0f bytes per training step",
-			world.rank, st.messages, st.bytes,
-			steps > 0 ? (double)st.bytes / steps : 0.0);
-		if (st.reductions)
+			st->world.rank, ls.messages, ls.bytes,
+			steps > 0 ? (double)ls.bytes / steps : 0.0);
+		if (ls.reductions)
 			fprintf(stderr, "; reduced %.0f bytes per training step in %ld reductions, %.1f us each from post to result",
-				steps > 0 ? (double)st.reduce_bytes / steps : 0.0,
-				st.reductions, 1e6 * st.reduce_wait / st.reductions);
+				steps > 0 ? (double)ls.reduce_bytes / steps : 0.0,
+				ls.reductions, 1e6 * ls.reduce_wait / ls.reductions);
 		fprintf(stderr, "\n");
 	}
-	if (rc == EXIT_RUNTIME)
-		goto report;
-	/* Every thread has stopped: the final state, complete or interrupted
-	 * (under MPI, rank 0 gathered the other ranks' gates at the drain). */
-	if (world.rank == 0 && (akk_run_watch(run)->stopped_epoch && rc == EXIT_OK ?
-				restore_best(&ui, run, s.out.dir, &e) :
-				ckpt_save(&ui.ckpt, run, "last.bin", &e))) {
-		rc = EXIT_RUNTIME;
-		goto report;
+	if (st->rc == EXIT_RUNTIME)
+		return TRAIN_REPORT;
+	if (st->world.rank == 0 && (akk_run_watch(run)->stopped_epoch && st->rc == EXIT_OK ?
+				    restore_best(&st->ui, run, st->s.out.dir, &st->e) :
+				    ckpt_save(&st->ui.ckpt, run, "last.bin", &st->e))) {
+		st->rc = EXIT_RUNTIME;
+		return TRAIN_REPORT;
 	}
-	if (!ui.quiet) {
-		if (ui.drawn)
-			fputs("\r\033[K", stderr);
-		ui.drawn = 0;
-		if (rc == EXIT_INTERRUPTED)
-			fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
-				akk_run_stats(run).pos.epoch + 1,
-				akk_run_stats(run).pos.index, s.out.dir);
-		if (summary(&ui, run, argv[optind], s.out.dir, s.out.metrics, words,
-			    nwords, rc == EXIT_INTERRUPTED))
-			rc = EXIT_RUNTIME;	/* the run cannot be resumed as told */
-	}
-	if (res) {	/* the weights kept: the best ones after an early stop */
-		int early = akk_run_watch(run)->stopped_epoch && !ui.best_missing;
-
-		res->ntrain = train.n;
-		res->nval = val.n;
-		res->have_val = ui.have_val;
-		res->val_loss = early ? ui.best.loss : ui.final_loss;
-		res->val_score = early ? ui.best.accuracy : ui.final_acc;
-	}
-	goto out;
-report:
-	if (ui.drawn)
-		fputs("\n", stderr);
-	if (world.size > 1) {
-		if (rc == EXIT_USAGE) {
-			/* the same on every rank: rank 0 says it */
-			if (world.rank == 0)
-				cli_report(&e, rc);
-		} else {
-			/* the other ranks would wait for this one forever */
-			char *msg = malloc(sizeof(e.file) + sizeof(e.msg) + 32);
-			if (msg)
-				akk_err_format(&e, msg, (int)(sizeof(e.file) + sizeof(e.msg) + 32));
-			fprintf(stderr, "akkctl: rank %d: %s\n", world.rank, msg ? msg : e.msg);
-			fflush(stderr);
-			free(msg);
-			cli_world_abort(&world, rc);
-		}
-	} else {
-		cli_report(&e, rc);
-	}
-out:
-	akk_run_free(run);
-	akk_checkpoint_release(&ck);
-	akk_dataset_release(&train);
-	akk_dataset_release(&val);
-	free(heldout);
-	akk_model_release(&m);
-	akk_spec_release(&s);
-	free(gate_rank);
-	free(metrics);
-	free(ckpath);
-	free(passed);
-	free(resume_dir);
-	free(cfgdir);
-	free(base_dir);
-	if (akk_world_finalize(&world, &e) && rc == EXIT_OK)
-		rc = cli_report(&e, EXIT_RUNTIME);
-free_args:
-	for (int i = 0; i < nowned; i++)
-		free(owned[i]);
-	free(owned);
-	free(words);
-	free(sets);
-	return rc;
+	return TRAIN_GO_ON;
 }
 
-int train_fold(int argc, char **argv, int fold, struct train_fold_result *r)
+/* The closing lines, and a fold's result in *res. */
+static void train_report(struct train_state *st, struct train_fold_result *res)
 {
-	return train_run(argc, argv, fold, r);
+	struct akk_run *run = st->run;
+	struct train_ui *ui = &st->ui;
+
+	if (!ui->quiet) {
+		if (ui->drawn)
+			fputs("\r\033[K", stderr);
+		ui->drawn = 0;
+		if (st->rc == EXIT_INTERRUPTED)
+			fprintf(stderr, "akkctl: interrupted at epoch %d, batch %ld; stopped cleanly, checkpoint in '%s/last.bin'\n",
+				akk_run_stats(run).pos.epoch + 1,
+				akk_run_stats(run).pos.index, st->s.out.dir);
+		if (summary(ui, run, st->o->config, st->s.out.dir, st->s.out.metrics,
+			    st->o->words, st->o->nwords, st->rc == EXIT_INTERRUPTED))
+			st->rc = EXIT_RUNTIME;	/* the run cannot be resumed as told */
+	}
+	if (res) {	/* the weights kept: the best ones after an early stop */
+		int early = akk_run_watch(run)->stopped_epoch && !ui->best_missing;
+
+		res->ntrain = st->train.n;
+		res->nval = st->val.n;
+		res->have_val = ui->have_val;
+		res->val_loss = early ? ui->best.loss : ui->final_loss;
+		res->val_score = early ? ui->best.accuracy : ui->final_acc;
+	}
+}
+
+/* st->e with st->rc: under MPI a usage error is rank 0's to say, and any
+ * other failure ends every rank (they would wait for this one forever). */
+static void train_fail(struct train_state *st)
+{
+	struct akk_world *w = &st->world;
+
+	if (st->ui.drawn)
+		fputs("\n", stderr);
+	if (w->size <= 1) {
+		cli_report(&st->e, st->rc);
+	} else if (st->rc == EXIT_USAGE) {
+		if (w->rank == 0)
+			cli_report(&st->e, st->rc);
+	} else {
+		char *msg = malloc(sizeof(st->e.file) + sizeof(st->e.msg) + 32);
+		if (msg)
+			akk_err_format(&st->e, msg, (int)(sizeof(st->e.file) + sizeof(st->e.msg) + 32));
+		fprintf(stderr, "akkctl: rank %d: %s\n", w->rank, msg ? msg : st->e.msg);
+		fflush(stderr);
+		free(msg);
+		cli_world_abort(w, st->rc);
+	}
+}
+
+static void train_release(struct train_state *st)
+{
+	akk_run_free(st->run);
+	akk_checkpoint_release(&st->ck);
+	akk_dataset_release(&st->train);
+	akk_dataset_release(&st->val);
+	free(st->heldout);
+	akk_model_release(&st->m);
+	akk_spec_release(&st->s);
+	free(st->gate_rank);
+	free(st->metrics);
+	free(st->ckpath);
+	free(st->passed);
+	free(st->resume_dir);
+	free(st->cfgdir);
+	free(st->base_dir);
+	if (akk_world_finalize(&st->world, &st->e) && st->rc == EXIT_OK)
+		st->rc = cli_report(&st->e, EXIT_RUNTIME);
+}
+
+static int train_all_folds(const struct train_opts *o, const struct akk_spec *s);
+
+/* One run of o's config; fold: 0, or the fold this run holds out
+ * (train_folds.h), whose result goes to *res. Returns the exit status. */
+static int train_one(const struct train_opts *o, int fold, struct train_fold_result *res)
+{
+	struct train_state st = { .o = o, .fold = fold, .rc = EXIT_USAGE };
+	enum train_next next;
+
+	st.ui.quiet = st.user_quiet = o->quiet;
+	if (akk_spec_load(&st.s, o->config, o->sets, o->nsets, &st.e))
+		return cli_report(&st.e, EXIT_USAGE);
+	if (st.s.data.folds && !fold) {
+		st.rc = train_all_folds(o, &st.s);
+		train_release(&st);
+		return st.rc;
+	}
+	if (cli_auto_split(&st.s, o->resume, o->profile, &st.e) ||
+	    akk_model_plan(&st.m, &st.s, &st.e) ||
+	    cli_start_world(&st.s, &st.world, &st.gate_rank, &st.e))
+		next = TRAIN_REPORT;
+	else if (!(next = train_resume(&st)) && !(next = train_load(&st)) &&
+		 !(next = train_prepare(&st)) && !(next = train_configure(&st))) {
+		train_announce(&st);
+		if (!(next = train_execute(&st)))
+			train_report(&st, res);
+	}
+	if (next == TRAIN_REPORT)
+		train_fail(&st);
+	train_release(&st);
+	return st.rc;
+}
+
+/* validation: {folds: K}: every fold's run in turn, then the summary (the
+ * first fold that fails ends it). */
+static int train_all_folds(const struct train_opts *o, const struct akk_spec *s)
+{
+	int k = s->data.folds, rc;
+	const char *dir = o->out ? o->out : s->out.dir;
+	struct train_fold_result *r = calloc((size_t)k, sizeof(*r));
+
+	if (!r)
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	if ((rc = train_folds_check(s, o->resume)) != EXIT_OK)
+		goto out;
+	for (int i = 0; i < k; i++) {
+		fprintf(stderr, "fold %d of %d: %s/fold-%d\n", i + 1, k, dir, i + 1);
+		if ((rc = train_one(o, i + 1, &r[i])) != EXIT_OK)
+			goto out;
+		if (!r[i].have_val) {
+			rc = cli_errorf(EXIT_RUNTIME, "fold %d ended without a validation pass", i + 1);
+			goto out;
+		}
+	}
+	rc = train_folds_summary(dir, r, k, s->data.task == AKK_TASK_REGRESSION);
+out:
+	free(r);
+	return rc;
 }
 
 int cmd_train(int argc, char **argv)
 {
-	return train_run(argc, argv, 0, NULL);
+	struct train_opts o;
+	int rc = train_parse(argc, argv, &o);
+
+	if (rc < 0)
+		rc = train_one(&o, 0, NULL);
+	train_opts_release(&o);
+	return rc;
 }

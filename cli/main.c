@@ -9,7 +9,7 @@
 #include "cli.h"
 
 const struct cli_command cli_commands[] = {
-	{ "train", cmd_train,
+	{ "train", cmd_train, CLI_CONFIG,
 	  "usage: akkctl train CONFIG [--mode flip-flop|wheels|pipeline] [--epochs N] [--out DIR]\n"
 	  "                    [--resume CHECKPOINT|DIR] [--force] [--set KEY=VALUE]... [--quiet]\n"
 	  "\n"
@@ -22,7 +22,7 @@ const struct cli_command cli_commands[] = {
 	  "  -q, --quiet            print nothing but errors\n"
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "train a network described by a YAML config", NULL },
-	{ "eval", cmd_eval,
+	{ "eval", cmd_eval, CLI_CHECKPOINT,
 	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
 	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
 	  "                   [--confusion-svg FILE.svg]\n"
@@ -74,7 +74,7 @@ const struct cli_command cli_commands[] = {
 	  "written);\n"
 	  "2 bad usage, or a checkpoint or data file that is missing, corrupt or does\n"
 	  "not fit, or weights that give a loss that is not finite.\n" },
-	{ "bench", cmd_bench,
+	{ "bench", cmd_bench, CLI_NO_OPERAND,
 	  "usage: akkctl bench [--mode flip-flop|wheels|pipeline|both] [--config CONFIG]\n"
 	  "                    [--epochs N | --steps N] [--concurrency N] [--threads N]\n"
 	  "                    [--set KEY=VALUE]... [--no-validation] [--csv FILE]\n"
@@ -100,7 +100,7 @@ const struct cli_command cli_commands[] = {
 	  "  -L, --layers           time each layer instead (forward, backward, optimizer)\n"
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "measure the throughput of the schedules", NULL },
-	{ "check", cmd_check,
+	{ "check", cmd_check, CLI_CONFIG,
 	  "usage: akkctl check CONFIG [--set KEY=VALUE]...\n"
 	  "\n"
 	  "Validate CONFIG and print each gate's layers with output shape, parameters\n"
@@ -109,9 +109,9 @@ const struct cli_command cli_commands[] = {
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
-	{ "partition", cmd_partition, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
-	{ "predict", cmd_predict, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
-	{ "inspect", cmd_inspect,
+	{ "partition", cmd_partition, CLI_CONFIG, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
+	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
+	{ "inspect", cmd_inspect, CLI_CHECKPOINT,
 	  "usage: akkctl inspect CHECKPOINT|DIR\n",
 	  "show what a checkpoint holds",
 	  "\n"
@@ -152,9 +152,27 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
 	  "corrupt or not a checkpoint.\n" },
-	{ "export", cmd_export, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
-	{ "lr-find", cmd_lrfind, "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N] [--out FILE.csv]\n                     [--set KEY=VALUE]...\n\n  --min LR, --max LR     the rates swept, exponentially (default 1e-7 and 10)\n  --steps N              batches, at least 2 (default 100)\n  -o, --out FILE.csv     write the CSV to FILE.csv too\n  -s, --set KEY=VALUE    override a config key, with the same checks\n", "the learning-rate range test: loss against lr, and a suggested lr", "\nFrom a fresh model, trains N batches in flip-flop with the lr growing\nexponentially from --min to --max, and prints 'lr,loss,smoothed_loss' CSV\nlines on stdout (the loss smoothed as fastai does). It stops early when the\nsmoothed loss exceeds 4 times its best or the loss is not finite. On stderr:\n'suggested lr: X' (the steepest descent of the smoothed loss against log(lr),\nfastai's 'steep') and the lr of the lowest smoothed loss with its tenth.\nWrites no run directory and no checkpoint.\n\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
-	{ "plot", cmd_plot,
+	{ "export", cmd_export, CLI_CHECKPOINT, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
+	{ "lr-find", cmd_lrfind, CLI_CONFIG,
+	  "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N] [--out FILE.csv]\n"
+	  "                     [--set KEY=VALUE]...\n"
+	  "\n"
+	  "  --min LR, --max LR     the rates swept, exponentially (default 1e-7 and 10)\n"
+	  "  --steps N              batches, at least 2 (default 100)\n"
+	  "  -o, --out FILE.csv     write the CSV to FILE.csv too\n"
+	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
+	  "the learning-rate range test: loss against lr, and a suggested lr",
+	  "\n"
+	  "From a fresh model, trains N batches in flip-flop with the lr growing\n"
+	  "exponentially from --min to --max, and prints 'lr,loss,smoothed_loss' CSV\n"
+	  "lines on stdout (the loss smoothed as fastai does). It stops early when the\n"
+	  "smoothed loss exceeds 4 times its best or the loss is not finite. On stderr:\n"
+	  "'suggested lr: X' (the steepest descent of the smoothed loss against log(lr),\n"
+	  "fastai's 'steep') and the lr of the lowest smoothed loss with its tenth.\n"
+	  "Writes no run directory and no checkpoint.\n"
+	  "\n"
+	  "Exit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
+	{ "plot", cmd_plot, CLI_RUNDIR,
 	  "usage: akkctl plot RUNDIR|METRICS.csv [-o FILE.svg]\n"
 	  "\n"
 	  "  -o, --out FILE.svg     where to write the chart (default RUNDIR/curves.svg;\n"
@@ -172,10 +190,10 @@ const struct cli_command cli_commands[] = {
 	  "Exit status: 0 success; 1 the chart cannot be written; 2 bad usage, or a\n"
 	  "directory that is not a run, or a metrics file that is not one or is\n"
 	  "damaged (the message names the file and the line).\n" },
-	{ "help", cmd_help,
+	{ "help", cmd_help, CLI_ANY_OPERANDS,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },
-	{ NULL, NULL, NULL, NULL, NULL },
+	{ NULL, NULL, 0, NULL, NULL, NULL },
 };
 
 static void usage(FILE *f)
@@ -333,6 +351,29 @@ int cli_help(const char *command)
 	if (c->details)
 		fputs(c->details, stdout);
 	return EXIT_OK;
+}
+
+int cli_operands(const char *command, int argc, char **argv)
+{
+	const struct cli_command *c = find(command);
+	const char *noun = c->needs & CLI_CONFIG ? "CONFIG" : c->needs & CLI_CHECKPOINT ?
+			   "CHECKPOINT" : c->needs & CLI_RUNDIR ? "RUNDIR" : NULL;
+	int n = argc - optind, inputs = c->needs & CLI_INPUTS;
+
+	if (c->needs & CLI_ANY_OPERANDS)
+		return EXIT_OK;
+	if (!noun && n > 0)
+		cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+	else if (noun && n == 0)
+		cli_errorf(EXIT_USAGE, inputs ? "%s needs a %s and an INPUT" : "%s needs a %s",
+			   command, noun);
+	else if (inputs && n == 1)
+		cli_errorf(EXIT_USAGE, "%s needs an INPUT", command);
+	else if (noun && !inputs && n > 1)
+		cli_errorf(EXIT_USAGE, "unexpected argument '%s'", argv[optind + 1]);
+	else
+		return EXIT_OK;
+	return cli_usage_error(command);
 }
 
 int cli_bad_option(const char *command, int c, char **argv)

@@ -1,7 +1,6 @@
 /* train_folds.c - K-fold cross-validation: one run a fold, then a summary. */
 #include "train_folds.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,38 +61,31 @@ static int write_csv(const char *dir, const struct train_fold_result *r, int k,
 	return rc;
 }
 
-int train_folds(int argc, char **argv, const struct akk_spec *s,
-		const char *dir, const char *resume)
+int train_folds_check(const struct akk_spec *s, const char *resume)
 {
-	int k = s->data.folds, regression = s->data.task == AKK_TASK_REGRESSION;
-	struct train_fold_result *r = calloc((size_t)k, sizeof(*r));
+	int k = s->data.folds;
+
+	if (resume)
+		return cli_errorf(EXIT_USAGE, "--resume: a config with validation: {folds: %d} trains %d runs; resume one of them from a config with its own split, or train the folds again",
+				  k, k);
+	if (akk_world_launched())
+		return cli_errorf(EXIT_USAGE, "validation: {folds: %d} trains one process's runs in turn: start it without mpirun",
+				  k);
+	return EXIT_OK;
+}
+
+int train_folds_summary(const char *dir, const struct train_fold_result *r, int k,
+			int regression)
+{
 	double *v = malloc(2 * (size_t)k * sizeof(*v)), loss[4], score[4];
 	struct akk_err e = { 0 };
 	int rc = EXIT_OK;
 
-	if (!r || !v || k < 2) {
-		rc = cli_errorf(EXIT_RUNTIME, "out of memory");
-		goto out;
-	}
-	if (resume) {
-		rc = cli_errorf(EXIT_USAGE, "--resume: a config with validation: {folds: %d} trains %d runs; resume one of them from a config with its own split, or train the folds again",
-				k, k);
-		goto out;
-	}
-	if (akk_world_launched()) {
-		rc = cli_errorf(EXIT_USAGE, "validation: {folds: %d} trains one process's runs in turn: start it without mpirun",
-				k);
-		goto out;
+	if (!v || k < 1) {
+		free(v);
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
 	}
 	for (int i = 0; i < k; i++) {
-		fprintf(stderr, "fold %d of %d: %s/fold-%d\n", i + 1, k, dir, i + 1);
-		optind = 0;	/* glibc: getopt starts over on argv */
-		if ((rc = train_fold(argc, argv, i + 1, &r[i])) != EXIT_OK)
-			goto out;
-		if (!r[i].have_val) {
-			rc = cli_errorf(EXIT_RUNTIME, "fold %d ended without a validation pass", i + 1);
-			goto out;
-		}
 		v[i] = r[i].val_loss;
 		v[k + i] = r[i].val_score;
 	}
@@ -112,8 +104,6 @@ int train_folds(int argc, char **argv, const struct akk_spec *s,
 			100 * score[0], 100 * score[1], 100 * score[2], 100 * score[3]);
 	if (write_csv(dir, r, k, regression, loss, score, &e))
 		rc = cli_report(&e, EXIT_RUNTIME);
-out:
-	free(r);
 	free(v);
 	return rc;
 }

@@ -21,13 +21,13 @@ struct train_fold_result {
 	int have_val;		/* 0: the run ended before any validation */
 };
 
-/* One fold's run (cmd_train.c): akkctl train with argv as given, holding
- * out fold (1..folds) and writing to the run directory's fold-N. */
-int train_fold(int argc, char **argv, int fold, struct train_fold_result *r);
-/* Every fold of s in turn, then the summary; dir: the run directory
- * (--out or output.dir), resume: --resume's argument or NULL. Returns the
- * exit status (the first fold that fails ends it). */
-int train_folds(int argc, char **argv, const struct akk_spec *s,
-		const char *dir, const char *resume);
+/* Before the first fold (cmd_train.c runs them, one train run each,
+ * holding out fold N and writing to the run directory's fold-N): EXIT_OK,
+ * or the usage error that forbids folds here (--resume, mpirun). */
+int train_folds_check(const struct akk_spec *s, const char *resume);
+/* After the K folds' runs r: the per-fold scores, their mean, std, min
+ * and max on stderr and in dir/folds.csv. Returns the exit status. */
+int train_folds_summary(const char *dir, const struct train_fold_result *r, int k,
+			int regression);
 
 #endif
