@@ -27,6 +27,7 @@
 #include "model/model.h"
 #include "model/profile.h"
 #include "runtime/run.h"
+#include "runtime/schedule.h"
 #include "config/spec.h"
 #include "data/synthetic.h"
 #include "runtime/world.h"
@@ -492,7 +493,30 @@ static int load_or_synthesize(struct akk_dataset *d, const struct akk_spec *s,
 				     m->classes, m->spec->seed + n, e);
 }
 
-int cmd_bench(int argc, char **argv)
+/* One bench: its options, then what it builds and measures. */
+struct bench {
+	const char *config, *csv, *trace, *mode;
+	const char **sets;
+	char conc_set[64];
+	int epochs, steps, threads, hops, nsets, noval, layers, profile;
+	int synthetic, nknown, nmodes;
+	double *pred;	/* gates: {auto: N}: each gate's predicted share */
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_dataset train, val;
+	struct bench_run *runs;	/* one per schedule, nknown of them */
+	struct akk_run **r;	/* one per run */
+	struct akk_err e;
+	FILE *cf, *tf;
+	struct akk_world world;
+	struct bench_mpi mpi;
+	int *gate_rank, dp, root;
+	int rc;
+};
+
+/* The options: -1 to go on, else the exit status (--help, --gemm, bad
+ * usage). */
+static int bench_parse(struct bench *b, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "mode", required_argument, NULL, 'm' },
@@ -512,247 +536,259 @@ int cmd_bench(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config = NULL, *csv = NULL, *trace = NULL, *mode = "both";
-	const char **sets = calloc(argc + 2, sizeof(*sets));
-	char conc_set[64], gemm_lib[160];
-	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c, noval = 0;
-	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0, layers = 0, profile = 1;
-	double *pred = NULL;	/* gates: {auto: N}: each gate's predicted share */
-	struct akk_spec s = { 0 };
-	struct akk_model m = { 0 };
-	struct akk_dataset train = { 0 }, val = { 0 };
-	int nknown = 0;	/* the schedules there are, one run each at most */
-	while (akk_mode_name((enum akk_mode)nknown))
-		nknown++;
-	struct bench_run *runs = calloc(nknown, sizeof(*runs));
-	struct akk_run **r = calloc(nknown, sizeof(*r));	/* one per run */
-	struct akk_err e = { 0 };
-	FILE *cf = NULL, *tf = NULL;
-	struct akk_world world = { .size = 1, .local_size = 1 };
-	struct bench_mpi mpi = { 0, 1, NULL, 1 };
-	int *gate_rank = NULL, dp = 0, root = 1;
-	long counts[2];
+	int c;
 
-	if (!sets || !runs || !r) {
-		free(sets);
-		free(runs);
-		free(r);
-		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVLPGh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'm': mode = optarg; break;
-		case 'c': config = optarg; break;
+		case 'm': b->mode = optarg; break;
+		case 'c': b->config = optarg; break;
 		case 'e':
-			if (cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &epochs))
-				goto usage;
+			if (cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &b->epochs))
+				return cli_usage_error("bench");
 			break;
 		case 'n':
-			if (cli_parse_int("--steps", optarg, 1, 1 << 30, &steps))
-				goto usage;
+			if (cli_parse_int("--steps", optarg, 1, 1 << 30, &b->steps))
+				return cli_usage_error("bench");
 			break;
 		case 'k':
-			snprintf(conc_set, sizeof(conc_set), "schedule.concurrency.train=%s", optarg);
-			sets[nsets++] = conc_set;
+			snprintf(b->conc_set, sizeof(b->conc_set),
+				 "schedule.concurrency.train=%s", optarg);
+			b->sets[b->nsets++] = b->conc_set;
 			break;
 		case 't':
-			if (cli_parse_int("--threads", optarg, 1, 256, &threads))
-				goto usage;
+			if (cli_parse_int("--threads", optarg, 1, 256, &b->threads))
+				return cli_usage_error("bench");
 			break;
-		case 'v': csv = optarg; break;
-		case 'r': trace = optarg; break;
-		case 's': sets[nsets++] = optarg; break;
-		case 'H': hops = 1; break;
-		case 'L': layers = 1; break;
-		case 'G': rc = bench_gemm(7); goto out;
-		case 'P': profile = 0; break;
-		case 'V': noval = 1; break;
-		case 'h':
-			rc = cli_help("bench");
-			goto out;
-		default:
-			rc = cli_bad_option("bench", c, argv);
-			goto out;
+		case 'v': b->csv = optarg; break;
+		case 'r': b->trace = optarg; break;
+		case 's': b->sets[b->nsets++] = optarg; break;
+		case 'H': b->hops = 1; break;
+		case 'L': b->layers = 1; break;
+		case 'G': return bench_gemm(7);
+		case 'P': b->profile = 0; break;
+		case 'V': b->noval = 1; break;
+		case 'h': return cli_help("bench");
+		default: return cli_bad_option("bench", c, argv);
 		}
 	}
-	if ((rc = cli_operands("bench", argc, argv)) != EXIT_OK)
-		goto out;
-	if (hops) {
-		rc = bench_hops(200000);
-		goto out;
+	if (cli_operands("bench", argc, argv))
+		return EXIT_USAGE;
+	if (b->hops)
+		return bench_hops(200000);
+	if (strcmp(b->mode, "both") && akk_mode_parse(b->mode, NULL)) {
+		char modes[128];
+		cli_errorf(EXIT_USAGE, "--mode must be %s or both (every one), got '%s'",
+			   akk_mode_list(modes, sizeof(modes)), b->mode);
+		return cli_usage_error("bench");
 	}
-	if (strcmp(mode, "flip-flop") && strcmp(mode, "wheels") && strcmp(mode, "pipeline") &&
-	    strcmp(mode, "both")) {
-		cli_errorf(EXIT_USAGE, "--mode must be flip-flop, wheels, pipeline or both (every one), got '%s'", mode);
-		goto usage;
-	}
-	if (config ? akk_spec_load(&s, config, sets, nsets, &e) :
-		     akk_spec_parse(&s, builtin_config, strlen(builtin_config),
-				    "(built-in)", ".", sets, nsets, &e))
-		goto report;
-	if (s.auto_gates) {
-		/* gates: {auto: N}: split, and each gate's predicted share */
-		int n = akk_spec_nlayers(&s), at = 0;
+	return -1;
+}
+
+/* The spec (the built-in net without --config), split when it says
+ * gates: {auto: N} (with each gate's predicted share), and its model. */
+static int bench_plan(struct bench *b)
+{
+	struct akk_spec *s = &b->s;
+
+	if (b->config ? akk_spec_load(s, b->config, b->sets, b->nsets, &b->e) :
+			akk_spec_parse(s, builtin_config, strlen(builtin_config),
+				       "(built-in)", ".", b->sets, b->nsets, &b->e))
+		return -1;
+	if (s->auto_gates) {
+		int n = akk_spec_nlayers(s), at = 0;
 		double *cost = calloc((size_t)n, sizeof(*cost)), total = 0;
-		if (!cost || !(pred = calloc((size_t)s.auto_gates, sizeof(*pred)))) {
+		if (!cost || !(b->pred = calloc((size_t)s->auto_gates, sizeof(*b->pred)))) {
 			free(cost);
-			akk_err_set(&e, "out of memory");
-			goto report;
+			return akk_err_set(&b->e, "out of memory");
 		}
 		if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
-			profile = 0;	/* every rank must split alike */
-		if (akk_balance(&s, profile, cost, &e)) {
+			b->profile = 0;	/* every rank must split alike */
+		if (akk_balance(s, b->profile, cost, &b->e)) {
 			free(cost);
-			goto report;
+			return -1;
 		}
 		for (int i = 0; i < n; i++)
 			total += cost[i];
-		for (int g = 0; g < s.ngates; g++)
-			for (int i = 0; i < s.gates[g].nlayers; i++)
-				pred[g] += total > 0 ? cost[at++] / total : 0;
+		for (int g = 0; g < s->ngates; g++)
+			for (int i = 0; i < s->gates[g].nlayers; i++)
+				b->pred[g] += total > 0 ? cost[at++] / total : 0;
 		free(cost);
 	}
-	if (akk_model_plan(&m, &s, &e))
-		goto report;
-	if (layers) {
-		rc = bench_layers(&m, s.sched.batch_size, &e) ? EXIT_RUNTIME : EXIT_OK;
-		if (rc)
-			goto report;
-		goto out;
+	return akk_model_plan(&b->m, s, &b->e);
+}
+
+/* Under mpirun: place the gates, or share every batch; then the data:
+ * rank 0's, or every rank's with data parallelism. */
+static int bench_load(struct bench *b)
+{
+	struct akk_spec *s = &b->s;
+	long counts[2];
+
+	if (cli_start_world(s, &b->world, &b->gate_rank, &b->e))
+		return -1;
+	b->dp = s->sched.data_parallel && b->world.size > 1;
+	b->root = b->world.rank == 0;
+	b->mpi = (struct bench_mpi){ b->world.rank, b->world.size, b->gate_rank,
+				     b->dp ? b->world.size : 1 };
+	if ((b->root || b->dp) &&
+	    (load_or_synthesize(&b->train, s, AKK_DATA_TRAIN, 60000, &b->m,
+				&b->synthetic, &b->e) ||
+	     (b->root && !b->noval && (akk_data_has(&s->data, AKK_DATA_VAL) || b->synthetic) &&
+	      load_or_synthesize(&b->val, s, AKK_DATA_VAL, 10000, &b->m, &b->synthetic, &b->e))))
+		return -1;
+	counts[0] = (long)b->train.n;
+	counts[1] = (long)b->val.n;
+	if (akk_world_bcast(&b->world, counts, 2))
+		return -1;
+	if (b->dp && cli_check_split(s, &b->world, (size_t)counts[0], &b->e))
+		return -1;	/* EXIT_USAGE, the same on every rank */
+	if (!b->root) {
+		b->train.n = (size_t)counts[0];
+		if (!b->dp)
+			b->val.n = (size_t)counts[1];
 	}
-	/* under mpirun: place the gates, or share every batch */
-	if (cli_start_world(&s, &world, &gate_rank, &e))
-		goto report;
-	dp = s.sched.data_parallel && world.size > 1;
-	root = world.rank == 0;
-	mpi = (struct bench_mpi){ world.rank, world.size, gate_rank, dp ? world.size : 1 };
-	/* the data: rank 0's, or every rank's with data parallelism */
-	if ((root || dp) &&
-	    (load_or_synthesize(&train, &s, AKK_DATA_TRAIN, 60000, &m,
-				&synthetic, &e) ||
-	     (root && !noval && (akk_data_has(&s.data, AKK_DATA_VAL) || synthetic) &&
-	      load_or_synthesize(&val, &s, AKK_DATA_VAL, 10000, &m, &synthetic, &e))))
-		goto report;
-	counts[0] = (long)train.n;
-	counts[1] = (long)val.n;
-	if (akk_world_bcast(&world, counts, 2))
-		goto report;
-	if (dp && cli_check_split(&s, &world, (size_t)counts[0], &e))
-		goto report;	/* EXIT_USAGE, the same on every rank */
-	if (!root) {
-		train.n = (size_t)counts[0];
-		if (!dp)
-			val.n = (size_t)counts[1];
+	return 0;
+}
+
+/* The CSV and trace files (rank 0's), and the lines that say what runs. */
+static int bench_open(struct bench *b)
+{
+	const struct akk_spec *s = &b->s;
+	char shape[64], gemm_lib[160];
+
+	if (!b->root)
+		b->csv = b->trace = NULL;
+	if (!b->root && !freopen("/dev/null", "w", stdout))
+		return akk_err_set(&b->e, "cannot silence rank %d", b->world.rank);
+	if (b->csv && !(b->cf = fopen(b->csv, "w")))
+		return akk_err_set(&b->e, "cannot open '%s': %s", b->csv, strerror(errno));
+	if (b->trace && !(b->tf = fopen(b->trace, "w")))
+		return akk_err_set(&b->e, "cannot open '%s': %s", b->trace, strerror(errno));
+	akk_shape_format(s->input, shape, sizeof(shape));
+	printf("akkctl bench: %s%s: input %s, %d gates, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
+	       s->name, b->config ? "" : " (built-in Akkordeon net)", shape, b->m.ngates,
+	       b->m.nparams, b->m.flops, s->sched.batch_size);
+	if (b->pred) {
+		printf("split of gates: {auto: %d} (by %s): network.gates.split=[",
+		       s->auto_gates, b->profile ? "measured time" : "FLOPs");
+		for (int g = 0; g < s->ngates; g++)
+			printf("%s%d", g ? ", " : "", s->gates[g].nlayers);
+		printf("]\n");
 	}
-	rc = EXIT_RUNTIME;
-	if (!root)
-		csv = trace = NULL;
-	if (!root && !freopen("/dev/null", "w", stdout)) {
-		akk_err_set(&e, "cannot silence rank %d", world.rank);
-		goto report;
-	}
-	if (csv && !(cf = fopen(csv, "w"))) {
-		akk_err_set(&e, "cannot open '%s': %s", csv, strerror(errno));
-		goto report;
-	}
-	if (trace && !(tf = fopen(trace, "w"))) {
-		akk_err_set(&e, "cannot open '%s': %s", trace, strerror(errno));
-		goto report;
-	}
-	{
-		char shape[64];
-		akk_shape_format(s.input, shape, sizeof(shape));
-		printf("akkctl bench: %s%s: input %s, %d gates, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
-		       s.name, config ? "" : " (built-in Akkordeon net)", shape, m.ngates,
-		       m.nparams, m.flops, s.sched.batch_size);
-		if (pred) {
-			printf("split of gates: {auto: %d} (by %s): network.gates.split=[",
-			       s.auto_gates, profile ? "measured time" : "FLOPs");
-			for (int g = 0; g < s.ngates; g++)
-				printf("%s%d", g ? ", " : "", s.gates[g].nlayers);
-			printf("]\n");
-		}
-		if (synthetic)
-			printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",
-			       s.data.train_images ? s.data.train_images : "(none)", train.n, val.n);
-		else
-			printf("data: %zu training, %zu validation samples\n", train.n, val.n);
-		akk_gemm_library(gemm_lib, sizeof(gemm_lib));
-		printf("matrix products: %s\n", gemm_lib);
-		printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n\n",
-		       steps ? "steps per mode given by --steps" : "epochs are the repeats",
-		       akk_cores(), s.sched.conc_train, s.sched.conc_val,
-		       s.sched.stashing ? ", weight stashing" : "");
-	}
-	for (int i = 0; akk_mode_name((enum akk_mode)i); i++)
-		if (!strcmp(mode, "both") || !strcmp(mode, akk_mode_name((enum akk_mode)i)))
-			runs[nmodes++].mode = (enum akk_mode)i;
+	if (b->synthetic)
+		printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",
+		       s->data.train_images ? s->data.train_images : "(none)", b->train.n,
+		       b->val.n);
+	else
+		printf("data: %zu training, %zu validation samples\n", b->train.n, b->val.n);
+	akk_gemm_library(gemm_lib, sizeof(gemm_lib));
+	printf("matrix products: %s\n", gemm_lib);
+	printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n\n",
+	       b->steps ? "steps per mode given by --steps" : "epochs are the repeats",
+	       akk_cores(), s->sched.conc_train, s->sched.conc_val,
+	       s->sched.stashing ? ", weight stashing" : "");
+	return 0;
+}
+
+/* Every mode asked for, one run each: its row, its CSV rows, its trace. */
+static int bench_modes(struct bench *b)
+{
+	const struct akk_spec *s = &b->s;
+	long per_epoch = akk_batches_per_epoch(b->train.n, s->sched.batch_size);
+
+	for (int i = 0; i < b->nknown; i++)
+		if (!strcmp(b->mode, "both") || !strcmp(b->mode, akk_mode_name((enum akk_mode)i)))
+			b->runs[b->nmodes++].mode = (enum akk_mode)i;
 	printf("%-10s %10s %9s %13s %8s %7s %10s\n", "mode", "samples/s", "s/epoch",
 	       "(min-max)", "GFLOP/s", "CPU", "peak RSS");
-	if (cf)
-		fprintf(cf, "mode,scope,samples_per_second,seconds_per_epoch_median,seconds_min,seconds_max,gflops,cpu_utilisation,peak_rss_mb,busy_share,mean_mailbox_depth\n");
-	for (int i = 0; i < nmodes; i++) {
-		long per = akk_batches_per_epoch(train.n, s.sched.batch_size) +
-			   (val.n ? akk_batches_per_epoch(val.n, s.sched.batch_size) : 0);
+	if (b->cf)
+		fprintf(b->cf, "mode,scope,samples_per_second,seconds_per_epoch_median,seconds_min,seconds_max,gflops,cpu_utilisation,peak_rss_mb,busy_share,mean_mailbox_depth\n");
+	for (int i = 0; i < b->nmodes; i++) {
+		long per = per_epoch + (b->val.n ? akk_batches_per_epoch(b->val.n,
+									 s->sched.batch_size) : 0);
 		/* events per actor: a few per batch, over the epochs run (with
 		 * --steps, the epochs those steps span) plus wheels' final pass */
-		long spans = steps ? steps / akk_batches_per_epoch(train.n, s.sched.batch_size) + 2 :
-				     epochs + 1;
-		long cap = trace ? per * spans * 4 + 64 : 0;
-		runs[i].steps_limit = steps;
-		if (run_mode(&runs[i], &m, &train, val.n ? &val : NULL,
-			     steps ? MAX_EPOCHS : epochs,
-			     threads ? threads : s.sched.threads, cap, &mpi, &r[i], &e))
-			goto report;
-		print_mode(&runs[i], &m, pred);
-		if (cf)
-			csv_mode(cf, &runs[i], &m);
+		long spans = b->steps ? b->steps / per_epoch + 2 : b->epochs + 1;
+		long cap = b->trace ? per * spans * 4 + 64 : 0;
+		b->runs[i].steps_limit = b->steps;
+		if (run_mode(&b->runs[i], &b->m, &b->train, b->val.n ? &b->val : NULL,
+			     b->steps ? MAX_EPOCHS : b->epochs,
+			     b->threads ? b->threads : s->sched.threads, cap, &b->mpi,
+			     &b->r[i], &b->e))
+			return -1;
+		print_mode(&b->runs[i], &b->m, b->pred);
+		if (b->cf)
+			csv_mode(b->cf, &b->runs[i], &b->m);
 	}
-	if (nmodes == 2 && runs[0].median > 0)
+	if (b->nmodes == 2 && b->runs[0].median > 0)
 		printf("\nwheels / flip-flop throughput: %.2fx\n",
-		       runs[0].median / runs[1].median);
-	if (tf) {
+		       b->runs[0].median / b->runs[1].median);
+	if (b->tf) {
 		int first = 1;
-		fprintf(tf, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
-		for (int i = 0; i < nmodes; i++)
-			trace_write(tf, &runs[i], r[i], i + 1, &first);
-		fprintf(tf, "\n]}\n");
+		fprintf(b->tf, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+		for (int i = 0; i < b->nmodes; i++)
+			trace_write(b->tf, &b->runs[i], b->r[i], i + 1, &first);
+		fprintf(b->tf, "\n]}\n");
 	}
 	/* both closed whatever the first says; the first failure is reported */
-	close_output(cf, csv, &e);
-	close_output(tf, trace, &e);
-	cf = tf = NULL;
-	if (e.msg[0]) {
-		rc = EXIT_RUNTIME;
-		goto report;
+	close_output(b->cf, b->csv, &b->e);
+	close_output(b->tf, b->trace, &b->e);
+	b->cf = b->tf = NULL;
+	return b->e.msg[0] ? -1 : 0;
+}
+
+static void bench_release(struct bench *b)
+{
+	if (b->cf)
+		fclose(b->cf);
+	if (b->tf)
+		fclose(b->tf);
+	for (int i = 0; i < b->nmodes; i++)
+		akk_run_free(b->r[i]);
+	free(b->r);
+	free(b->runs);
+	free(b->sets);
+	akk_dataset_release(&b->train);
+	akk_dataset_release(&b->val);
+	akk_model_release(&b->m);
+	akk_spec_release(&b->s);
+	free(b->gate_rank);
+	free(b->pred);
+	if (akk_world_finalize(&b->world, &b->e) && b->rc == EXIT_OK)
+		b->rc = cli_report(&b->e, EXIT_RUNTIME);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench b = {
+		.mode = "both", .epochs = 3, .profile = 1, .root = 1, .rc = EXIT_USAGE,
+		.world = { .size = 1, .local_size = 1 }, .mpi = { 0, 1, NULL, 1 },
+	};
+	int rc;
+
+	while (akk_mode_name((enum akk_mode)b.nknown))
+		b.nknown++;	/* the schedules there are, one run each at most */
+	b.sets = calloc(argc + 2, sizeof(*b.sets));
+	b.runs = calloc(b.nknown, sizeof(*b.runs));
+	b.r = calloc(b.nknown, sizeof(*b.r));
+	if (!b.sets || !b.runs || !b.r)
+		b.rc = cli_errorf(EXIT_RUNTIME, "out of memory");
+	else if ((rc = bench_parse(&b, argc, argv)) >= 0)
+		b.rc = rc;
+	else if (bench_plan(&b))
+		cli_report(&b.e, b.rc);
+	else if (b.layers) {
+		if ((b.rc = bench_layers(&b.m, b.s.sched.batch_size, &b.e) ? EXIT_RUNTIME : EXIT_OK))
+			cli_report(&b.e, b.rc);
+	} else if (bench_load(&b) ||
+		   ((b.rc = EXIT_RUNTIME), bench_open(&b)) || bench_modes(&b)) {
+		cli_report(&b.e, b.rc);
+		if (b.world.size > 1 && b.rc == EXIT_RUNTIME)
+			cli_world_abort(&b.world, b.rc);	/* the others would wait */
+	} else {
+		b.rc = EXIT_OK;
 	}
-	rc = EXIT_OK;
-	goto out;
-usage:
-	rc = cli_usage_error("bench");
-	goto out;
-report:
-	cli_report(&e, rc);
-	if (world.size > 1 && rc == EXIT_RUNTIME)
-		cli_world_abort(&world, rc);	/* the others would wait */
-out:
-	if (cf)
-		fclose(cf);
-	if (tf)
-		fclose(tf);
-	for (int i = 0; i < nmodes; i++)
-		akk_run_free(r[i]);
-	free(r);
-	free(runs);
-	free(sets);
-	akk_dataset_release(&train);
-	akk_dataset_release(&val);
-	akk_model_release(&m);
-	akk_spec_release(&s);
-	free(gate_rank);
-	free(pred);
-	if (akk_world_finalize(&world, &e) && rc == EXIT_OK)
-		rc = cli_report(&e, EXIT_RUNTIME);
-	return rc;
+	bench_release(&b);
+	return b.rc;
 }

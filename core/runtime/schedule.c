@@ -1,6 +1,7 @@
 /* schedule.c - the plan of each schedule (see schedule.h). */
 #include "runtime/schedule.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
@@ -59,4 +60,29 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 	 * SYNC in flight, plus an INTERRUPT or STOP. */
 	p->mailbox_cap = 2 * p->K + p->V + 4 + ngates;
 	return 0;
+}
+
+/* ---- The schedules' names, for the command line ---------------------- */
+
+int akk_mode_parse(const char *name, enum akk_mode *mode)
+{
+	for (int i = 0; akk_mode_name((enum akk_mode)i); i++)
+		if (!strcmp(name, akk_mode_name((enum akk_mode)i))) {
+			if (mode)
+				*mode = (enum akk_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *akk_mode_list(char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (size)
+		buf[0] = '\0';
+	for (int i = 0; akk_mode_name((enum akk_mode)i) && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+					akk_mode_name((enum akk_mode)i));
+	return buf;
 }

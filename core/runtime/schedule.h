@@ -55,4 +55,11 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 		      const struct akk_schedule_spec *s, int ngates,
 		      int threads, int cores, struct akk_err *e);
 
+/* The schedule called name (its akk_mode_name): 0 and *mode (when mode is
+ * not NULL), or -1 for a name no schedule has. */
+int akk_mode_parse(const char *name, enum akk_mode *mode);
+/* Every schedule's name, "flip-flop, wheels, ...", into buf (truncated to
+ * size); returns buf. For messages that list the choices. */
+const char *akk_mode_list(char *buf, size_t size);
+
 #endif
