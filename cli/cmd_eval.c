@@ -146,7 +146,27 @@ static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
 	return 0;
 }
 
-int cmd_eval(int argc, char **argv)
+/* One evaluation: its options, then what it loads and computes. */
+struct eval {
+	const char *operand, *dir, *images, *labels, *preds, *svg;
+	char *ckpath;
+	char ipath[1100], lpath[1100];
+	int bs, confusion;
+	struct akk_checkpoint ck;
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_dataset d;
+	struct akk_preprocess pre;
+	struct akk_gate *gates, **gp;
+	struct akk_eval_result res;
+	struct akk_err e;
+	FILE *pf;
+	int made_preds;	/* remove the predictions file on failure */
+	int rc;
+};
+
+/* The options: -1 to go on, else the exit status. */
+static int eval_parse(struct eval *v, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, 'd' },
@@ -159,37 +179,24 @@ int cmd_eval(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dir = NULL, *images = NULL, *labels = NULL, *preds = NULL, *svg = NULL;
-	char *ckpath = NULL;
-	char ipath[1100], lpath[1100];
-	int bs = 256, confusion = 0, c, rc = EXIT_USAGE;
-	struct akk_checkpoint ck = { 0 };
-	struct akk_spec s = { 0 };
-	struct akk_model m = { 0 };
-	struct akk_dataset d = { 0 };
-	struct akk_preprocess pre = { 0 };
-	struct akk_gate *gates = NULL, **gp = NULL;
-	struct akk_eval_result res = { 0 };
-	struct akk_err e = { 0 };
-	FILE *pf = NULL;
-	int made_preds = 0;	/* remove the predictions file on failure */
+	int c;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:i:l:b:cp:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'i': images = optarg; break;
-		case 'l': labels = optarg; break;
+		case 'd': v->dir = optarg; break;
+		case 'i': v->images = optarg; break;
+		case 'l': v->labels = optarg; break;
 		case 'b':
-			if (cli_parse_int("--batch", optarg, 1, 65536, &bs))
+			if (cli_parse_int("--batch", optarg, 1, 65536, &v->bs))
 				return cli_usage_error("eval");
 			break;
-		case 'c': confusion = 1; break;
-		case 'p': preds = optarg; break;
+		case 'c': v->confusion = 1; break;
+		case 'p': v->preds = optarg; break;
 		case 'S':
 			if (!*optarg)
 				return cli_errorf(EXIT_USAGE, "option '--confusion-svg' needs a file name");
-			svg = optarg;
+			v->svg = optarg;
 			break;
 		case 'h': return cli_help("eval");
 		default: return cli_bad_option("eval", c, argv);
@@ -197,134 +204,154 @@ int cmd_eval(int argc, char **argv)
 	}
 	if (cli_operands("eval", argc, argv))
 		return EXIT_USAGE;
-	if (dir && (images || labels))
+	if (v->dir && (v->images || v->labels))
 		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
-	if (!images != !labels)
+	if (!v->images != !v->labels)
 		return cli_errorf(EXIT_USAGE, "--images and --labels go together");
-	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &s, &e))
-		goto report;
+	v->operand = argv[optind];
+	return -1;
+}
+
+/* The checkpoint, its network and the data, each checked against the
+ * others before anything is allocated for the network's weights. */
+static int eval_load(struct eval *v)
+{
+	struct akk_spec *s = &v->s;
+	struct akk_err *e = &v->e;
+
+	if (ckpt_load(v->operand, 1, &v->ckpath, &v->ck, s, e))
+		return -1;
 	/* Stored tensors against the planned network, before allocating it. */
-	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e))
-		goto report;
-	if (dir) {
-		data_file(ipath, sizeof(ipath), dir, "t10k-images-idx3-ubyte");
-		data_file(lpath, sizeof(lpath), dir, "t10k-labels-idx1-ubyte");
-		images = ipath;
-		labels = lpath;
+	if (akk_model_plan(&v->m, s, e) || akk_checkpoint_match(&v->ck, &v->m, v->ckpath, e))
+		return -1;
+	if (v->dir) {
+		data_file(v->ipath, sizeof(v->ipath), v->dir, "t10k-images-idx3-ubyte");
+		data_file(v->lpath, sizeof(v->lpath), v->dir, "t10k-labels-idx1-ubyte");
+		v->images = v->ipath;
+		v->labels = v->lpath;
 	}
-	if (images) {
-		if (akk_idx_dataset(&d, images, labels, &e))
-			goto report;
-	} else if (load_own_validation(&d, &s, &ck, ckpath, &e)) {
-		goto report;
+	if (v->images ? akk_idx_dataset(&v->d, v->images, v->labels, e) :
+			load_own_validation(&v->d, s, &v->ck, v->ckpath, e))
+		return -1;
+	if (!v->images)
+		v->images = s->data.val_images ? s->data.val_images : s->path;
+	if (!v->labels)
+		v->labels = s->data.val_labels ? s->data.val_labels : s->path;
+	if ((long)v->d.in != akk_shape_size(s->input))
+		return akk_err_at(e, v->images, 0, 0, "images have %zu values each, but the network takes %ld",
+				  v->d.in, akk_shape_size(s->input));
+	if (akk_checkpoint_input_map(&v->ck, s, &v->pre, e))
+		return akk_err_at(e, v->ckpath, 0, 0, "%s",
+				  "the checkpoint has no input map for its config");
+	if (s->data.task == AKK_TASK_REGRESSION && (!v->d.y || v->d.targets != v->m.classes))
+		return akk_err_at(e, v->labels, 0, 0, "%s: the network outputs %d regression targets",
+				  v->d.y ? "the data has another number of targets" :
+				  "the data has no regression targets", v->m.classes);
+	if (s->data.task == AKK_TASK_REGRESSION && (v->preds || v->confusion))
+		return akk_err_set(e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
+	if (v->d.classes > v->m.classes)
+		return akk_err_at(e, v->labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
+				  v->d.classes - 1, v->m.classes);
+	if (v->svg && v->m.classes > AKK_PLOT_MAX_CLASSES)
+		return akk_err_set(e, "--confusion-svg draws at most %d classes; the network has %d",
+				   AKK_PLOT_MAX_CLASSES, v->m.classes);
+	return 0;
+}
+
+/* The gates with the checkpoint's weights, then the forward passes (and
+ * the predictions file). */
+static int eval_run(struct eval *v)
+{
+	const struct akk_model *m = &v->m;
+	struct akk_err *e = &v->e;
+	struct akk_gate_config gc = akk_gate_config_eval(v->bs, v->s.seed);
+
+	v->rc = EXIT_RUNTIME;
+	v->gates = calloc(m->ngates, sizeof(*v->gates));
+	v->gp = calloc(m->ngates, sizeof(*v->gp));
+	if (!v->gates || !v->gp)
+		return akk_err_set(e, "out of memory");
+	for (int i = 0; i < m->ngates; i++) {
+		v->gp[i] = &v->gates[i];
+		if (akk_gate_init(&v->gates[i], &m->gates[i], &gc, e))
+			return -1;
 	}
-	if (!images)
-		images = s.data.val_images ? s.data.val_images : s.path;
-	if (!labels)
-		labels = s.data.val_labels ? s.data.val_labels : s.path;
-	if ((long)d.in != akk_shape_size(s.input)) {
-		akk_err_at(&e, images, 0, 0, "images have %zu values each, but the network takes %ld",
-			   d.in, akk_shape_size(s.input));
-		goto report;
+	if (akk_checkpoint_restore(&v->ck, v->gp, m->ngates, v->ckpath, e)) {
+		v->rc = EXIT_USAGE;
+		return -1;
 	}
-	if (akk_checkpoint_input_map(&ck, &s, &pre, &e)) {
-		akk_err_at(&e, ckpath, 0, 0, "%s", "the checkpoint has no input map for its config");
-		goto report;
-	}
-	if (s.data.task == AKK_TASK_REGRESSION && (!d.y || d.targets != m.classes)) {
-		akk_err_at(&e, labels, 0, 0, "%s: the network outputs %d regression targets",
-			   d.y ? "the data has another number of targets" : "the data has no regression targets",
-			   m.classes);
-		goto report;
-	}
-	if (s.data.task == AKK_TASK_REGRESSION && (preds || confusion)) {
-		akk_err_set(&e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
-		goto report;
-	}
-	if (d.classes > m.classes) {
-		akk_err_at(&e, labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
-			   d.classes - 1, m.classes);
-		goto report;
-	}
-	if (svg && m.classes > AKK_PLOT_MAX_CLASSES) {
-		akk_err_set(&e, "--confusion-svg draws at most %d classes; the network has %d",
-			    AKK_PLOT_MAX_CLASSES, m.classes);
-		goto report;
-	}
-	rc = EXIT_RUNTIME;
-	gates = calloc(m.ngates, sizeof(*gates));
-	gp = calloc(m.ngates, sizeof(*gp));
-	if (!gates || !gp) {
-		akk_err_set(&e, "out of memory");
-		goto report;
-	}
-	for (int i = 0; i < m.ngates; i++) {
-		gp[i] = &gates[i];
-		if (akk_gate_init(&gates[i], &m.gates[i], bs, 1, 1, 0, 1, 1, s.seed, &e))
-			goto report;
-	}
-	if (akk_checkpoint_restore(&ck, gp, m.ngates, ckpath, &e)) {
-		rc = EXIT_USAGE;
-		goto report;
-	}
-	if (preds) {
-		if (!(pf = fopen(preds, "w"))) {
-			akk_err_set(&e, "cannot open '%s': %s", preds, strerror(errno));
-			goto report;
-		}
-		made_preds = 1;
-		fprintf(pf, "index,label,predicted,probability\n");
+	if (v->preds) {
+		if (!(v->pf = fopen(v->preds, "w")))
+			return akk_err_set(e, "cannot open '%s': %s", v->preds, strerror(errno));
+		v->made_preds = 1;
+		fprintf(v->pf, "index,label,predicted,probability\n");
 	}
 	akk_float_mode();
-	if (akk_evaluate(gp, &m, &d, &pre, bs, &res, pf ? write_prediction : NULL, pf, &e))
-		goto report;
-	if (pf && fclose(pf)) {
-		pf = NULL;
-		akk_err_set(&e, "cannot write '%s': %s", preds, strerror(errno));
-		goto report;
+	if (akk_evaluate(v->gp, m, &v->d, &v->pre, v->bs, &v->res,
+			 v->pf ? write_prediction : NULL, v->pf, e))
+		return -1;
+	if (v->pf && fclose(v->pf)) {
+		v->pf = NULL;
+		return akk_err_set(e, "cannot write '%s': %s", v->preds, strerror(errno));
 	}
-	pf = NULL;
+	v->pf = NULL;
 	/* Weights that are not finite, or so large that the logits overflow,
 	 * give no meaningful figure: never print "loss nan" as a result. */
-	if (!isfinite(res.loss)) {
-		akk_err_at(&e, ckpath, 0, 0, "evaluation gives %s: the weights are not usable",
-			   isnan(res.loss) ? "a loss of NaN" : "an infinite loss");
-		rc = EXIT_USAGE;
-		goto report;
+	if (!isfinite(v->res.loss)) {
+		v->rc = EXIT_USAGE;
+		return akk_err_at(e, v->ckpath, 0, 0, "evaluation gives %s: the weights are not usable",
+				  isnan(v->res.loss) ? "a loss of NaN" : "an infinite loss");
 	}
-	rc = EXIT_RUNTIME;
-	if (svg && write_confusion_svg(svg, &res, &ck, s.name, ckpath, &e))
-		goto report;
-	if (svg && !strcmp(svg, "-"))	/* "-": stdout holds the SVG alone */
+	return 0;
+}
+
+/* The report on stdout (or the SVG there, for --confusion-svg -). */
+static int eval_print(struct eval *v)
+{
+	const struct akk_eval_result *res = &v->res;
+
+	v->rc = EXIT_RUNTIME;
+	if (v->svg && write_confusion_svg(v->svg, res, &v->ck, v->s.name, v->ckpath, &v->e))
+		return -1;
+	if (v->svg && !strcmp(v->svg, "-"))	/* "-": stdout holds the SVG alone */
 		;
-	else if (res.regression)	/* issue 13: RMSE and R^2 */
-		printf("samples %ld  loss %.4f  rmse %.4g  r2 %.4f\n", res.n, res.loss,
-		       res.rmse, res.r2);
+	else if (res->regression)	/* RMSE and R^2 */
+		printf("samples %ld  loss %.4f  rmse %.4g  r2 %.4f\n", res->n, res->loss,
+		       res->rmse, res->r2);
 	else
-		print_report(&res, confusion, ck.class_names, ck.nclass_names);
-	rc = EXIT_OK;
-	goto out;
-report:
-	cli_report(&e, rc);
-	if (made_preds) {
-		if (pf)
-			fclose(pf);
-		pf = NULL;
-		unlink(preds);
+		print_report(res, v->confusion, v->ck.class_names, v->ck.nclass_names);
+	v->rc = EXIT_OK;
+	return 0;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+	struct eval v = { .bs = 256, .rc = EXIT_USAGE };
+	int rc = eval_parse(&v, argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	if (eval_load(&v) || eval_run(&v) || eval_print(&v)) {
+		cli_report(&v.e, v.rc);
+		if (v.made_preds) {
+			if (v.pf)
+				fclose(v.pf);
+			v.pf = NULL;
+			unlink(v.preds);
+		}
 	}
-out:
-	if (pf)
-		fclose(pf);
-	akk_eval_result_release(&res);
-	for (int i = 0; gates && i < m.ngates; i++)
-		akk_gate_release(&gates[i]);
-	free(gates);
-	free(gp);
-	akk_dataset_release(&d);
-	akk_preprocess_release(&pre);
-	akk_model_release(&m);
-	akk_spec_release(&s);
-	akk_checkpoint_release(&ck);
-	free(ckpath);
-	return rc;
+	if (v.pf)
+		fclose(v.pf);
+	akk_eval_result_release(&v.res);
+	for (int i = 0; v.gates && i < v.m.ngates; i++)
+		akk_gate_release(&v.gates[i]);
+	free(v.gates);
+	free(v.gp);
+	akk_dataset_release(&v.d);
+	akk_preprocess_release(&v.pre);
+	akk_model_release(&v.m);
+	akk_spec_release(&v.s);
+	akk_checkpoint_release(&v.ck);
+	free(v.ckpath);
+	return v.rc;
 }

@@ -94,7 +94,9 @@ int cmd_export(int argc, char **argv)
 	}
 	for (int i = 0; i < m.ngates; i++) {
 		gp[i] = wgp[i] = &gates[i];
-		if (akk_gate_init(&gates[i], &m.gates[i], 1, 1, 1, 0, 1, 1, s.seed, &e)) {
+		struct akk_gate_config gc = akk_gate_config_eval(1, s.seed);
+
+		if (akk_gate_init(&gates[i], &m.gates[i], &gc, &e)) {
 			rc = EXIT_RUNTIME;
 			goto report;
 		}

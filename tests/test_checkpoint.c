@@ -55,8 +55,12 @@ static struct akk_gate *fresh_gates(const struct akk_model *m, uint64_t seed)
 
 	assert_non_null(g);
 	for (int i = 0; i < m->ngates; i++)
-		if (akk_gate_init(&g[i], &m->gates[i], m->spec->sched.batch_size,
-				  1, 1, 0, 7, m->spec->sched.epochs, seed, &e))
+		if (akk_gate_init(&g[i], &m->gates[i],
+				  &(struct akk_gate_config){ .max_batch = m->spec->sched.batch_size,
+							     .ntapes = 1, .nevals = 1,
+							     .steps_per_epoch = 7,
+							     .epochs = m->spec->sched.epochs,
+							     .seed = seed }, &e))
 			fail_msg("gate init: %s", e.msg);
 	return g;
 }

@@ -552,7 +552,8 @@ static void class_names_in_checkpoint(void **unused)
 	    akk_model_plan(&m, &s, &e))
 		fail_msg("%s", e.msg);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(akk_gate_init(&g[i], &m.gates[i], 16, 1, 1, 0, 1, 1, 42, &e), 0);
+		assert_int_equal(akk_gate_init(&g[i], &m.gates[i], &(struct akk_gate_config){ .max_batch = 16,
+			.ntapes = 1, .nevals = 1, .steps_per_epoch = 1, .epochs = 1, .seed = 42 }, &e), 0);
 	{
 		struct akk_ckpt_source src = {
 			.spec = &s, .base_dir = g_dir, .gates = gp, .ngates = 2,

@@ -789,7 +789,8 @@ static void gate_pass(const struct akk_gate_plan *p, int fused, int B,
 	const float *y, *d;
 	size_t no = (size_t)B * akk_shape_size(p->out);
 
-	if (akk_gate_init(&g, p, B, 1, 1, 0, 10, 1, 5, &e))
+	if (akk_gate_init(&g, p, &(struct akk_gate_config){ .max_batch = B, .ntapes = 1,
+			  .nevals = 1, .steps_per_epoch = 10, .epochs = 1, .seed = 5 }, &e))
 		fail_msg("gate: %s", e.msg);
 	*nfused = 0;
 	for (int i = 0; i < p->nlayers; i++) {
@@ -912,7 +913,8 @@ static void t_gate_step_split(void **state)
 		struct akk_gate g;
 
 		assert_true(!k || pool);
-		if (akk_gate_init(&g, p, B, 1, 1, 0, 10, 1, 5, &e))
+		if (akk_gate_init(&g, p, &(struct akk_gate_config){ .max_batch = B, .ntapes = 1,
+				  .nevals = 1, .steps_per_epoch = 10, .epochs = 1, .seed = 5 }, &e))
 			fail_msg("gate: %s", e.msg);
 		akk_gate_use_pool(&g, pool);
 		for (int rep = 0; rep < 3; rep++) {

@@ -81,7 +81,8 @@ static void write_ckpt(const char *path, const char *text, const char *name,
 	}
 	assert_int_equal(m.ngates, 2);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(akk_gate_init(&gates[i], &m.gates[i], 8, 1, 1, 0, 1, 1, s.seed, &e), 0);
+		assert_int_equal(akk_gate_init(&gates[i], &m.gates[i], &(struct akk_gate_config){ .max_batch = 8,
+			.ntapes = 1, .nevals = 1, .steps_per_epoch = 1, .epochs = 1, .seed = s.seed }, &e), 0);
 		if (fill != 0)
 			for (size_t k = 0; k < m.gates[i].nparams; k++)
 				gates[i].params[k] = fill;

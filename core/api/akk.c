@@ -131,8 +131,10 @@ akk_model *akk_open(const char *path, char *err, size_t errlen)
 
 		for (int i = 0; i < m->plan.ngates; i++) {
 			gp[i] = &m->gates[i];
-			if (akk_gate_init(&m->gates[i], &m->plan.gates[i], 1, 0, 0, 0, 1, 1,
-					  m->spec.seed, e))
+			if (akk_gate_init(&m->gates[i], &m->plan.gates[i],
+					  &(struct akk_gate_config){ .max_batch = 1, .steps_per_epoch = 1,
+								     .epochs = 1, .seed = m->spec.seed },
+					  e))
 				goto fail;
 		}
 		if (akk_checkpoint_restore(&ck, gp, m->plan.ngates, path, e))

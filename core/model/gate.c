@@ -61,20 +61,18 @@ static int fuse_layers(struct akk_gate *g)
 	return 0;
 }
 
-int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
-		  int max_batch, int ntapes, int nevals, int stash,
-		  int steps_per_epoch, int epochs, uint64_t seed,
-		  struct akk_err *e)
+struct akk_gate_config akk_gate_config_eval(int max_batch, uint64_t seed)
 {
-	return akk_gate_init_sized(g, p, max_batch, max_batch, ntapes, nevals,
-				   stash, steps_per_epoch, epochs, seed, e);
+	return (struct akk_gate_config){ .max_batch = max_batch, .ntapes = 1, .nevals = 1,
+					 .steps_per_epoch = 1, .epochs = 1, .seed = seed };
 }
 
-int akk_gate_init_sized(struct akk_gate *g, const struct akk_gate_plan *p,
-			int max_batch, int tape_batch, int ntapes, int nevals,
-			int stash, int steps_per_epoch, int epochs,
-			uint64_t seed, struct akk_err *e)
+int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
+		  const struct akk_gate_config *c, struct akk_err *e)
 {
+	int max_batch = c->max_batch, tape_batch = c->tape_batch;
+	int ntapes = c->ntapes, nevals = c->nevals, stash = c->stash;
+	uint64_t seed = c->seed;
 	size_t per = akk_optim_state_per_param(p->optim->kind);
 	size_t wide = widest_input(p);
 	struct akk_rng rng;
@@ -84,8 +82,8 @@ int akk_gate_init_sized(struct akk_gate *g, const struct akk_gate_plan *p,
 	g->plan = p;
 	g->max_batch = max_batch;
 	g->tape_batch = tape_batch > 0 && tape_batch < max_batch ? tape_batch : max_batch;
-	g->steps_per_epoch = steps_per_epoch;
-	g->epochs = epochs;
+	g->steps_per_epoch = c->steps_per_epoch;
+	g->epochs = c->epochs;
 	g->params = akk_alloc(p->nparams);
 	g->grads = akk_alloc(p->nparams + 1);	/* +1: a sample count (run.c) */
 	g->state = akk_alloc(p->nstate);

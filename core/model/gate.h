@@ -61,21 +61,27 @@ struct akk_gate {
 				 * (akk_lr_reduced); set between epochs */
 };
 
-/* Allocate everything for batches of up to max_batch samples, ntapes
- * training batches in flight, nevals evaluation batches in flight, with
- * weight stashing when stash is set. Parameters are initialised from seed
- * (stream per gate and layer). */
+/* What a gate is built for. */
+struct akk_gate_config {
+	int max_batch;		/* samples of the largest batch */
+	int tape_batch;		/* samples of the largest training chunk
+				 * (the pipeline's micro-batches; a training
+				 * forward of more fails); 0: max_batch */
+	int ntapes;		/* training batches in flight */
+	int nevals;		/* evaluation batches in flight */
+	int stash;		/* keep the weights each tape's forward used */
+	int steps_per_epoch;	/* optimizer steps an epoch, for the lr schedule */
+	int epochs;		/* epochs of the run, for the lr schedule */
+	uint64_t seed;		/* parameters' init: a stream per gate and layer */
+};
+
+/* A gate that only evaluates (and may train a batch at a time, as the
+ * profiler does): batches of up to max_batch, one tape, one evaluation. */
+struct akk_gate_config akk_gate_config_eval(int max_batch, uint64_t seed);
+
+/* Allocate everything c asks for; parameters are initialised from c->seed. */
 int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *plan,
-		  int max_batch, int ntapes, int nevals, int stash,
-		  int steps_per_epoch, int epochs, uint64_t seed,
-		  struct akk_err *e);
-/* The same with training tapes for chunks of up to tape_batch samples
- * (<= max_batch; the pipeline's micro-batches): a training forward of more
- * samples fails. Evaluation tapes still hold max_batch. */
-int akk_gate_init_sized(struct akk_gate *g, const struct akk_gate_plan *plan,
-			int max_batch, int tape_batch, int ntapes, int nevals,
-			int stash, int steps_per_epoch, int epochs,
-			uint64_t seed, struct akk_err *e);
+		  const struct akk_gate_config *c, struct akk_err *e);
 void akk_gate_release(struct akk_gate *g);
 /* Let the gate's large products run split across pool (NULL, the default:
  * on the calling thread alone). The pool is lent: it must outlive every

@@ -95,7 +95,11 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	size_t nin = akk_shape_size(p->in), nout = akk_shape_size(p->out);
 	int rc = -1;
 
-	if (akk_gate_init(&g, p, B, 1, 1, 0, 1000000, 1, seed, e))
+	/* an lr schedule that stays at its start for the steps timed */
+	struct akk_gate_config c = akk_gate_config_eval(B, seed);
+
+	c.steps_per_epoch = 1000000;
+	if (akk_gate_init(&g, p, &c, e))
 		return -1;
 	akk_rng_seed(&r, seed, 0x9e3779b97f4a7c15ull + (uint64_t)gi);
 	x = akk_alloc((size_t)B * nin);

@@ -22,8 +22,11 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 		return akk_err_set(e, "out of memory");
 	}
 	for (int i = 0; i < m->ngates; i++)
-		if (akk_gate_init(&r->gates[i], &m->gates[i], bs, 1, 1, 0,
-				  r->per_epoch, s->sched.epochs, s->seed, e)) {
+		if (akk_gate_init(&r->gates[i], &m->gates[i],
+				  &(struct akk_gate_config){ .max_batch = bs, .ntapes = 1, .nevals = 1,
+							     .steps_per_epoch = r->per_epoch,
+							     .epochs = s->sched.epochs,
+							     .seed = s->seed }, e)) {
 			akk_reference_release(r);
 			return -1;
 		}

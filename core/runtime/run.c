@@ -179,13 +179,14 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		a->ready = a->local || r->root;
 		if (!a->ready)
 			continue;
-		if (akk_gate_init_sized(&a->gate, &m->gates[i], bs,
-				  r->sched.chunk_max,
-				  a->local ? r->K : 1, a->local ? r->V : 1,
-				  a->local && r->sched.stash &&
-				  akk_gate_needs_stash(&m->gates[i]),
-				  (r->per_epoch + r->sched.accumulate - 1) /
-				  r->sched.accumulate, cfg->epochs, s->seed, e))
+		if (akk_gate_init(&a->gate, &m->gates[i], &(struct akk_gate_config){
+				  .max_batch = bs, .tape_batch = r->sched.chunk_max,
+				  .ntapes = a->local ? r->K : 1, .nevals = a->local ? r->V : 1,
+				  .stash = a->local && r->sched.stash &&
+					   akk_gate_needs_stash(&m->gates[i]),
+				  .steps_per_epoch = (r->per_epoch + r->sched.accumulate - 1) /
+						     r->sched.accumulate,
+				  .epochs = cfg->epochs, .seed = s->seed }, e))
 			goto fail;
 		if (a->local)
 			akk_gate_use_pool(&a->gate, r->pool);

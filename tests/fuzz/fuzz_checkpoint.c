@@ -56,8 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	for (int i = 0; i < m.ngates; i++) {
 		gp[i] = &gates[i];
-		if (akk_gate_init(&gates[i], &m.gates[i], EVAL_BATCH, 1, 1, 0, 1, 1,
-				  s.seed, &e))
+		if (akk_gate_init(&gates[i], &m.gates[i],
+				  &(struct akk_gate_config){ .max_batch = EVAL_BATCH, .ntapes = 1,
+							     .nevals = 1, .steps_per_epoch = 1,
+							     .epochs = 1, .seed = s.seed }, &e))
 			goto out;
 	}
 	if (getenv("FUZZ_VERBOSE"))
