@@ -143,6 +143,90 @@ static int write_csv(FILE *f, const struct sweep *w)
 	return ferror(f) ? -1 : 0;
 }
 
+/* The sweep's schedule over train (cut to N batches when it holds more):
+ * lr_i = lo * (hi / lo)^(i / (N - 1)) at batch i, as an exponential
+ * schedule the run follows. Returns -1 to go on, else the exit status. */
+static int sweep_plan(struct sweep *w, struct akk_spec *s, struct akk_dataset *train,
+		      double lo, double hi)
+{
+	long per_epoch;
+	double gamma, lr0;
+
+	/* One epoch of exactly N batches when the set holds them; else whole
+	 * epochs, the run interrupted after batch N. */
+	w->B = s->sched.batch_size;
+	if ((size_t)w->steps * (size_t)w->B <= train->n)
+		train->n = (size_t)w->steps * (size_t)w->B;
+	w->n = (long)train->n;
+	per_epoch = akk_batches_per_epoch(train->n, w->B);
+	w->lo = lo;
+	w->ratio = hi / lo;
+	/* lr * gamma^((i + 0.5) / P) = lo * ratio^(i / (N - 1)) */
+	gamma = pow(w->ratio, (double)per_epoch / (w->steps - 1));
+	lr0 = lo * pow(w->ratio, -0.5 / (w->steps - 1));
+	if (!(gamma <= FLT_MAX) || !(lr0 >= FLT_MIN))
+		return cli_errorf(EXIT_USAGE, "the range --min %g to --max %g over %d steps does not fit a float schedule",
+				  lo, hi, w->steps);
+	sweep_schedule(&s->optim, (float)lr0, (float)gamma);
+	for (int i = 0; i < s->ngates; i++)
+		if (s->gates[i].has_optim)
+			sweep_schedule(&s->gates[i].optim, (float)lr0, (float)gamma);
+	s->sched.epochs = (int)((w->steps + per_epoch - 1) / per_epoch);
+	s->sched.max_loss = 0;	/* the sweep stops on its own */
+	s->sched.early.on = 0;
+	w->lr = calloc(w->steps, sizeof(double));
+	w->loss = calloc(w->steps, sizeof(double));
+	w->smooth = calloc(w->steps, sizeof(double));
+	if (!w->lr || !w->loss || !w->smooth)
+		return cli_errorf(EXIT_RUNTIME, "out of memory");
+	return -1;
+}
+
+/* The run, then the CSV (on stdout, and in out when given) and the
+ * suggested lr on stderr. Returns the exit status. */
+static int sweep_run(struct sweep *w, const struct akk_spec *s, const struct akk_model *m,
+		     const struct akk_dataset *train, double hi, const char *out)
+{
+	struct akk_run_config cfg = {
+		.mode = s->sched.mode, .epochs = s->sched.epochs,
+		.blas_threads = s->sched.threads,
+		.obs = { w, on_batch, NULL },
+	};
+	struct akk_err e = { 0 };
+	double steep, minimum;
+
+	if (!(w->run = akk_run_create(m, train, NULL, &cfg, &e)))
+		return cli_report(&e, EXIT_RUNTIME);
+	fprintf(stderr, "lr-find: %s, %d steps of batch %d, lr from %g to %g\n",
+		s->name, w->steps, w->B, w->lo, hi);
+	/* a loss that overflows fails the run: that is an explosion too */
+	if (akk_run_train(w->run, &e)) {
+		if (!strstr(e.msg, "non-finite") || !w->done)
+			return cli_report(&e, EXIT_RUNTIME);
+		w->exploded = 1;
+		fprintf(stderr, "lr-find: stopped after step %d of %d: %s\n", w->done,
+			w->steps, e.msg);
+	} else if (w->exploded) {
+		fprintf(stderr, "lr-find: stopped after step %d of %d: the smoothed loss %.4g is above %g times its best, %.4g\n",
+			w->done, w->steps, w->smooth[w->done - 1], EXPLODE, w->best);
+	}
+	if (write_csv(stdout, w))
+		return cli_errorf(EXIT_RUNTIME, "cannot write the CSV to stdout");
+	fflush(stdout);
+	if (out) {
+		FILE *f = fopen(out, "w");
+		if (!f || write_csv(f, w) || fclose(f))
+			return cli_errorf(EXIT_RUNTIME, "cannot write '%s': %s", out, strerror(errno));
+	}
+	if (suggest(w, &steep, &minimum))
+		fprintf(stderr, "suggested lr: %.3g (steepest descent of the smoothed loss); the smoothed loss is lowest at lr %.3g, a tenth of it: %.3g\n",
+			steep, minimum, minimum / 10);
+	else
+		fprintf(stderr, "no suggested lr: %d steps are too few (the first tenth and the last 5 are left out)\n",
+			w->done);
+	return EXIT_OK;
+}
+
 int cmd_lrfind(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -160,14 +244,12 @@ int cmd_lrfind(int argc, char **argv)
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 };
 	struct akk_err e = { 0 };
-	struct sweep w = { 0 };
-	double lo = 1e-7, hi = 10, steep, minimum;
+	struct sweep w = { .steps = 100 };
+	double lo = 1e-7, hi = 10;
 	int nsets = 0, c, rc = EXIT_USAGE;
-	long per_epoch;
 
 	if (!sets)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	w.steps = 100;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":a:b:n:o:s:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -183,18 +265,14 @@ int cmd_lrfind(int argc, char **argv)
 			if (cli_parse_int("--steps", optarg, 2, 1000000, &w.steps))
 				goto usage;
 			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			sets[nsets++] = optarg;
-			break;
+		case 'o': out = optarg; break;
+		case 's': sets[nsets++] = optarg; break;
 		case 'h':
-			free(sets);
-			return cli_help("lr-find");
+			rc = cli_help("lr-find");
+			goto out;
 		default:
-			free(sets);
-			return cli_bad_option("lr-find", c, argv);
+			rc = cli_bad_option("lr-find", c, argv);
+			goto out;
 		}
 	}
 	if ((rc = cli_operands("lr-find", argc, argv)) != EXIT_OK)
@@ -205,95 +283,15 @@ int cmd_lrfind(int argc, char **argv)
 	}
 	/* the sweep is a flip-flop run, whatever the config says */
 	sets[nsets++] = "schedule.mode=flip-flop";
-	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
-		rc = cli_report(&e, EXIT_USAGE);
-		goto out;
-	}
-	if (akk_model_plan(&m, &s, &e) ||
+	if (akk_spec_load(&s, argv[optind], sets, nsets, &e) ||
+	    akk_model_plan(&m, &s, &e) ||
 	    akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
 	    akk_run_check_data(&m, &train, NULL, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 		goto out;
 	}
-	rc = EXIT_RUNTIME;
-	/* One epoch of exactly N batches when the set holds them; else whole
-	 * epochs, the run interrupted after batch N. */
-	w.B = s.sched.batch_size;
-	if ((size_t)w.steps * (size_t)w.B <= train.n)
-		train.n = (size_t)w.steps * (size_t)w.B;
-	w.n = (long)train.n;
-	per_epoch = akk_batches_per_epoch(train.n, w.B);
-	w.lo = lo;
-	w.ratio = hi / lo;
-	{
-		/* lr * gamma^((i + 0.5) / P) = lo * ratio^(i / (N - 1)) */
-		double gamma = pow(w.ratio, (double)per_epoch / (w.steps - 1));
-		double lr0 = lo * pow(w.ratio, -0.5 / (w.steps - 1));
-		if (!(gamma <= FLT_MAX) || !(lr0 >= FLT_MIN)) {
-			rc = cli_errorf(EXIT_USAGE, "the range --min %g to --max %g over %d steps does not fit a float schedule",
-					lo, hi, w.steps);
-			goto out;
-		}
-		sweep_schedule(&s.optim, (float)lr0, (float)gamma);
-		for (int i = 0; i < s.ngates; i++)
-			if (s.gates[i].has_optim)
-				sweep_schedule(&s.gates[i].optim, (float)lr0, (float)gamma);
-	}
-	s.sched.epochs = (int)((w.steps + per_epoch - 1) / per_epoch);
-	s.sched.max_loss = 0;	/* the sweep stops on its own */
-	s.sched.early.on = 0;
-	w.lr = calloc(w.steps, sizeof(double));
-	w.loss = calloc(w.steps, sizeof(double));
-	w.smooth = calloc(w.steps, sizeof(double));
-	if (!w.lr || !w.loss || !w.smooth) {
-		rc = cli_errorf(EXIT_RUNTIME, "out of memory");
-		goto out;
-	}
-	{
-		struct akk_run_config cfg = {
-			.mode = s.sched.mode, .epochs = s.sched.epochs,
-			.blas_threads = s.sched.threads,
-			.obs = { &w, on_batch, NULL },
-		};
-		if (!(w.run = akk_run_create(&m, &train, NULL, &cfg, &e))) {
-			rc = cli_report(&e, EXIT_RUNTIME);
-			goto out;
-		}
-	}
-	fprintf(stderr, "lr-find: %s, %d steps of batch %d, lr from %g to %g\n",
-		s.name, w.steps, w.B, lo, hi);
-	/* a loss that overflows fails the run: that is an explosion too */
-	if (akk_run_train(w.run, &e)) {
-		if (!strstr(e.msg, "non-finite") || !w.done) {
-			rc = cli_report(&e, EXIT_RUNTIME);
-			goto out;
-		}
-		w.exploded = 1;
-		fprintf(stderr, "lr-find: stopped after step %d of %d: %s\n", w.done,
-			w.steps, e.msg);
-	} else if (w.exploded) {
-		fprintf(stderr, "lr-find: stopped after step %d of %d: the smoothed loss %.4g is above %g times its best, %.4g\n",
-			w.done, w.steps, w.smooth[w.done - 1], EXPLODE, w.best);
-	}
-	if (write_csv(stdout, &w)) {
-		rc = cli_errorf(EXIT_RUNTIME, "cannot write the CSV to stdout");
-		goto out;
-	}
-	fflush(stdout);
-	if (out) {
-		FILE *f = fopen(out, "w");
-		if (!f || write_csv(f, &w) || fclose(f)) {
-			rc = cli_errorf(EXIT_RUNTIME, "cannot write '%s': %s", out, strerror(errno));
-			goto out;
-		}
-	}
-	if (suggest(&w, &steep, &minimum))
-		fprintf(stderr, "suggested lr: %.3g (steepest descent of the smoothed loss); the smoothed loss is lowest at lr %.3g, a tenth of it: %.3g\n",
-			steep, minimum, minimum / 10);
-	else
-		fprintf(stderr, "no suggested lr: %d steps are too few (the first tenth and the last 5 are left out)\n",
-			w.done);
-	rc = EXIT_OK;
+	if ((rc = sweep_plan(&w, &s, &train, lo, hi)) < 0)
+		rc = sweep_run(&w, &s, &m, &train, hi, out);
 	goto out;
 usage:
 	rc = cli_usage_error("lr-find");
