@@ -146,6 +146,30 @@ static int check_shape(const struct akk_dataset *d, const akk_model *m,
 			  d->in, akk_input_size(m));
 }
 
+/* The rows of d, the input read from path, PREDICT_BLOCK samples at a
+ * time through x and prob (the block's inputs and probabilities); *index:
+ * the first row's number, advanced past d's. */
+static int predict_rows(struct out_ctx *o, const struct akk_dataset *d, const char *path,
+			float *x, float *prob, long *index, struct akk_err *e)
+{
+	size_t in = akk_input_size(o->m);
+	char msg[8192];
+
+	for (size_t s = 0; s < d->n; s += PREDICT_BLOCK) {
+		size_t B = d->n - s < PREDICT_BLOCK ? d->n - s : PREDICT_BLOCK;
+
+		/* raw values, as the file holds them: the library preprocesses */
+		for (size_t k = 0; k < B * in; k++)
+			x[k] = d->xtype == AKK_X_U8 ? (float)d->x8[s * in + k]
+						    : d->xf[s * in + k];
+		if (akk_predict(o->m, x, B * in, prob, B * o->C, msg, sizeof(msg)))
+			return akk_err_at(e, path, 0, 0, "%s", msg);
+		for (size_t j = 0; j < B; j++)
+			write_row(o, (*index)++, prob + j * o->C);
+	}
+	return 0;
+}
+
 int cmd_predict(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -156,7 +180,7 @@ int cmd_predict(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *outpath = NULL, *format = NULL;
-	char *ckpath = NULL, msg[8192];
+	char *ckpath = NULL, msg[8192];	/* akk_open's error */
 	int top = 1, c, rc = EXIT_USAGE, made_out = 0;
 	akk_model *m = NULL;
 	struct akk_dataset d = { 0 };
@@ -222,20 +246,8 @@ int cmd_predict(int argc, char **argv)
 		}
 		if (i == optind + 1)	/* after the first input proved readable */
 			write_header(&o);
-		for (size_t s = 0; s < d.n; s += PREDICT_BLOCK) {
-			size_t B = d.n - s < PREDICT_BLOCK ? d.n - s : PREDICT_BLOCK;
-
-			/* raw values, as the file holds them: the library preprocesses */
-			for (size_t k = 0; k < B * in; k++)
-				x[k] = d.xtype == AKK_X_U8 ? (float)d.x8[s * in + k]
-							   : d.xf[s * in + k];
-			if (akk_predict(m, x, B * in, prob, B * o.C, msg, sizeof(msg))) {
-				akk_err_at(&e, path, 0, 0, "%s", msg);
-				goto report;
-			}
-			for (size_t j = 0; j < B; j++)
-				write_row(&o, index++, prob + j * o.C);
-		}
+		if (predict_rows(&o, &d, path, x, prob, &index, &e))
+			goto report;
 		akk_dataset_release(&d);
 	}
 	if (fflush(o.f) || ferror(o.f) || (made_out && fclose(o.f))) {
