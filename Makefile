@@ -78,9 +78,12 @@ $(B)/flags: FORCE
 	@echo '$(CC) $(CFLAGS_ALL)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL)' > $@
 FORCE:
 
-$(B)/%.o: %.c $(wildcard core/*/*.h cli/*.h tests/*.h) Makefile $(B)/flags
+# Each object depends on the headers the compiler saw it include (-MMD
+# writes them to a .d file beside the object; -MP keeps a deleted header
+# from breaking the build).
+$(B)/%.o: %.c Makefile $(B)/flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
 # ONNX export (core/io/onnx.c): protoc-c generates C for onnx.proto, from
 # Debian's libonnx-dev, into $(B)/gen at build time (never committed); it
@@ -146,7 +149,12 @@ run_tests = n=0; nf=0; failed=; for t in $(2); do echo "== $(1)$$t"; n=$$((n+1))
 
 # Each test program is run from the top directory with AKKCTL pointing at the
 # binary under test; `make test` runs every program, then lists the failed.
-test: $(B)/akkctl $(TESTS)
+# The programs are built in parallel first: with the -j given, else with
+# one job per core (JOBS).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+test:
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS)) \
+		$(B)/akkctl $(TESTS)
 	@$(call run_tests,,$(TESTS),AKKCTL=$(B)/akkctl AKK_BUILD=$(B))
 
 # The suite under each of OpenBLAS's kernel choices: its own (the variable
@@ -225,9 +233,9 @@ LIB_PKGS    = yaml-0.1 openblas zlib $(if $(filter 1,$(XSMM)),libxsmm)
 .PHONY: lib install-lib
 lib: $(B)/$(LIB_REAL)
 
-$(B)/pic/%.o: %.c $(wildcard core/*/*.h) Makefile $(B)/flags
+$(B)/pic/%.o: %.c Makefile $(B)/flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -fPIC -c -o $@ $<
+	$(CC) $(CFLAGS_ALL) -fPIC -MMD -MP -c -o $@ $<
 
 $(B)/$(LIB_REAL): $(LIB_OBJ) core/api/akk.map
 	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=core/api/akk.map \
@@ -258,6 +266,9 @@ endif
 
 clean:
 	rm -rf build akkctl
+
+# The headers each object was built with (see -MMD above).
+-include $(wildcard $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TESTS:=.d) $(LIB_OBJ:.o=.d))
 
 # The include graph of core/ and cli/ from their #include lines, one
 # "a -> b" edge per line; fails on a circle or an include from a floor of
