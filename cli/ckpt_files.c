@@ -184,7 +184,7 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 {
 	int final = !strcmp(rep->phase, "final");
 	int improved = rep->val_samples && rep->val_acc > p->metrics.best_val_acc;
-	/* issue 13: output.best_by loss (the default for regression) */
+	/* output.best_by loss (the default for regression) */
 	int by_loss = p->spec->out.best_by == AKK_BEST_LOSS;
 	int lower = rep->val_samples && (p->metrics.best_val_loss < 0 ||
 					 rep->val_loss < p->metrics.best_val_loss);

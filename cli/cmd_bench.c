@@ -475,7 +475,7 @@ static void csv_mode(FILE *f, const struct bench_run *b, const struct akk_model 
 			g + 1, b->busy[g], b->depth[g]);
 }
 
-/* The config's data through its data.format (issue 13), when its IDX
+/* The config's data through its data.format, when its IDX
  * images exist or it is of another format; else synthetic. */
 static int load_or_synthesize(struct akk_dataset *d, const struct akk_spec *s,
 			      enum akk_data_part part, size_t n,

@@ -126,7 +126,7 @@ static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
 
 	if (akk_data_has(&s->data, AKK_DATA_VAL))
 		return akk_data_open(d, &s->data, AKK_DATA_VAL, e) ||
-		       /* named CSV classes: numbered as in training (h13csv) */
+		       /* named CSV classes: numbered as in training */
 		       (!strcmp(s->data.format, "csv") &&
 			akk_csv_match_classes(d, ck->class_names, ck->nclass_names,
 					      s->data.val_file, e)) ? -1 : 0;

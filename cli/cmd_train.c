@@ -51,7 +51,7 @@ struct train_ui {
 	int have_val;
 	double final_acc, final_train_acc;
 	int best_missing;	/* early stopping: no best.bin to restore here */
-	double final_loss;	/* issue 13: for regression's summary */
+	double final_loss;	/* for regression's summary */
 };
 
 static void progress(void *ctx, const struct akk_progress *p)
@@ -111,7 +111,7 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	if (ui->drawn)
 		fputs("\r\033[K", stderr);
 	ui->drawn = 0;
-	if (rep->regression) {	/* issue 13: RMSE and R^2 */
+	if (rep->regression) {	/* RMSE and R^2 */
 		if (final) {
 			fprintf(stderr, "final: validation loss %.4f rmse %.4g r2 %.4f (weights after %ld steps)\n",
 				rep->val_loss, rep->val_rmse, rep->val_acc, rep->vmax);
@@ -233,7 +233,7 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
 	else
 		fprintf(stderr, "summary: %d of %d epochs done in %s", st.epochs,
 			st.epochs, t);
-	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION) {	/* issue 13 */
+	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION) {
 		if (ui->best.epoch)
 			fprintf(stderr, "; best validation loss %.4f (r2 %.4f) at epoch %d%s",
 				ui->best.loss, ui->best.accuracy, ui->best.epoch,
@@ -456,7 +456,7 @@ static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
 	return 0;
 }
 
-/* issue 13 (h13core): validation: {split: F} holds out part of train,
+/* validation: {split: F} holds out part of train,
  * in place (train keeps the rest, val gets the held-out samples). The
  * indices come from the checkpoint when resuming one that has them, so
  * they never change during a run; else they are computed from the seed.

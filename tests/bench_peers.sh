@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench_peers.sh - akkctl against the numpy and torch peers on this machine,
-# as ratios from interleaved rounds (issue 16's targets).
+# as ratios from interleaved rounds (the README's speed targets).
 #
 # For each network, every contender runs once per round, in the same order
 # each round (A B C ... A B C ...), so a noisy neighbour hits all of them:
@@ -20,7 +20,7 @@
 # --steps`, torch_lenet.py --max-batches: per-epoch normalised, start-up
 # of the run included on both sides). Printed per network: each
 # contender's median over the rounds with min-max, and the ratios of
-# issue 16's targets as the median of the per-round ratios with min-max
+# the speed targets as the median of the per-round ratios with min-max
 # ("best peer" is the fastest peer of that round; tinynn's "gemm-floor /
 # faster" is the share of its GEMM floor the faster schedule reaches).
 # Then wheels/flip-flop on configs/bench-balanced.yaml over BALANCED_RUNS

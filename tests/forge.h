@@ -121,7 +121,7 @@ static inline int forge_run(struct forge *fg, size_t *off, enum forge_type t,
 	return 0;
 }
 
-/* The data section of a version 2 file (issue 13): data.task,
+/* The data section of a version 2 file: data.task,
  * data.targets, data.nclass_names, data.class_nameI.len,
  * data.input_map.in, data.input_map.a0/aN/b0/bN, data.nheldout,
  * data.heldout0/heldoutN, data.best_val_loss, data.reg.sse/sy/syy/n. */

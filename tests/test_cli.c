@@ -1219,7 +1219,7 @@ static void bad_data(void **state)
 	assert_false(tu_exists(tu_path(o, "last.bin")));
 }
 
-/* issue 13: validation: {folds: 3} trains three runs in fold-1..3, each
+/* validation: {folds: 3} trains three runs in fold-1..3, each
  * validated on its own fold (12 of 36 rows, 4 of each class), then the
  * summary on stderr and in folds.csv; eval of a fold's checkpoint
  * validates on that fold; --resume is refused; a class with fewer rows

@@ -1,5 +1,5 @@
 /* test_data.c - the input map (scale, per-channel normalize, standardize),
- * the validation split and the checkpoint's data section (issue 13).
+ * the validation split and the checkpoint's data section.
  *
  * In-process tests build data sets in memory, floats and bytes; the CLI
  * tests train a tiny network on IDX files written here with a held-out

@@ -247,7 +247,7 @@ static int valid_value(const char *field, enum forge_type t, int v)
 			    !strcmp(field, "mode") || !strcmp(field, "position.correct")))
 		return 1;
 	/* the lowest validation loss so far: -1 (none) or any finite loss
-	 * (issue 13's data section) */
+	 * (the data section) */
 	if (!strcmp(field, "data.best_val_loss") && v != V_NAN)
 		return 1;
 	/* losses: any finite value, a diverging run's too */

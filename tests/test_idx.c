@@ -484,7 +484,7 @@ static void test_dataset_ranks(void **state)
 	expect_dataset_error(im, in_dir("rk-none"), want);
 }
 
-/* ---- rank-4 images (h13formats) ---- */
+/* ---- rank-4 images ---- */
 
 /* N x C x H x W as it is; N x H x W x C (nhwc) made channels first. */
 static void test_dataset_rank4(void **state)

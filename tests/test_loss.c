@@ -293,7 +293,7 @@ static void test_names(void **ctx)
 			    "softmax_cross_entropy");
 }
 
-/* Regression targets (issue 13): mse, mae and huber against float
+/* Regression targets: mse, mae and huber against float
  * targets, their gradients by central differences as above, the value
  * against a direct sum, and the RMSE and R^2 sums. */
 static void test_targets(void **ctx)

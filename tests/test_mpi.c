@@ -774,7 +774,7 @@ static void deadline_names_hung_ranks(void **unused)
 	assert_int_equal(kill(j.pid, 0), -1);	/* mpirun is gone, reaped */
 }
 
-/* --- batch norm under data parallelism (issue 15) ------------------------ */
+/* --- batch norm under data parallelism ------------------------ */
 
 /* A net with batchnorm first (its statistics depend on the data alone) and
  * after a dense layer; `sync` is "" or ", sync: true" (SyncBN). */
@@ -1053,7 +1053,7 @@ static void lr_scaling_warmup_metrics_np2(void **unused)
 	assert_int_equal(rows, 3);
 }
 
-/* --- a residual block with batchnorm under data parallelism (issue 15) --- */
+/* --- a residual block with batchnorm under data parallelism --- */
 
 /* The batchnorms inside a residual block: the block hands the run's sync
  * to its inner layers. */

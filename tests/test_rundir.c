@@ -594,7 +594,8 @@ static void interrupted_run_says_how_to_resume(void **state)
 		if (c.pos.index == 19) {
 			/* stopped in flip-flop's validation, after the epoch's
 			 * last batch: such a checkpoint does not resume before
-			 * the checkpoint fix of issue 11 item 1 */
+			 * the fix that lets a checkpoint hold the end of an epoch's
+			 * batches as its position */
 			akk_checkpoint_release(&c);
 			return;
 		}

@@ -1296,7 +1296,7 @@ static void test_watch_split(void **ctx)
 }
 
 
-/* issue 13: validation: {folds: K}, and augmentation refused for tables. */
+/* validation: {folds: K}, and augmentation refused for tables. */
 static void test_folds_and_table_augment(void **ctx)
 {
 	struct akk_spec s;

@@ -1298,7 +1298,7 @@ static const struct key network_keys[] = {
 
 #define DATA struct akk_data_spec
 
-/* h13formats: a list of paths (data.train.files), each resolved like
+/* a list of paths (data.train.files), each resolved like
  * h_path. */
 static int h_paths(struct ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
@@ -1341,7 +1341,7 @@ static int h_paths(struct ctx *c, const struct key *k,
 static const struct key train_keys[] = {
 	STR("images", h_path, DATA, train_images, 0),
 	STR("labels", h_path, DATA, train_labels, 0),
-	/* h13formats: npy features, cifar10 record files */
+	/* npy features, cifar10 record files */
 	STR("features", h_path, DATA, train_features, 0),
 	PATHS("files", DATA, train_files),
 	/* format csv */
@@ -1352,7 +1352,7 @@ static const struct key train_keys[] = {
 static const struct key val_keys[] = {
 	STR("images", h_path, DATA, val_images, 0),
 	STR("labels", h_path, DATA, val_labels, 0),
-	/* h13formats: npy features, cifar10 record files */
+	/* npy features, cifar10 record files */
 	STR("features", h_path, DATA, val_features, 0),
 	PATHS("files", DATA, val_files),
 	/* format csv */
@@ -1507,7 +1507,7 @@ static int h_csv(struct ctx *c, const struct key *k,
 	return h_section(c, k, sec, key, val);
 }
 
-/* issue 13 (h13core): normalize's mean and std are a number, or a list of
+/* normalize's mean and std are a number, or a list of
  * numbers, one per input channel (checked against network.input after the
  * walk). A number goes into the float at k->off, as h_float; each item of a
  * list is checked as h_float checks a number, into the struct akk_channels
@@ -1556,11 +1556,11 @@ static const struct key normalize_keys[] = {
 	CHANNELS("std", DATA, std, std_ch, F_REQ | F_LO | F_LO_OPEN, 1),
 	END,
 };
-/* issue 13 (h13core): data.task and output.best_by */
+/* data.task and output.best_by */
 static const char *const task_names[] = { "classification", "regression", NULL };
 static const char *const best_by_names[] = { "accuracy", "loss", NULL };
 
-/* issue 13 (h13core): validation: {split: F} holds out part of train. */
+/* validation: {split: F} holds out part of train. */
 static const struct key split_keys[] = {
 	FLOAT("split", DATA, split, F_REQ | F_LO | F_LO_OPEN | F_HI | F_HI_OPEN,
 	      0, 1, 0, 0),
@@ -1611,7 +1611,7 @@ static int h_validation(struct ctx *c, const struct key *k,
 	return h_data_files(c, k, sec, key, val);
 }
 
-/* h13formats: rank-4 image layout and augmentation. */
+/* rank-4 image layout and augmentation. */
 static const char *const layout_names[] = { "nchw", "nhwc", NULL };
 static const struct key augment_keys[] = {
 	INT("crop_padding", DATA, crop_padding, F_LO | F_HI, 0, 64, 0),
@@ -1638,12 +1638,11 @@ static const struct key data_keys[] = {
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = normalize_keys,
 	  .set_off = MARK(DATA, normalize) },
-	/* h13formats */
 	NAMES("layout", DATA, layout_nhwc, 0, layout_names, "layout", 0),
 	{ .name = "augment", .type = YAML_MAPPING_NODE, .fn = h_section,
 	  .what = "a mapping", .keys = augment_keys,
 	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
-	BOOL("standardize", DATA, standardize, 0),	/* issue 13 (h13core) */
+	BOOL("standardize", DATA, standardize, 0),
 	NAMES("task", DATA, task, 0, task_names, "task", AKK_TASK_CLASSIFICATION),
 	END,
 };
@@ -1716,7 +1715,7 @@ static const struct key output_keys[] = {
 	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
 	INT("keep", OUT, keep, F_LO, 1, 0, 3),
 	STR("metrics", h_metrics, OUT, metrics, 0),
-	/* issue 13 (h13core): -1 until resolved by data.task */
+	/* -1 until resolved by data.task */
 	NAMES("best_by", OUT, best_by, 0, best_by_names, "best_by", -1),
 	END,
 };
@@ -2471,7 +2470,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
-	/* issue 13 (h13core): regression takes the losses that compare with
+	/* regression takes the losses that compare with
 	 * float targets; best.bin is best by loss unless told */
 	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
 	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
@@ -2484,7 +2483,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 	if (s->out.best_by < 0)
 		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
 								      : AKK_BEST_ACCURACY;
-	/* issue 13 (h13core): per-channel lists have one value per channel
+	/* per-channel lists have one value per channel
 	 * of network.input (its first dimension; of a rank-1 input, each
 	 * feature is a channel) */
 	for (int i = 0; i < 2; i++) {

@@ -29,7 +29,7 @@
  * a document, at FILE:LINE:COL (man/akkctl.5, LIMITS). */
 #define AKK_SPEC_MAX_BYTES (1 << 20)
 #define AKK_SPEC_MAX_DEPTH 64
-/* The longest per-channel list (data.normalize; issue 13, h13core). */
+/* The longest per-channel list (data.normalize). */
 #define AKK_SPEC_MAX_CHANNELS 65536
 /* The most layers in a network, all gates together. */
 #define AKK_MAX_LAYERS 65536
@@ -82,11 +82,11 @@ struct akk_csv_spec {
 	struct akk_mark mark;		/* the csv: key */
 };
 
-/* data.task and output.best_by (issue 13, h13core). */
+/* data.task and output.best_by. */
 enum akk_task { AKK_TASK_CLASSIFICATION, AKK_TASK_REGRESSION };
 enum akk_best_by { AKK_BEST_ACCURACY, AKK_BEST_LOSS };
 
-/* A list of floats, one per input channel (issue 13, h13core). */
+/* A list of floats, one per input channel. */
 struct akk_channels {
 	float *v;			/* n values, owned; NULL when n = 0 */
 	int n;
@@ -110,7 +110,7 @@ struct akk_data_spec {
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */
 	struct akk_mark train_mark, val_mark;
-	/* h13formats: .npy, CIFAR-10, rank-4 layout, augmentation */
+	/* .npy, CIFAR-10, rank-4 layout, augmentation */
 	char *train_features, *val_features;	/* npy: features (labels in
 						 * *_labels) */
 	struct akk_path_list train_files, val_files;	/* cifar10 */
@@ -121,7 +121,7 @@ struct akk_data_spec {
 	int flip;			/* augment.flip, default false */
 	int translate;			/* augment.translate, default 0 */
 	struct akk_mark augment_mark;
-	/* issue 13 (h13core): per-channel normalize, standardize and the
+	/* per-channel normalize, standardize and the
 	 * validation split. */
 	struct akk_channels mean_ch, std_ch;	/* normalize lists; n = 0: the
 						 * scalars mean, std apply */
@@ -165,7 +165,7 @@ struct akk_output_spec {
 	char *metrics;			/* file name inside dir; default "metrics.csv" */
 	int best_by;			/* enum akk_best_by: what best.bin is best
 					 * by; default accuracy for classification,
-					 * loss for regression (issue 13) */
+					 * loss for regression */
 };
 
 struct akk_spec {

@@ -47,7 +47,7 @@ struct akk_position {
 	long correct, samples;
 	double seconds;
 	struct akk_reg_sums reg;	/* regression: the epoch's RMSE and R^2
-					 * sums so far (issue 13) */
+					 * sums so far */
 };
 
 /* The last completed epoch's metrics, for inspect. */
@@ -55,7 +55,7 @@ struct akk_ckpt_metrics {
 	int epoch;		/* 1-based; 0 = none yet */
 	double train_loss, train_acc, val_loss, val_acc;
 	double best_val_acc;
-	/* issue 13: the lowest validation loss so far (-1: none yet), for
+	/* the lowest validation loss so far (-1: none yet), for
 	 * output.best_by: loss. With data.task regression the acc fields
 	 * hold R^2. */
 	double best_val_loss;
@@ -95,7 +95,7 @@ struct akk_checkpoint {
 	 * after the gates); all zero when the file has none. */
 	int has_watch;
 	struct akk_watch watch;
-	/* The data section (version 2; issue 13, h13core): empty in a
+	/* The data section (version 2): empty in a
 	 * version 1 file. */
 	int task;		/* 0 classification, 1 regression */
 	int targets;		/* regression targets per sample; 0 otherwise */
@@ -117,7 +117,7 @@ struct akk_ckpt_source {
 	struct akk_position pos;
 	struct akk_ckpt_metrics metrics;
 	const struct akk_watch *watch;	/* NULL: no watch block */
-	/* The data section (issue 13, h13core), all lent: the input map
+	/* The data section, all lent: the input map
 	 * (NULL: none), the class names and the held-out indices. */
 	const struct akk_preprocess *pre;
 	char *const *class_names;

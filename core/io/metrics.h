@@ -21,7 +21,7 @@ struct akk_metrics_row {
 	 * lr_g1..lr_gN when nlr > 0; 0 when the gates share one optimizer. */
 	const double *lrs;
 	int nlr;
-	/* data.task regression (issue 13): accuracy holds R^2, and the
+	/* data.task regression: accuracy holds R^2, and the
 	 * columns are loss, r2, rmse instead of loss, accuracy */
 	int regression;
 	double rmse;
@@ -31,7 +31,7 @@ struct akk_metrics_row {
  * (0: the plain header). Allocated; NULL when out of memory. */
 char *akk_metrics_header(int nlr);
 /* The same for a run of data.task regression (regression != 0):
- * epoch,phase,samples,loss,r2,rmse,lr,... (issue 13). */
+ * epoch,phase,samples,loss,r2,rmse,lr,... */
 char *akk_metrics_header_for(int nlr, int regression);
 /* Open path for appending. The header is written with the first row when
  * the file is new or empty. */
@@ -44,7 +44,7 @@ struct akk_metrics_best {
 	int epoch;		/* 0: no validation row */
 	int final;		/* it was the final pass (wheels) */
 	double accuracy;	/* R^2 for regression */
-	double loss;		/* issue 13: that row's loss */
+	double loss;		/* that row's loss */
 };
 
 /* Before a resume: keep the header and the rows of epochs 1..epochs (the
@@ -57,7 +57,7 @@ int akk_metrics_truncate(const char *path, int epochs, int nlr,
 			 struct akk_metrics_best *best, struct akk_err *e);
 /* The same for a run of data.task regression (its header), best being
  * the row of the highest accuracy (R^2), or with by_loss of the lowest
- * loss (issue 13). */
+ * loss. */
 int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 			     int regression, int by_loss,
 			     struct akk_metrics_best *best, struct akk_err *e);

@@ -17,7 +17,7 @@ struct akk_eval_result {
 	long *confusion;	/* (classes, classes): [label][predicted], owned;
 				 * NULL for regression */
 	int classes;
-	/* data.task regression (issue 13): accuracy is 0, and these hold
+	/* data.task regression: accuracy is 0, and these hold
 	 * the RMSE and R^2 over all targets pooled */
 	int regression;
 	double rmse, r2;

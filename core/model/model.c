@@ -165,7 +165,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 	}
 	m->classes = cur.d[0];
 	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
-	/* one output is enough for one regression target (h13csv) */
+	/* one output is enough for one regression target */
 	if (m->classes < (s->data.task == AKK_TASK_REGRESSION ? 1 : 2)) {
 		const struct akk_gate_spec *last = &s->gates[s->ngates - 1];
 		const struct akk_layer_spec *ls = &last->layers[last->nlayers - 1];

@@ -64,7 +64,7 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
 			return -1;
-	/* regression (issue 13): against the batch's float targets */
+	/* regression: against the batch's float targets */
 	loss = s->data.task == AKK_TASK_REGRESSION ?
 		akk_loss_targets(s->loss, s->huber_delta, b->dlogits, h, b->targets,
 				 b->B, m->classes, NULL) :

@@ -32,7 +32,7 @@ double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
 		const float *logits, const int32_t *labels, int B, int D,
 		long *correct);
 
-/* Regression (issue 13): the running sums an epoch's RMSE and R^2 come
+/* Regression: the running sums an epoch's RMSE and R^2 come
  * from, over all target values pooled. */
 struct akk_reg_sums {
 	double sse;		/* sum of (output - target)^2 */

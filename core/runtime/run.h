@@ -35,7 +35,7 @@ struct akk_epoch_report {
 	double train_loss, train_acc;
 	long val_samples;	/* 0: no validation */
 	double val_loss, val_acc;
-	/* data.task regression (issue 13): train_acc and val_acc hold R^2
+	/* data.task regression: train_acc and val_acc hold R^2
 	 * (at most 1, may be negative), these the RMSE */
 	int regression;
 	double train_rmse, val_rmse;
@@ -92,7 +92,7 @@ struct akk_run_config {
 	 * gradients before each step; 0 or 1: off. */
 	int shards;
 	struct akk_observer obs;
-	/* issue 13 (h13core): the input map to use (a checkpoint's, on
+	/* the input map to use (a checkpoint's, on
 	 * resume; copied), NULL: built from the spec and train; and the
 	 * held-out indices of a validation split (nheldout, lent for the
 	 * run), written into checkpoints. */

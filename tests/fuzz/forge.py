@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """forge.py - rebuild the forged checkpoints of tests/fuzz/regress/ from the
-seed checkpoints in tests/fuzz/corpus/checkpoint/ (issue 11's defects).
+seed checkpoints in tests/fuzz/corpus/checkpoint/ (the defects found so far).
 
 Each is a seed with a field changed and its length and CRC-32 recomputed,
 as an attacker would. The resume ones carry fuzz_resume's three-byte

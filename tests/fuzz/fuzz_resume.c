@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	}
 	if (!fuzz_checking("known")) {
-		/* FUZZ_SKIP=known: leave out what issue 11 already reports
+		/* FUZZ_SKIP=known: leave out what is already known
 		 * (positions and steps out of range), to look further */
 		int known = ck.pos.id < 0 || ck.pos.index >= run.per_epoch ||
 			    ck.pos.index < 0;
