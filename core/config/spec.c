@@ -1,23 +1,16 @@
 /* spec.c - the YAML config read with libyaml's document API and checked.
  *
- * The text (at most AKK_SPEC_MAX_BYTES) is first walked as libyaml events
- * (prescan): nesting deeper than AKK_SPEC_MAX_DEPTH and tags that fit no
- * value are rejected before a document is built, and explicit string tags
- * are noted, since the document cannot tell "!!str 42" from "42". Then
- * the file is loaded into one yaml_document_t; each --set override is parsed
- * as a YAML value and spliced into that document (the node ids it adds are
- * remembered, so an error in them is reported against the --set argument),
- * then one walk fills struct akk_spec. Every mapping is walked with a key
- * table {key, node type, handler, range, default}: unknown keys (with the
- * nearest key suggested), duplicates and missing required keys are rejected
- * before the handlers run in table order. Besides scalars, two generic key
- * kinds are described by the table alone: a name list (h_names) and a
- * sub-section with its own key table (h_section). A layer's keys come from
- * its kind's option table (layer.h). Defaults sit next to their keys
- * (apply_defaults); strings and lists have theirs in defaults(). Messages are lowercase and quote their
- * subject: "'lr' must be greater than 0, got -0.1". A float is checked
- * again as the float it is stored as. libyaml's marks are 0-based; reports
- * and stored marks are 1-based. */
+ * The text is loaded into one yaml_document_t with each --set override
+ * spliced in (overrides.c), then one walk fills struct akk_spec: every
+ * section is a key table of this file, walked by yaml_keys.c (unknown
+ * keys, duplicates, missing required keys, ranges and defaults come from
+ * the table). A layer's keys come from its kind's option table (layer.h).
+ * Defaults sit next to their keys (apply_defaults); strings and
+ * lists have theirs in defaults(). Then the cross-checks that span
+ * sections. Messages are lowercase and quote their subject: "'lr' must be
+ * greater than 0, got -0.1". A float is checked again as the float it is
+ * stored as. libyaml's marks are 0-based; reports and stored marks are
+ * 1-based. */
 #include "config/spec.h"
 
 #include <assert.h>
@@ -32,712 +25,10 @@
 #include <string.h>
 #include <yaml.h>
 
-struct ctx {
-	yaml_document_t doc;
-	const char *file;	/* name used in reports */
-	const char *base_dir;	/* for relative paths; NULL = as written */
-	struct akk_spec *s;
-	struct akk_err *e;
-	/* Node ids added by override i are in (set_lo[i], set_hi[i]]. */
-	const char *const *sets;
-	int nsets;
-	int *set_lo, *set_hi;
-	/* Byte offsets of the scalars of the text being loaded that carry an
-	 * explicit string tag (!!str or !), found by prescan. */
-	size_t *strs;
-	size_t nstrs, capstrs;
-	int nested;		/* layers inside residual blocks so far */
-};
+#include "config/overrides.h"
+#include "config/yaml_keys.h"
 
 /* One section being walked: its key table and the struct it fills. */
-struct key;
-struct section {
-	const char *name;		/* "schedule", "gate 2"; NULL = top */
-	const struct key *keys;
-	void *obj;
-	int optional;			/* 1: no key is required (gate optimizer) */
-	/* For keys that apply to some kinds only: 1 + the offset of the int
-	 * field of obj that holds the current kind (0: no kinds; read when
-	 * the key's handler runs), its names, and what a kind is called
-	 * ("optimizer"). */
-	size_t kind_off;
-	const char *const *kind_names;
-	const char *kind_what;
-};
-
-/* A key's handler: val (of the key's node type, unless NO_NODE) into
- * sec->obj. key is the key node (NULL for a shorthand value). */
-typedef int (*handler)(struct ctx *c, const struct key *k,
-		       const struct section *sec, yaml_node_t *key,
-		       yaml_node_t *val);
-
-/* Range flags as layer.h's options have them, then flags of our own. */
-enum {
-	F_REQ = AKK_OPTION_REQ, F_LO = AKK_OPTION_LO, F_HI = AKK_OPTION_HI,
-	F_LO_OPEN = AKK_OPTION_LO_OPEN, F_HI_OPEN = AKK_OPTION_HI_OPEN,
-	F_OPTIONAL = 32,	/* section: none of its keys is required */
-	F_SPACED = 64,		/* section named "PARENT KEY", not "PARENT.KEY" */
-	F_VAL_MARK = 128,	/* section: the mark is the value's, not the key's */
-	F_NOSTORE = 256,	/* name list: checked, not stored */
-};
-
-/* A key of a section. Scalars (h_int, h_float, h_bool, h_str, h_path) and
- * the two generic kinds, a name list (h_names) and a sub-section
- * (h_section), are described by the table; other keys have a handler. */
-struct key {
-	const char *name;
-	yaml_node_type_t type;	/* checked before the handler; NO_NODE: any */
-	handler fn;
-	const char *what;	/* the expected type, for messages */
-	size_t off;		/* field of obj (a section: its struct) */
-	unsigned flags;
-	double lo, hi;		/* range, per flags */
-	unsigned applies;	/* bit per kind; 0 = every kind */
-	double def;		/* default of a number, bool or name */
-	/* A name list: the names (NULL-terminated) and what one is called. */
-	const char *const *names;
-	const char *noun;
-	/* A sub-section: its keys; the key a scalar value stands for (NULL:
-	 * a mapping only); 1 + offsets in obj of the struct akk_mark to set
-	 * and of an int set to 1 when present (0: none); what its kinds are
-	 * called when some keys apply to some kinds (its "type" key). */
-	const struct key *keys;
-	const char *shorthand;
-	size_t mark_off, set_off;
-	const char *kind_what;
-};
-
-/* --- nodes and reports --------------------------------------------------- */
-
-static int node_id(const struct ctx *c, const yaml_node_t *n)
-{
-	return (int)(n - c->doc.nodes.start) + 1;
-}
-
-/* Index of the override that created n, or -1 when n is from the file. */
-static int node_set(const struct ctx *c, const yaml_node_t *n)
-{
-	if (!n)
-		return -1;
-	int id = node_id(c, n);
-	for (int i = 0; i < c->nsets; i++)
-		if (id > c->set_lo[i] && id <= c->set_hi[i])
-			return i;
-	return -1;
-}
-
-static struct akk_mark mark_of(const struct ctx *c, const yaml_node_t *n)
-{
-	struct akk_mark m = { 0, 0 };
-	if (n && node_set(c, n) < 0) {
-		m.line = (int)n->start_mark.line + 1;
-		m.col = (int)n->start_mark.column + 1;
-	}
-	return m;
-}
-
-static int vfail_set(struct ctx *c, int set, const char *fmt, va_list ap)
-{
-	char file[sizeof(c->e->file)], msg[sizeof(c->e->msg)];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	snprintf(file, sizeof(file), "--set %s", c->sets[set]);
-	return akk_err_at(c->e, file, 0, 0, "%s", msg);
-}
-
-/* Report at node n (at the --set argument when n came from one; at the
- * whole file when n is NULL). Returns -1. */
-static int fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
-{
-	char msg[sizeof(c->e->msg)];
-	va_list ap;
-	int set = node_set(c, n);
-
-	va_start(ap, fmt);
-	if (set >= 0) {
-		vfail_set(c, set, fmt, ap);
-		va_end(ap);
-		return -1;
-	}
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (!n)
-		return akk_err_at(c->e, c->file, 0, 0, "%s", msg);
-	return akk_err_at(c->e, c->file, (int)n->start_mark.line + 1,
-			  (int)n->start_mark.column + 1, "%s", msg);
-}
-
-static int fail_set(struct ctx *c, int set, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail_set(struct ctx *c, int set, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfail_set(c, set, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static const char *text(const yaml_node_t *n)
-{
-	return (const char *)n->data.scalar.value;
-}
-
-static int is_plain(const yaml_node_t *n)
-{
-	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
-	       n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
-
-#define CORE_TAG "tag:yaml.org,2002:"
-
-/* The core-schema type a scalar is explicitly tagged with ("int", "float",
- * "bool" or "null"), or NULL for an untagged scalar or a string. libyaml
- * gives an untagged scalar the str tag, as it does !!str, so prescan
- * finds the explicit strings and load marks them quoted (mark_strings):
- * "!!str 42" then reads like "'42'". prescan has rejected every other tag. */
-static const char *tag_type(const yaml_node_t *n)
-{
-	const char *t = (const char *)n->tag;
-	size_t len = strlen(CORE_TAG);
-
-	if (n->type != YAML_SCALAR_NODE || !t || strncmp(t, CORE_TAG, len) ||
-	    !strcmp(t + len, "str"))
-		return NULL;
-	return t + len;
-}
-
-static int tagged(const yaml_node_t *n, const char *type)
-{
-	const char *t = tag_type(n);
-	return t && !strcmp(t, type);
-}
-
-/* A plain scalar without a tag: its type is read from its text. */
-static int is_bare(const yaml_node_t *n)
-{
-	return is_plain(n) && !tag_type(n);
-}
-
-static int is_null(const yaml_node_t *n)
-{
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
-
-	if (n->type != YAML_SCALAR_NODE)
-		return 0;
-	if (tagged(n, "null"))
-		return 1;
-	if (!is_bare(n))
-		return 0;
-	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
-		if (!strcmp(text(n), nulls[i]))
-			return 1;
-	return 0;
-}
-
-/* What a node is, for "got ...": 'abc', null, a list, a mapping. */
-static const char *describe(const yaml_node_t *n, char *buf, size_t size)
-{
-	if (n->type == YAML_MAPPING_NODE)
-		return "a mapping";
-	if (n->type == YAML_SEQUENCE_NODE)
-		return "a list";
-	if (is_null(n))
-		return "null";
-	size_t len = n->data.scalar.length;
-	const char *type = tag_type(n);
-	if (type) {
-		snprintf(buf, size, "!!%s '%.*s%s'", type,
-			 len > 40 ? 40 : (int)len, text(n),
-			 len > 40 ? "..." : "");
-		return buf;
-	}
-	const char *fmt = is_plain(n) ? "'%.*s%s'" : "the string '%.*s%s'";
-	snprintf(buf, size, fmt, len > 40 ? 40 : (int)len, text(n),
-		 len > 40 ? "..." : "");
-	return buf;
-}
-
-static int fail_type(struct ctx *c, const char *subject, const char *what,
-		     yaml_node_t *val)
-{
-	char buf[96];
-	return fail(c, val, "%s must be %s, got %s", subject, what,
-		    describe(val, buf, sizeof(buf)));
-}
-
-/* Optimal string alignment distance (Damerau-Levenshtein with adjacent
- * transpositions); long strings count as far. */
-static int distance(const char *a, const char *b)
-{
-	enum { MAX = 48 };
-	int la = (int)strlen(a), lb = (int)strlen(b);
-	int d[MAX + 1][MAX + 1];
-
-	if (la > MAX || lb > MAX)
-		return 1000;
-	for (int i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (int j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (int i = 1; i <= la; i++)
-		for (int j = 1; j <= lb; j++) {
-			int cost = a[i - 1] != b[j - 1];
-			int v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (d[i - 1][j - 1] + cost < v)
-				v = d[i - 1][j - 1] + cost;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	return d[la][lb];
-}
-
-/* " (did you mean 'x'?)" for the nearest of n names (stride bytes apart),
- * or "" when none is near: at most 1 edit for words under 6 letters, 2
- * otherwise. */
-static const char *suggest(const char *word, const void *names, size_t n,
-			   size_t stride, char *buf, size_t size)
-{
-	int limit = strlen(word) >= 6 ? 2 : 1, best = limit + 1;
-	const char *pick = NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		const char *cand =
-			*(const char *const *)((const char *)names + i * stride);
-		int d = distance(word, cand);
-		if (d < best) {
-			best = d;
-			pick = cand;
-		}
-	}
-	if (!pick)
-		return "";
-	snprintf(buf, size, " (did you mean '%s'?)", pick);
-	return buf;
-}
-
-static size_t count_names(const char *const *names)
-{
-	size_t n = 0;
-	while (names[n])
-		n++;
-	return n;
-}
-
-/* The kind called by the name in val, from a NULL-terminated table, into
- * *out; otherwise "unknown WHAT 'x' (did you mean 'y'?)". */
-static int find_name(struct ctx *c, const char *subject, yaml_node_t *val,
-		     const char *const *names, const char *what, int *out)
-{
-	char buf[96];
-
-	if (val->type != YAML_SCALAR_NODE || is_null(val) || tag_type(val))
-		return fail_type(c, subject, "a name", val);
-	for (int i = 0; names[i]; i++)
-		if (!strcmp(names[i], text(val))) {
-			*out = i;
-			return 0;
-		}
-	return fail(c, val, "unknown %s '%s'%s", what, text(val),
-		    suggest(text(val), names, count_names(names),
-			    sizeof(names[0]), buf, sizeof(buf)));
-}
-
-/* --- scalars ------------------------------------------------------------- */
-
-/* YAML 1.2 core: [-+]?[0-9]+ */
-static int int_syntax(const char *p)
-{
-	if (*p == '-' || *p == '+')
-		p++;
-	return *p && strspn(p, "0123456789") == strlen(p);
-}
-
-static int parse_int(struct ctx *c, const char *name, yaml_node_t *val,
-		     long long *out)
-{
-	char subject[80];
-
-	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type != YAML_SCALAR_NODE || is_null(val) ||
-	    !(is_bare(val) || tagged(val, "int")))
-		return fail_type(c, subject, "an integer", val);
-	if (!int_syntax(text(val)))
-		return fail_type(c, subject, "an integer", val);
-	errno = 0;
-	*out = strtoll(text(val), NULL, 10);
-	if (errno == ERANGE)
-		return fail(c, val, "%s is out of range, got %s", subject,
-			    text(val));
-	return 0;
-}
-
-static int parse_float(struct ctx *c, const char *name, yaml_node_t *val,
-		       double *out)
-{
-	char subject[80];
-	const char *p;
-	size_t n;
-
-	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type != YAML_SCALAR_NODE || is_null(val) ||
-	    !(is_bare(val) || tagged(val, "float") || tagged(val, "int")))
-		return fail_type(c, subject, "a number", val);
-	if (tagged(val, "int") && !int_syntax(text(val)))
-		return fail_type(c, subject, "a number", val);
-	/* YAML 1.2 core, finite only:
-	 * [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
-	p = text(val);
-	if (*p == '-' || *p == '+')
-		p++;
-	n = strspn(p, "0123456789");
-	p += n;
-	if (*p == '.') {
-		size_t f = strspn(p + 1, "0123456789");
-		if (!n && !f)
-			return fail_type(c, subject, "a number", val);
-		p += 1 + f;
-	} else if (!n) {
-		return fail_type(c, subject, "a number", val);
-	}
-	if (*p == 'e' || *p == 'E') {
-		p++;
-		if (*p == '-' || *p == '+')
-			p++;
-		n = strspn(p, "0123456789");
-		if (!n)
-			return fail_type(c, subject, "a number", val);
-		p += n;
-	}
-	if (*p)
-		return fail_type(c, subject, "a number", val);
-	*out = strtod(text(val), NULL);
-	if (!isfinite(*out) || fabs(*out) > 3.4e38)
-		return fail(c, val, "%s is out of range, got %s", subject,
-			    text(val));
-	return 0;
-}
-
-static int parse_bool(struct ctx *c, const char *name, yaml_node_t *val,
-		      int *out)
-{
-	char subject[80];
-
-	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type == YAML_SCALAR_NODE &&
-	    (is_bare(val) || tagged(val, "bool"))) {
-		if (!strcmp(text(val), "true")) {
-			*out = 1;
-			return 0;
-		}
-		if (!strcmp(text(val), "false")) {
-			*out = 0;
-			return 0;
-		}
-	}
-	return fail_type(c, subject, "true or false", val);
-}
-
-/* A non-empty string (any scalar style but null) into a new copy. */
-static int parse_str(struct ctx *c, const char *name, yaml_node_t *val,
-		     char **out)
-{
-	char subject[80];
-
-	snprintf(subject, sizeof(subject), "'%s'", name);
-	if (val->type != YAML_SCALAR_NODE || is_null(val) || tag_type(val))
-		return fail_type(c, subject, "a string", val);
-	if (!val->data.scalar.length)
-		return fail(c, val, "%s must not be empty", subject);
-	if (strlen(text(val)) != val->data.scalar.length)
-		return fail(c, val, "%s must not contain a NUL character",
-			    subject);
-	*out = strdup(text(val));
-	if (!*out)
-		return akk_err_set(c->e, "out of memory");
-	return 0;
-}
-
-/* v against k's bounds; as follows the value in the message. */
-static int check_range(struct ctx *c, const struct key *k, yaml_node_t *val,
-		       double v, const char *as)
-{
-	if (k->flags & F_LO) {
-		if (k->flags & F_LO_OPEN ? !(v > k->lo) : !(v >= k->lo))
-			return fail(c, val, "'%s' must be %s %g, got %s%s",
-				    k->name, k->flags & F_LO_OPEN ?
-				    "greater than" : "at least", k->lo,
-				    text(val), as);
-	}
-	if (k->flags & F_HI) {
-		if (k->flags & F_HI_OPEN ? !(v < k->hi) : !(v <= k->hi))
-			return fail(c, val, "'%s' must be %s %g, got %s%s",
-				    k->name, k->flags & F_HI_OPEN ?
-				    "less than" : "at most", k->hi,
-				    text(val), as);
-	}
-	return 0;
-}
-
-#define FIELD(obj, k, type) ((type *)((char *)(obj) + (k)->off))
-
-static int h_int(struct ctx *c, const struct key *k, const struct section *sec,
-		 yaml_node_t *key, yaml_node_t *val)
-{
-	long long v;
-
-	(void)key;
-	if (parse_int(c, k->name, val, &v))
-		return -1;
-	if (!(k->flags & F_HI) && v > INT_MAX)
-		return fail(c, val, "'%s' must be at most %d, got %s", k->name,
-			    INT_MAX, text(val));
-	if (!(k->flags & F_LO) && v < INT_MIN)
-		return fail(c, val, "'%s' must be at least %d, got %s", k->name,
-			    INT_MIN, text(val));
-	if (check_range(c, k, val, (double)v, ""))
-		return -1;
-	*FIELD(sec->obj, k, int) = (int)v;
-	return 0;
-}
-
-static int h_float(struct ctx *c, const struct key *k,
-		   const struct section *sec, yaml_node_t *key,
-		   yaml_node_t *val)
-{
-	double v = 0;
-	float f;
-	char as[64];
-
-	(void)key;
-	if (parse_float(c, k->name, val, &v) || check_range(c, k, val, v, ""))
-		return -1;
-	/* What is stored is the float: check it again as that. */
-	f = (float)v;
-	if (v != 0 && !(fabsf(f) >= FLT_MIN))
-		return fail(c, val, "'%s' is too small for a float: %s is "
-			    "stored as %.9g", k->name, text(val), (double)f);
-	snprintf(as, sizeof(as), " (%.9g as a float)", (double)f);
-	if (check_range(c, k, val, (double)f, as))
-		return -1;
-	*FIELD(sec->obj, k, float) = f;
-	return 0;
-}
-
-static int h_bool(struct ctx *c, const struct key *k, const struct section *sec,
-		  yaml_node_t *key, yaml_node_t *val)
-{
-	(void)key;
-	return parse_bool(c, k->name, val, FIELD(sec->obj, k, int));
-}
-
-static int h_str(struct ctx *c, const struct key *k, const struct section *sec,
-		 yaml_node_t *key, yaml_node_t *val)
-{
-	char *v;
-
-	(void)key;
-	if (parse_str(c, k->name, val, &v))
-		return -1;
-	free(*FIELD(sec->obj, k, char *));
-	*FIELD(sec->obj, k, char *) = v;
-	return 0;
-}
-
-/* A path, resolved against the config file's directory when relative. */
-static int h_path(struct ctx *c, const struct key *k, const struct section *sec,
-		  yaml_node_t *key, yaml_node_t *val)
-{
-	char *v, *joined;
-	const char *b = c->base_dir;
-
-	if (h_str(c, k, sec, key, val))
-		return -1;
-	v = *FIELD(sec->obj, k, char *);
-	if (v[0] == '/' || !b || !b[0] || !strcmp(b, "."))
-		return 0;
-	size_t n = strlen(b) + strlen(v) + 2;
-	joined = malloc(n);
-	if (!joined)
-		return akk_err_set(c->e, "out of memory");
-	snprintf(joined, n, "%s%s%s", b, b[strlen(b) - 1] == '/' ? "" : "/", v);
-	free(v);
-	*FIELD(sec->obj, k, char *) = joined;
-	return 0;
-}
-
-/* --- mappings ------------------------------------------------------------ */
-
-static yaml_node_t *node(struct ctx *c, int id)
-{
-	return yaml_document_get_node(&c->doc, id);
-}
-
-/* The value of key name in mapping m (the first one), or NULL. */
-static yaml_node_t *map_get(struct ctx *c, yaml_node_t *m, const char *name,
-			    yaml_node_t **keyp)
-{
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
-	     p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = node(c, p->key);
-		if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), name)) {
-			if (keyp)
-				*keyp = k;
-			return node(c, p->value);
-		}
-	}
-	return NULL;
-}
-
-static const char *in_section(const struct section *sec, char *buf,
-			      size_t size)
-{
-	if (!sec->name)
-		return "";
-	snprintf(buf, size, " in %s", sec->name);
-	return buf;
-}
-
-/* Check the keys of mapping m against sec's table (unknown, duplicate,
- * missing), then run the handlers of the keys present, in table order. */
-static int walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
-{
-	yaml_node_pair_t *pairs = m->data.mapping.pairs.start;
-	int npairs = (int)(m->data.mapping.pairs.top - pairs);
-	char in[128], sug[96], buf[96];
-	const struct key *k;
-	size_t nkeys = 0;
-
-	while (sec->keys[nkeys].name)
-		nkeys++;
-	for (int i = 0; i < npairs; i++) {
-		yaml_node_t *kn = node(c, pairs[i].key);
-		if (kn->type != YAML_SCALAR_NODE || tag_type(kn))
-			return fail(c, kn, "a key must be a name, got %s",
-				    describe(kn, buf, sizeof(buf)));
-		for (k = sec->keys; k->name && strcmp(k->name, text(kn)); k++)
-			;
-		if (!k->name)
-			return fail(c, kn, "unknown key '%s'%s%s", text(kn),
-				    in_section(sec, in, sizeof(in)),
-				    suggest(text(kn), sec->keys, nkeys,
-					    sizeof(*k), sug, sizeof(sug)));
-		for (int j = 0; j < i; j++) {
-			yaml_node_t *first = node(c, pairs[j].key);
-			if (first->type != YAML_SCALAR_NODE ||
-			    strcmp(text(first), text(kn)))
-				continue;
-			struct akk_mark fm = mark_of(c, first);
-			if (fm.line)
-				snprintf(buf, sizeof(buf), "line %d", fm.line);
-			else
-				snprintf(buf, sizeof(buf), "--set");
-			return fail(c, kn, "duplicate key '%s'%s (first at %s)",
-				    text(kn), in_section(sec, in, sizeof(in)),
-				    buf);
-		}
-	}
-	for (k = sec->keys; k->name; k++)
-		if ((k->flags & F_REQ) && !sec->optional &&
-		    !map_get(c, m, k->name, NULL))
-			return fail(c, m, "missing required key '%s'%s",
-				    k->name, in_section(sec, in, sizeof(in)));
-	for (k = sec->keys; k->name; k++) {
-		yaml_node_t *kn, *val = map_get(c, m, k->name, &kn);
-		if (!val)
-			continue;
-		if (k->applies && sec->kind_off) {
-			int kind = *(const int *)((const char *)sec->obj +
-						  sec->kind_off - 1);
-			if (!(k->applies & (1u << kind)))
-				return fail(c, kn,
-					    "'%s' does not apply to %s '%s'",
-					    k->name, sec->kind_what,
-					    sec->kind_names[kind]);
-		}
-		if (k->type != YAML_NO_NODE && val->type != k->type) {
-			char subject[80];
-			snprintf(subject, sizeof(subject), "'%s'", k->name);
-			return fail_type(c, subject, k->what, val);
-		}
-		if (k->fn(c, k, sec, kn, val))
-			return -1;
-	}
-	return 0;
-}
-
-/* --- the two generic key kinds: a name list and a sub-section ------------ */
-
-/* A name list: val must be one of k->names; its index goes into the int
- * (or enum) field, unless F_NOSTORE. */
-static int h_names(struct ctx *c, const struct key *k,
-		   const struct section *sec, yaml_node_t *key,
-		   yaml_node_t *val)
-{
-	char subject[80];
-	int kind = 0;
-
-	(void)key;
-	snprintf(subject, sizeof(subject), "'%s'", k->name);
-	if (find_name(c, subject, val, k->names, k->noun, &kind))
-		return -1;
-	if (!(k->flags & F_NOSTORE))
-		*FIELD(sec->obj, k, int) = kind;
-	return 0;
-}
-
-/* A sub-section: the mapping val walked with k->keys into the struct at
- * k->off of obj, named "PARENT.KEY" ("PARENT KEY" with F_SPACED); a scalar
- * sets k->shorthand, reported as k's own name. */
-static int h_section(struct ctx *c, const struct key *k,
-		     const struct section *sec, yaml_node_t *key,
-		     yaml_node_t *val)
-{
-	char name[128], subject[80];
-	struct section sub = { name, k->keys, (char *)sec->obj + k->off,
-			       !!(k->flags & F_OPTIONAL), 0, NULL,
-			       k->kind_what };
-	const struct key *sk;
-
-	if (sec->name)
-		snprintf(name, sizeof(name), "%s%c%s", sec->name,
-			 k->flags & F_SPACED ? ' ' : '.', k->name);
-	else
-		snprintf(name, sizeof(name), "%s", k->name);
-	/* The kind of the sub-section's object is its "type" key. */
-	for (sk = k->keys; k->kind_what && strcmp(sk->name, "type"); sk++)
-		;
-	if (k->kind_what) {
-		sub.kind_off = sk->off + 1;
-		sub.kind_names = sk->names;
-	}
-	if (k->mark_off)
-		*(struct akk_mark *)((char *)sec->obj + k->mark_off - 1) =
-			mark_of(c, k->flags & F_VAL_MARK ? val : key);
-	if (k->set_off)
-		*(int *)((char *)sec->obj + k->set_off - 1) = 1;
-	if (val->type == YAML_SCALAR_NODE && k->shorthand) {
-		struct key as;
-		for (sk = k->keys; strcmp(sk->name, k->shorthand); sk++)
-			;
-		as = *sk;
-		as.name = k->name;
-		return as.fn(c, &as, &sub, key, val);
-	}
-	if (val->type != YAML_MAPPING_NODE) {
-		snprintf(subject, sizeof(subject), "'%s'", k->name);
-		return fail_type(c, subject, k->what, val);
-	}
-	return walk(c, val, &sub);
-}
-
 static int h_channels(struct ctx *c, const struct key *k,
 		      const struct section *sec, yaml_node_t *key,
 		      yaml_node_t *val);
@@ -747,42 +38,16 @@ static int h_channels(struct ctx *c, const struct key *k,
 static void apply_defaults(const struct key *keys, void *obj)
 {
 	for (const struct key *k = keys; k->name; k++) {
-		if (k->fn == h_section)
+		if (k->fn == akk_yaml_h_section)
 			apply_defaults(k->keys, (char *)obj + k->off);
-		else if (k->fn == h_float || k->fn == h_channels)
+		else if (k->fn == akk_yaml_h_float || k->fn == h_channels)
 			*FIELD(obj, k, float) = (float)k->def;
-		else if (k->fn == h_int || k->fn == h_bool ||
-			 (k->fn == h_names && !(k->flags & F_NOSTORE)))
+		else if (k->fn == akk_yaml_h_int || k->fn == akk_yaml_h_bool ||
+			 (k->fn == akk_yaml_h_names && !(k->flags & F_NOSTORE)))
 			*FIELD(obj, k, int) = (int)k->def;
 	}
 }
 
-/* Table entries; T_ is the struct of the section, F_ a field of it. */
-#define KEY(K_, N_, H_, W_, T_, F_, FL_, LO_, HI_, AP_, D_)                  \
-	{ .name = K_, .type = YAML_##N_##_NODE, .fn = H_, .what = W_,        \
-	  .off = offsetof(T_, F_), .flags = FL_, .lo = LO_, .hi = HI_,       \
-	  .applies = AP_, .def = D_ }
-#define INT(K_, T_, F_, FL_, LO_, HI_, D_)                                   \
-	KEY(K_, SCALAR, h_int, "an integer", T_, F_, FL_, LO_, HI_, 0, D_)
-#define FLOAT(K_, T_, F_, FL_, LO_, HI_, AP_, D_)                            \
-	KEY(K_, SCALAR, h_float, "a number", T_, F_, FL_, LO_, HI_, AP_, D_)
-#define BOOL(K_, T_, F_, D_)                                                 \
-	KEY(K_, SCALAR, h_bool, "true or false", T_, F_, 0, 0, 0, 0, D_)
-#define STR(K_, H_, T_, F_, FL_)                                             \
-	KEY(K_, SCALAR, H_, "a string", T_, F_, FL_, 0, 0, 0, 0)
-/* A name list: the index of the name into an int or enum field. */
-#define NAMES(K_, T_, F_, FL_, LIST_, NOUN_, D_)                             \
-	{ .name = K_, .type = YAML_NO_NODE, .fn = h_names, .what = "a name", \
-	  .off = offsetof(T_, F_), .flags = FL_, .def = D_, .names = LIST_,  \
-	  .noun = NOUN_ }
-/* A sub-section filling the struct at OFF_ of the section's (0: the same
- * struct); MARK_: MARK(T_, F_), a struct akk_mark set from its key, or 0. */
-#define SECTION(K_, OFF_, FL_, KEYS_, MARK_)                                 \
-	{ .name = K_, .type = YAML_MAPPING_NODE, .fn = h_section,            \
-	  .what = "a mapping", .off = OFF_, .flags = FL_, .keys = KEYS_,     \
-	  .mark_off = MARK_ }
-#define MARK(T_, F_) (offsetof(T_, F_) + 1)
-#define END { .name = NULL }
 
 /* --- the optimizer and its learning-rate schedule ------------------------ */
 
@@ -806,12 +71,12 @@ static const struct key lr_keys[] = {
 	/* plateau: Keras' ReduceLROnPlateau and its defaults */
 	FLOAT("factor", LRS, factor, F_LO | F_LO_OPEN | F_HI | F_HI_OPEN, 0, 1,
 	      LR(PLATEAU), 0.1),
-	KEY("patience", SCALAR, h_int, "an integer", LRS, patience, F_LO | F_HI,
+	KEY("patience", SCALAR, akk_yaml_h_int, "an integer", LRS, patience, F_LO | F_HI,
 	    1, 1000000, LR(PLATEAU), 10),
-	KEY("cooldown", SCALAR, h_int, "an integer", LRS, cooldown, F_LO | F_HI,
+	KEY("cooldown", SCALAR, akk_yaml_h_int, "an integer", LRS, cooldown, F_LO | F_HI,
 	    0, 1000000, LR(PLATEAU), 0),
 	FLOAT("min_delta", LRS, min_delta, F_LO, 0, 0, LR(PLATEAU), 1e-4),
-	{ .name = "monitor", .type = YAML_NO_NODE, .fn = h_names,
+	{ .name = "monitor", .type = YAML_NO_NODE, .fn = akk_yaml_h_names,
 	  .what = "a name", .off = offsetof(LRS, monitor),
 	  .applies = LR(PLATEAU), .names = akk_monitor_names,
 	  .noun = "monitor", .def = AKK_MON_VAL_LOSS },
@@ -835,7 +100,7 @@ static int h_lr_type(struct ctx *c, const struct key *k,
 	struct akk_lr_spec *l = sec->obj;
 	enum akk_lr_kind old = l->kind;
 
-	if (h_names(c, k, sec, key, val))
+	if (akk_yaml_h_names(c, k, sec, key, val))
 		return -1;
 	if (l->kind != old)
 		lr_defaults(l, l->kind);
@@ -861,7 +126,7 @@ static const struct key optim_keys[] = {
 	      1e-8),
 	FLOAT("weight_decay", OPTS, weight_decay, F_LO, 0, 0, 0, 0),
 	FLOAT("clip_norm", OPTS, clip_norm, F_LO, 0, 0, 0, 0),
-	{ .name = "schedule", .type = YAML_NO_NODE, .fn = h_section,
+	{ .name = "schedule", .type = YAML_NO_NODE, .fn = akk_yaml_h_section,
 	  .what = "a name or a mapping", .off = offsetof(OPTS, sched),
 	  .flags = F_VAL_MARK, .keys = lr_keys, .shorthand = "type",
 	  .mark_off = MARK(OPTS, sched.mark), .kind_what = "schedule" },
@@ -870,7 +135,7 @@ static const struct key optim_keys[] = {
 
 /* The optimizer, at top level and in a gate (where no key is required). */
 #define OPTIMIZER(T_, F_, FL_, SET_)                                         \
-	{ .name = "optimizer", .type = YAML_MAPPING_NODE, .fn = h_section,   \
+	{ .name = "optimizer", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,   \
 	  .what = "a mapping", .off = offsetof(T_, F_), .flags = FL_,        \
 	  .keys = optim_keys, .mark_off = MARK(T_, F_.mark),                 \
 	  .kind_what = "optimizer", .set_off = SET_ }
@@ -884,10 +149,10 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 		handler fn;
 		const char *what;
 	} types[] = {
-		[AKK_OPTION_INT] = { h_int, "an integer" },
-		[AKK_OPTION_FLOAT] = { h_float, "a number" },
-		[AKK_OPTION_BOOL] = { h_bool, "true or false" },
-		[AKK_OPTION_INIT] = { h_names, "a name" },
+		[AKK_OPTION_INT] = { akk_yaml_h_int, "an integer" },
+		[AKK_OPTION_FLOAT] = { akk_yaml_h_float, "a number" },
+		[AKK_OPTION_BOOL] = { akk_yaml_h_bool, "true or false" },
+		[AKK_OPTION_INIT] = { akk_yaml_h_names, "a name" },
 	};
 	size_t n = 0;
 
@@ -919,34 +184,34 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 	char buf[96], secname[64];
 
 	memset(l, 0, sizeof(*l));
-	l->mark = mark_of(c, item);
-	if (item->type == YAML_SEQUENCE_NODE || is_null(item))
-		return fail_type(c, "a layer", "a name or a mapping", item);
+	l->mark = akk_yaml_mark_of(c, item);
+	if (item->type == YAML_SEQUENCE_NODE || akk_yaml_is_null(item))
+		return akk_yaml_fail_type(c, "a layer", "a name or a mapping", item);
 	if (item->type == YAML_MAPPING_NODE) {
 		yaml_node_pair_t *p = item->data.mapping.pairs.start;
 		long n = item->data.mapping.pairs.top - p;
 		if (n == 0)
-			return fail(c, item, "a layer must be a name or a "
+			return akk_yaml_fail(c, item, "a layer must be a name or a "
 				    "mapping with one key, got an empty mapping");
 		if (n > 1) {
 			yaml_node_t *second = node(c, p[1].key);
-			return fail(c, second, "a layer must be a mapping with "
+			return akk_yaml_fail(c, second, "a layer must be a mapping with "
 				    "one key, got a second key %s (each layer "
 				    "is its own list item)",
-				    describe(second, buf, sizeof(buf)));
+				    akk_yaml_describe(second, buf, sizeof(buf)));
 		}
 		name = node(c, p->key);
 		opts = node(c, p->value);
 	} else {
 		name = item;
 	}
-	if (name->type != YAML_SCALAR_NODE || is_null(name) || tag_type(name))
-		return fail_type(c, "a layer name", "a name", name);
+	if (name->type != YAML_SCALAR_NODE || akk_yaml_is_null(name) || akk_yaml_tag_type(name))
+		return akk_yaml_fail_type(c, "a layer name", "a name", name);
 	l->ops = akk_layer_find(text(name));
 	if (!l->ops)
-		return fail(c, name, "unknown layer '%s'%s", text(name),
-			    suggest(text(name), akk_layer_names,
-				    count_names(akk_layer_names),
+		return akk_yaml_fail(c, name, "unknown layer '%s'%s", text(name),
+			    akk_yaml_suggest(text(name), akk_layer_names,
+				    akk_yaml_count_names(akk_layer_names),
 				    sizeof(akk_layer_names[0]), buf,
 				    sizeof(buf)));
 	if (l->ops == &akk_layer_residual)
@@ -955,11 +220,11 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 	apply_defaults(keys, l);
 	snprintf(secname, sizeof(secname), "layer '%s'", l->ops->name);
 	struct section sec = { secname, keys, l, 0, 0, NULL, NULL };
-	if (!opts || is_null(opts)) {
+	if (!opts || akk_yaml_is_null(opts)) {
 		/* No options: only the required keys can be wrong. */
 		for (const struct key *k = keys; k->name; k++)
 			if (k->flags & F_REQ)
-				return fail(c, opts && node_set(c, opts) >= 0 ?
+				return akk_yaml_fail(c, opts && akk_yaml_node_set(c, opts) >= 0 ?
 					    opts : item,
 					    "missing required key '%s' in %s",
 					    k->name, secname);
@@ -971,11 +236,11 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 			return -1;
 	} else if (opts->type == YAML_MAPPING_NODE) {
 		yaml_node_t *kn, *iv;
-		if (walk(c, opts, &sec))
+		if (akk_yaml_walk(c, opts, &sec))
 			return -1;
-		iv = map_get(c, opts, "init_value", &kn);
+		iv = akk_yaml_map_get(c, opts, "init_value", &kn);
 		if (iv && l->init != AKK_INIT_CONSTANT)
-			return fail(c, kn, "'init_value' does not apply to "
+			return akk_yaml_fail(c, kn, "'init_value' does not apply to "
 				    "init '%s'", akk_init_names[l->init]);
 	} else {
 		char subject[64], what[64];
@@ -988,7 +253,7 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 		} else {
 			snprintf(what, sizeof(what), "a mapping");
 		}
-		return fail_type(c, subject, what, opts);
+		return akk_yaml_fail_type(c, subject, what, opts);
 	}
 	return 0;
 }
@@ -1007,9 +272,9 @@ static int layer_list(struct ctx *c, yaml_node_t *val, const char *what,
 	for (int i = 0; i < c->s->ngates && c->s->gates; i++)
 		before += c->s->gates[i].nlayers;
 	if (!n)
-		return fail(c, val, "%s has no layers", what);
+		return akk_yaml_fail(c, val, "%s has no layers", what);
 	if (n > AKK_MAX_LAYERS - before)
-		return fail(c, val, "too many layers: more than %d in the "
+		return akk_yaml_fail(c, val, "too many layers: more than %d in the "
 			    "network", AKK_MAX_LAYERS);
 	c->nested += n;
 	*out = calloc((size_t)n, sizeof(**out));
@@ -1060,15 +325,15 @@ static int residual_item(struct ctx *c, yaml_node_t *item, yaml_node_t *opts,
 	struct section sec = { "'residual'", residual_keys, l, 0, 0, NULL,
 			       NULL };
 
-	if (!opts || is_null(opts))
-		return fail(c, opts && node_set(c, opts) >= 0 ? opts : item,
+	if (!opts || akk_yaml_is_null(opts))
+		return akk_yaml_fail(c, opts && akk_yaml_node_set(c, opts) >= 0 ? opts : item,
 			    "'residual' needs a list of layers, or a mapping "
 			    "with 'layers' and 'shortcut'");
 	if (opts->type == YAML_SEQUENCE_NODE)
 		return layer_list(c, opts, "'residual'", &l->inner, &l->ninner);
 	if (opts->type == YAML_MAPPING_NODE)
-		return walk(c, opts, &sec);
-	return fail_type(c, "'residual'", "a list or a mapping", opts);
+		return akk_yaml_walk(c, opts, &sec);
+	return akk_yaml_fail_type(c, "'residual'", "a list or a mapping", opts);
 }
 
 static void layers_free(struct akk_layer_spec *l, int n)
@@ -1095,12 +360,12 @@ static int h_layers(struct ctx *c, const struct key *k,
 	(void)k;
 	(void)key;
 	if (!n)
-		return fail(c, val, "gate %d has no layers", gi + 1);
+		return akk_yaml_fail(c, val, "gate %d has no layers", gi + 1);
 	/* Aliases can repeat one long list in every gate: bound the total. */
 	for (int i = 0; i < gi; i++)
 		before += c->s->gates[i].nlayers;
 	if (n > AKK_MAX_LAYERS - before)
-		return fail(c, node(c, items[AKK_MAX_LAYERS - before]),
+		return akk_yaml_fail(c, node(c, items[AKK_MAX_LAYERS - before]),
 			    "too many layers: more than %d in the network",
 			    AKK_MAX_LAYERS);
 	g->layers = calloc((size_t)n, sizeof(*g->layers));
@@ -1135,9 +400,9 @@ static int h_gates(struct ctx *c, const struct key *k,
 	(void)k;
 	(void)key;
 	if (!n)
-		return fail(c, val, "'gates' must not be empty");
+		return akk_yaml_fail(c, val, "'gates' must not be empty");
 	if (n > AKK_MAX_GATES)
-		return fail(c, node(c, items[AKK_MAX_GATES]),
+		return akk_yaml_fail(c, node(c, items[AKK_MAX_GATES]),
 			    "too many gates: %d, at most %d", n, AKK_MAX_GATES);
 	s->gates = calloc((size_t)n, sizeof(*s->gates));
 	if (!s->gates)
@@ -1151,10 +416,10 @@ static int h_gates(struct ctx *c, const struct key *k,
 		snprintf(name, sizeof(name), "gate %d", i + 1);
 		apply_defaults(gate_keys, g);
 		g->optim = s->optim;
-		g->mark = mark_of(c, item);
+		g->mark = akk_yaml_mark_of(c, item);
 		if (item->type != YAML_MAPPING_NODE)
-			return fail_type(c, name, "a mapping", item);
-		if (walk(c, item, &gs))
+			return akk_yaml_fail_type(c, name, "a mapping", item);
+		if (akk_yaml_walk(c, item, &gs))
 			return -1;
 	}
 	return 0;
@@ -1173,18 +438,18 @@ static int h_input(struct ctx *c, const struct key *k,
 	(void)k;
 	(void)key;
 	if (n != 1 && n != 3)
-		return fail(c, val, "'input' must have 1 or 3 dimensions, "
+		return akk_yaml_fail(c, val, "'input' must have 1 or 3 dimensions, "
 			    "got %d", n);
 	s->input.rank = n;
 	for (int i = 0; i < n; i++) {
 		yaml_node_t *item = node(c, items[i]);
 		long long v;
-		if (parse_int(c, "input", item, &v) ||
-		    check_range(c, &dim, item, (double)v, ""))
+		if (akk_yaml_parse_int(c, "input", item, &v) ||
+		    akk_yaml_check_range(c, &dim, item, (double)v, ""))
 			return -1;
 		s->input.d[i] = (int)v;
 	}
-	s->input_mark = mark_of(c, val);
+	s->input_mark = akk_yaml_mark_of(c, val);
 	return 0;
 }
 
@@ -1230,28 +495,28 @@ static int h_gates_any(struct ctx *c, const struct key *k,
 	if (val->type == YAML_SEQUENCE_NODE)
 		return h_gates(c, k, sec, key, val);
 	/* a mapping without auto is a mistaken gate, not a mistaken auto */
-	if (val->type != YAML_MAPPING_NODE || !map_get(c, val, "auto", NULL))
-		return fail_type(c, "'gates'", "a list", val);
-	s->auto_mark = mark_of(c, val);
-	if (walk(c, val, &as))
+	if (val->type != YAML_MAPPING_NODE || !akk_yaml_map_get(c, val, "auto", NULL))
+		return akk_yaml_fail_type(c, "'gates'", "a list", val);
+	s->auto_mark = akk_yaml_mark_of(c, val);
+	if (akk_yaml_walk(c, val, &as))
 		return -1;
-	if (!(sp = map_get(c, val, "split", NULL)))
+	if (!(sp = akk_yaml_map_get(c, val, "split", NULL)))
 		return 0;
 	yaml_node_item_t *items = sp->data.sequence.items.start;
 	int ns = (int)(sp->data.sequence.items.top - items);
 	if (ns != s->auto_gates)
-		return fail(c, sp, "'split' has %d entr%s, but auto is %d",
+		return akk_yaml_fail(c, sp, "'split' has %d entr%s, but auto is %d",
 			    ns, ns == 1 ? "y" : "ies", s->auto_gates);
 	if (!(s->auto_split = calloc((size_t)ns, sizeof(int))))
 		return akk_err_set(c->e, "out of memory");
 	for (int i = 0; i < ns; i++) {
 		yaml_node_t *item = node(c, items[i]);
 		long long v;
-		if (parse_int(c, "split", item, &v) ||
-		    check_range(c, &n, item, (double)v, ""))
+		if (akk_yaml_parse_int(c, "split", item, &v) ||
+		    akk_yaml_check_range(c, &n, item, (double)v, ""))
 			return -1;
 		if (v > AKK_MAX_LAYERS)
-			return fail(c, item, "'split' entry %lld is more than %d layers",
+			return akk_yaml_fail(c, item, "'split' entry %lld is more than %d layers",
 				    v, AKK_MAX_LAYERS);
 		s->auto_split[i] = (int)v;
 	}
@@ -1267,13 +532,13 @@ static int h_flat_layers(struct ctx *c, const struct key *k,
 	struct section gs = { "network", NULL, NULL, 0, 0, NULL, NULL };
 
 	if (!s->auto_gates)
-		return fail(c, key, "'layers' is given with a list of gates: write the layers in each gate, or use gates: {auto: N}");
+		return akk_yaml_fail(c, key, "'layers' is given with a list of gates: write the layers in each gate, or use gates: {auto: N}");
 	if (!(s->gates = calloc(1, sizeof(*s->gates))))
 		return akk_err_set(c->e, "out of memory");
 	s->ngates = 1;
 	apply_defaults(gate_keys, &s->gates[0]);
 	s->gates[0].optim = s->optim;
-	s->gates[0].mark = mark_of(c, val);
+	s->gates[0].mark = akk_yaml_mark_of(c, val);
 	gs.obj = &s->gates[0];
 	return h_layers(c, k, &gs, key, val);
 }
@@ -1285,7 +550,7 @@ static const struct key network_keys[] = {
 	  .what = "a list", .flags = F_REQ },
 	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_flat_layers,
 	  .what = "a list" },
-	{ .name = "loss", .type = YAML_NO_NODE, .fn = h_section,
+	{ .name = "loss", .type = YAML_NO_NODE, .fn = akk_yaml_h_section,
 	  .what = "a name or a mapping", .flags = F_VAL_MARK,
 	  .keys = loss_keys, .shorthand = "type",
 	  .mark_off = MARK(SPEC, loss_mark), .kind_what = "loss" },
@@ -1299,7 +564,7 @@ static const struct key network_keys[] = {
 #define DATA struct akk_data_spec
 
 /* a list of paths (data.train.files), each resolved like
- * h_path. */
+ * akk_yaml_h_path. */
 static int h_paths(struct ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
@@ -1313,7 +578,7 @@ static int h_paths(struct ctx *c, const struct key *k,
 
 	(void)key;
 	if (n < 1)
-		return fail(c, val, "'%s' must list at least one file", k->name);
+		return akk_yaml_fail(c, val, "'%s' must list at least one file", k->name);
 	for (int i = 0; i < l->n; i++)
 		free(l->v[i]);
 	free(l->v);
@@ -1325,9 +590,9 @@ static int h_paths(struct ctx *c, const struct key *k,
 	for (int i = 0; i < n; i++) {
 		yaml_node_t *item = node(c, items[i]);
 		if (item->type != YAML_SCALAR_NODE)
-			return fail_type(c, "a file", "a string", item);
+			return akk_yaml_fail_type(c, "a file", "a string", item);
 		slot.p = NULL;
-		if (h_path(c, &one, &sub, NULL, item))
+		if (akk_yaml_h_path(c, &one, &sub, NULL, item))
 			return -1;
 		l->v[l->n++] = slot.p;
 	}
@@ -1339,25 +604,25 @@ static int h_paths(struct ctx *c, const struct key *k,
 	  .what = "a list of files", .off = offsetof(T_, F_) }
 
 static const struct key train_keys[] = {
-	STR("images", h_path, DATA, train_images, 0),
-	STR("labels", h_path, DATA, train_labels, 0),
+	STR("images", akk_yaml_h_path, DATA, train_images, 0),
+	STR("labels", akk_yaml_h_path, DATA, train_labels, 0),
 	/* npy features, cifar10 record files */
-	STR("features", h_path, DATA, train_features, 0),
+	STR("features", akk_yaml_h_path, DATA, train_features, 0),
 	PATHS("files", DATA, train_files),
 	/* format csv */
-	STR("file", h_path, DATA, train_file, 0),
-	STR("targets_file", h_path, DATA, train_targets, 0),
+	STR("file", akk_yaml_h_path, DATA, train_file, 0),
+	STR("targets_file", akk_yaml_h_path, DATA, train_targets, 0),
 	END,
 };
 static const struct key val_keys[] = {
-	STR("images", h_path, DATA, val_images, 0),
-	STR("labels", h_path, DATA, val_labels, 0),
+	STR("images", akk_yaml_h_path, DATA, val_images, 0),
+	STR("labels", akk_yaml_h_path, DATA, val_labels, 0),
 	/* npy features, cifar10 record files */
-	STR("features", h_path, DATA, val_features, 0),
+	STR("features", akk_yaml_h_path, DATA, val_features, 0),
 	PATHS("files", DATA, val_files),
 	/* format csv */
-	STR("file", h_path, DATA, val_file, 0),
-	STR("targets_file", h_path, DATA, val_targets, 0),
+	STR("file", akk_yaml_h_path, DATA, val_file, 0),
+	STR("targets_file", akk_yaml_h_path, DATA, val_targets, 0),
 	END,
 };
 
@@ -1381,13 +646,13 @@ static int h_data_files(struct ctx *c, const struct key *k,
 {
 	const char *format = ((const DATA *)sec->obj)->format;
 
-	if (h_section(c, k, sec, key, val))
+	if (akk_yaml_h_section(c, k, sec, key, val))
 		return -1;
 	for (int i = 0; data_file_keys[i].format; i++)
 		if (data_file_keys[i].required &&
 		    !strcmp(data_file_keys[i].format, format) &&
-		    !map_get(c, val, data_file_keys[i].key, NULL))
-			return fail(c, val, "missing required key '%s' in data.%s%s%s%s",
+		    !akk_yaml_map_get(c, val, data_file_keys[i].key, NULL))
+			return akk_yaml_fail(c, val, "missing required key '%s' in data.%s%s%s%s",
 				    data_file_keys[i].key, k->name,
 				    strcmp(format, "idx") ? " (data format '" : "",
 				    strcmp(format, "idx") ? format : "",
@@ -1401,7 +666,7 @@ static int h_data_files(struct ctx *c, const struct key *k,
 			    !strcmp(data_file_keys[i].key, text(kn)))
 				break;
 		if (!data_file_keys[i].format)
-			return fail(c, kn, "'%s' does not apply to data format '%s'",
+			return akk_yaml_fail(c, kn, "'%s' does not apply to data format '%s'",
 				    text(kn), format);
 	}
 	return 0;
@@ -1414,20 +679,20 @@ static int h_data_files(struct ctx *c, const struct key *k,
 static int parse_csv_col(struct ctx *c, const char *name, yaml_node_t *val,
 			 struct akk_csv_col *col)
 {
-	col->mark = mark_of(c, val);
-	if (val->type == YAML_SCALAR_NODE && is_bare(val) &&
-	    int_syntax(text(val))) {
+	col->mark = akk_yaml_mark_of(c, val);
+	if (val->type == YAML_SCALAR_NODE && akk_yaml_is_bare(val) &&
+	    akk_yaml_int_syntax(text(val))) {
 		long long v;
-		if (parse_int(c, name, val, &v))
+		if (akk_yaml_parse_int(c, name, val, &v))
 			return -1;
 		if (v < 0 || v > AKK_CSV_MAX_COLS - 1)
-			return fail(c, val, "'%s' must be a column name or an index from 0 to %d, got %s",
+			return akk_yaml_fail(c, val, "'%s' must be a column name or an index from 0 to %d, got %s",
 				    name, AKK_CSV_MAX_COLS - 1, text(val));
 		col->index = (int)v;
 		return 0;
 	}
 	col->index = -1;
-	return parse_str(c, name, val, &col->name);
+	return akk_yaml_parse_str(c, name, val, &col->name);
 }
 
 static int h_csv_label(struct ctx *c, const struct key *k,
@@ -1452,9 +717,9 @@ static int h_csv_targets(struct ctx *c, const struct key *k,
 
 	(void)key;
 	if (!n)
-		return fail(c, val, "'targets' must not be empty");
+		return akk_yaml_fail(c, val, "'targets' must not be empty");
 	if (n > AKK_CSV_MAX_COLS)
-		return fail(c, val, "too many targets: %d, at most %d", n,
+		return akk_yaml_fail(c, val, "too many targets: %d, at most %d", n,
 			    AKK_CSV_MAX_COLS);
 	for (int i = 0; i < o->ntargets; i++)
 		free(o->targets[i].name);
@@ -1473,7 +738,7 @@ static int h_csv_targets(struct ctx *c, const struct key *k,
 				      !strcmp(t->name, o->targets[j].name) :
 				      !o->targets[j].name &&
 				      t->index == o->targets[j].index)
-				return fail(c, item, "column %s is twice in 'targets'",
+				return akk_yaml_fail(c, item, "column %s is twice in 'targets'",
 					    text(item));
 	}
 	return 0;
@@ -1502,15 +767,15 @@ static int h_csv(struct ctx *c, const struct key *k,
 	const char *format = ((const DATA *)sec->obj)->format;
 
 	if (strcmp(format, "csv"))
-		return fail(c, key, "'csv' does not apply to data format '%s'",
+		return akk_yaml_fail(c, key, "'csv' does not apply to data format '%s'",
 			    format);
-	return h_section(c, k, sec, key, val);
+	return akk_yaml_h_section(c, k, sec, key, val);
 }
 
 /* normalize's mean and std are a number, or a list of
  * numbers, one per input channel (checked against network.input after the
- * walk). A number goes into the float at k->off, as h_float; each item of a
- * list is checked as h_float checks a number, into the struct akk_channels
+ * walk). A number goes into the float at k->off, as akk_yaml_h_float; each item of a
+ * list is checked as akk_yaml_h_float checks a number, into the struct akk_channels
  * at k->set_off - 1. */
 static int h_channels(struct ctx *c, const struct key *k,
 		      const struct section *sec, yaml_node_t *key,
@@ -1523,11 +788,11 @@ static int h_channels(struct ctx *c, const struct key *k,
 	int n;
 
 	if (val->type != YAML_SEQUENCE_NODE)
-		return h_float(c, k, sec, key, val);
+		return akk_yaml_h_float(c, k, sec, key, val);
 	items = val->data.sequence.items.start;
 	n = (int)(val->data.sequence.items.top - items);
 	if (n < 1 || n > AKK_SPEC_MAX_CHANNELS)
-		return fail(c, val, "'%s' must have 1 to %d values, got %d",
+		return akk_yaml_fail(c, val, "'%s' must have 1 to %d values, got %d",
 			    k->name, AKK_SPEC_MAX_CHANNELS, n);
 	free(ch->v);
 	ch->n = 0;
@@ -1538,11 +803,11 @@ static int h_channels(struct ctx *c, const struct key *k,
 	for (int i = 0; i < n; i++) {
 		struct section at = *sec;
 		at.obj = &ch->v[i];
-		if (h_float(c, &one, &at, key, node(c, items[i])))
+		if (akk_yaml_h_float(c, &one, &at, key, node(c, items[i])))
 			return -1;
 	}
 	ch->n = n;
-	ch->mark = mark_of(c, val);
+	ch->mark = akk_yaml_mark_of(c, val);
 	return 0;
 }
 
@@ -1581,7 +846,7 @@ static int h_format(struct ctx *c, const struct key *k,
 		    const struct section *sec, yaml_node_t *key,
 		    yaml_node_t *val)
 {
-	if (h_names(c, k, sec, key, val) || h_str(c, k, sec, key, val))
+	if (akk_yaml_h_names(c, k, sec, key, val) || akk_yaml_h_str(c, k, sec, key, val))
 		return -1;
 	/* A table's values are not pixels: scale (read later) defaults to 1. */
 	if (!strcmp(text(val), "csv"))
@@ -1598,15 +863,15 @@ static int h_validation(struct ctx *c, const struct key *k,
 	struct key as = *k;
 	yaml_node_t *fk = NULL;
 
-	if (val->type == YAML_MAPPING_NODE && map_get(c, val, "folds", &fk)) {
-		if (map_get(c, val, "split", NULL))
-			return fail(c, fk, "'folds' and 'split' do not go together in data.validation: folds hold out each part in turn");
+	if (val->type == YAML_MAPPING_NODE && akk_yaml_map_get(c, val, "folds", &fk)) {
+		if (akk_yaml_map_get(c, val, "split", NULL))
+			return akk_yaml_fail(c, fk, "'folds' and 'split' do not go together in data.validation: folds hold out each part in turn");
 		as.keys = folds_keys;
-		return h_section(c, &as, sec, key, val);
+		return akk_yaml_h_section(c, &as, sec, key, val);
 	}
-	if (val->type == YAML_MAPPING_NODE && map_get(c, val, "split", NULL)) {
+	if (val->type == YAML_MAPPING_NODE && akk_yaml_map_get(c, val, "split", NULL)) {
 		as.keys = split_keys;
-		return h_section(c, &as, sec, key, val);
+		return akk_yaml_h_section(c, &as, sec, key, val);
 	}
 	return h_data_files(c, k, sec, key, val);
 }
@@ -1635,11 +900,11 @@ static const struct key data_keys[] = {
 	  .what = "a mapping", .off = offsetof(DATA, csv), .keys = csv_keys,
 	  .mark_off = MARK(DATA, csv.mark) },
 	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
-	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = h_section,
+	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = normalize_keys,
 	  .set_off = MARK(DATA, normalize) },
 	NAMES("layout", DATA, layout_nhwc, 0, layout_names, "layout", 0),
-	{ .name = "augment", .type = YAML_MAPPING_NODE, .fn = h_section,
+	{ .name = "augment", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = augment_keys,
 	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
 	BOOL("standardize", DATA, standardize, 0),
@@ -1663,7 +928,7 @@ static const struct key conc_keys[] = {
 
 /* early_stopping: {patience, monitor, min_delta}, or just the patience. */
 static const struct key early_keys[] = {
-	KEY("patience", SCALAR, h_int, "an integer", ESTOP, patience,
+	KEY("patience", SCALAR, akk_yaml_h_int, "an integer", ESTOP, patience,
 	    F_LO | F_HI, 1, 1000000, 0, 3),
 	NAMES("monitor", ESTOP, monitor, 0, akk_monitor_names, "monitor",
 	      AKK_MON_VAL_LOSS),
@@ -1685,7 +950,7 @@ static const struct key sched_keys[] = {
 	      0),
 	NAMES("lr_scaling", SCHED, lr_scaling, 0, lr_scaling_names,
 	      "lr scaling", 0),
-	{ .name = "early_stopping", .type = YAML_NO_NODE, .fn = h_section,
+	{ .name = "early_stopping", .type = YAML_NO_NODE, .fn = akk_yaml_h_section,
 	  .what = "an integer or a mapping", .off = offsetof(SCHED, early),
 	  .flags = F_OPTIONAL, .keys = early_keys, .shorthand = "patience",
 	  .mark_off = MARK(SCHED, early.mark),
@@ -1699,11 +964,11 @@ static int h_metrics(struct ctx *c, const struct key *k,
 {
 	const char *m;
 
-	if (h_str(c, k, sec, key, val))
+	if (akk_yaml_h_str(c, k, sec, key, val))
 		return -1;
 	m = ((struct akk_output_spec *)sec->obj)->metrics;
 	if (strchr(m, '/') || !strcmp(m, ".") || !strcmp(m, ".."))
-		return fail(c, val, "'metrics' must be a file name without "
+		return akk_yaml_fail(c, val, "'metrics' must be a file name without "
 			    "'/', got '%s'", m);
 	return 0;
 }
@@ -1711,7 +976,7 @@ static int h_metrics(struct ctx *c, const struct key *k,
 #define OUT struct akk_output_spec
 
 static const struct key output_keys[] = {
-	STR("dir", h_path, OUT, dir, 0),
+	STR("dir", akk_yaml_h_path, OUT, dir, 0),
 	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
 	INT("keep", OUT, keep, F_LO, 1, 0, 3),
 	STR("metrics", h_metrics, OUT, metrics, 0),
@@ -1730,10 +995,10 @@ static int h_seed(struct ctx *c, const struct key *k,
 
 	(void)k;
 	(void)key;
-	if (parse_int(c, "seed", val, &v))
+	if (akk_yaml_parse_int(c, "seed", val, &v))
 		return -1;
 	if (v < 0)
-		return fail(c, val, "'seed' must be at least 0, got %s",
+		return akk_yaml_fail(c, val, "'seed' must be at least 0, got %s",
 			    text(val));
 	((struct akk_spec *)sec->obj)->seed = (uint64_t)v;
 	return 0;
@@ -1741,7 +1006,7 @@ static int h_seed(struct ctx *c, const struct key *k,
 
 /* The optimizer comes before the network: gates start from it. */
 static const struct key top_keys[] = {
-	STR("name", h_str, SPEC, name, 0),
+	STR("name", akk_yaml_h_str, SPEC, name, 0),
 	{ .name = "seed", .type = YAML_SCALAR_NODE, .fn = h_seed,
 	  .what = "an integer" },
 	SECTION("data", offsetof(SPEC, data), F_REQ, data_keys,
@@ -1753,463 +1018,6 @@ static const struct key top_keys[] = {
 	SECTION("output", offsetof(SPEC, out), 0, output_keys, 0),
 	END,
 };
-
-/* --- loading and overrides ----------------------------------------------- */
-
-/* libyaml's complaint as "syntax error: ...", at its mark in txt (or at
- * override set when set >= 0). */
-static int syntax_error(struct ctx *c, const yaml_parser_t *p,
-			const char *txt, int set)
-{
-	const char *problem = p->problem ? p->problem : "invalid YAML";
-	int line, col;
-
-	if (p->error == YAML_MEMORY_ERROR)
-		return akk_err_set(c->e, "out of memory");
-	if (set >= 0)
-		return fail_set(c, set, "syntax error: %s", problem);
-	if (p->error == YAML_READER_ERROR) {
-		/* Only a byte offset: count lines up to it. */
-		line = 1;
-		col = 1;
-		for (size_t i = 0; i < p->problem_offset && txt[i]; i++) {
-			if (txt[i] == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-		}
-	} else {
-		line = (int)p->problem_mark.line + 1;
-		col = (int)p->problem_mark.column + 1;
-	}
-	return akk_err_at(c->e, c->file, line, col, "syntax error: %s",
-			  problem);
-}
-
-/* Line and column (1-based) of byte off of txt. */
-static void position(const char *txt, size_t off, int *line, int *col)
-{
-	*line = 1;
-	*col = 1;
-	for (size_t i = 0; i < off; i++) {
-		if (txt[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else {
-			(*col)++;
-		}
-	}
-}
-
-/* Report at a libyaml mark of txt (or at override set). Returns -1. */
-static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
-		     ...) __attribute__((format(printf, 4, 5)));
-static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
-		     ...)
-{
-	char msg[sizeof(c->e->msg)];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (set >= 0)
-		return fail_set(c, set, "%s", msg);
-	return akk_err_at(c->e, c->file, (int)m.line + 1, (int)m.column + 1,
-			  "%s", msg);
-}
-
-/* A tag as written: "!!str" for the core schema's, others in full. */
-static const char *short_tag(const char *tag, char *buf, size_t size)
-{
-	size_t len = strlen(CORE_TAG);
-
-	if (!strncmp(tag, CORE_TAG, len))
-		snprintf(buf, size, "!!%.60s", tag + len);
-	else
-		snprintf(buf, size, "%.60s", tag);
-	return buf;
-}
-
-/* The tags a node of an event type may carry: the core schema's that fit
- * it, and "!" (no particular type; on a scalar, a string). Returns 1 for a
- * tag that makes a scalar a string, 0 for another allowed tag, -1 (error
- * reported) for a tag that does not fit or is unknown. */
-static int check_tag(struct ctx *c, int set, const yaml_event_t *ev,
-		     const char *tag)
-{
-	static const char *const scalar[] = { "int", "float", "bool", "null",
-					      NULL };
-	static const char *const core[] = { "str", "int", "float", "bool",
-		"null", "seq", "map", "binary", "timestamp", "set", "omap",
-		"pairs", "merge", "value", "yaml", NULL };
-	size_t len = strlen(CORE_TAG);
-	const char *what = "a scalar";
-	char buf[80];
-
-	if (!strcmp(tag, "!"))
-		return ev->type == YAML_SCALAR_EVENT;
-	if (!strncmp(tag, CORE_TAG, len)) {
-		const char *t = tag + len;
-		if (ev->type == YAML_SEQUENCE_START_EVENT) {
-			if (!strcmp(t, "seq"))
-				return 0;
-			what = "a list";
-		} else if (ev->type == YAML_MAPPING_START_EVENT) {
-			if (!strcmp(t, "map"))
-				return 0;
-			what = "a mapping";
-		} else {
-			if (!strcmp(t, "str"))
-				return 1;
-			for (int i = 0; scalar[i]; i++)
-				if (!strcmp(t, scalar[i]))
-					return 0;
-		}
-		for (int i = 0; core[i]; i++)
-			if (!strcmp(t, core[i]))
-				return fail_mark(c, set, ev->start_mark,
-						 "tag '%s' does not fit %s",
-						 short_tag(tag, buf, sizeof(buf)),
-						 what);
-	}
-	return fail_mark(c, set, ev->start_mark, "unknown tag '%s'",
-			 short_tag(tag, buf, sizeof(buf)));
-}
-
-/* Before libyaml builds a document from txt (which costs time and memory
- * in proportion to what it holds, and more for deep nesting), walk its
- * events once: the text must be at most AKK_SPEC_MAX_BYTES and nest at most
- * AKK_SPEC_MAX_DEPTH lists and mappings, and every tag must be one we
- * honour. The explicit strings are noted in c->strs for mark_strings. A
- * syntax error stops the walk quietly: load reports it. */
-static int prescan(struct ctx *c, const char *txt, size_t len, int set)
-{
-	yaml_parser_t p;
-	yaml_event_t ev;
-	int depth = 0, rc = 0, done = 0;
-
-	c->nstrs = 0;
-	if (len > AKK_SPEC_MAX_BYTES) {
-		yaml_mark_t m = { AKK_SPEC_MAX_BYTES, 0, 0 };
-		int line, col;
-
-		if (set >= 0)
-			return fail_set(c, set, "the value is longer than %d "
-					"bytes", AKK_SPEC_MAX_BYTES);
-		position(txt, AKK_SPEC_MAX_BYTES, &line, &col);
-		m.line = (size_t)line - 1;
-		m.column = (size_t)col - 1;
-		return fail_mark(c, set, m, "the config is larger than %d bytes",
-				 AKK_SPEC_MAX_BYTES);
-	}
-	if (!yaml_parser_initialize(&p))
-		return akk_err_set(c->e, "out of memory");
-	yaml_parser_set_input_string(&p, (const unsigned char *)txt, len);
-	while (!done && !rc && yaml_parser_parse(&p, &ev)) {
-		const char *tag = NULL;
-
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = 1;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT:
-			tag = (const char *)(ev.type == YAML_SEQUENCE_START_EVENT ?
-					     ev.data.sequence_start.tag :
-					     ev.data.mapping_start.tag);
-			if (++depth > AKK_SPEC_MAX_DEPTH) {
-				if (set >= 0)
-					rc = fail_set(c, set, "the value is nested too deeply");
-				else
-					rc = fail_mark(c, set, ev.start_mark,
-						       "nested too deeply: more than %d levels of lists and mappings",
-						       AKK_SPEC_MAX_DEPTH);
-			}
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			depth--;
-			break;
-		case YAML_SCALAR_EVENT:
-			tag = (const char *)ev.data.scalar.tag;
-			break;
-		default:
-			break;
-		}
-		if (!rc && tag) {
-			int str = check_tag(c, set, &ev, tag);
-			if (str < 0) {
-				rc = -1;
-			} else if (str) {
-				if (c->nstrs == c->capstrs) {
-					size_t ncap = c->capstrs ? 2 * c->capstrs : 16;
-					size_t *n = realloc(c->strs, ncap * sizeof(*n));
-					if (!n)
-						rc = akk_err_set(c->e, "out of memory");
-					else {
-						c->strs = n;
-						c->capstrs = ncap;
-					}
-				}
-				if (!rc)
-					c->strs[c->nstrs++] = ev.start_mark.index;
-			}
-		}
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&p);
-	return rc;
-}
-
-/* Mark the scalars of doc that prescan found tagged as strings quoted, so
- * that they read as strings whatever their text. */
-static void mark_strings(struct ctx *c, yaml_document_t *doc)
-{
-	size_t k = 0;
-
-	if (!c->nstrs)
-		return;
-	/* Both in text order: nodes are added as their events arrive. */
-	for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
-		if (n->type != YAML_SCALAR_NODE)
-			continue;
-		while (k < c->nstrs && c->strs[k] < n->start_mark.index)
-			k++;
-		if (k < c->nstrs && c->strs[k] == n->start_mark.index &&
-		    n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-			n->data.scalar.style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
-	}
-}
-
-/* Load one document from txt into doc; a second document is an error. */
-static int load(struct ctx *c, yaml_document_t *doc, const char *txt,
-		size_t len, int set)
-{
-	yaml_parser_t p;
-	yaml_document_t extra;
-	int rc = -1;
-
-	if (prescan(c, txt, len, set))
-		return -1;
-	if (!yaml_parser_initialize(&p))
-		return akk_err_set(c->e, "out of memory");
-	yaml_parser_set_input_string(&p, (const unsigned char *)txt, len);
-	if (!yaml_parser_load(&p, doc)) {
-		syntax_error(c, &p, txt, set);
-		goto out;
-	}
-	if (!yaml_parser_load(&p, &extra)) {
-		syntax_error(c, &p, txt, set);
-		yaml_document_delete(doc);
-		goto out;
-	}
-	if (yaml_document_get_root_node(&extra)) {
-		if (set >= 0)
-			fail_set(c, set, "the value must be a single document");
-		else
-			akk_err_at(c->e, c->file,
-				   (int)extra.start_mark.line + 1,
-				   (int)extra.start_mark.column + 1,
-				   "the config must be a single document");
-		yaml_document_delete(&extra);
-		yaml_document_delete(doc);
-		goto out;
-	}
-	yaml_document_delete(&extra);
-	mark_strings(c, doc);
-	rc = 0;
-out:
-	yaml_parser_delete(&p);
-	return rc;
-}
-
-/* Copy node id of src into c->doc; the new id, or -1. */
-static int copy_node(struct ctx *c, int set, yaml_document_t *src, int id,
-		     int depth)
-{
-	yaml_node_t *n = yaml_document_get_node(src, id);
-	int out = 0;
-
-	if (depth > 64)
-		return fail_set(c, set, "the value is nested too deeply");
-	switch (n->type) {
-	case YAML_SCALAR_NODE:
-		out = yaml_document_add_scalar(&c->doc, n->tag,
-					       n->data.scalar.value,
-					       (int)n->data.scalar.length,
-					       n->data.scalar.style);
-		break;
-	case YAML_SEQUENCE_NODE:
-		out = yaml_document_add_sequence(&c->doc, n->tag,
-						 n->data.sequence.style);
-		for (yaml_node_item_t *it = n->data.sequence.items.start;
-		     out && it < n->data.sequence.items.top; it++) {
-			int item = copy_node(c, set, src, *it, depth + 1);
-			if (item < 0)
-				return -1;
-			if (!yaml_document_append_sequence_item(&c->doc, out,
-								item))
-				out = 0;
-		}
-		break;
-	case YAML_MAPPING_NODE:
-		out = yaml_document_add_mapping(&c->doc, n->tag,
-						n->data.mapping.style);
-		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-		     out && p < n->data.mapping.pairs.top; p++) {
-			int k = copy_node(c, set, src, p->key, depth + 1);
-			if (k < 0)
-				return -1;
-			int v = copy_node(c, set, src, p->value, depth + 1);
-			if (v < 0)
-				return -1;
-			if (!yaml_document_append_mapping_pair(&c->doc, out, k,
-							       v))
-				out = 0;
-		}
-		break;
-	default:
-		break;
-	}
-	if (!out)
-		return akk_err_set(c->e, "out of memory");
-	return out;
-}
-
-/* The value of override set (text after '=') as new nodes; its id or -1. */
-static int set_value(struct ctx *c, int set, const char *value)
-{
-	yaml_document_t vd;
-	yaml_node_t *root;
-	int id;
-
-	if (load(c, &vd, value, strlen(value), set))
-		return -1;
-	root = yaml_document_get_root_node(&vd);
-	if (root)
-		id = copy_node(c, set, &vd, 1, 0);
-	else if (!(id = yaml_document_add_scalar(&c->doc, NULL,
-						 (yaml_char_t *)"", 0,
-						 YAML_PLAIN_SCALAR_STYLE)))
-		id = akk_err_set(c->e, "out of memory");
-	yaml_document_delete(&vd);
-	return id;
-}
-
-static int add_key(struct ctx *c, int map, const char *name, int value)
-{
-	int k = yaml_document_add_scalar(&c->doc, NULL,
-					 (const yaml_char_t *)name, -1,
-					 YAML_PLAIN_SCALAR_STYLE);
-	if (!k || !yaml_document_append_mapping_pair(&c->doc, map, k, value))
-		return akk_err_set(c->e, "out of memory");
-	return 0;
-}
-
-/* Turn path, cut into segments at NULs, back into the dotted key walked
- * before segment seg. */
-static void walked(char *path, char *seg)
-{
-	for (char *q = path; q < seg - 1; q++)
-		if (!*q)
-			*q = '.';
-	if (seg > path)
-		seg[-1] = '\0';
-}
-
-/* Apply override set "a.b.0.c=VALUE" to the document. */
-static int apply_set(struct ctx *c, int set)
-{
-	const char *arg = c->sets[set], *eq = strchr(arg, '=');
-	char *path = NULL, *seg, *next;
-	int cur = 1, value, rc = -1;
-
-	if (!eq)
-		return fail_set(c, set, "expected KEY=VALUE");
-	if (eq == arg)
-		return fail_set(c, set, "empty key");
-	path = strndup(arg, (size_t)(eq - arg));
-	if (!path)
-		return akk_err_set(c->e, "out of memory");
-	for (seg = path; seg; seg = next ? next + 1 : NULL) {
-		next = strchr(seg, '.');
-		if (seg == next || !*seg) {
-			fail_set(c, set, "empty name in key '%s'", path);
-			goto out;
-		}
-	}
-	if ((value = set_value(c, set, eq + 1)) < 0)
-		goto out;
-	for (seg = path; seg; seg = next) {
-		yaml_node_t *n = node(c, cur);
-		int child = 0;
-
-		next = strchr(seg, '.');
-		if (next)
-			*next++ = '\0';
-		if (n->type == YAML_MAPPING_NODE) {
-			yaml_node_pair_t *p;
-			for (p = n->data.mapping.pairs.start;
-			     p < n->data.mapping.pairs.top; p++) {
-				yaml_node_t *k = node(c, p->key);
-				if (k->type == YAML_SCALAR_NODE &&
-				    !strcmp(text(k), seg))
-					break;
-			}
-			if (p < n->data.mapping.pairs.top) {
-				if (!next)
-					p->value = value;
-				child = p->value;
-			} else if (!next) {
-				if (add_key(c, cur, seg, value))
-					goto out;
-			} else {
-				child = yaml_document_add_mapping(
-					&c->doc, NULL, YAML_BLOCK_MAPPING_STYLE);
-				if (!child) {
-					akk_err_set(c->e, "out of memory");
-					goto out;
-				}
-				if (add_key(c, cur, seg, child))
-					goto out;
-			}
-		} else if (n->type == YAML_SEQUENCE_NODE) {
-			long len = n->data.sequence.items.top -
-				   n->data.sequence.items.start;
-			char *end;
-			long i = strtol(seg, &end, 10);
-			if (strspn(seg, "0123456789") != strlen(seg) || *end) {
-				/* Restore the dots of what was walked. */
-				walked(path, seg);
-				fail_set(c, set, "'%s' is a list: '%s' is not "
-					 "an index", path, seg);
-				goto out;
-			}
-			if (i >= len) {
-				walked(path, seg);
-				fail_set(c, set, "index %ld is out of range for "
-					 "'%s' (%ld items)", i, path, len);
-				goto out;
-			}
-			if (!next)
-				n->data.sequence.items.start[i] = value;
-			child = n->data.sequence.items.start[i];
-		} else {
-			walked(path, seg);
-			fail_set(c, set, "'%s' is not a mapping or a list",
-				 path);
-			goto out;
-		}
-		cur = child;
-	}
-	rc = 0;
-out:
-	free(path);
-	return rc;
-}
 
 /* --- the spec ------------------------------------------------------------ */
 
@@ -2445,7 +1253,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 	if (!s->text || (name && !s->path) || defaults(s, name))
 		goto oom;
 
-	if (load(&c, &c.doc, txt, len, -1))
+	if (akk_overrides_load(&c, &c.doc, txt, len, -1))
 		goto out;
 	have_doc = 1;
 	root = yaml_document_get_root_node(&c.doc);
@@ -2455,19 +1263,19 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		goto out;
 	}
 	if (root->type != YAML_MAPPING_NODE) {
-		fail_type(&c, "the config", "a mapping", root);
+		akk_yaml_fail_type(&c, "the config", "a mapping", root);
 		goto out;
 	}
 	for (int i = 0; i < nsets; i++) {
 		c.set_lo[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
-		if (apply_set(&c, i))
+		if (akk_overrides_apply(&c, i))
 			goto out;
 		c.set_hi[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
 	}
 	c.nsets = nsets;
 	{
 		struct section top = { NULL, top_keys, s, 0, 0, NULL, NULL };
-		if (walk(&c, yaml_document_get_root_node(&c.doc), &top))
+		if (akk_yaml_walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
 	/* regression takes the losses that compare with
