@@ -130,8 +130,8 @@ static int check_tag(struct ctx *c, int set, const yaml_event_t *ev,
 
 /* Before libyaml builds a document from txt (which costs time and memory
  * in proportion to what it holds, and more for deep nesting), walk its
- * events once: the text must be at most AKK_SPEC_MAX_BYTES and nest at most
- * AKK_SPEC_MAX_DEPTH lists and mappings, and every tag must be one we
+ * events once: the text must be at most c->max_bytes and nest at most
+ * c->max_depth lists and mappings, and every tag must be one we
  * honour. The explicit strings are noted in c->strs for mark_strings. A
  * syntax error stops the walk quietly: load reports it. */
 static int prescan(struct ctx *c, const char *txt, size_t len, int set)
@@ -141,18 +141,18 @@ static int prescan(struct ctx *c, const char *txt, size_t len, int set)
 	int depth = 0, rc = 0, done = 0;
 
 	c->nstrs = 0;
-	if (len > AKK_SPEC_MAX_BYTES) {
-		yaml_mark_t m = { AKK_SPEC_MAX_BYTES, 0, 0 };
+	if (len > (size_t)c->max_bytes) {
+		yaml_mark_t m = { c->max_bytes, 0, 0 };
 		int line, col;
 
 		if (set >= 0)
 			return fail_set(c, set, "the value is longer than %d "
-					"bytes", AKK_SPEC_MAX_BYTES);
-		position(txt, AKK_SPEC_MAX_BYTES, &line, &col);
+					"bytes", c->max_bytes);
+		position(txt, c->max_bytes, &line, &col);
 		m.line = (size_t)line - 1;
 		m.column = (size_t)col - 1;
 		return fail_mark(c, set, m, "the config is larger than %d bytes",
-				 AKK_SPEC_MAX_BYTES);
+				 c->max_bytes);
 	}
 	if (!yaml_parser_initialize(&p))
 		return akk_err_set(c->e, "out of memory");
@@ -169,13 +169,13 @@ static int prescan(struct ctx *c, const char *txt, size_t len, int set)
 			tag = (const char *)(ev.type == YAML_SEQUENCE_START_EVENT ?
 					     ev.data.sequence_start.tag :
 					     ev.data.mapping_start.tag);
-			if (++depth > AKK_SPEC_MAX_DEPTH) {
+			if (++depth > c->max_depth) {
 				if (set >= 0)
 					rc = fail_set(c, set, "the value is nested too deeply");
 				else
 					rc = fail_mark(c, set, ev.start_mark,
 						       "nested too deeply: more than %d levels of lists and mappings",
-						       AKK_SPEC_MAX_DEPTH);
+						       c->max_depth);
 			}
 			break;
 		case YAML_SEQUENCE_END_EVENT:

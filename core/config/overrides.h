@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <yaml.h>
 
-#include "config/spec.h"
+#include "base/err.h"
+
+struct akk_spec;
 
 /* The parse of one config: the document, where reports go, the overrides
  * and what spec.c's walk fills. */
@@ -35,6 +37,8 @@ struct ctx {
 	size_t *strs;
 	size_t nstrs, capstrs;
 	int nested;		/* layers inside residual blocks so far */
+	/* The limits of the text: bytes, and lists and mappings nested. */
+	int max_bytes, max_depth;
 };
 
 /* The prefix of YAML's core schema tags (!!str is CORE_TAG "str"). */

@@ -1232,6 +1232,8 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 	memset(s, 0, sizeof(*s));
 	memset(&c, 0, sizeof(c));
 	c.file = name ? name : "";
+	c.max_bytes = AKK_SPEC_MAX_BYTES;
+	c.max_depth = AKK_SPEC_MAX_DEPTH;
 	c.base_dir = base_dir;
 	c.s = s;
 	c.e = e;
