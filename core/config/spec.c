@@ -1221,6 +1221,65 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
 	return 0;
 }
 
+/* data.task against the loss, the per-channel lists against the input,
+ * and the pixel map's floats. */
+static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
+{
+	/* regression takes the losses that compare with float targets;
+	 * best.bin is best by loss unless told */
+	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
+	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
+		struct akk_mark at = s->loss_mark.line ? s->loss_mark : s->data.mark;
+		return akk_err_at(e, file, at.line, at.col,
+				  "data.task regression needs loss mse, mae or huber, not '%s'",
+				  akk_loss_name(s->loss));
+	}
+	if (s->out.best_by < 0)
+		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
+								      : AKK_BEST_ACCURACY;
+	/* per-channel lists have one value per channel of network.input (its
+	 * first dimension; of a rank-1 input, each feature is a channel) */
+	for (int i = 0; i < 2; i++) {
+		const struct akk_channels *ch = i ? &s->data.std_ch : &s->data.mean_ch;
+		if (ch->n && ch->n != s->input.d[0])
+			return akk_err_at(e, file, ch->mark.line, ch->mark.col,
+					  "'%s' has %d value%s, but network.input has %d channel%s",
+					  i ? "std" : "mean", ch->n, ch->n == 1 ? "" : "s",
+					  s->input.d[0], s->input.d[0] == 1 ? "" : "s");
+	}
+	/* values that overflow together: the pixel map (data/preprocess.h),
+	 * per channel */
+	for (int ci = 0; ci < s->input.d[0]; ci++) {
+		const struct akk_data_spec *d = &s->data;
+		double mean = !d->normalize ? 0 : d->mean_ch.n ? d->mean_ch.v[ci] : d->mean;
+		double std = !d->normalize ? 1 : d->std_ch.n ? d->std_ch.v[ci] : d->std;
+		double a = 1.0 / ((double)d->scale * std);
+		double b = -mean / std;
+		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX))
+			return akk_err_at(e, file, d->mark.line, d->mark.col,
+					  "pixels would become (pixel / %g - %g) / %g, which overflows a float",
+					  (double)d->scale, mean, std);
+		if (!d->normalize || (!d->mean_ch.n && !d->std_ch.n))
+			break;
+	}
+	return 0;
+}
+
+/* The keys that contradict each other across sections, file being the
+ * config's name in reports. */
+static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
+{
+	if (check_data(s, file, e))
+		return -1;
+	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
+		if (s->gates[i].rank >= 0)
+			return akk_err_at(e, file, s->gates[i].mark.line, s->gates[i].mark.col,
+					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
+					  i + 1);
+	return check_augment(s, file, e) || check_watch(s, file, e) ||
+	       check_auto(s, file, e) || check_pipeline(s, file, e) ? -1 : 0;
+}
+
 int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		   const char *name, const char *base_dir,
 		   const char *const *sets, int nsets, struct akk_err *e)
@@ -1280,66 +1339,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		if (akk_yaml_walk(&c, yaml_document_get_root_node(&c.doc), &top))
 			goto out;
 	}
-	/* regression takes the losses that compare with
-	 * float targets; best.bin is best by loss unless told */
-	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
-	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
-		struct akk_mark at = s->loss_mark.line ? s->loss_mark : s->data.mark;
-		akk_err_at(e, s->path ? s->path : name, at.line, at.col,
-			   "data.task regression needs loss mse, mae or huber, not '%s'",
-			   akk_loss_name(s->loss));
-		goto out;
-	}
-	if (s->out.best_by < 0)
-		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
-								      : AKK_BEST_ACCURACY;
-	/* per-channel lists have one value per channel
-	 * of network.input (its first dimension; of a rank-1 input, each
-	 * feature is a channel) */
-	for (int i = 0; i < 2; i++) {
-		const struct akk_channels *ch = i ? &s->data.std_ch : &s->data.mean_ch;
-		if (ch->n && ch->n != s->input.d[0]) {
-			akk_err_at(e, s->path ? s->path : name, ch->mark.line,
-				   ch->mark.col,
-				   "'%s' has %d value%s, but network.input has %d channel%s",
-				   i ? "std" : "mean", ch->n, ch->n == 1 ? "" : "s",
-				   s->input.d[0], s->input.d[0] == 1 ? "" : "s");
-			goto out;
-		}
-	}
-	/* values that overflow together: the pixel map (data/preprocess.h),
-	 * per channel */
-	for (int ci = 0; ci < s->input.d[0]; ci++) {
-		const struct akk_data_spec *d = &s->data;
-		double mean = !d->normalize ? 0 : d->mean_ch.n ? d->mean_ch.v[ci] : d->mean;
-		double std = !d->normalize ? 1 : d->std_ch.n ? d->std_ch.v[ci] : d->std;
-		double a = 1.0 / ((double)d->scale * std);
-		double b = -mean / std;
-		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX)) {
-			akk_err_at(e, s->path ? s->path : name, d->mark.line,
-				   d->mark.col,
-				   "pixels would become (pixel / %g - %g) / %g, which overflows a float",
-				   (double)d->scale, mean, std);
-			goto out;
-		}
-		if (!d->normalize || (!d->mean_ch.n && !d->std_ch.n))
-			break;
-	}
-	/* keys that contradict each other across sections */
-	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
-		if (s->gates[i].rank >= 0) {
-			akk_err_at(e, s->path ? s->path : name, s->gates[i].mark.line,
-				   s->gates[i].mark.col,
-				   "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
-				   i + 1);
-			goto out;
-		}
-	if (check_augment(s, s->path ? s->path : name, e))
-		goto out;
-	if (check_watch(s, s->path ? s->path : name, e))
-		goto out;
-	if (check_auto(s, s->path ? s->path : name, e) ||
-	    check_pipeline(s, s->path ? s->path : name, e))
+	if (cross_check(s, s->path ? s->path : name, e))
 		goto out;
 	if (!s->out.dir) {
 		size_t n = strlen(s->name) + sizeof("runs/");
