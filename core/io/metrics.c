@@ -111,12 +111,6 @@ static int slurp(const char *path, char **buf, size_t *len, struct akk_err *e)
 	return 0;
 }
 
-int akk_metrics_truncate(const char *path, int epochs, int nlr,
-			 struct akk_metrics_best *best, struct akk_err *e)
-{
-	return akk_metrics_truncate_for(path, epochs, nlr, 0, 0, best, e);
-}
-
 int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 			     int regression, int by_loss,
 			     struct akk_metrics_best *best, struct akk_err *e)

@@ -1,6 +1,6 @@
 /* metrics.h - the metrics CSV: a header, then one flushed row per epoch and
  * phase. Opened for appending, so a resumed run continues the same file,
- * after akk_metrics_truncate has cut it back to the rows its checkpoint
+ * after akk_metrics_truncate_for has cut it back to the rows its checkpoint
  * covers. */
 #ifndef AKK_METRICS_H
 #define AKK_METRICS_H
@@ -51,13 +51,9 @@ struct akk_metrics_best {
  * epochs the checkpoint completed), drop later rows and a torn last line,
  * crash-safely (a temporary copy, fsync, rename, fsync of the directory).
  * A missing file is left missing. The header must be the one for nlr
- * per-gate lr columns. best (may be NULL) gets the best validation row
- * kept. */
-int akk_metrics_truncate(const char *path, int epochs, int nlr,
-			 struct akk_metrics_best *best, struct akk_err *e);
-/* The same for a run of data.task regression (its header), best being
- * the row of the highest accuracy (R^2), or with by_loss of the lowest
- * loss. */
+ * per-gate lr columns (of a run of data.task regression when regression
+ * is set). best (may be NULL) gets the best validation row kept: the
+ * highest accuracy (R^2), or with by_loss the lowest loss. */
 int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 			     int regression, int by_loss,
 			     struct akk_metrics_best *best, struct akk_err *e);

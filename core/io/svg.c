@@ -203,14 +203,3 @@ void akk_svg_text(struct akk_svg *s, double x, double y, enum akk_svg_anchor anc
 	out(s, "</text>\n");
 }
 
-void akk_svg_textf(struct akk_svg *s, double x, double y, enum akk_svg_anchor anchor,
-		   double size, const char *fill, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	akk_svg_text(s, x, y, anchor, size, fill, 0, 0, buf);
-}

@@ -58,10 +58,6 @@ enum akk_svg_anchor { AKK_SVG_START, AKK_SVG_MIDDLE, AKK_SVG_END };
 void akk_svg_text(struct akk_svg *s, double x, double y, enum akk_svg_anchor anchor,
 		  double size, const char *fill, double rotate, int bold,
 		  const char *text);
-/* The same with printf formatting. */
-void akk_svg_textf(struct akk_svg *s, double x, double y, enum akk_svg_anchor anchor,
-		   double size, const char *fill, const char *fmt, ...)
-	__attribute__((format(printf, 7, 8)));
 
 /* Write text to f escaped for XML character data or an attribute value
  * (&, <, >, ", ' as entities; control bytes and invalid UTF-8 as '?').
