@@ -303,6 +303,168 @@ static double legend_entry(struct akk_svg *s, double x, double y, const char *co
 	return x + 28 + 6.6 * (double)strlen(text) + 16;
 }
 
+/* What the rows hold: rows per phase, and the values that are not finite
+ * (the first of them, its name). */
+struct census {
+	long ntrain, nval, nfinal, bad;
+	const struct akk_curve_row *firstbad;
+	const char *badname;
+};
+
+static void count_rows(const struct akk_curves *c, struct census *n)
+{
+	*n = (struct census){ .badname = "" };
+	for (size_t i = 0; i < c->n; i++) {
+		const struct akk_curve_row *r = &c->rows[i];
+		n->ntrain += r->phase == AKK_CURVE_TRAIN;
+		n->nval += r->phase == AKK_CURVE_VALIDATION;
+		n->nfinal += r->phase == AKK_CURVE_FINAL;
+		for (int v = V_LOSS; v <= V_LR; v++) {
+			if (v == V_LR && r->phase != AKK_CURVE_TRAIN)
+				continue;
+			if (!isfinite(value(r, v)) && !n->bad++) {
+				n->firstbad = r;
+				n->badname = v == V_LOSS ? "loss" : v == V_ACC ? "accuracy" : "lr";
+			}
+		}
+	}
+}
+
+/* Grids, axes and frames. */
+static void draw_axes(struct akk_svg *s, const struct layout *l, const struct akk_ticks *xt)
+{
+	akk_svg_group_begin(s, "axes");
+	x_grid(s, l, &l->loss, xt, 0);
+	x_grid(s, l, &l->acc, xt, 1);
+	y_axis(s, l, &l->loss, &l->loss.y, 0, "loss");
+	y_axis(s, l, &l->loss, &l->lr, 1, "learning rate");
+	y_axis(s, l, &l->acc, &l->acc.y, 0, "accuracy (%)");
+	akk_svg_rect(s, l->left, l->loss.top, l->width, l->loss.h, "none", C_AXIS);
+	akk_svg_rect(s, l->left, l->acc.top, l->width, l->acc.h, "none", C_AXIS);
+	akk_svg_text(s, l->left + l->width / 2, l->acc.top + l->acc.h + 40, AKK_SVG_MIDDLE, 13,
+		     C_TEXT, 0, 0, "epoch");
+	akk_svg_group_end(s);
+}
+
+/* Where the run was resumed: between the two epochs. */
+static void draw_resumes(struct akk_svg *s, const struct akk_curves *c, const struct layout *l)
+{
+	int seg = 0;
+
+	akk_svg_group_begin(s, "resume");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct akk_curve_row *r = &c->rows[i];
+		double x;
+		if (r->segment == seg)
+			continue;
+		seg = r->segment;
+		x = px(l, r->epoch - 0.5 < l->emin ? l->emin : r->epoch - 0.5);
+		akk_svg_line(s, x, l->loss.top, x, l->acc.top + l->acc.h, C_RESUME, 1.5, "2 3");
+		akk_svg_text(s, x + 3, l->loss.top + l->loss.h - 6, AKK_SVG_START, 10, C_RESUME,
+			     0, 0, "resumed");
+	}
+	akk_svg_group_end(s);
+}
+
+/* Dots on the epochs while they are 8 pixels apart or more (a lone epoch
+ * has no line); squares on the final pass's values. */
+static void draw_marks(struct akk_svg *s, const struct akk_curves *c, const struct layout *l,
+		       long nfinal)
+{
+	if (l->emax - l->emin <= l->width / 8) {
+		akk_svg_group_begin(s, "points");
+		for (size_t i = 0; i < c->n; i++) {
+			const struct akk_curve_row *r = &c->rows[i];
+			const char *col = r->phase == AKK_CURVE_TRAIN ? C_TRAIN : C_VAL;
+			if (r->phase == AKK_CURVE_FINAL)
+				continue;
+			if (isfinite(r->loss))
+				akk_svg_circle(s, px(l, r->epoch), py(&l->loss, &l->loss.y, r->loss), 2.5, col, NULL);
+			if (isfinite(r->accuracy))
+				akk_svg_circle(s, px(l, r->epoch), py(&l->acc, &l->acc.y, 100 * r->accuracy),
+					       2.5, col, NULL);
+		}
+		akk_svg_group_end(s);
+	}
+	if (nfinal) {
+		akk_svg_group_begin(s, "final-pass");
+		for (size_t i = 0; i < c->n; i++) {
+			const struct akk_curve_row *r = &c->rows[i];
+			double x = px(l, r->epoch);
+			if (r->phase != AKK_CURVE_FINAL)
+				continue;
+			if (isfinite(r->loss))
+				akk_svg_rect(s, x - 4.5, py(&l->loss, &l->loss.y, r->loss) - 4.5, 9, 9,
+					     C_VAL, "#444444");
+			if (isfinite(r->accuracy))
+				akk_svg_rect(s, x - 4.5, py(&l->acc, &l->acc.y, 100 * r->accuracy) - 4.5,
+					     9, 9, C_VAL, "#444444");
+		}
+		akk_svg_group_end(s);
+	}
+}
+
+static void draw_best(struct akk_svg *s, const struct layout *l, const struct akk_curve_row *best)
+{
+	double bestx = px(l, best->epoch);
+	char text[256];
+
+	akk_svg_group_begin(s, "best-epoch");
+	akk_svg_line(s, bestx, l->loss.top, bestx, l->acc.top + l->acc.h, C_BEST, 1.5, "6 4");
+	akk_svg_circle(s, bestx, py(&l->acc, &l->acc.y, 100 * best->accuracy), 6, "none", C_BEST);
+	snprintf(text, sizeof(text), "best: epoch %d, %.2f%%%s", best->epoch,
+		 100 * best->accuracy, best->phase == AKK_CURVE_FINAL ? " (final pass)" :
+		 best->phase == AKK_CURVE_TRAIN ? " (training)" : "");
+	if (bestx > l->left + 0.6 * l->width)
+		akk_svg_text(s, bestx - 6, l->acc.top - 8, AKK_SVG_END, 12, C_BEST, 0, 1, text);
+	else
+		akk_svg_text(s, bestx + 6, l->acc.top - 8, AKK_SVG_START, 12, C_BEST, 0, 1, text);
+	akk_svg_group_end(s);
+}
+
+/* The legend, then what the chart does not show as it is. */
+static void draw_legend(struct akk_svg *s, const struct akk_curves *c, const struct layout *l,
+			const struct census *n, int best, int thin)
+{
+	double lx, ny = l->acc.top + l->acc.h + 62;
+	char text[256];
+
+	akk_svg_group_begin(s, "legend");
+	lx = legend_entry(s, l->left, 60, C_TRAIN, NULL, 0, "training");
+	if (n->nval)
+		lx = legend_entry(s, lx, 60, C_VAL, NULL, 0, "validation");
+	if (n->nfinal)
+		lx = legend_entry(s, lx, 60, C_VAL, NULL, 1, "final pass");
+	lx = legend_entry(s, lx, 60, C_LR, "5 3", 0, "learning rate (right axis)");
+	if (best)
+		lx = legend_entry(s, lx, 60, C_BEST, "6 4", 0, "best epoch");
+	if (c->segments > 1)
+		legend_entry(s, lx, 60, C_RESUME, "2 3", 0, "resumed");
+	akk_svg_group_end(s);
+
+	akk_svg_group_begin(s, "note");
+	if (!n->nval && !n->nfinal) {
+		akk_svg_text(s, l->left, ny, AKK_SVG_START, 11, C_AXIS, 0, 0,
+			     "no validation rows: the best epoch is the one of the highest training accuracy");
+		ny += 15;
+	}
+	if (n->bad) {
+		snprintf(text, sizeof(text), "not drawn: %ld value%s not finite (NaN or inf), the first "
+			 "the %s %s of epoch %d (line %d)", n->bad, n->bad == 1 ? "" : "s",
+			 n->firstbad->phase == AKK_CURVE_TRAIN ? "training" :
+			 n->firstbad->phase == AKK_CURVE_VALIDATION ? "validation" : "final pass",
+			 n->badname, n->firstbad->epoch, n->firstbad->line);
+		akk_svg_text(s, l->left, ny, AKK_SVG_START, 11, "#b22222", 0, 0, text);
+		ny += 15;
+	}
+	if (thin) {
+		snprintf(text, sizeof(text), "%ld epochs: each pixel column shows the least and the "
+			 "greatest value of its epochs", n->ntrain);
+		akk_svg_text(s, l->left, ny, AKK_SVG_START, 11, C_AXIS, 0, 0, text);
+	}
+	akk_svg_group_end(s);
+}
+
 int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 		    const char *what, struct akk_err *e)
 {
@@ -311,29 +473,14 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	struct layout l = { .left = LEFT, .width = AKK_PLOT_CURVES_W - LEFT - RIGHT };
 	struct akk_svg s;
 	struct akk_ticks xt;
-	double mn = 0, mx = 1, lx, bestx, ny;
-	long bad = 0, ntrain = 0, nval = 0, nfinal = 0;
-	const struct akk_curve_row *best = NULL, *firstbad = NULL;
-	const char *badname = "";
+	struct census n;
+	double mn = 0, mx = 1;
+	const struct akk_curve_row *best = NULL;
 	int thin, bestmask;
-	char text[256];
 
 	if (!c->n)
 		return akk_err_set(e, "no rows to plot");
-	for (size_t i = 0; i < c->n; i++) {
-		const struct akk_curve_row *r = &c->rows[i];
-		ntrain += r->phase == AKK_CURVE_TRAIN;
-		nval += r->phase == AKK_CURVE_VALIDATION;
-		nfinal += r->phase == AKK_CURVE_FINAL;
-		for (int v = V_LOSS; v <= V_LR; v++) {
-			if (v == V_LR && r->phase != AKK_CURVE_TRAIN)
-				continue;
-			if (!isfinite(value(r, v)) && !bad++) {
-				firstbad = r;
-				badname = v == V_LOSS ? "loss" : v == V_ACC ? "accuracy" : "lr";
-			}
-		}
-	}
+	count_rows(c, &n);
 	epoch_range(c, &l);
 	l.loss = (struct panel){ .top = 80, .h = 240 };
 	l.acc = (struct panel){ .top = 360, .h = 240 };
@@ -348,45 +495,17 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	akk_plot_ticks(mn < 0 ? mn : 0, mx, 5, 0, &l.lr);
 	akk_plot_ticks(l.emin, l.emax, 10, 1, &xt);
 	/* A curve with more points than pixels keeps each column's extremes. */
-	thin = ntrain > AKK_PLOT_MAX_POINTS || nval > AKK_PLOT_MAX_POINTS;
+	thin = n.ntrain > AKK_PLOT_MAX_POINTS || n.nval > AKK_PLOT_MAX_POINTS;
 
 	akk_svg_begin(&s, f, AKK_PLOT_CURVES_W, AKK_PLOT_CURVES_H, title);
 	akk_svg_text(&s, AKK_PLOT_CURVES_W / 2.0, 30, AKK_SVG_MIDDLE, 18, C_TEXT, 0, 1, title);
-
-	/* Grids, axes and frames. */
-	akk_svg_group_begin(&s, "axes");
-	x_grid(&s, &l, &l.loss, &xt, 0);
-	x_grid(&s, &l, &l.acc, &xt, 1);
-	y_axis(&s, &l, &l.loss, &l.loss.y, 0, "loss");
-	y_axis(&s, &l, &l.loss, &l.lr, 1, "learning rate");
-	y_axis(&s, &l, &l.acc, &l.acc.y, 0, "accuracy (%)");
-	akk_svg_rect(&s, l.left, l.loss.top, l.width, l.loss.h, "none", C_AXIS);
-	akk_svg_rect(&s, l.left, l.acc.top, l.width, l.acc.h, "none", C_AXIS);
-	akk_svg_text(&s, l.left + l.width / 2, l.acc.top + l.acc.h + 40, AKK_SVG_MIDDLE, 13,
-		     C_TEXT, 0, 0, "epoch");
-	akk_svg_group_end(&s);
-
-	/* Where the run was resumed: between the two epochs. */
-	if (c->segments > 1) {
-		int seg = 0;
-		akk_svg_group_begin(&s, "resume");
-		for (size_t i = 0; i < c->n; i++) {
-			const struct akk_curve_row *r = &c->rows[i];
-			double x;
-			if (r->segment == seg)
-				continue;
-			seg = r->segment;
-			x = px(&l, r->epoch - 0.5 < l.emin ? l.emin : r->epoch - 0.5);
-			akk_svg_line(&s, x, l.loss.top, x, l.acc.top + l.acc.h, C_RESUME, 1.5, "2 3");
-			akk_svg_text(&s, x + 3, l.loss.top + l.loss.h - 6, AKK_SVG_START, 10, C_RESUME,
-				     0, 0, "resumed");
-		}
-		akk_svg_group_end(&s);
-	}
+	draw_axes(&s, &l, &xt);
+	if (c->segments > 1)
+		draw_resumes(&s, c, &l);
 
 	/* The best epoch: the highest validation accuracy (the final pass
 	 * included), else the highest training accuracy. */
-	bestmask = nval || nfinal ? VAL | FINAL : TRAIN;
+	bestmask = n.nval || n.nfinal ? VAL | FINAL : TRAIN;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct akk_curve_row *r = &c->rows[i];
 		if ((bestmask & 1 << r->phase) && isfinite(r->accuracy) &&
@@ -400,91 +519,10 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	draw_curve(&s, c, &l, AKK_CURVE_TRAIN, V_ACC, "train-accuracy", C_TRAIN, NULL, thin);
 	draw_curve(&s, c, &l, AKK_CURVE_VALIDATION, V_LOSS, "validation-loss", C_VAL, NULL, thin);
 	draw_curve(&s, c, &l, AKK_CURVE_VALIDATION, V_ACC, "validation-accuracy", C_VAL, NULL, thin);
-	/* Dots on the epochs while they are 8 pixels apart or more (a lone
-	 * epoch has no line). */
-	if (l.emax - l.emin <= l.width / 8) {
-		akk_svg_group_begin(&s, "points");
-		for (size_t i = 0; i < c->n; i++) {
-			const struct akk_curve_row *r = &c->rows[i];
-			const char *col = r->phase == AKK_CURVE_TRAIN ? C_TRAIN : C_VAL;
-			if (r->phase == AKK_CURVE_FINAL)
-				continue;
-			if (isfinite(r->loss))
-				akk_svg_circle(&s, px(&l, r->epoch), py(&l.loss, &l.loss.y, r->loss), 2.5, col, NULL);
-			if (isfinite(r->accuracy))
-				akk_svg_circle(&s, px(&l, r->epoch), py(&l.acc, &l.acc.y, 100 * r->accuracy),
-					       2.5, col, NULL);
-		}
-		akk_svg_group_end(&s);
-	}
-	if (nfinal) {
-		akk_svg_group_begin(&s, "final-pass");
-		for (size_t i = 0; i < c->n; i++) {
-			const struct akk_curve_row *r = &c->rows[i];
-			double x = px(&l, r->epoch);
-			if (r->phase != AKK_CURVE_FINAL)
-				continue;
-			if (isfinite(r->loss))
-				akk_svg_rect(&s, x - 4.5, py(&l.loss, &l.loss.y, r->loss) - 4.5, 9, 9,
-					     C_VAL, "#444444");
-			if (isfinite(r->accuracy))
-				akk_svg_rect(&s, x - 4.5, py(&l.acc, &l.acc.y, 100 * r->accuracy) - 4.5,
-					     9, 9, C_VAL, "#444444");
-		}
-		akk_svg_group_end(&s);
-	}
-
-	if (best) {
-		bestx = px(&l, best->epoch);
-		akk_svg_group_begin(&s, "best-epoch");
-		akk_svg_line(&s, bestx, l.loss.top, bestx, l.acc.top + l.acc.h, C_BEST, 1.5, "6 4");
-		akk_svg_circle(&s, bestx, py(&l.acc, &l.acc.y, 100 * best->accuracy), 6, "none", C_BEST);
-		snprintf(text, sizeof(text), "best: epoch %d, %.2f%%%s", best->epoch,
-			 100 * best->accuracy, best->phase == AKK_CURVE_FINAL ? " (final pass)" :
-			 best->phase == AKK_CURVE_TRAIN ? " (training)" : "");
-		if (bestx > l.left + 0.6 * l.width)
-			akk_svg_text(&s, bestx - 6, l.acc.top - 8, AKK_SVG_END, 12, C_BEST, 0, 1, text);
-		else
-			akk_svg_text(&s, bestx + 6, l.acc.top - 8, AKK_SVG_START, 12, C_BEST, 0, 1, text);
-		akk_svg_group_end(&s);
-	}
-
-	akk_svg_group_begin(&s, "legend");
-	lx = legend_entry(&s, l.left, 60, C_TRAIN, NULL, 0, "training");
-	if (nval)
-		lx = legend_entry(&s, lx, 60, C_VAL, NULL, 0, "validation");
-	if (nfinal)
-		lx = legend_entry(&s, lx, 60, C_VAL, NULL, 1, "final pass");
-	lx = legend_entry(&s, lx, 60, C_LR, "5 3", 0, "learning rate (right axis)");
+	draw_marks(&s, c, &l, n.nfinal);
 	if (best)
-		lx = legend_entry(&s, lx, 60, C_BEST, "6 4", 0, "best epoch");
-	if (c->segments > 1)
-		legend_entry(&s, lx, 60, C_RESUME, "2 3", 0, "resumed");
-	akk_svg_group_end(&s);
-
-	/* What the chart does not show as it is. */
-	ny = l.acc.top + l.acc.h + 62;
-	akk_svg_group_begin(&s, "note");
-	if (!nval && !nfinal) {
-		akk_svg_text(&s, l.left, ny, AKK_SVG_START, 11, C_AXIS, 0, 0,
-			     "no validation rows: the best epoch is the one of the highest training accuracy");
-		ny += 15;
-	}
-	if (bad) {
-		snprintf(text, sizeof(text), "not drawn: %ld value%s not finite (NaN or inf), the first "
-			 "the %s %s of epoch %d (line %d)", bad, bad == 1 ? "" : "s",
-			 firstbad->phase == AKK_CURVE_TRAIN ? "training" :
-			 firstbad->phase == AKK_CURVE_VALIDATION ? "validation" : "final pass",
-			 badname, firstbad->epoch, firstbad->line);
-		akk_svg_text(&s, l.left, ny, AKK_SVG_START, 11, "#b22222", 0, 0, text);
-		ny += 15;
-	}
-	if (thin) {
-		snprintf(text, sizeof(text), "%ld epochs: each pixel column shows the least and the "
-			 "greatest value of its epochs", ntrain);
-		akk_svg_text(&s, l.left, ny, AKK_SVG_START, 11, C_AXIS, 0, 0, text);
-	}
-	akk_svg_group_end(&s);
+		draw_best(&s, &l, best);
+	draw_legend(&s, c, &l, &n, best != NULL, thin);
 	return akk_svg_end(&s, what, e);
 }
 
