@@ -246,11 +246,59 @@ static int parse_header(struct hdr *h, struct akk_npy *a)
 	return parse_descr(h, a, descr);
 }
 
+/* The data: declared bytes into a->data (grown as it arrives when the
+ * size of the file is not known, fsize < 0), and nothing after them. dims:
+ * the shape, for messages. */
+static int read_data(struct akk_npy *a, int fd, const char *path, off_t fsize,
+		     size_t declared, const char *dims, struct akk_err *e)
+{
+	size_t got, have = 0, cap;
+
+	cap = fsize >= 0 ? declared : (declared < 65536 ? declared : 65536);
+	if (!(a->data = malloc(cap))) {
+		akk_err_at(e, path, 0, 0, "out of memory for %zu bytes", cap);
+		return -1;
+	}
+	for (;;) {
+		if (read_some(fd, path, a->data + have, cap - have, &got, e))
+			return -1;
+		have += got;
+		if (have < cap) {
+			akk_err_at(e, path, 0, 0,
+				   "truncated: 'shape' (%s) and 'descr' declare %zu bytes of data, file has %zu",
+				   dims, declared, have);
+			return -1;
+		}
+		if (have == declared)
+			break;
+		size_t ncap = cap > declared / 2 ? declared : cap * 2;
+		uint8_t *n = realloc(a->data, ncap);
+		if (!n) {
+			akk_err_at(e, path, 0, 0, "out of memory for %zu bytes", ncap);
+			return -1;
+		}
+		a->data = n;
+		cap = ncap;
+	}
+	{
+		uint8_t extra;
+		if (read_some(fd, path, &extra, 1, &got, e))
+			return -1;
+		if (got) {
+			akk_err_at(e, path, 0, 0,
+				   "trailing garbage: 'shape' (%s) and 'descr' declare %zu bytes of data, file has more",
+				   dims, declared);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int load(struct akk_npy *a, int fd, const char *path, off_t fsize,
 		struct akk_err *e)
 {
 	uint8_t pre[12];
-	size_t got, pre_len, hlen, declared, have = 0, cap;
+	size_t got, pre_len, hlen, declared;
 	char *text = NULL;
 	char dims[160];
 	int rc = -1;
@@ -331,43 +379,8 @@ static int load(struct akk_npy *a, int fd, const char *path, off_t fsize,
 			   dims, declared, (size_t)AKK_IDX_MAX_BYTES);
 		goto out;
 	}
-	cap = fsize >= 0 ? declared : (declared < 65536 ? declared : 65536);
-	if (!(a->data = malloc(cap))) {
-		akk_err_at(e, path, 0, 0, "out of memory for %zu bytes", cap);
+	if (read_data(a, fd, path, fsize, declared, dims, e))
 		goto out;
-	}
-	for (;;) {
-		if (read_some(fd, path, a->data + have, cap - have, &got, e))
-			goto out;
-		have += got;
-		if (have < cap) {
-			akk_err_at(e, path, 0, 0,
-				   "truncated: 'shape' (%s) and 'descr' declare %zu bytes of data, file has %zu",
-				   dims, declared, have);
-			goto out;
-		}
-		if (have == declared)
-			break;
-		size_t ncap = cap > declared / 2 ? declared : cap * 2;
-		uint8_t *n = realloc(a->data, ncap);
-		if (!n) {
-			akk_err_at(e, path, 0, 0, "out of memory for %zu bytes", ncap);
-			goto out;
-		}
-		a->data = n;
-		cap = ncap;
-	}
-	{
-		uint8_t extra;
-		if (read_some(fd, path, &extra, 1, &got, e))
-			goto out;
-		if (got) {
-			akk_err_at(e, path, 0, 0,
-				   "trailing garbage: 'shape' (%s) and 'descr' declare %zu bytes of data, file has more",
-				   dims, declared);
-			goto out;
-		}
-	}
 	a->count = a->dims[0];
 	a->item = declared / a->size / a->count;
 	rc = 0;
