@@ -126,7 +126,7 @@ const struct cli_command cli_commands[] = {
 	  "  config       the config's path when the run started, and the directory\n"
 	  "               its relative paths (data, output) resolve against\n"
 	  "  override     one line per --set KEY=VALUE stored with the config\n"
-	  "  schedule     the mode the run trained in: flip-flop or wheels\n"
+	  "  schedule     the schedule the run trained in (schedule.mode)\n"
 	  "  position     where training stands: at an epoch boundary, the epochs\n"
 	  "               done; mid-epoch, the epoch in progress (from 1) and the\n"
 	  "               batches of it done; and the training steps of the whole run\n"

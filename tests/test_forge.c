@@ -435,6 +435,26 @@ static void stored_config_of_a_huge_network(void **unused)
 	}
 }
 
+/* A mode number no schedule has: the message names every schedule by its
+ * number, from the schedules' own names (a new schedule joins the list). */
+static void unknown_mode_lists_every_schedule(void **unused)
+{
+	const char *inspect[] = { "inspect", g_ck, NULL };
+	struct forge fg;
+	int rc;
+
+	(void)unused;
+	assert_int_equal(forge_load(&fg, g_base), 0);
+	assert_non_null(forge_find(&fg, "mode"));
+	forge_set_u(&fg, forge_find(&fg, "mode"), 3);
+	assert_int_equal(forge_save(&fg, g_ck), 0);
+	forge_release(&fg);
+	rc = run_limited(inspect);
+	if (rc != 2)
+		fail_msg("inspect of mode 3: exit %d, expected 2\n%s", rc, g_err);
+	tu_assert_contains(g_err, "corrupt checkpoint: mode is 3 (0 flip-flop, 1 wheels or 2 pipeline)");
+}
+
 /* Reading is bounded by what the file holds: /dev/zero is refused at its
  * magic (eval used to read about 2 GB of it first). */
 static void endless_device_refused_at_once(void **unused)
@@ -459,6 +479,7 @@ int main(void)
 		cmocka_unit_test(divergence_guard_and_overflowing_weights),
 		cmocka_unit_test(stored_config_of_a_huge_network),
 		cmocka_unit_test(endless_device_refused_at_once),
+		cmocka_unit_test(unknown_mode_lists_every_schedule),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

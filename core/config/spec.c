@@ -1461,7 +1461,7 @@ void akk_spec_release(struct akk_spec *s)
 
 const char *akk_mode_name(enum akk_mode m)
 {
-	return (unsigned)m <= AKK_MODE_PIPELINE ? mode_names[m] : NULL;
+	return (unsigned)m < sizeof(mode_names) / sizeof(*mode_names) - 1 ? mode_names[m] : NULL;
 }
 
 int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,

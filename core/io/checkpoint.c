@@ -604,8 +604,16 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 	static const char *const acc_names[3] = { "metrics.train_acc",
 		"metrics.val_acc", "metrics.best_val_acc" };
 
-	if (!akk_mode_name(c->mode))
-		return BAD("mode is %d (0 flip-flop, 1 wheels or 2 pipeline)", c->mode);
+	if (!akk_mode_name(c->mode)) {
+		char modes[160] = "";
+		size_t len = 0;
+
+		for (int i = 0; akk_mode_name((enum akk_mode)i) && len < sizeof(modes); i++)
+			len += (size_t)snprintf(modes + len, sizeof(modes) - len, "%s%d %s",
+						!i ? "" : akk_mode_name((enum akk_mode)(i + 1)) ?
+						", " : " or ", i, akk_mode_name((enum akk_mode)i));
+		return BAD("mode is %d (%s)", c->mode, modes);
+	}
 	if (p->id < 0 || p->id > AKK_CKPT_MAX_STEPS)
 		return BAD("position.id is %ld (0 to %ld)", p->id, AKK_CKPT_MAX_STEPS);
 	if (p->epoch < 0 || p->epoch > p->id)

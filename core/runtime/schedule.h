@@ -15,10 +15,23 @@
  * `accumulate` batches and every gate steps once after the group's last
  * chunk. Flip-flop with accumulate > 1 is the same mechanism with K = 1.
  *
- * Adding a schedule: one more name in spec.c's mode list
- * and enum akk_mode, one more case in akk_schedule_plan below filling every
- * field, and, if its sentinel needs a policy the fields cannot express, one
- * more field here read by sentinel.c's run_phase. */
+ * Adding a schedule touches these files, and no others:
+ *   core/config/spec.h    its AKK_MODE_* at the end of enum akk_mode;
+ *   core/config/spec.c    its name at the same place in mode_names (the
+ *                         config, --mode, the checkpoint's check and every
+ *                         message that lists the schedules take the names
+ *                         from there: akk_mode_name, akk_mode_parse,
+ *                         akk_mode_list), and in check_pipeline any rule
+ *                         it has against other schedule keys;
+ *   core/runtime/schedule.c  its case in akk_schedule_plan, filling every
+ *                         field of struct akk_schedule;
+ *   tests/test_schedule.c its plan, and what overlapped what when it runs;
+ *   docs: README.md, man/akkctl.1 (--mode), man/akkctl.5 (schedule.mode),
+ *   and the --mode lines of the train and bench usage in cli/main.c.
+ * That is 3 source files, its test and the docs (8 files). The spec keeps
+ * the names because it sits below the runtime (core/README's floors).
+ * Only when its sentinel needs a policy the fields cannot express: one more
+ * field here, read by sentinel.c's run_phase (10 files). */
 #ifndef AKK_SCHEDULE_H
 #define AKK_SCHEDULE_H
 
