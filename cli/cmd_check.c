@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "model/balance.h"
+#include "model/gate.h"
 #include "model/model.h"
 #include "nn/optim.h"
 #include "runtime/schedule.h"
@@ -59,20 +60,19 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       "FLOPs/sample", "activations", "weight stash");
 	for (int g = 0; g < m->ngates; g++) {
 		const struct akk_gate_plan *gp = &m->gates[g];
-		/* K training tapes (activations + aux + input gradient) of
-		 * one chunk (the batch, or a pipeline micro-batch) and V
-		 * evaluation tapes of a batch; the stash is one weight copy
-		 * per tape. */
-		double tape = (double)(gp->act + gp->aux) * 4;
-		double mem = tape * ((double)chunk * K + (double)bs * V) +
-			     (double)akk_shape_size(gp->in) * chunk * 4 * K;
-		double st = stash && akk_gate_needs_stash(gp) ? (double)gp->nparams * 4 * K : 0;
+		/* K training tapes of one chunk (the batch, or a pipeline
+		 * micro-batch) and V evaluation tapes of a batch, as the run
+		 * builds the gate */
+		struct akk_gate_memory gm = akk_gate_memory(gp, &(struct akk_gate_config){
+			.max_batch = bs, .tape_batch = chunk, .ntapes = K, .nevals = V,
+			.stash = stash && akk_gate_needs_stash(gp) });
+		double mem = gm.train + gm.eval, st = gm.stash;
 		print_count(flops, sizeof(flops), gp->flops);
 		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,
 		       akk_optim_name(gp->optim->kind), gp->nparams, flops,
 		       mem / 1024, st / 1024);
 		mem_total += mem;
-		train_total += tape * chunk * K + (double)akk_shape_size(gp->in) * chunk * 4 * K;
+		train_total += gm.train;
 		stash_total += st;
 	}
 	printf("\nbatch %d, %d training %s and %d validation batches in flight%s: "

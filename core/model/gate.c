@@ -19,14 +19,47 @@ static size_t widest_input(const struct akk_gate_plan *p)
 	return w;
 }
 
+/* The floats of one tape of up to max_batch samples: activations, aux,
+ * the input gradient (with_dx) and the stashed weights (stash). */
+struct tape_size {
+	size_t act, aux, dx, stash;
+};
+
+static struct tape_size tape_size(const struct akk_gate_plan *p, int max_batch,
+				  int with_dx, int stash)
+{
+	return (struct tape_size){
+		.act = p->act * max_batch, .aux = p->aux * max_batch,
+		.dx = with_dx ? (size_t)akk_shape_size(p->in) * max_batch : 0,
+		.stash = stash ? p->nparams : 0,
+	};
+}
+
 static int tape_alloc(struct akk_tape *t, const struct akk_gate_plan *p,
 		      int max_batch, int with_dx, int stash)
 {
-	t->act = akk_alloc(p->act * max_batch);
-	t->aux = akk_alloc(p->aux * max_batch);
-	t->dx = with_dx ? akk_alloc(akk_shape_size(p->in) * max_batch) : NULL;
-	t->stash = stash ? akk_alloc(p->nparams) : NULL;
+	struct tape_size n = tape_size(p, max_batch, with_dx, stash);
+
+	t->act = akk_alloc(n.act);
+	t->aux = akk_alloc(n.aux);
+	t->dx = with_dx ? akk_alloc(n.dx) : NULL;
+	t->stash = stash ? akk_alloc(n.stash) : NULL;
 	return !t->act || !t->aux || (with_dx && !t->dx) || (stash && !t->stash);
+}
+
+struct akk_gate_memory akk_gate_memory(const struct akk_gate_plan *p,
+				       const struct akk_gate_config *c)
+{
+	int tape_batch = c->tape_batch > 0 && c->tape_batch < c->max_batch ? c->tape_batch :
+			 c->max_batch;
+	struct tape_size t = tape_size(p, tape_batch, 1, c->stash);
+	struct tape_size v = tape_size(p, c->max_batch, 0, 0);
+
+	return (struct akk_gate_memory){
+		.train = (double)(t.act + t.aux + t.dx) * sizeof(float) * c->ntapes,
+		.eval = (double)(v.act + v.aux) * sizeof(float) * c->nevals,
+		.stash = (double)t.stash * sizeof(float) * c->ntapes,
+	};
 }
 
 static void tape_free(struct akk_tape *t)

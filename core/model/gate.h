@@ -79,6 +79,15 @@ struct akk_gate_config {
  * profiler does): batches of up to max_batch, one tape, one evaluation. */
 struct akk_gate_config akk_gate_config_eval(int max_batch, uint64_t seed);
 
+/* The bytes of the tapes akk_gate_init allocates for c: the training
+ * tapes (activations, aux and the input gradient of a chunk), the
+ * evaluation tapes (of a batch) and the stashed weights. */
+struct akk_gate_memory {
+	double train, eval, stash;
+};
+struct akk_gate_memory akk_gate_memory(const struct akk_gate_plan *plan,
+				       const struct akk_gate_config *c);
+
 /* Allocate everything c asks for; parameters are initialised from c->seed. */
 int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *plan,
 		  const struct akk_gate_config *c, struct akk_err *e);
