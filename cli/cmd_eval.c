@@ -20,7 +20,6 @@
 #include "cli.h"
 #include "model/evaluate.h"
 #include "data/idx.h"
-#include "data/csv.h"
 #include "data/open.h"
 #include "data/split.h"
 #include "model/model.h"
@@ -126,10 +125,9 @@ static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
 
 	if (akk_data_has(&s->data, AKK_DATA_VAL))
 		return akk_data_open(d, &s->data, AKK_DATA_VAL, e) ||
-		       /* named CSV classes: numbered as in training */
-		       (!strcmp(s->data.format, "csv") &&
-			akk_csv_match_classes(d, ck->class_names, ck->nclass_names,
-					      s->data.val_file, e)) ? -1 : 0;
+		       /* named classes: numbered as in training */
+		       akk_data_match_classes(d, &s->data, AKK_DATA_VAL, ck->class_names,
+					      ck->nclass_names, e) ? -1 : 0;
 	if (!(s->data.split > 0 || s->data.folds > 0))
 		return akk_err_set(e, "the checkpoint's config has no validation data; give --data or --images and --labels");
 	if (!ck->nheldout)

@@ -25,7 +25,6 @@
 #include "ckpt_files.h"
 #include "cli.h"
 #include "data/open.h"
-#include "data/csv.h"
 #include "data/split.h"
 #include "io/metrics.h"
 #include "model/model.h"
@@ -697,10 +696,9 @@ static enum train_next train_load(struct train_state *st)
 	     akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
 	     (akk_data_has(&s->data, AKK_DATA_VAL) &&
 	      (akk_data_open(&st->val, &s->data, AKK_DATA_VAL, e) ||
-	       /* named CSV classes: numbered as in train */
-	       (!strcmp(s->data.format, "csv") &&
-		akk_csv_match_classes(&st->val, st->train.class_names, st->train.classes,
-				      s->data.val_file, e)))) ||
+	       /* named classes: numbered as in train */
+	       akk_data_match_classes(&st->val, &s->data, AKK_DATA_VAL, st->train.class_names,
+				      st->train.classes, e))) ||
 	     hold_out(s, ck, st->fold, &st->train, &st->val, &st->heldout, &st->nheldout, e)))
 		counts[0] = -1;
 	else

@@ -21,62 +21,177 @@ int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 	       (t ? s->train_file : s->val_file) != NULL;
 }
 
+/* ---- the formats -------------------------------------------------------- */
+
+#define TRAIN(part) ((part) == AKK_DATA_TRAIN)
+
+static int idx_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		    enum akk_data_part part, struct akk_err *e)
+{
+	return akk_idx_dataset_layout(d, TRAIN(part) ? s->train_images : s->val_images,
+				      TRAIN(part) ? s->train_labels : s->val_labels,
+				      s->layout_nhwc, e);
+}
+
+static const char *idx_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	return TRAIN(part) ? s->train_images : s->val_images;
+}
+
+static int npy_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		    enum akk_data_part part, struct akk_err *e)
+{
+	return akk_npy_dataset(d, TRAIN(part) ? s->train_features : s->val_features,
+			       TRAIN(part) ? s->train_labels : s->val_labels,
+			       s->layout_nhwc, e);
+}
+
+static const char *npy_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	return TRAIN(part) ? s->train_features : s->val_features;
+}
+
+static int npy_inputs(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e)
+{
+	return akk_npy_dataset(d, path, NULL, ds ? ds->layout_nhwc : 0, e);
+}
+
+static int cifar_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		      enum akk_data_part part, struct akk_err *e)
+{
+	const struct akk_path_list *f = TRAIN(part) ? &s->train_files : &s->val_files;
+
+	return akk_cifar_dataset(d, (const char *const *)f->v, f->n, e);
+}
+
+static const char *cifar_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	const struct akk_path_list *f = TRAIN(part) ? &s->train_files : &s->val_files;
+
+	return f->n ? f->v[0] : NULL;
+}
+
+static int cifar_inputs(struct akk_dataset *d, const char *path,
+			const struct akk_data_spec *ds, struct akk_err *e)
+{
+	(void)ds;
+	return akk_cifar_dataset(d, &path, 1, e);
+}
+
+static int csv_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		    enum akk_data_part part, struct akk_err *e)
+{
+	return akk_csv_dataset(d, TRAIN(part) ? s->train_file : s->val_file,
+			       TRAIN(part) ? s->train_targets : s->val_targets,
+			       &s->csv, s->task == AKK_TASK_REGRESSION, e);
+}
+
+static const char *csv_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	return TRAIN(part) ? s->train_file : s->val_file;
+}
+
+static int csv_inputs(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e)
+{
+	static const struct akk_csv_spec csv_defaults = { .label = { .index = -1 } };
+
+	return akk_csv_inputs(d, path, ds ? &ds->csv : &csv_defaults, e);
+}
+
+static int pnm_inputs(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e)
+{
+	(void)ds;
+	return akk_pnm_dataset(d, path, e);
+}
+
+static int idx_inputs(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e);
+
+/* One reader a line, keyed by its data.format name (the config's keys of
+ * each format are spec.c's data_file_keys). open: a part of a config's
+ * data, labelled; file: the file of that part's samples, for messages;
+ * labels_inside: the labels are in that file too; named_classes: the
+ * labels are names, numbered in the order training met them; inputs: one
+ * file of unlabelled input (akkctl predict). A format without open is
+ * for input only. */
+static const struct data_format {
+	const char *name;
+	int (*open)(struct akk_dataset *d, const struct akk_data_spec *s,
+		    enum akk_data_part part, struct akk_err *e);
+	const char *(*file)(const struct akk_data_spec *s, enum akk_data_part part);
+	int labels_inside, named_classes;
+	int (*inputs)(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e);
+} formats[] = {
+	{ "idx", idx_open, idx_file, 0, 0, idx_inputs },
+	{ "npy", npy_open, npy_file, 0, 0, npy_inputs },
+	{ "cifar10", cifar_open, cifar_file, 1, 0, cifar_inputs },
+	{ "csv", csv_open, csv_file, 1, 1, csv_inputs },
+	{ "pnm", NULL, idx_file, 0, 0, pnm_inputs },
+	{ NULL, NULL, NULL, 0, 0, NULL },
+};
+
+/* The format called name (NULL: "idx", the default), or NULL. */
+static const struct data_format *format_named(const char *name)
+{
+	for (const struct data_format *f = formats; f->name; f++)
+		if (!strcmp(f->name, name ? name : "idx"))
+			return f;
+	return NULL;
+}
+
 const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	int t = part == AKK_DATA_TRAIN;
-	const struct akk_path_list *f = t ? &s->train_files : &s->val_files;
+	const struct data_format *f = format_named(s->format);
 
-	if (s->format && !strcmp(s->format, "npy"))
-		return t ? s->train_features : s->val_features;
-	if (s->format && !strcmp(s->format, "cifar10"))
-		return f->n ? f->v[0] : NULL;
-	if (s->format && !strcmp(s->format, "csv"))
-		return t ? s->train_file : s->val_file;
-	return t ? s->train_images : s->val_images;
+	return (f ? f->file : idx_file)(s, part);
 }
 
 const char *akk_data_label_file(const struct akk_data_spec *s,
 				enum akk_data_part part)
 {
-	if (s->format && (!strcmp(s->format, "cifar10") || !strcmp(s->format, "csv")))
-		return akk_data_file(s, part);
-	return part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
+	const struct data_format *f = format_named(s->format);
+
+	if (f && f->labels_inside)
+		return f->file(s, part);
+	return TRAIN(part) ? s->train_labels : s->val_labels;
 }
 
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e)
 {
-	const char *images = part == AKK_DATA_TRAIN ? s->train_images : s->val_images;
-	const char *labels = part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
+	const struct data_format *f = format_named(s->format);
 
 	memset(d, 0, sizeof(*d));
 	if (!akk_data_has(s, part))
 		return akk_err_set(e, "the config has no %s data",
-				   part == AKK_DATA_TRAIN ? "training" : "validation");
-	if (!s->format || !strcmp(s->format, "idx"))
-		return akk_idx_dataset_layout(d, images, labels,
-					      s->layout_nhwc, e);
-	if (!strcmp(s->format, "npy"))
-		return akk_npy_dataset(d, part == AKK_DATA_TRAIN ?
-				       s->train_features : s->val_features,
-				       labels, s->layout_nhwc, e);
-	if (!strcmp(s->format, "cifar10")) {
-		const struct akk_path_list *f = part == AKK_DATA_TRAIN ?
-						&s->train_files : &s->val_files;
-		return akk_cifar_dataset(d, (const char *const *)f->v, f->n, e);
-	}
-	if (!strcmp(s->format, "csv"))
-		return akk_csv_dataset(d, part == AKK_DATA_TRAIN ? s->train_file : s->val_file,
-				       part == AKK_DATA_TRAIN ? s->train_targets : s->val_targets,
-				       &s->csv, s->task == AKK_TASK_REGRESSION, e);
-	return akk_err_set(e, "data format '%s' has no reader", s->format);
+				   TRAIN(part) ? "training" : "validation");
+	if (!f || !f->open)
+		return akk_err_set(e, "data format '%s' has no reader", s->format);
+	return f->open(d, s, part, e);
+}
+
+int akk_data_match_classes(struct akk_dataset *d, const struct akk_data_spec *s,
+			   enum akk_data_part part, char *const *names, int n,
+			   struct akk_err *e)
+{
+	const struct data_format *f = format_named(s->format);
+
+	if (!f || !f->named_classes)
+		return 0;
+	return akk_csv_match_classes(d, names, n, f->file(s, part), e);
 }
 
 /* An IDX image file alone: its bytes become d's, without labels. */
-static int idx_inputs(struct akk_dataset *d, const char *path, struct akk_err *e)
+static int idx_inputs(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e)
 {
 	struct akk_idx x;
 
+	(void)ds;
 	if (akk_idx_load(&x, path, e))
 		return -1;
 	if (x.rank != 3) {
@@ -115,18 +230,10 @@ int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 			 const char *path, const struct akk_data_spec *ds,
 			 struct akk_err *e)
 {
-	static const struct akk_csv_spec csv_defaults = { .label = { .index = -1 } };
+	const struct data_format *f = format_named(format);
 
 	memset(d, 0, sizeof(*d));
-	if (!format || !strcmp(format, "idx"))
-		return idx_inputs(d, path, e);
-	if (!strcmp(format, "pnm"))
-		return akk_pnm_dataset(d, path, e);
-	if (!strcmp(format, "csv"))
-		return akk_csv_inputs(d, path, ds ? &ds->csv : &csv_defaults, e);
-	if (!strcmp(format, "npy"))
-		return akk_npy_dataset(d, path, NULL, ds ? ds->layout_nhwc : 0, e);
-	if (!strcmp(format, "cifar10"))
-		return akk_cifar_dataset(d, &path, 1, e);
-	return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
+	if (!f || !f->inputs)
+		return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
+	return f->inputs(d, path, ds, e);
 }

@@ -1,7 +1,9 @@
 /* open.h - reading the data a config names, whatever its format.
  *
- * The one place that knows which reader handles which data.format: a new
- * format is a reader file in data/ plus one case here. */
+ * The one place that knows which reader handles which data.format: a
+ * table of { name, opener, file, ... } lines in open.c. Adding a format:
+ * its reader file in data/, its line in that table, its keys in spec.c's
+ * data_file_keys (and format_names), its test and the docs. */
 #ifndef AKK_OPEN_H
 #define AKK_OPEN_H
 
@@ -24,6 +26,14 @@ const char *akk_data_label_file(const struct akk_data_spec *s,
  * place. */
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e);
+
+/* Labels that are names (CSV classes) numbered as the training data
+ * numbered them (names, n of them): d's classes renumbered, or an error
+ * naming a class training never met. Nothing for formats with numbered
+ * labels. */
+int akk_data_match_classes(struct akk_dataset *d, const struct akk_data_spec *s,
+			   enum akk_data_part part, char *const *names, int n,
+			   struct akk_err *e);
 
 /* Unlabelled input for prediction (akkctl predict): the samples of one
  * file, labels absent. format names the reader: "idx" (an image file of
