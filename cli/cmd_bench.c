@@ -482,8 +482,8 @@ static int load_or_synthesize(struct akk_dataset *d, const struct akk_spec *s,
 			      const struct akk_model *m, int *synthetic,
 			      struct akk_err *e)
 {
-	const char *images = part == AKK_DATA_TRAIN ? s->data.train_images
-						    : s->data.val_images;
+	const char *images = part == AKK_DATA_TRAIN ? s->data.train.images
+						    : s->data.val.images;
 
 	if (!*synthetic && akk_data_has(&s->data, part) &&
 	    (!images || !access(images, F_OK)))
@@ -678,7 +678,7 @@ static int bench_open(struct bench *b)
 	}
 	if (b->synthetic)
 		printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",
-		       s->data.train_images ? s->data.train_images : "(none)", b->train.n,
+		       s->data.train.images ? s->data.train.images : "(none)", b->train.n,
 		       b->val.n);
 	else
 		printf("data: %zu training, %zu validation samples\n", b->train.n, b->val.n);

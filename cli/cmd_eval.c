@@ -232,9 +232,9 @@ static int eval_load(struct eval *v)
 			load_own_validation(&v->d, s, &v->ck, v->ckpath, e))
 		return -1;
 	if (!v->images)
-		v->images = s->data.val_images ? s->data.val_images : s->path;
+		v->images = s->data.val.images ? s->data.val.images : s->path;
 	if (!v->labels)
-		v->labels = s->data.val_labels ? s->data.val_labels : s->path;
+		v->labels = s->data.val.labels ? s->data.val.labels : s->path;
 	if ((long)v->d.in != akk_shape_size(s->input))
 		return akk_err_at(e, v->images, 0, 0, "images have %zu values each, but the network takes %ld",
 				  v->d.in, akk_shape_size(s->input));

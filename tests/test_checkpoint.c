@@ -274,7 +274,7 @@ static void round_trip(const char *text, const char *const *sets, int nsets)
 	assert_string_equal(s2.text, s.text);
 	assert_int_equal(s2.seed, s.seed);
 	assert_int_equal(s2.sched.batch_size, s.sched.batch_size);
-	assert_string_equal(s2.data.train_images, s.data.train_images);
+	assert_string_equal(s2.data.train.images, s.data.train.images);
 	if (akk_model_plan(&m2, &s2, &e))
 		fail_msg("stored plan: %s", e.msg);
 	assert_int_equal(m2.ngates, m.ngates);

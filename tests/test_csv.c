@@ -657,11 +657,11 @@ static void test_spec_keys(void **state)
 	assert_int_equal(akk_spec_parse(&s, text, strlen(text), "c.yaml", "cfg",
 					NULL, 0, &e), 0);
 	assert_string_equal(s.data.format, "csv");
-	assert_string_equal(s.data.train_file, "cfg/d/x.csv.gz");
-	assert_string_equal(s.data.train_targets, "cfg/d/y.csv.gz");
-	assert_string_equal(s.data.val_file, "/v.csv");
-	assert_null(s.data.val_targets);
-	assert_null(s.data.train_images);
+	assert_string_equal(s.data.train.file, "cfg/d/x.csv.gz");
+	assert_string_equal(s.data.train.targets, "cfg/d/y.csv.gz");
+	assert_string_equal(s.data.val.file, "/v.csv");
+	assert_null(s.data.val.targets);
+	assert_null(s.data.train.images);
 	assert_int_equal(s.data.csv.header, 1);
 	assert_int_equal(s.data.csv.skip, 2);
 	assert_int_equal(s.data.csv.delimiter, AKK_CSV_WHITESPACE);

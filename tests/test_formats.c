@@ -522,10 +522,10 @@ static void test_spec_keys(void **state)
 	(void)state;
 	assert_int_equal(akk_spec_parse(&s, t, strlen(t), "t.yaml", "base", NULL, 0, &e), 0);
 	assert_string_equal(s.data.format, "cifar10");
-	assert_int_equal(s.data.train_files.n, 2);
-	assert_string_equal(s.data.train_files.v[0], "base/a.bin");
-	assert_string_equal(s.data.train_files.v[1], "/abs/b.bin");
-	assert_string_equal(s.data.val_files.v[0], "base/t.bin");
+	assert_int_equal(s.data.train.files.n, 2);
+	assert_string_equal(s.data.train.files.v[0], "base/a.bin");
+	assert_string_equal(s.data.train.files.v[1], "/abs/b.bin");
+	assert_string_equal(s.data.val.files.v[0], "base/t.bin");
 	assert_int_equal(s.data.layout_nhwc, 1);
 	assert_int_equal(s.data.augment, 1);
 	assert_int_equal(s.data.crop_padding, 4);
@@ -582,8 +582,8 @@ static void test_open_idx_layout(void **state)
 	free(b);
 	memset(&ds, 0, sizeof(ds));
 	ds.format = "idx";
-	ds.train_images = im;
-	ds.train_labels = lb;
+	ds.train.images = im;
+	ds.train.labels = lb;
 	ds.layout_nhwc = 1;
 	assert_int_equal(akk_data_open(&d, &ds, AKK_DATA_TRAIN, &e), 0);
 	assert_int_equal(d.c, 2);

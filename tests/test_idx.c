@@ -755,10 +755,10 @@ static void test_label_range_names_labels(void **state)
 	lb = in_dir("lr-lb");
 	assert_int_equal(akk_spec_parse(&s, cfg, strlen(cfg), "t.yaml", NULL,
 					NULL, 0, &e), 0);
-	free(s.data.train_images);
-	free(s.data.train_labels);
-	s.data.train_images = strdup(im);
-	s.data.train_labels = strdup(lb);
+	free(s.data.train.images);
+	free(s.data.train.labels);
+	s.data.train.images = strdup(im);
+	s.data.train.labels = strdup(lb);
 	assert_int_equal(akk_model_plan(&m, &s, &e), 0);
 	assert_int_equal(akk_idx_dataset(&d, im, lb, &e), 0);
 	assert_int_equal(akk_run_check_data(&m, &d, NULL, &e), -1);

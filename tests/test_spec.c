@@ -138,10 +138,10 @@ static void test_full(void **ctx)
 	assert_true(s.seed == 7);
 
 	assert_string_equal(s.data.format, "idx");
-	assert_string_equal(s.data.train_images, "cfg/d/train-images");
-	assert_string_equal(s.data.train_labels, "cfg/d/train-labels");
-	assert_string_equal(s.data.val_images, "/abs/t10k-images");
-	assert_string_equal(s.data.val_labels, "cfg/d/t10k-labels");
+	assert_string_equal(s.data.train.images, "cfg/d/train-images");
+	assert_string_equal(s.data.train.labels, "cfg/d/train-labels");
+	assert_string_equal(s.data.val.images, "/abs/t10k-images");
+	assert_string_equal(s.data.val.labels, "cfg/d/t10k-labels");
 	assert_float(s.data.scale, 1);
 	assert_int_equal(s.data.normalize, 1);
 	assert_float(s.data.mean, 0.1307);
@@ -252,9 +252,9 @@ static void test_defaults(void **ctx)
 	assert_string_equal(s.name, "mnist.v2");
 	assert_true(s.seed == 42);
 	assert_string_equal(s.data.format, "idx");
-	assert_string_equal(s.data.train_images, "ti");
-	assert_null(s.data.val_images);
-	assert_null(s.data.val_labels);
+	assert_string_equal(s.data.train.images, "ti");
+	assert_null(s.data.val.images);
+	assert_null(s.data.val.labels);
 	assert_int_equal(s.data.val_mark.line, 0);
 	assert_float(s.data.scale, 255);
 	assert_int_equal(s.data.normalize, 0);
@@ -489,14 +489,14 @@ static void test_paths(void **ctx)
 	(void)ctx;
 	/* In memory: against base_dir, with or without its trailing '/'. */
 	assert_int_equal(parse(&s, text, "base/", NULL, 0, &e), 0);
-	assert_string_equal(s.data.train_images, "base/a/ti");
-	assert_string_equal(s.data.train_labels, "/abs/tl");
-	assert_string_equal(s.data.val_images, "base/vi");
-	assert_string_equal(s.data.val_labels, "base/v l");
+	assert_string_equal(s.data.train.images, "base/a/ti");
+	assert_string_equal(s.data.train.labels, "/abs/tl");
+	assert_string_equal(s.data.val.images, "base/vi");
+	assert_string_equal(s.data.val.labels, "base/v l");
 	assert_string_equal(s.out.dir, "base/out");
 	akk_spec_release(&s);
 	assert_int_equal(parse(&s, text, NULL, NULL, 0, &e), 0);
-	assert_string_equal(s.data.train_images, "a/ti");
+	assert_string_equal(s.data.train.images, "a/ti");
 	assert_string_equal(s.out.dir, "out");
 	akk_spec_release(&s);
 
@@ -508,7 +508,7 @@ static void test_paths(void **ctx)
 	assert_string_equal(s.text, text);
 	assert_string_equal(s.name, "run1");
 	snprintf(want, sizeof(want), "%s/a/ti", dir);
-	assert_string_equal(s.data.train_images, want);
+	assert_string_equal(s.data.train.images, want);
 	snprintf(want, sizeof(want), "%s/out", dir);
 	assert_string_equal(s.out.dir, want);
 	akk_spec_release(&s);

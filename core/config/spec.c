@@ -603,26 +603,19 @@ static int h_paths(struct ctx *c, const struct key *k,
 	{ .name = K_, .type = YAML_SEQUENCE_NODE, .fn = h_paths,             \
 	  .what = "a list of files", .off = offsetof(T_, F_) }
 
-static const struct key train_keys[] = {
-	STR("images", akk_yaml_h_path, DATA, train_images, 0),
-	STR("labels", akk_yaml_h_path, DATA, train_labels, 0),
+/* The keys of data.train and data.validation, one table for both (as
+ * netplan shares its handler groups): which apply is the format's
+ * (data_file_keys below). */
+#define FILES struct akk_data_files
+static const struct key file_keys[] = {
+	STR("images", akk_yaml_h_path, FILES, images, 0),
+	STR("labels", akk_yaml_h_path, FILES, labels, 0),
 	/* npy features, cifar10 record files */
-	STR("features", akk_yaml_h_path, DATA, train_features, 0),
-	PATHS("files", DATA, train_files),
+	STR("features", akk_yaml_h_path, FILES, features, 0),
+	PATHS("files", FILES, files),
 	/* format csv */
-	STR("file", akk_yaml_h_path, DATA, train_file, 0),
-	STR("targets_file", akk_yaml_h_path, DATA, train_targets, 0),
-	END,
-};
-static const struct key val_keys[] = {
-	STR("images", akk_yaml_h_path, DATA, val_images, 0),
-	STR("labels", akk_yaml_h_path, DATA, val_labels, 0),
-	/* npy features, cifar10 record files */
-	STR("features", akk_yaml_h_path, DATA, val_features, 0),
-	PATHS("files", DATA, val_files),
-	/* format csv */
-	STR("file", akk_yaml_h_path, DATA, val_file, 0),
-	STR("targets_file", akk_yaml_h_path, DATA, val_targets, 0),
+	STR("file", akk_yaml_h_path, FILES, file, 0),
+	STR("targets_file", akk_yaml_h_path, FILES, targets, 0),
 	END,
 };
 
@@ -863,6 +856,7 @@ static int h_validation(struct ctx *c, const struct key *k,
 	struct key as = *k;
 	yaml_node_t *fk = NULL;
 
+	as.off = 0;	/* split and folds are keys of the data section */
 	if (val->type == YAML_MAPPING_NODE && akk_yaml_map_get(c, val, "folds", &fk)) {
 		if (akk_yaml_map_get(c, val, "split", NULL))
 			return akk_yaml_fail(c, fk, "'folds' and 'split' do not go together in data.validation: folds hold out each part in turn");
@@ -890,10 +884,10 @@ static const struct key data_keys[] = {
 	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
 	  .names = format_names, .noun = "data format" },
 	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_data_files,
-	  .what = "a mapping", .flags = F_REQ, .keys = train_keys,
-	  .mark_off = MARK(DATA, train_mark) },
+	  .what = "a mapping", .off = offsetof(DATA, train), .flags = F_REQ,
+	  .keys = file_keys, .mark_off = MARK(DATA, train_mark) },
 	{ .name = "validation", .type = YAML_MAPPING_NODE, .fn = h_validation,
-	  .what = "a mapping", .keys = val_keys,
+	  .what = "a mapping", .off = offsetof(DATA, val), .keys = file_keys,
 	  .mark_off = MARK(DATA, val_mark) },
 	/* format csv */
 	{ .name = "csv", .type = YAML_MAPPING_NODE, .fn = h_csv,
@@ -1053,7 +1047,7 @@ static int defaults(struct akk_spec *s, const char *name)
  * split held out of the training data. */
 static int has_validation(const struct akk_data_spec *d)
 {
-	return d->val_images || d->val_features || d->val_files.n > 0 ||
+	return d->val.images || d->val.features || d->val.files.n > 0 ||
 	       d->split > 0 || d->folds > 0;
 }
 
@@ -1425,22 +1419,22 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->text);
 	free(s->name);
 	free(s->data.format);
-	free(s->data.train_images);
-	free(s->data.train_labels);
-	free(s->data.val_images);
-	free(s->data.val_labels);
-	free(s->data.train_features);
-	free(s->data.val_features);
-	for (int i = 0; i < s->data.train_files.n; i++)
-		free(s->data.train_files.v[i]);
-	free(s->data.train_files.v);
-	for (int i = 0; i < s->data.val_files.n; i++)
-		free(s->data.val_files.v[i]);
-	free(s->data.val_files.v);
-	free(s->data.train_file);
-	free(s->data.train_targets);
-	free(s->data.val_file);
-	free(s->data.val_targets);
+	free(s->data.train.images);
+	free(s->data.train.labels);
+	free(s->data.val.images);
+	free(s->data.val.labels);
+	free(s->data.train.features);
+	free(s->data.val.features);
+	for (int i = 0; i < s->data.train.files.n; i++)
+		free(s->data.train.files.v[i]);
+	free(s->data.train.files.v);
+	for (int i = 0; i < s->data.val.files.n; i++)
+		free(s->data.val.files.v[i]);
+	free(s->data.val.files.v);
+	free(s->data.train.file);
+	free(s->data.train.targets);
+	free(s->data.val.file);
+	free(s->data.val.targets);
 	free(s->data.csv.label.name);
 	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
 		free(s->data.csv.targets[i].name);

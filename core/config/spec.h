@@ -93,27 +93,28 @@ struct akk_channels {
 	struct akk_mark mark;		/* the list */
 };
 
+/* The files of data.train or data.validation, the keys of its format
+ * set (NULL, or no files: absent). Paths resolved against the config
+ * file's directory (absolute paths stay as they are). */
+struct akk_data_files {
+	char *images, *labels;		/* idx images and labels; npy labels */
+	char *features;			/* npy features */
+	struct akk_path_list files;	/* cifar10 record files */
+	/* csv: a table (file), and optionally the targets in a second table
+	 * of as many rows (targets_file) */
+	char *file, *targets;
+};
+
 struct akk_data_spec {
 	char *format;			/* "idx", "csv", "npy", "cifar10" */
-	/* Paths resolved against the config file's directory (absolute paths
-	 * stay as they are). Validation may be absent (NULL). */
-	char *train_images, *train_labels;
-	char *val_images, *val_labels;
-	/* format csv: a table (train.file), and optionally the targets in a
-	 * second table of as many rows (train.targets_file); paths resolved
-	 * like the others. */
-	char *train_file, *train_targets;
-	char *val_file, *val_targets;
+	struct akk_data_files train, val;	/* validation may be absent */
 	struct akk_csv_spec csv;
 	float scale;			/* x = pixel / scale (default 255) */
 	int normalize;			/* 1: x = (pixel/scale - mean) / std */
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */
 	struct akk_mark train_mark, val_mark;
-	/* .npy, CIFAR-10, rank-4 layout, augmentation */
-	char *train_features, *val_features;	/* npy: features (labels in
-						 * *_labels) */
-	struct akk_path_list train_files, val_files;	/* cifar10 */
+	/* rank-4 layout, augmentation */
 	int layout_nhwc;		/* layout: nhwc (rank-4 IDX, .npy);
 					 * default nchw */
 	int augment;			/* 1: an augment: mapping is given */

@@ -13,42 +13,45 @@
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	int t = part == AKK_DATA_TRAIN;
+	const struct akk_data_files *f = part == AKK_DATA_TRAIN ? &s->train : &s->val;
 
-	return (t ? s->train_images : s->val_images) != NULL ||
-	       (t ? s->train_features : s->val_features) != NULL ||
-	       (t ? s->train_files.n : s->val_files.n) > 0 ||
-	       (t ? s->train_file : s->val_file) != NULL;
+	return f->images || f->features || f->files.n > 0 || f->file;
 }
 
 /* ---- the formats -------------------------------------------------------- */
 
 #define TRAIN(part) ((part) == AKK_DATA_TRAIN)
 
+static const struct akk_data_files *part_of(const struct akk_data_spec *s,
+					    enum akk_data_part part)
+{
+	return TRAIN(part) ? &s->train : &s->val;
+}
+
 static int idx_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		    enum akk_data_part part, struct akk_err *e)
 {
-	return akk_idx_dataset_layout(d, TRAIN(part) ? s->train_images : s->val_images,
-				      TRAIN(part) ? s->train_labels : s->val_labels,
+	return akk_idx_dataset_layout(d, part_of(s, part)->images,
+				      part_of(s, part)->labels,
 				      s->layout_nhwc, e);
 }
 
 static const char *idx_file(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	return TRAIN(part) ? s->train_images : s->val_images;
+	return part_of(s, part)->images;
 }
 
 static int npy_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		    enum akk_data_part part, struct akk_err *e)
 {
-	return akk_npy_dataset(d, TRAIN(part) ? s->train_features : s->val_features,
-			       TRAIN(part) ? s->train_labels : s->val_labels,
+	return akk_npy_dataset(d, part_of(s, part)->features,
+			       part_of(s, part)->labels,
 			       s->layout_nhwc, e);
 }
 
 static const char *npy_file(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	return TRAIN(part) ? s->train_features : s->val_features;
+	return part_of(s, part)->features;
 }
 
 static int npy_inputs(struct akk_dataset *d, const char *path,
@@ -60,14 +63,14 @@ static int npy_inputs(struct akk_dataset *d, const char *path,
 static int cifar_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		      enum akk_data_part part, struct akk_err *e)
 {
-	const struct akk_path_list *f = TRAIN(part) ? &s->train_files : &s->val_files;
+	const struct akk_path_list *f = &part_of(s, part)->files;
 
 	return akk_cifar_dataset(d, (const char *const *)f->v, f->n, e);
 }
 
 static const char *cifar_file(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	const struct akk_path_list *f = TRAIN(part) ? &s->train_files : &s->val_files;
+	const struct akk_path_list *f = &part_of(s, part)->files;
 
 	return f->n ? f->v[0] : NULL;
 }
@@ -82,14 +85,14 @@ static int cifar_inputs(struct akk_dataset *d, const char *path,
 static int csv_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		    enum akk_data_part part, struct akk_err *e)
 {
-	return akk_csv_dataset(d, TRAIN(part) ? s->train_file : s->val_file,
-			       TRAIN(part) ? s->train_targets : s->val_targets,
+	return akk_csv_dataset(d, part_of(s, part)->file,
+			       part_of(s, part)->targets,
 			       &s->csv, s->task == AKK_TASK_REGRESSION, e);
 }
 
 static const char *csv_file(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	return TRAIN(part) ? s->train_file : s->val_file;
+	return part_of(s, part)->file;
 }
 
 static int csv_inputs(struct akk_dataset *d, const char *path,
@@ -157,7 +160,7 @@ const char *akk_data_label_file(const struct akk_data_spec *s,
 
 	if (f && f->labels_inside)
 		return f->file(s, part);
-	return TRAIN(part) ? s->train_labels : s->val_labels;
+	return part_of(s, part)->labels;
 }
 
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
