@@ -286,7 +286,9 @@ static void test_provider_train_only(void **state)
 	in = d.in;
 	assert_int_equal(akk_preprocess_init(&pre, &s, in, 1, NULL, &e), 0);
 	/* validation: file order, the plain pixels */
-	assert_int_equal(akk_provider_init(&q, &d, &pre, &s, 0, 42, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&q, &d, &pre, &(struct akk_provider_config){
+			.ds = &s, .shuffle = 0, .seed = 42, .bs = 4, .in = in, .classes = 2,
+			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_null(q.aug.tmp);
 	assert_int_equal(akk_provider_start(&q, &e), 0);
 	b = akk_provider_next(&q);
@@ -296,7 +298,9 @@ static void test_provider_train_only(void **state)
 	akk_provider_recycle(&q, b);
 	akk_provider_release(&q);
 	/* training: some batch of the first epoch differs from its pixels */
-	assert_int_equal(akk_provider_init(&p, &d, &pre, &s, 1, 42, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &(struct akk_provider_config){
+			.ds = &s, .shuffle = 1, .seed = 42, .bs = 4, .in = in, .classes = 2,
+			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_non_null(p.aug.tmp);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	{
@@ -344,8 +348,12 @@ static void test_resume_same_stream(void **state)
 	tu_dataset(&d, 20, 6, 2, 5);
 	in = d.in;
 	assert_int_equal(akk_preprocess_init(&pre, &s, in, 1, NULL, &e), 0);
-	assert_int_equal(akk_provider_init(&p, &d, &pre, &s, 1, 7, 4, in, 2, 2, 0, 0, 1, 0, &e), 0);
-	assert_int_equal(akk_provider_init(&q, &d, &pre, &s, 1, 7, 4, in, 2, 2, 1, 2, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &(struct akk_provider_config){
+			.ds = &s, .shuffle = 1, .seed = 7, .bs = 4, .in = in, .classes = 2,
+			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
+	assert_int_equal(akk_provider_init(&q, &d, &pre, &(struct akk_provider_config){
+			.ds = &s, .shuffle = 1, .seed = 7, .bs = 4, .in = in, .classes = 2,
+			.npool = 2, .epoch = 1, .index = 2, .shards = 1, .shard = 0 }, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	assert_int_equal(akk_provider_start(&q, &e), 0);
 	for (int i = 0; i < 5 + 2; i++) {	/* 5 batches per epoch */

@@ -35,8 +35,9 @@ static void provider_flushes_denormals(void **unused)
 	for (size_t i = 0; i < d.n * d.in; i++)
 		d.xf[i] = tiny;
 	assert_int_equal(akk_preprocess_init(&pre, &ds, d.in, 1, NULL, &e), 0);
-	assert_int_equal(akk_provider_init(&p, &d, &pre, &ds, 1, 42, 8, 16, 2, 2, 0,
-					   0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &(struct akk_provider_config){
+			.ds = &ds, .shuffle = 1, .seed = 42, .bs = 8, .in = 16, .classes = 2,
+			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	b = akk_provider_next(&p);
 	assert_non_null(b);

@@ -22,7 +22,9 @@ static void recycle_reports_a_stopped_provider(void **unused)
 	ds.scale = 1;
 	tu_dataset(&d, 40, 4, 2, 7);
 	assert_int_equal(akk_preprocess_init(&pre, &ds, d.in, 1, NULL, &e), 0);
-	assert_int_equal(akk_provider_init(&p, &d, &pre, NULL, 1, 42, 8, 16, 2, 2, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &(struct akk_provider_config){
+			.ds = NULL, .shuffle = 1, .seed = 42, .bs = 8, .in = 16, .classes = 2,
+			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	b = akk_provider_next(&p);
 	assert_non_null(b);
@@ -65,8 +67,12 @@ static void provider_on_workers_streams_the_same(void **unused)
 	ds.scale = 1;
 	tu_dataset(&d, 40, 4, 2, 7);
 	assert_int_equal(akk_preprocess_init(&pre, &ds, d.in, 1, NULL, &e), 0);
-	assert_int_equal(akk_provider_init(&p, &d, &pre, NULL, 1, 42, 8, 16, 2, 3, 0, 0, 1, 0, &e), 0);
-	assert_int_equal(akk_provider_init(&q, &d, &pre, NULL, 1, 42, 8, 16, 2, 3, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &d, &pre, &(struct akk_provider_config){
+			.ds = NULL, .shuffle = 1, .seed = 42, .bs = 8, .in = 16, .classes = 2,
+			.npool = 3, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
+	assert_int_equal(akk_provider_init(&q, &d, &pre, &(struct akk_provider_config){
+			.ds = NULL, .shuffle = 1, .seed = 42, .bs = 8, .in = 16, .classes = 2,
+			.npool = 3, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	stream(&p, a, 15);	/* three epochs of five */
 	akk_provider_stop(&p);

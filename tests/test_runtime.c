@@ -281,8 +281,9 @@ static void provider_covers_every_sample(void **unused)
 	setup_net(&f, "wheels", 2, 4, 1, "");
 	f.spec.data.scale = 1;	/* floats equal the pixels */
 	assert_int_equal(akk_preprocess_init(&pre, &f.spec.data, f.train.in, 1, NULL, &e), 0);
-	assert_int_equal(akk_provider_init(&p, &f.train, &pre, NULL, 1, 42, 16,
-					   64, 4, 3, 0, 0, 1, 0, &e), 0);
+	assert_int_equal(akk_provider_init(&p, &f.train, &pre, &(struct akk_provider_config){
+			.ds = NULL, .shuffle = 1, .seed = 42, .bs = 16, .in = 64, .classes = 4,
+			.npool = 3, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_int_equal(akk_provider_start(&p, &e), 0);
 	for (int epoch = 0; epoch < 2; epoch++) {
 		memset(seen, 0, 1000 * sizeof(int));

@@ -7,11 +7,15 @@
 
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      const struct akk_preprocess *pre,
-		      const struct akk_data_spec *ds, int shuffle,
-		      uint64_t seed, int bs, size_t in, int classes,
-		      int npool, int epoch, long index, int shards, int shard,
-		      struct akk_err *e)
+		      const struct akk_provider_config *c, struct akk_err *e)
 {
+	const struct akk_data_spec *ds = c->ds;
+	int shuffle = c->shuffle, bs = c->bs, classes = c->classes, npool = c->npool;
+	int epoch = c->epoch, shards = c->shards, shard = c->shard;
+	uint64_t seed = c->seed;
+	size_t in = c->in;
+	long index = c->index;
+
 	memset(p, 0, sizeof(*p));
 	p->data = d;
 	p->shuffle = shuffle;

@@ -42,12 +42,21 @@ struct akk_provider {
  * (i+1)*shards*bs) of the epoch's order, the same on every rank. pre: the
  * input map (lent until release); ds: the data spec whose augment keys a
  * shuffled (training) stream applies, or NULL for none. */
+struct akk_provider_config {
+	const struct akk_data_spec *ds;	/* augment keys, or NULL */
+	int shuffle;		/* 1: training, each epoch in a seeded order */
+	uint64_t seed;
+	int bs;			/* samples per batch (per shard) */
+	size_t in;		/* inputs per sample */
+	int classes;		/* outputs (regression targets) per sample */
+	int npool;		/* batches in the pool */
+	int epoch;		/* the first batch: epoch, and index in it */
+	long index;
+	int shards, shard;	/* data parallelism; shards <= 1: none */
+};
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      const struct akk_preprocess *pre,
-		      const struct akk_data_spec *ds, int shuffle,
-		      uint64_t seed, int bs, size_t in, int classes,
-		      int npool, int epoch, long index, int shards, int shard,
-		      struct akk_err *e);
+		      const struct akk_provider_config *c, struct akk_err *e);
 /* Fill batches on a thread of the provider's own. */
 int akk_provider_start(struct akk_provider *p, struct akk_err *e);
 /* Or as an actor on the workers w (a run's): each recycled batch is a

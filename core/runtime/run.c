@@ -208,14 +208,15 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 			    r->pre.in, in);
 		goto fail;
 	}
-	if (r->root && akk_provider_init(&r->tprov, train, &r->pre, &s->data, 1, s->seed,
-					 bs, in, m->classes, r->K + 2,
-					 cfg->start.epoch, cfg->start.index,
-					 r->shards, cfg->rank, e))
+	if (r->root && akk_provider_init(&r->tprov, train, &r->pre, &(struct akk_provider_config){
+			.ds = &s->data, .shuffle = 1, .seed = s->seed, .bs = bs, .in = in,
+			.classes = m->classes, .npool = r->K + 2, .epoch = cfg->start.epoch,
+			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
 		goto fail;
 	if (r->root && val &&
-	    akk_provider_init(&r->vprov, val, &r->pre, &s->data, 0, s->seed, bs, in,
-			      m->classes, r->V + 2, 0, 0, 1, 0, e))
+	    akk_provider_init(&r->vprov, val, &r->pre, &(struct akk_provider_config){
+			.ds = &s->data, .seed = s->seed, .bs = bs, .in = in,
+			.classes = m->classes, .npool = r->V + 2, .shards = 1 }, e))
 		goto fail;
 	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
 		akk_err_set(e, "out of memory");
