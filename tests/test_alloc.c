@@ -565,8 +565,8 @@ static long grid(int raw)
 
 static void sgemm_allocates_nothing(void **unused)
 {
-	struct akk_err e = { 0 };
 	struct akk_pool *pool;
+	struct tu_pool tp;
 	long n, raw;
 
 	(void)unused;
@@ -596,7 +596,7 @@ static void sgemm_allocates_nothing(void **unused)
 		print_sites("akk_sgemm");
 	assert_int_equal(atomic_load(&nallocs), 0);
 
-	pool = akk_pool_create(3, &e);
+	pool = tu_pool_new(&tp, 3);
 	assert_non_null(pool);
 	for (int pass = 0; pass < 2; pass++) {
 		counting_reset();
@@ -609,7 +609,7 @@ static void sgemm_allocates_nothing(void **unused)
 	/* each was split, twice: the pool's parts were counted too */
 	assert_int_equal(akk_pool_products(pool),
 			 2 * sizeof(pooled_products) / sizeof(*pooled_products));
-	akk_pool_destroy(pool);
+	tu_pool_free(&tp);
 	fprintf(stderr, "# pooled products: %ld allocation(s)\n", atomic_load(&nallocs));
 	if (atomic_load(&nallocs))
 		print_sites("pooled akk_sgemm");

@@ -909,7 +909,8 @@ static void t_gate_step_split(void **state)
 	tu_fill(x, ni, -1, 1, 3);
 	tu_fill(dy, no, -1, 1, 4);
 	for (int k = 0; k < 3; k++) {
-		struct akk_pool *pool = k ? akk_pool_create(k + 1, &e) : NULL;
+		struct tu_pool tp = { 0 };
+		struct akk_pool *pool = k ? tu_pool_new(&tp, k + 1) : NULL;
 		struct akk_gate g;
 
 		assert_true(!k || pool);
@@ -929,7 +930,7 @@ static void t_gate_step_split(void **state)
 		w[k] = alloc_nan(p->nparams);
 		memcpy(w[k], g.params, p->nparams * sizeof(float));
 		akk_gate_release(&g);
-		akk_pool_destroy(pool);
+		tu_pool_free(&tp);
 	}
 	assert_memory_equal(w[1], w[0], p->nparams * sizeof(float));
 	assert_memory_equal(w[2], w[0], p->nparams * sizeof(float));

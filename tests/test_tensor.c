@@ -127,12 +127,12 @@ static void sgemm_matches_reference(void **unused)
  * about 1/3 of M each, are small again: the parts take the same path. */
 static void pool_sgemm_matches_reference(void **unused)
 {
-	struct akk_err e = { 0 };
 	struct akk_pool *p;
+	struct tu_pool tp;
 
 	(void)unused;
 	akk_blas_threads(1);
-	p = akk_pool_create(3, &e);
+	p = tu_pool_new(&tp, 3);
 	assert_non_null(p);
 	worst = 0;
 	check_product(p, 0, 0, 2048, 20, 256, 1, 0, 0, 11);
@@ -142,7 +142,7 @@ static void pool_sgemm_matches_reference(void **unused)
 	check_product(p, 1, 0, 2048, 20, 256, 1, 0, 0, 15);
 	check_product(p, 0, 0, 256, 512, 64, 1, 1, 0, 16);
 	assert_int_equal(akk_pool_products(p), 6);	/* every one was split */
-	akk_pool_destroy(p);
+	tu_pool_free(&tp);
 	fprintf(stderr, "# pooled: worst error %.3f of the bound\n", worst);
 }
 
@@ -160,13 +160,13 @@ static void *product_on_other_thread(void *arg)
 
 static void sgemm_splits_only_across_the_pool_given(void **unused)
 {
-	struct akk_err e = { 0 };
 	struct akk_pool *p;
+	struct tu_pool tp;
 	pthread_t t;
 
 	(void)unused;
 	akk_blas_threads(1);
-	p = akk_pool_create(2, &e);
+	p = tu_pool_new(&tp, 2);
 	assert_non_null(p);
 	assert_int_equal(akk_pool_products(p), 0);
 	check_product(NULL, 0, 0, 2048, 20, 256, 1, 0, 0, 21);
@@ -184,7 +184,7 @@ static void sgemm_splits_only_across_the_pool_given(void **unused)
 	assert_int_equal(akk_pool_products(p), 2);
 	check_product(NULL, 1, 0, 2048, 20, 256, 1, 1, 0, 25);
 	assert_int_equal(akk_pool_products(p), 2);
-	akk_pool_destroy(p);
+	tu_pool_free(&tp);
 }
 
 /* akk_cores counts the CPUs of the affinity mask (taskset -c 0 means one

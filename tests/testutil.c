@@ -442,3 +442,24 @@ void tu_write_set(const char *dir, const char *name, size_t n, int side,
 	tu_write_idx(tu_path(dir, file), &d, 0);
 	akk_dataset_release(&d);
 }
+
+struct akk_pool *tu_pool_new(struct tu_pool *tp, int n)
+{
+	struct akk_err e = { 0 };
+
+	memset(tp, 0, sizeof(*tp));
+	if (akk_workers_init(&tp->w, n, &e))
+		fail_msg("workers: %s", e.msg);
+	if (!(tp->p = akk_pool_on(&tp->w, n, &e)) || akk_workers_start_threads(&tp->w, &e))
+		fail_msg("pool: %s", e.msg);
+	return tp->p;
+}
+
+void tu_pool_free(struct tu_pool *tp)
+{
+	if (!tp->p)
+		return;
+	akk_workers_release(&tp->w);	/* stops its threads first */
+	akk_pool_destroy(tp->p);
+	tp->p = NULL;
+}

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <cmocka.h>
 
+#include "base/workers.h"
 #include "data/idx.h"
+#include "tensor/pool.h"
 
 /* The akkctl binary under test ($AKKCTL, else ./akkctl). */
 const char *tu_akkctl(void);
@@ -100,5 +102,16 @@ int tu_lenet_run(const char *dir, int ntrain);
  * dir/NAME-images and dir/NAME-labels (IDX). */
 void tu_write_set(const char *dir, const char *name, size_t n, int side,
 		  int classes, uint32_t seed);
+
+/* A pool as a run builds one: workers (threads 1..n-1 started; the
+ * caller is none of them) and a pool on them splitting products n ways.
+ * tu_pool_free stops the workers, then frees both (nothing on a zeroed
+ * struct). */
+struct tu_pool {
+	struct akk_workers w;
+	struct akk_pool *p;
+};
+struct akk_pool *tu_pool_new(struct tu_pool *tp, int n);
+void tu_pool_free(struct tu_pool *tp);
 
 #endif

@@ -40,8 +40,6 @@ struct part {
 struct akk_pool {
 	int n;			/* parts: the caller's and n-1 tasks */
 	struct akk_workers *w;	/* where the parts run */
-	struct akk_workers own;	/* akk_pool_create's, with its threads */
-	int owns;
 	struct part *parts;	/* n; parts[0] is the caller's, never posted */
 	atomic_long *claim;	/* n: the product whose part i was taken */
 	atomic_long gen;	/* products split so far; the current one */
@@ -130,33 +128,10 @@ struct akk_pool *akk_pool_on(struct akk_workers *w, int parts, struct akk_err *e
 	return p;
 }
 
-struct akk_pool *akk_pool_create(int threads, struct akk_err *e)
-{
-	struct akk_pool *p = akk_pool_on(NULL, threads, e);
-
-	if (!p)
-		return NULL;
-	if (akk_workers_init(&p->own, threads, e)) {
-		akk_pool_destroy(p);
-		return NULL;
-	}
-	p->owns = 1;
-	p->w = &p->own;
-	for (int i = 0; i < p->n; i++)
-		p->parts[i].task.w = p->w;
-	if (akk_workers_start_threads(p->w, e)) {
-		akk_pool_destroy(p);
-		return NULL;
-	}
-	return p;
-}
-
 void akk_pool_destroy(struct akk_pool *p)
 {
 	if (!p)
 		return;
-	if (p->owns)
-		akk_workers_release(&p->own);	/* stops its threads first */
 	free(p->parts);
 	free(p->claim);
 	free(p);

@@ -21,9 +21,6 @@ struct akk_pool;
 /* A pool for products split `parts` ways on the actors' workers w (lent
  * until destroy): the run's, so threads never outnumber the cores. */
 struct akk_pool *akk_pool_on(struct akk_workers *w, int parts, struct akk_err *e);
-/* A pool with workers of its own: products split `threads` ways (the
- * caller plus threads-1 worker threads). threads >= 2. */
-struct akk_pool *akk_pool_create(int threads, struct akk_err *e);
 void akk_pool_destroy(struct akk_pool *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
