@@ -7,7 +7,7 @@
 
 /* libyaml's complaint as "syntax error: ...", at its mark in txt (or at
  * override set when set >= 0). */
-static int syntax_error(struct ctx *c, const yaml_parser_t *p,
+static int syntax_error(struct akk_yaml_ctx *c, const yaml_parser_t *p,
 			const char *txt, int set)
 {
 	const char *problem = p->problem ? p->problem : "invalid YAML";
@@ -53,9 +53,9 @@ static void position(const char *txt, size_t off, int *line, int *col)
 }
 
 /* Report at a libyaml mark of txt (or at override set). Returns -1. */
-static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
+static int fail_mark(struct akk_yaml_ctx *c, int set, yaml_mark_t m, const char *fmt,
 		     ...) __attribute__((format(printf, 4, 5)));
-static int fail_mark(struct ctx *c, int set, yaml_mark_t m, const char *fmt,
+static int fail_mark(struct akk_yaml_ctx *c, int set, yaml_mark_t m, const char *fmt,
 		     ...)
 {
 	char msg[sizeof(c->e->msg)];
@@ -86,7 +86,7 @@ static const char *short_tag(const char *tag, char *buf, size_t size)
  * it, and "!" (no particular type; on a scalar, a string). Returns 1 for a
  * tag that makes a scalar a string, 0 for another allowed tag, -1 (error
  * reported) for a tag that does not fit or is unknown. */
-static int check_tag(struct ctx *c, int set, const yaml_event_t *ev,
+static int check_tag(struct akk_yaml_ctx *c, int set, const yaml_event_t *ev,
 		     const char *tag)
 {
 	static const char *const scalar[] = { "int", "float", "bool", "null",
@@ -134,7 +134,7 @@ static int check_tag(struct ctx *c, int set, const yaml_event_t *ev,
  * c->max_depth lists and mappings, and every tag must be one we
  * honour. The explicit strings are noted in c->strs for mark_strings. A
  * syntax error stops the walk quietly: load reports it. */
-static int prescan(struct ctx *c, const char *txt, size_t len, int set)
+static int prescan(struct akk_yaml_ctx *c, const char *txt, size_t len, int set)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
@@ -215,7 +215,7 @@ static int prescan(struct ctx *c, const char *txt, size_t len, int set)
 
 /* Mark the scalars of doc that prescan found tagged as strings quoted, so
  * that they read as strings whatever their text. */
-static void mark_strings(struct ctx *c, yaml_document_t *doc)
+static void mark_strings(struct akk_yaml_ctx *c, yaml_document_t *doc)
 {
 	size_t k = 0;
 
@@ -234,7 +234,7 @@ static void mark_strings(struct ctx *c, yaml_document_t *doc)
 }
 
 /* Load one document from txt into doc; a second document is an error. */
-int akk_overrides_load(struct ctx *c, yaml_document_t *doc, const char *txt,
+int akk_overrides_load(struct akk_yaml_ctx *c, yaml_document_t *doc, const char *txt,
 		       size_t len, int set)
 {
 	yaml_parser_t p;
@@ -276,7 +276,7 @@ out:
 }
 
 /* Copy node id of src into c->doc; the new id, or -1. */
-static int copy_node(struct ctx *c, int set, yaml_document_t *src, int id,
+static int copy_node(struct akk_yaml_ctx *c, int set, yaml_document_t *src, int id,
 		     int depth)
 {
 	yaml_node_t *n = yaml_document_get_node(src, id);
@@ -329,7 +329,7 @@ static int copy_node(struct ctx *c, int set, yaml_document_t *src, int id,
 }
 
 /* The value of override set (text after '=') as new nodes; its id or -1. */
-static int set_value(struct ctx *c, int set, const char *value)
+static int set_value(struct akk_yaml_ctx *c, int set, const char *value)
 {
 	yaml_document_t vd;
 	yaml_node_t *root;
@@ -348,7 +348,7 @@ static int set_value(struct ctx *c, int set, const char *value)
 	return id;
 }
 
-static int add_key(struct ctx *c, int map, const char *name, int value)
+static int add_key(struct akk_yaml_ctx *c, int map, const char *name, int value)
 {
 	int k = yaml_document_add_scalar(&c->doc, NULL,
 					 (const yaml_char_t *)name, -1,
@@ -370,7 +370,7 @@ static void walked(char *path, char *seg)
 }
 
 /* Apply override set "a.b.0.c=VALUE" to the document. */
-int akk_overrides_apply(struct ctx *c, int set)
+int akk_overrides_apply(struct akk_yaml_ctx *c, int set)
 {
 	const char *arg = c->sets[set], *eq = strchr(arg, '=');
 	char *path = NULL, *seg, *next;
@@ -393,7 +393,7 @@ int akk_overrides_apply(struct ctx *c, int set)
 	if ((value = set_value(c, set, eq + 1)) < 0)
 		goto out;
 	for (seg = path; seg; seg = next) {
-		yaml_node_t *n = node(c, cur);
+		yaml_node_t *n = akk_yaml_node(c, cur);
 		int child = 0;
 
 		next = strchr(seg, '.');
@@ -403,9 +403,9 @@ int akk_overrides_apply(struct ctx *c, int set)
 			yaml_node_pair_t *p;
 			for (p = n->data.mapping.pairs.start;
 			     p < n->data.mapping.pairs.top; p++) {
-				yaml_node_t *k = node(c, p->key);
+				yaml_node_t *k = akk_yaml_node(c, p->key);
 				if (k->type == YAML_SCALAR_NODE &&
-				    !strcmp(text(k), seg))
+				    !strcmp(akk_yaml_text(k), seg))
 					break;
 			}
 			if (p < n->data.mapping.pairs.top) {

@@ -22,7 +22,7 @@ struct akk_spec;
 
 /* The parse of one config: the document, where reports go, the overrides
  * and what spec.c's walk fills. */
-struct ctx {
+struct akk_yaml_ctx {
 	yaml_document_t doc;
 	const char *file;	/* name used in reports */
 	const char *base_dir;	/* for relative paths; NULL = as written */
@@ -44,18 +44,18 @@ struct ctx {
 /* The prefix of YAML's core schema tags (!!str is CORE_TAG "str"). */
 #define CORE_TAG "tag:yaml.org,2002:"
 
-static inline const char *text(const yaml_node_t *n)
+static inline const char *akk_yaml_text(const yaml_node_t *n)
 {
 	return (const char *)n->data.scalar.value;
 }
 
-static inline yaml_node_t *node(struct ctx *c, int id)
+static inline yaml_node_t *akk_yaml_node(struct akk_yaml_ctx *c, int id)
 {
 	return yaml_document_get_node(&c->doc, id);
 }
 
 /* Report against override set ("--set KEY=VALUE"). Returns -1. */
-static inline int vfail_set(struct ctx *c, int set, const char *fmt, va_list ap)
+static inline int vfail_set(struct akk_yaml_ctx *c, int set, const char *fmt, va_list ap)
 {
 	char file[sizeof(c->e->file)], msg[sizeof(c->e->msg)];
 
@@ -64,9 +64,9 @@ static inline int vfail_set(struct ctx *c, int set, const char *fmt, va_list ap)
 	return akk_err_at(c->e, file, 0, 0, "%s", msg);
 }
 
-static inline int fail_set(struct ctx *c, int set, const char *fmt, ...)
+static inline int fail_set(struct akk_yaml_ctx *c, int set, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static inline int fail_set(struct ctx *c, int set, const char *fmt, ...)
+static inline int fail_set(struct akk_yaml_ctx *c, int set, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -78,10 +78,10 @@ static inline int fail_set(struct ctx *c, int set, const char *fmt, ...)
 
 /* Load one document from txt (the config, set -1; or override set's
  * value) into doc; a second document is an error. */
-int akk_overrides_load(struct ctx *c, yaml_document_t *doc, const char *txt,
+int akk_overrides_load(struct akk_yaml_ctx *c, yaml_document_t *doc, const char *txt,
 		       size_t len, int set);
 /* Splice override set (c->sets[set], "KEY=VALUE") into c->doc: its value
  * replaces KEY's, or is added with the mappings KEY's path needs. */
-int akk_overrides_apply(struct ctx *c, int set);
+int akk_overrides_apply(struct akk_yaml_ctx *c, int set);
 
 #endif

@@ -29,7 +29,7 @@
 #include "config/yaml_keys.h"
 
 /* One section being walked: its key table and the struct it fills. */
-static int h_channels(struct ctx *c, const struct key *k,
+static int h_channels(struct akk_yaml_ctx *c, const struct key *k,
 		      const struct section *sec, yaml_node_t *key,
 		      yaml_node_t *val);
 
@@ -54,7 +54,7 @@ static void apply_defaults(const struct key *keys, void *obj)
 #define LRS struct akk_lr_spec
 #define LR(x) (1u << AKK_LR_##x)
 
-static int h_lr_type(struct ctx *c, const struct key *k,
+static int h_lr_type(struct akk_yaml_ctx *c, const struct key *k,
 		     const struct section *sec, yaml_node_t *key,
 		     yaml_node_t *val);
 
@@ -93,7 +93,7 @@ static void lr_defaults(struct akk_lr_spec *l, enum akk_lr_kind kind)
 
 /* A schedule type: a different type than the one inherited starts from that
  * type's defaults; the same type keeps the inherited values. */
-static int h_lr_type(struct ctx *c, const struct key *k,
+static int h_lr_type(struct akk_yaml_ctx *c, const struct key *k,
 		     const struct section *sec, yaml_node_t *key,
 		     yaml_node_t *val)
 {
@@ -172,11 +172,11 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 	keys[n] = (struct key){ .name = NULL };
 }
 
-static int residual_item(struct ctx *c, yaml_node_t *item, yaml_node_t *opts,
+static int residual_item(struct akk_yaml_ctx *c, yaml_node_t *item, yaml_node_t *opts,
 			 struct akk_layer_spec *l);
 
 /* One item of a gate's layers: NAME, or {NAME: OPTIONS}. */
-static int layer_item(struct ctx *c, yaml_node_t *item,
+static int layer_item(struct akk_yaml_ctx *c, yaml_node_t *item,
 		      struct akk_layer_spec *l)
 {
 	yaml_node_t *name, *opts = NULL;
@@ -194,23 +194,23 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 			return akk_yaml_fail(c, item, "a layer must be a name or a "
 				    "mapping with one key, got an empty mapping");
 		if (n > 1) {
-			yaml_node_t *second = node(c, p[1].key);
+			yaml_node_t *second = akk_yaml_node(c, p[1].key);
 			return akk_yaml_fail(c, second, "a layer must be a mapping with "
 				    "one key, got a second key %s (each layer "
 				    "is its own list item)",
 				    akk_yaml_describe(second, buf, sizeof(buf)));
 		}
-		name = node(c, p->key);
-		opts = node(c, p->value);
+		name = akk_yaml_node(c, p->key);
+		opts = akk_yaml_node(c, p->value);
 	} else {
 		name = item;
 	}
 	if (name->type != YAML_SCALAR_NODE || akk_yaml_is_null(name) || akk_yaml_tag_type(name))
 		return akk_yaml_fail_type(c, "a layer name", "a name", name);
-	l->ops = akk_layer_find(text(name));
+	l->ops = akk_layer_find(akk_yaml_text(name));
 	if (!l->ops)
-		return akk_yaml_fail(c, name, "unknown layer '%s'%s", text(name),
-			    akk_yaml_suggest(text(name), akk_layer_names,
+		return akk_yaml_fail(c, name, "unknown layer '%s'%s", akk_yaml_text(name),
+			    akk_yaml_suggest(akk_yaml_text(name), akk_layer_names,
 				    akk_yaml_count_names(akk_layer_names),
 				    sizeof(akk_layer_names[0]), buf,
 				    sizeof(buf)));
@@ -263,7 +263,7 @@ static int layer_item(struct ctx *c, yaml_node_t *item,
 /* A list of layers inside a block (what names it: "'residual'"), into
  * *out (owned by the spec). Aliases could nest a list in itself many times
  * over: the layers inside blocks count towards AKK_MAX_LAYERS too. */
-static int layer_list(struct ctx *c, yaml_node_t *val, const char *what,
+static int layer_list(struct akk_yaml_ctx *c, yaml_node_t *val, const char *what,
 		      struct akk_layer_spec **out, int *nout)
 {
 	yaml_node_item_t *items = val->data.sequence.items.start;
@@ -282,12 +282,12 @@ static int layer_list(struct ctx *c, yaml_node_t *val, const char *what,
 		return akk_err_set(c->e, "out of memory");
 	*nout = n;
 	for (int i = 0; i < n; i++)
-		if (layer_item(c, node(c, items[i]), &(*out)[i]))
+		if (layer_item(c, akk_yaml_node(c, items[i]), &(*out)[i]))
 			return -1;
 	return 0;
 }
 
-static int h_res_layers(struct ctx *c, const struct key *k,
+static int h_res_layers(struct akk_yaml_ctx *c, const struct key *k,
 			const struct section *sec, yaml_node_t *key,
 			yaml_node_t *val)
 {
@@ -298,7 +298,7 @@ static int h_res_layers(struct ctx *c, const struct key *k,
 			  &l->ninner);
 }
 
-static int h_res_shortcut(struct ctx *c, const struct key *k,
+static int h_res_shortcut(struct akk_yaml_ctx *c, const struct key *k,
 			  const struct section *sec, yaml_node_t *key,
 			  yaml_node_t *val)
 {
@@ -319,7 +319,7 @@ static const struct key residual_keys[] = {
 
 /* residual: [LAYERS] (identity shortcut), or
  * residual: {layers: [LAYERS], shortcut: [LAYERS]} (a projection). */
-static int residual_item(struct ctx *c, yaml_node_t *item, yaml_node_t *opts,
+static int residual_item(struct akk_yaml_ctx *c, yaml_node_t *item, yaml_node_t *opts,
 			 struct akk_layer_spec *l)
 {
 	struct section sec = { "'residual'", residual_keys, l, 0, 0, NULL,
@@ -347,7 +347,7 @@ static void layers_free(struct akk_layer_spec *l, int n)
 
 /* --- the network --------------------------------------------------------- */
 
-static int h_layers(struct ctx *c, const struct key *k,
+static int h_layers(struct akk_yaml_ctx *c, const struct key *k,
 		    const struct section *sec, yaml_node_t *key,
 		    yaml_node_t *val)
 {
@@ -365,7 +365,7 @@ static int h_layers(struct ctx *c, const struct key *k,
 	for (int i = 0; i < gi; i++)
 		before += c->s->gates[i].nlayers;
 	if (n > AKK_MAX_LAYERS - before)
-		return akk_yaml_fail(c, node(c, items[AKK_MAX_LAYERS - before]),
+		return akk_yaml_fail(c, akk_yaml_node(c, items[AKK_MAX_LAYERS - before]),
 			    "too many layers: more than %d in the network",
 			    AKK_MAX_LAYERS);
 	g->layers = calloc((size_t)n, sizeof(*g->layers));
@@ -373,7 +373,7 @@ static int h_layers(struct ctx *c, const struct key *k,
 		return akk_err_set(c->e, "out of memory");
 	g->nlayers = n;
 	for (int i = 0; i < n; i++)
-		if (layer_item(c, node(c, items[i]), &g->layers[i]))
+		if (layer_item(c, akk_yaml_node(c, items[i]), &g->layers[i]))
 			return -1;
 	return 0;
 }
@@ -388,7 +388,7 @@ static const struct key gate_keys[] = {
 	END,
 };
 
-static int h_gates(struct ctx *c, const struct key *k,
+static int h_gates(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
 {
@@ -402,7 +402,7 @@ static int h_gates(struct ctx *c, const struct key *k,
 	if (!n)
 		return akk_yaml_fail(c, val, "'gates' must not be empty");
 	if (n > AKK_MAX_GATES)
-		return akk_yaml_fail(c, node(c, items[AKK_MAX_GATES]),
+		return akk_yaml_fail(c, akk_yaml_node(c, items[AKK_MAX_GATES]),
 			    "too many gates: %d, at most %d", n, AKK_MAX_GATES);
 	s->gates = calloc((size_t)n, sizeof(*s->gates));
 	if (!s->gates)
@@ -410,7 +410,7 @@ static int h_gates(struct ctx *c, const struct key *k,
 	s->ngates = n;
 	for (int i = 0; i < n; i++) {
 		struct akk_gate_spec *g = &s->gates[i];
-		yaml_node_t *item = node(c, items[i]);
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
 		struct section gs = { name, gate_keys, g, 0, 0, NULL, NULL };
 
 		snprintf(name, sizeof(name), "gate %d", i + 1);
@@ -425,7 +425,7 @@ static int h_gates(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-static int h_input(struct ctx *c, const struct key *k,
+static int h_input(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
 {
@@ -442,7 +442,7 @@ static int h_input(struct ctx *c, const struct key *k,
 			    "got %d", n);
 	s->input.rank = n;
 	for (int i = 0; i < n; i++) {
-		yaml_node_t *item = node(c, items[i]);
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
 		long long v;
 		if (akk_yaml_parse_int(c, "input", item, &v) ||
 		    akk_yaml_check_range(c, &dim, item, (double)v, ""))
@@ -467,7 +467,7 @@ static const char *const placement_names[] = { "explicit", "contiguous", NULL };
 
 /* --- network.gates: {auto: N} over a flat network.layers list ----------- */
 
-static int h_split_later(struct ctx *c, const struct key *k,
+static int h_split_later(struct akk_yaml_ctx *c, const struct key *k,
 			 const struct section *sec, yaml_node_t *key,
 			 yaml_node_t *val)
 {
@@ -483,7 +483,7 @@ static const struct key auto_keys[] = {
 };
 
 /* gates: a list of gates, or {auto: N, split: [n1, ...]}. */
-static int h_gates_any(struct ctx *c, const struct key *k,
+static int h_gates_any(struct akk_yaml_ctx *c, const struct key *k,
 		       const struct section *sec, yaml_node_t *key,
 		       yaml_node_t *val)
 {
@@ -510,7 +510,7 @@ static int h_gates_any(struct ctx *c, const struct key *k,
 	if (!(s->auto_split = calloc((size_t)ns, sizeof(int))))
 		return akk_err_set(c->e, "out of memory");
 	for (int i = 0; i < ns; i++) {
-		yaml_node_t *item = node(c, items[i]);
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
 		long long v;
 		if (akk_yaml_parse_int(c, "split", item, &v) ||
 		    akk_yaml_check_range(c, &n, item, (double)v, ""))
@@ -524,7 +524,7 @@ static int h_gates_any(struct ctx *c, const struct key *k,
 }
 
 /* network.layers: one flat list, split by gates: {auto: N}. */
-static int h_flat_layers(struct ctx *c, const struct key *k,
+static int h_flat_layers(struct akk_yaml_ctx *c, const struct key *k,
 			 const struct section *sec, yaml_node_t *key,
 			 yaml_node_t *val)
 {
@@ -565,7 +565,7 @@ static const struct key network_keys[] = {
 
 /* a list of paths (data.train.files), each resolved like
  * akk_yaml_h_path. */
-static int h_paths(struct ctx *c, const struct key *k,
+static int h_paths(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
 {
@@ -588,7 +588,7 @@ static int h_paths(struct ctx *c, const struct key *k,
 	one.off = 0;
 	sub.obj = &slot;
 	for (int i = 0; i < n; i++) {
-		yaml_node_t *item = node(c, items[i]);
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
 		if (item->type != YAML_SCALAR_NODE)
 			return akk_yaml_fail_type(c, "a file", "a string", item);
 		slot.p = NULL;
@@ -633,7 +633,7 @@ static const struct {
 
 /* data.train or data.validation: the section, then the keys its format
  * needs and takes (the format is read first: table order). */
-static int h_data_files(struct ctx *c, const struct key *k,
+static int h_data_files(struct akk_yaml_ctx *c, const struct key *k,
 			const struct section *sec, yaml_node_t *key,
 			yaml_node_t *val)
 {
@@ -652,15 +652,15 @@ static int h_data_files(struct ctx *c, const struct key *k,
 				    strcmp(format, "idx") ? "')" : "");
 	for (yaml_node_pair_t *p = val->data.mapping.pairs.start;
 	     p < val->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = node(c, p->key);
+		yaml_node_t *kn = akk_yaml_node(c, p->key);
 		int i;
 		for (i = 0; data_file_keys[i].format; i++)
 			if (!strcmp(data_file_keys[i].format, format) &&
-			    !strcmp(data_file_keys[i].key, text(kn)))
+			    !strcmp(data_file_keys[i].key, akk_yaml_text(kn)))
 				break;
 		if (!data_file_keys[i].format)
 			return akk_yaml_fail(c, kn, "'%s' does not apply to data format '%s'",
-				    text(kn), format);
+				    akk_yaml_text(kn), format);
 	}
 	return 0;
 }
@@ -669,18 +669,18 @@ static int h_data_files(struct ctx *c, const struct key *k,
 
 /* A CSV column: a plain integer is a 0-based index, anything else a
  * name. */
-static int parse_csv_col(struct ctx *c, const char *name, yaml_node_t *val,
+static int parse_csv_col(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val,
 			 struct akk_csv_col *col)
 {
 	col->mark = akk_yaml_mark_of(c, val);
 	if (val->type == YAML_SCALAR_NODE && akk_yaml_is_bare(val) &&
-	    akk_yaml_int_syntax(text(val))) {
+	    akk_yaml_int_syntax(akk_yaml_text(val))) {
 		long long v;
 		if (akk_yaml_parse_int(c, name, val, &v))
 			return -1;
 		if (v < 0 || v > AKK_CSV_MAX_COLS - 1)
 			return akk_yaml_fail(c, val, "'%s' must be a column name or an index from 0 to %d, got %s",
-				    name, AKK_CSV_MAX_COLS - 1, text(val));
+				    name, AKK_CSV_MAX_COLS - 1, akk_yaml_text(val));
 		col->index = (int)v;
 		return 0;
 	}
@@ -688,7 +688,7 @@ static int parse_csv_col(struct ctx *c, const char *name, yaml_node_t *val,
 	return akk_yaml_parse_str(c, name, val, &col->name);
 }
 
-static int h_csv_label(struct ctx *c, const struct key *k,
+static int h_csv_label(struct akk_yaml_ctx *c, const struct key *k,
 		       const struct section *sec, yaml_node_t *key,
 		       yaml_node_t *val)
 {
@@ -700,7 +700,7 @@ static int h_csv_label(struct ctx *c, const struct key *k,
 	return parse_csv_col(c, k->name, val, col);
 }
 
-static int h_csv_targets(struct ctx *c, const struct key *k,
+static int h_csv_targets(struct akk_yaml_ctx *c, const struct key *k,
 			 const struct section *sec, yaml_node_t *key,
 			 yaml_node_t *val)
 {
@@ -722,7 +722,7 @@ static int h_csv_targets(struct ctx *c, const struct key *k,
 		return akk_err_set(c->e, "out of memory");
 	for (int i = 0; i < n; i++) {
 		struct akk_csv_col *t = &o->targets[i];
-		yaml_node_t *item = node(c, items[i]);
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
 		if (parse_csv_col(c, k->name, item, t))
 			return -1;
 		o->ntargets++;
@@ -732,7 +732,7 @@ static int h_csv_targets(struct ctx *c, const struct key *k,
 				      !o->targets[j].name &&
 				      t->index == o->targets[j].index)
 				return akk_yaml_fail(c, item, "column %s is twice in 'targets'",
-					    text(item));
+					    akk_yaml_text(item));
 	}
 	return 0;
 }
@@ -753,7 +753,7 @@ static const struct key csv_keys[] = {
 };
 
 /* data.csv: only with format csv (read before it: table order). */
-static int h_csv(struct ctx *c, const struct key *k,
+static int h_csv(struct akk_yaml_ctx *c, const struct key *k,
 		 const struct section *sec, yaml_node_t *key,
 		 yaml_node_t *val)
 {
@@ -770,7 +770,7 @@ static int h_csv(struct ctx *c, const struct key *k,
  * walk). A number goes into the float at k->off, as akk_yaml_h_float; each item of a
  * list is checked as akk_yaml_h_float checks a number, into the struct akk_channels
  * at k->set_off - 1. */
-static int h_channels(struct ctx *c, const struct key *k,
+static int h_channels(struct akk_yaml_ctx *c, const struct key *k,
 		      const struct section *sec, yaml_node_t *key,
 		      yaml_node_t *val)
 {
@@ -796,7 +796,7 @@ static int h_channels(struct ctx *c, const struct key *k,
 	for (int i = 0; i < n; i++) {
 		struct section at = *sec;
 		at.obj = &ch->v[i];
-		if (akk_yaml_h_float(c, &one, &at, key, node(c, items[i])))
+		if (akk_yaml_h_float(c, &one, &at, key, akk_yaml_node(c, items[i])))
 			return -1;
 	}
 	ch->n = n;
@@ -835,21 +835,21 @@ static const struct key folds_keys[] = {
 static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", NULL };
 
 /* data.format: one of format_names, stored as the name. */
-static int h_format(struct ctx *c, const struct key *k,
+static int h_format(struct akk_yaml_ctx *c, const struct key *k,
 		    const struct section *sec, yaml_node_t *key,
 		    yaml_node_t *val)
 {
 	if (akk_yaml_h_names(c, k, sec, key, val) || akk_yaml_h_str(c, k, sec, key, val))
 		return -1;
 	/* A table's values are not pixels: scale (read later) defaults to 1. */
-	if (!strcmp(text(val), "csv"))
+	if (!strcmp(akk_yaml_text(val), "csv"))
 		((DATA *)sec->obj)->scale = 1;
 	return 0;
 }
 
 /* validation: a mapping with split is a split, with folds
  * K-fold cross-validation; any other, files. */
-static int h_validation(struct ctx *c, const struct key *k,
+static int h_validation(struct akk_yaml_ctx *c, const struct key *k,
 			const struct section *sec, yaml_node_t *key,
 			yaml_node_t *val)
 {
@@ -952,7 +952,7 @@ static const struct key sched_keys[] = {
 	END,
 };
 
-static int h_metrics(struct ctx *c, const struct key *k,
+static int h_metrics(struct akk_yaml_ctx *c, const struct key *k,
 		     const struct section *sec, yaml_node_t *key,
 		     yaml_node_t *val)
 {
@@ -981,7 +981,7 @@ static const struct key output_keys[] = {
 
 /* --- the top level ------------------------------------------------------- */
 
-static int h_seed(struct ctx *c, const struct key *k,
+static int h_seed(struct akk_yaml_ctx *c, const struct key *k,
 		  const struct section *sec, yaml_node_t *key,
 		  yaml_node_t *val)
 {
@@ -993,7 +993,7 @@ static int h_seed(struct ctx *c, const struct key *k,
 		return -1;
 	if (v < 0)
 		return akk_yaml_fail(c, val, "'seed' must be at least 0, got %s",
-			    text(val));
+			    akk_yaml_text(val));
 	((struct akk_spec *)sec->obj)->seed = (uint64_t)v;
 	return 0;
 }
@@ -1278,7 +1278,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 		   const char *name, const char *base_dir,
 		   const char *const *sets, int nsets, struct akk_err *e)
 {
-	struct ctx c;
+	struct akk_yaml_ctx c;
 	yaml_node_t *root;
 	int rc = -1, have_doc = 0;
 

@@ -13,13 +13,13 @@
 
 /* --- nodes and reports --------------------------------------------------- */
 
-static int node_id(const struct ctx *c, const yaml_node_t *n)
+static int node_id(const struct akk_yaml_ctx *c, const yaml_node_t *n)
 {
 	return (int)(n - c->doc.nodes.start) + 1;
 }
 
 /* Index of the override that created n, or -1 when n is from the file. */
-int akk_yaml_node_set(const struct ctx *c, const yaml_node_t *n)
+int akk_yaml_node_set(const struct akk_yaml_ctx *c, const yaml_node_t *n)
 {
 	if (!n)
 		return -1;
@@ -30,7 +30,7 @@ int akk_yaml_node_set(const struct ctx *c, const yaml_node_t *n)
 	return -1;
 }
 
-struct akk_mark akk_yaml_mark_of(const struct ctx *c, const yaml_node_t *n)
+struct akk_mark akk_yaml_mark_of(const struct akk_yaml_ctx *c, const yaml_node_t *n)
 {
 	struct akk_mark m = { 0, 0 };
 	if (n && akk_yaml_node_set(c, n) < 0) {
@@ -42,7 +42,7 @@ struct akk_mark akk_yaml_mark_of(const struct ctx *c, const yaml_node_t *n)
 
 /* Report at node n (at the --set argument when n came from one; at the
  * whole file when n is NULL). Returns -1. */
-int akk_yaml_fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+int akk_yaml_fail(struct akk_yaml_ctx *c, const yaml_node_t *n, const char *fmt, ...)
 {
 	char msg[sizeof(c->e->msg)];
 	va_list ap;
@@ -108,7 +108,7 @@ int akk_yaml_is_null(const yaml_node_t *n)
 	if (!akk_yaml_is_bare(n))
 		return 0;
 	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
-		if (!strcmp(text(n), nulls[i]))
+		if (!strcmp(akk_yaml_text(n), nulls[i]))
 			return 1;
 	return 0;
 }
@@ -126,17 +126,17 @@ const char *akk_yaml_describe(const yaml_node_t *n, char *buf, size_t size)
 	const char *type = akk_yaml_tag_type(n);
 	if (type) {
 		snprintf(buf, size, "!!%s '%.*s%s'", type,
-			 len > 40 ? 40 : (int)len, text(n),
+			 len > 40 ? 40 : (int)len, akk_yaml_text(n),
 			 len > 40 ? "..." : "");
 		return buf;
 	}
 	const char *fmt = is_plain(n) ? "'%.*s%s'" : "the string '%.*s%s'";
-	snprintf(buf, size, fmt, len > 40 ? 40 : (int)len, text(n),
+	snprintf(buf, size, fmt, len > 40 ? 40 : (int)len, akk_yaml_text(n),
 		 len > 40 ? "..." : "");
 	return buf;
 }
 
-int akk_yaml_fail_type(struct ctx *c, const char *subject, const char *what,
+int akk_yaml_fail_type(struct akk_yaml_ctx *c, const char *subject, const char *what,
 		     yaml_node_t *val)
 {
 	char buf[96];
@@ -208,7 +208,7 @@ size_t akk_yaml_count_names(const char *const *names)
 
 /* The kind called by the name in val, from a NULL-terminated table, into
  * *out; otherwise "unknown WHAT 'x' (did you mean 'y'?)". */
-static int find_name(struct ctx *c, const char *subject, yaml_node_t *val,
+static int find_name(struct akk_yaml_ctx *c, const char *subject, yaml_node_t *val,
 		     const char *const *names, const char *what, int *out)
 {
 	char buf[96];
@@ -216,12 +216,12 @@ static int find_name(struct ctx *c, const char *subject, yaml_node_t *val,
 	if (val->type != YAML_SCALAR_NODE || akk_yaml_is_null(val) || akk_yaml_tag_type(val))
 		return akk_yaml_fail_type(c, subject, "a name", val);
 	for (int i = 0; names[i]; i++)
-		if (!strcmp(names[i], text(val))) {
+		if (!strcmp(names[i], akk_yaml_text(val))) {
 			*out = i;
 			return 0;
 		}
-	return akk_yaml_fail(c, val, "unknown %s '%s'%s", what, text(val),
-		    akk_yaml_suggest(text(val), names, akk_yaml_count_names(names),
+	return akk_yaml_fail(c, val, "unknown %s '%s'%s", what, akk_yaml_text(val),
+		    akk_yaml_suggest(akk_yaml_text(val), names, akk_yaml_count_names(names),
 			    sizeof(names[0]), buf, sizeof(buf)));
 }
 
@@ -235,7 +235,7 @@ int akk_yaml_int_syntax(const char *p)
 	return *p && strspn(p, "0123456789") == strlen(p);
 }
 
-int akk_yaml_parse_int(struct ctx *c, const char *name, yaml_node_t *val,
+int akk_yaml_parse_int(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val,
 		     long long *out)
 {
 	char subject[80];
@@ -244,17 +244,17 @@ int akk_yaml_parse_int(struct ctx *c, const char *name, yaml_node_t *val,
 	if (val->type != YAML_SCALAR_NODE || akk_yaml_is_null(val) ||
 	    !(akk_yaml_is_bare(val) || tagged(val, "int")))
 		return akk_yaml_fail_type(c, subject, "an integer", val);
-	if (!akk_yaml_int_syntax(text(val)))
+	if (!akk_yaml_int_syntax(akk_yaml_text(val)))
 		return akk_yaml_fail_type(c, subject, "an integer", val);
 	errno = 0;
-	*out = strtoll(text(val), NULL, 10);
+	*out = strtoll(akk_yaml_text(val), NULL, 10);
 	if (errno == ERANGE)
 		return akk_yaml_fail(c, val, "%s is out of range, got %s", subject,
-			    text(val));
+			    akk_yaml_text(val));
 	return 0;
 }
 
-static int parse_float(struct ctx *c, const char *name, yaml_node_t *val,
+static int parse_float(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val,
 		       double *out)
 {
 	char subject[80];
@@ -265,11 +265,11 @@ static int parse_float(struct ctx *c, const char *name, yaml_node_t *val,
 	if (val->type != YAML_SCALAR_NODE || akk_yaml_is_null(val) ||
 	    !(akk_yaml_is_bare(val) || tagged(val, "float") || tagged(val, "int")))
 		return akk_yaml_fail_type(c, subject, "a number", val);
-	if (tagged(val, "int") && !akk_yaml_int_syntax(text(val)))
+	if (tagged(val, "int") && !akk_yaml_int_syntax(akk_yaml_text(val)))
 		return akk_yaml_fail_type(c, subject, "a number", val);
 	/* YAML 1.2 core, finite only:
 	 * [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
-	p = text(val);
+	p = akk_yaml_text(val);
 	if (*p == '-' || *p == '+')
 		p++;
 	n = strspn(p, "0123456789");
@@ -293,14 +293,14 @@ static int parse_float(struct ctx *c, const char *name, yaml_node_t *val,
 	}
 	if (*p)
 		return akk_yaml_fail_type(c, subject, "a number", val);
-	*out = strtod(text(val), NULL);
+	*out = strtod(akk_yaml_text(val), NULL);
 	if (!isfinite(*out) || fabs(*out) > 3.4e38)
 		return akk_yaml_fail(c, val, "%s is out of range, got %s", subject,
-			    text(val));
+			    akk_yaml_text(val));
 	return 0;
 }
 
-static int parse_bool(struct ctx *c, const char *name, yaml_node_t *val,
+static int parse_bool(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val,
 		      int *out)
 {
 	char subject[80];
@@ -308,11 +308,11 @@ static int parse_bool(struct ctx *c, const char *name, yaml_node_t *val,
 	snprintf(subject, sizeof(subject), "'%s'", name);
 	if (val->type == YAML_SCALAR_NODE &&
 	    (akk_yaml_is_bare(val) || tagged(val, "bool"))) {
-		if (!strcmp(text(val), "true")) {
+		if (!strcmp(akk_yaml_text(val), "true")) {
 			*out = 1;
 			return 0;
 		}
-		if (!strcmp(text(val), "false")) {
+		if (!strcmp(akk_yaml_text(val), "false")) {
 			*out = 0;
 			return 0;
 		}
@@ -321,7 +321,7 @@ static int parse_bool(struct ctx *c, const char *name, yaml_node_t *val,
 }
 
 /* A non-empty string (any scalar style but null) into a new copy. */
-int akk_yaml_parse_str(struct ctx *c, const char *name, yaml_node_t *val,
+int akk_yaml_parse_str(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val,
 		     char **out)
 {
 	char subject[80];
@@ -331,17 +331,17 @@ int akk_yaml_parse_str(struct ctx *c, const char *name, yaml_node_t *val,
 		return akk_yaml_fail_type(c, subject, "a string", val);
 	if (!val->data.scalar.length)
 		return akk_yaml_fail(c, val, "%s must not be empty", subject);
-	if (strlen(text(val)) != val->data.scalar.length)
+	if (strlen(akk_yaml_text(val)) != val->data.scalar.length)
 		return akk_yaml_fail(c, val, "%s must not contain a NUL character",
 			    subject);
-	*out = strdup(text(val));
+	*out = strdup(akk_yaml_text(val));
 	if (!*out)
 		return akk_err_set(c->e, "out of memory");
 	return 0;
 }
 
 /* v against k's bounds; as follows the value in the message. */
-int akk_yaml_check_range(struct ctx *c, const struct key *k, yaml_node_t *val,
+int akk_yaml_check_range(struct akk_yaml_ctx *c, const struct key *k, yaml_node_t *val,
 		       double v, const char *as)
 {
 	if (k->flags & F_LO) {
@@ -349,19 +349,19 @@ int akk_yaml_check_range(struct ctx *c, const struct key *k, yaml_node_t *val,
 			return akk_yaml_fail(c, val, "'%s' must be %s %g, got %s%s",
 				    k->name, k->flags & F_LO_OPEN ?
 				    "greater than" : "at least", k->lo,
-				    text(val), as);
+				    akk_yaml_text(val), as);
 	}
 	if (k->flags & F_HI) {
 		if (k->flags & F_HI_OPEN ? !(v < k->hi) : !(v <= k->hi))
 			return akk_yaml_fail(c, val, "'%s' must be %s %g, got %s%s",
 				    k->name, k->flags & F_HI_OPEN ?
 				    "less than" : "at most", k->hi,
-				    text(val), as);
+				    akk_yaml_text(val), as);
 	}
 	return 0;
 }
 
-int akk_yaml_h_int(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_int(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		 yaml_node_t *key, yaml_node_t *val)
 {
 	long long v;
@@ -371,17 +371,17 @@ int akk_yaml_h_int(struct ctx *c, const struct key *k, const struct section *sec
 		return -1;
 	if (!(k->flags & F_HI) && v > INT_MAX)
 		return akk_yaml_fail(c, val, "'%s' must be at most %d, got %s", k->name,
-			    INT_MAX, text(val));
+			    INT_MAX, akk_yaml_text(val));
 	if (!(k->flags & F_LO) && v < INT_MIN)
 		return akk_yaml_fail(c, val, "'%s' must be at least %d, got %s", k->name,
-			    INT_MIN, text(val));
+			    INT_MIN, akk_yaml_text(val));
 	if (akk_yaml_check_range(c, k, val, (double)v, ""))
 		return -1;
 	*FIELD(sec->obj, k, int) = (int)v;
 	return 0;
 }
 
-int akk_yaml_h_float(struct ctx *c, const struct key *k,
+int akk_yaml_h_float(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
 {
@@ -396,7 +396,7 @@ int akk_yaml_h_float(struct ctx *c, const struct key *k,
 	f = (float)v;
 	if (v != 0 && !(fabsf(f) >= FLT_MIN))
 		return akk_yaml_fail(c, val, "'%s' is too small for a float: %s is "
-			    "stored as %.9g", k->name, text(val), (double)f);
+			    "stored as %.9g", k->name, akk_yaml_text(val), (double)f);
 	snprintf(as, sizeof(as), " (%.9g as a float)", (double)f);
 	if (akk_yaml_check_range(c, k, val, (double)f, as))
 		return -1;
@@ -404,14 +404,14 @@ int akk_yaml_h_float(struct ctx *c, const struct key *k,
 	return 0;
 }
 
-int akk_yaml_h_bool(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_bool(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		  yaml_node_t *key, yaml_node_t *val)
 {
 	(void)key;
 	return parse_bool(c, k->name, val, FIELD(sec->obj, k, int));
 }
 
-int akk_yaml_h_str(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_str(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		 yaml_node_t *key, yaml_node_t *val)
 {
 	char *v;
@@ -425,7 +425,7 @@ int akk_yaml_h_str(struct ctx *c, const struct key *k, const struct section *sec
 }
 
 /* A path, resolved against the config file's directory when relative. */
-int akk_yaml_h_path(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		  yaml_node_t *key, yaml_node_t *val)
 {
 	char *v, *joined;
@@ -449,16 +449,16 @@ int akk_yaml_h_path(struct ctx *c, const struct key *k, const struct section *se
 /* --- mappings ------------------------------------------------------------ */
 
 /* The value of key name in mapping m (the first one), or NULL. */
-yaml_node_t *akk_yaml_map_get(struct ctx *c, yaml_node_t *m, const char *name,
+yaml_node_t *akk_yaml_map_get(struct akk_yaml_ctx *c, yaml_node_t *m, const char *name,
 			    yaml_node_t **keyp)
 {
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
 	     p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = node(c, p->key);
-		if (k->type == YAML_SCALAR_NODE && !strcmp(text(k), name)) {
+		yaml_node_t *k = akk_yaml_node(c, p->key);
+		if (k->type == YAML_SCALAR_NODE && !strcmp(akk_yaml_text(k), name)) {
 			if (keyp)
 				*keyp = k;
-			return node(c, p->value);
+			return akk_yaml_node(c, p->value);
 		}
 	}
 	return NULL;
@@ -475,7 +475,7 @@ static const char *in_section(const struct section *sec, char *buf,
 
 /* Check the keys of mapping m against sec's table (unknown, duplicate,
  * missing), then run the handlers of the keys present, in table order. */
-int akk_yaml_walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
+int akk_yaml_walk(struct akk_yaml_ctx *c, yaml_node_t *m, const struct section *sec)
 {
 	yaml_node_pair_t *pairs = m->data.mapping.pairs.start;
 	int npairs = (int)(m->data.mapping.pairs.top - pairs);
@@ -486,21 +486,21 @@ int akk_yaml_walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
 	while (sec->keys[nkeys].name)
 		nkeys++;
 	for (int i = 0; i < npairs; i++) {
-		yaml_node_t *kn = node(c, pairs[i].key);
+		yaml_node_t *kn = akk_yaml_node(c, pairs[i].key);
 		if (kn->type != YAML_SCALAR_NODE || akk_yaml_tag_type(kn))
 			return akk_yaml_fail(c, kn, "a key must be a name, got %s",
 				    akk_yaml_describe(kn, buf, sizeof(buf)));
-		for (k = sec->keys; k->name && strcmp(k->name, text(kn)); k++)
+		for (k = sec->keys; k->name && strcmp(k->name, akk_yaml_text(kn)); k++)
 			;
 		if (!k->name)
-			return akk_yaml_fail(c, kn, "unknown key '%s'%s%s", text(kn),
+			return akk_yaml_fail(c, kn, "unknown key '%s'%s%s", akk_yaml_text(kn),
 				    in_section(sec, in, sizeof(in)),
-				    akk_yaml_suggest(text(kn), sec->keys, nkeys,
+				    akk_yaml_suggest(akk_yaml_text(kn), sec->keys, nkeys,
 					    sizeof(*k), sug, sizeof(sug)));
 		for (int j = 0; j < i; j++) {
-			yaml_node_t *first = node(c, pairs[j].key);
+			yaml_node_t *first = akk_yaml_node(c, pairs[j].key);
 			if (first->type != YAML_SCALAR_NODE ||
-			    strcmp(text(first), text(kn)))
+			    strcmp(akk_yaml_text(first), akk_yaml_text(kn)))
 				continue;
 			struct akk_mark fm = akk_yaml_mark_of(c, first);
 			if (fm.line)
@@ -508,7 +508,7 @@ int akk_yaml_walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
 			else
 				snprintf(buf, sizeof(buf), "--set");
 			return akk_yaml_fail(c, kn, "duplicate key '%s'%s (first at %s)",
-				    text(kn), in_section(sec, in, sizeof(in)),
+				    akk_yaml_text(kn), in_section(sec, in, sizeof(in)),
 				    buf);
 		}
 	}
@@ -545,7 +545,7 @@ int akk_yaml_walk(struct ctx *c, yaml_node_t *m, const struct section *sec)
 
 /* A name list: val must be one of k->names; its index goes into the int
  * (or enum) field, unless F_NOSTORE. */
-int akk_yaml_h_names(struct ctx *c, const struct key *k,
+int akk_yaml_h_names(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
 {
@@ -564,7 +564,7 @@ int akk_yaml_h_names(struct ctx *c, const struct key *k,
 /* A sub-section: the mapping val walked with k->keys into the struct at
  * k->off of obj, named "PARENT.KEY" ("PARENT KEY" with F_SPACED); a scalar
  * sets k->shorthand, reported as k's own name. */
-int akk_yaml_h_section(struct ctx *c, const struct key *k,
+int akk_yaml_h_section(struct akk_yaml_ctx *c, const struct key *k,
 		     const struct section *sec, yaml_node_t *key,
 		     yaml_node_t *val)
 {

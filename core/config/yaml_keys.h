@@ -34,7 +34,7 @@ struct section {
 
 /* A key's handler: val (of the key's node type, unless NO_NODE) into
  * sec->obj. key is the key node (NULL for a shorthand value). */
-typedef int (*handler)(struct ctx *c, const struct key *k,
+typedef int (*handler)(struct akk_yaml_ctx *c, const struct key *k,
 		       const struct section *sec, yaml_node_t *key,
 		       yaml_node_t *val);
 
@@ -104,40 +104,40 @@ struct key {
 #define END { .name = NULL }
 
 /* The helpers of the key handlers: see yaml_keys.c. */
-int akk_yaml_check_range(struct ctx *c, const struct key *k, yaml_node_t *val, double v,
+int akk_yaml_check_range(struct akk_yaml_ctx *c, const struct key *k, yaml_node_t *val, double v,
 			 const char *as);
 size_t akk_yaml_count_names(const char *const *names);
 const char *akk_yaml_describe(const yaml_node_t *n, char *buf, size_t size);
-int akk_yaml_fail(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+int akk_yaml_fail(struct akk_yaml_ctx *c, const yaml_node_t *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int akk_yaml_fail_type(struct ctx *c, const char *subject, const char *what,
+int akk_yaml_fail_type(struct akk_yaml_ctx *c, const char *subject, const char *what,
 		       yaml_node_t *val);
-int akk_yaml_h_bool(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_bool(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		    yaml_node_t *key, yaml_node_t *val);
-int akk_yaml_h_float(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_float(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		     yaml_node_t *key, yaml_node_t *val);
-int akk_yaml_h_int(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_int(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		   yaml_node_t *key, yaml_node_t *val);
-int akk_yaml_h_names(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_names(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		     yaml_node_t *key, yaml_node_t *val);
-int akk_yaml_h_path(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		    yaml_node_t *key, yaml_node_t *val);
-int akk_yaml_h_section(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_section(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		       yaml_node_t *key, yaml_node_t *val);
-int akk_yaml_h_str(struct ctx *c, const struct key *k, const struct section *sec,
+int akk_yaml_h_str(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		   yaml_node_t *key, yaml_node_t *val);
 int akk_yaml_int_syntax(const char *p);
 int akk_yaml_is_bare(const yaml_node_t *n);
 int akk_yaml_is_null(const yaml_node_t *n);
-yaml_node_t *akk_yaml_map_get(struct ctx *c, yaml_node_t *m, const char *name,
+yaml_node_t *akk_yaml_map_get(struct akk_yaml_ctx *c, yaml_node_t *m, const char *name,
 			      yaml_node_t **keyp);
-struct akk_mark akk_yaml_mark_of(const struct ctx *c, const yaml_node_t *n);
-int akk_yaml_node_set(const struct ctx *c, const yaml_node_t *n);
-int akk_yaml_parse_int(struct ctx *c, const char *name, yaml_node_t *val, long long *out);
-int akk_yaml_parse_str(struct ctx *c, const char *name, yaml_node_t *val, char **out);
+struct akk_mark akk_yaml_mark_of(const struct akk_yaml_ctx *c, const yaml_node_t *n);
+int akk_yaml_node_set(const struct akk_yaml_ctx *c, const yaml_node_t *n);
+int akk_yaml_parse_int(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val, long long *out);
+int akk_yaml_parse_str(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val, char **out);
 const char *akk_yaml_suggest(const char *word, const void *names, size_t n,
 			     size_t stride, char *buf, size_t size);
 const char *akk_yaml_tag_type(const yaml_node_t *n);
-int akk_yaml_walk(struct ctx *c, yaml_node_t *m, const struct section *sec);
+int akk_yaml_walk(struct akk_yaml_ctx *c, yaml_node_t *m, const struct section *sec);
 
 #endif
