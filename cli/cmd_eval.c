@@ -35,10 +35,46 @@ static void data_file(char *out, int size, const char *dir, const char *name)
 		snprintf(out, size, "%s/%s.gz", dir, name);
 }
 
+/* Where --predictions goes, and the checkpoint's class names (when it
+ * names its classes: names[0..nnames), else NULL). */
+struct pred_file {
+	FILE *f;
+	char *const *names;
+	int nnames;
+};
+
+/* Class k as a CSV cell: its name when the checkpoint has one (quoted
+ * when it holds a comma, a quote or a line break, as predict writes it),
+ * else its number. */
+static void put_class(const struct pred_file *pf, int k)
+{
+	const char *name = k < pf->nnames ? pf->names[k] : NULL;
+
+	if (!name) {
+		fprintf(pf->f, "%d", k);
+	} else if (!strpbrk(name, ",\"\n\r")) {
+		fputs(name, pf->f);
+	} else {
+		fputc('"', pf->f);
+		for (const char *p = name; *p; p++) {
+			if (*p == '"')
+				fputc('"', pf->f);
+			fputc(*p, pf->f);
+		}
+		fputc('"', pf->f);
+	}
+}
+
 static int write_prediction(void *ctx, long index, int label, int predicted,
 			    float prob)
 {
-	return fprintf(ctx, "%ld,%d,%d,%.6f\n", index, label, predicted, prob) < 0;
+	const struct pred_file *pf = ctx;
+
+	fprintf(pf->f, "%ld,", index);
+	put_class(pf, label);
+	fputc(',', pf->f);
+	put_class(pf, predicted);
+	return fprintf(pf->f, ",%.6f\n", prob) < 0;
 }
 
 static void print_report(const struct akk_eval_result *r, int confusion,
@@ -172,6 +208,7 @@ int cmd_eval(int argc, char **argv)
 	struct akk_eval_result res = { 0 };
 	struct akk_err e = { 0 };
 	FILE *pf = NULL;
+	struct pred_file pfile;
 	int made_preds = 0;	/* remove the predictions file on failure */
 
 	opterr = 0;
@@ -281,7 +318,8 @@ int cmd_eval(int argc, char **argv)
 		fprintf(pf, "index,label,predicted,probability\n");
 	}
 	akk_float_mode();
-	if (akk_evaluate(gp, &m, &d, &pre, bs, &res, pf ? write_prediction : NULL, pf, &e))
+	pfile = (struct pred_file){ pf, ck.class_names, ck.nclass_names };
+	if (akk_evaluate(gp, &m, &d, &pre, bs, &res, pf ? write_prediction : NULL, &pfile, &e))
 		goto report;
 	if (pf && fclose(pf)) {
 		pf = NULL;
