@@ -34,10 +34,46 @@ static void data_file(char *out, int size, const char *dir, const char *name)
 		snprintf(out, size, "%s/%s.gz", dir, name);
 }
 
+/* Where --predictions goes, and the checkpoint's class names (when it
+ * names its classes: names[0..nnames), else NULL). */
+struct pred_file {
+	FILE *f;
+	char *const *names;
+	int nnames;
+};
+
+/* Class k as a CSV cell: its name when the checkpoint has one (quoted
+ * when it holds a comma, a quote or a line break, as predict writes it),
+ * else its number. */
+static void put_class(const struct pred_file *pf, int k)
+{
+	const char *name = k < pf->nnames ? pf->names[k] : NULL;
+
+	if (!name) {
+		fprintf(pf->f, "%d", k);
+	} else if (!strpbrk(name, ",\"\n\r")) {
+		fputs(name, pf->f);
+	} else {
+		fputc('"', pf->f);
+		for (const char *p = name; *p; p++) {
+			if (*p == '"')
+				fputc('"', pf->f);
+			fputc(*p, pf->f);
+		}
+		fputc('"', pf->f);
+	}
+}
+
 static int write_prediction(void *ctx, long index, int label, int predicted,
 			    float prob)
 {
-	return fprintf(ctx, "%ld,%d,%d,%.6f\n", index, label, predicted, prob) < 0;
+	const struct pred_file *pf = ctx;
+
+	fprintf(pf->f, "%ld,", index);
+	put_class(pf, label);
+	fputc(',', pf->f);
+	put_class(pf, predicted);
+	return fprintf(pf->f, ",%.6f\n", prob) < 0;
 }
 
 static void print_report(const struct akk_eval_result *r, int confusion,
@@ -263,6 +299,7 @@ static int eval_run(struct eval *v)
 	const struct akk_model *m = &v->m;
 	struct akk_err *e = &v->e;
 	struct akk_gate_config gc = akk_gate_config_eval(v->bs, v->s.seed);
+	struct pred_file pfile;
 
 	v->rc = EXIT_RUNTIME;
 	v->gates = calloc(m->ngates, sizeof(*v->gates));
@@ -285,8 +322,9 @@ static int eval_run(struct eval *v)
 		fprintf(v->pf, "index,label,predicted,probability\n");
 	}
 	akk_float_mode();
+	pfile = (struct pred_file){ v->pf, v->ck.class_names, v->ck.nclass_names };
 	if (akk_evaluate(v->gp, m, &v->d, &v->pre, v->bs, &v->res,
-			 v->pf ? write_prediction : NULL, v->pf, e))
+			 v->pf ? write_prediction : NULL, &pfile, e))
 		return -1;
 	if (v->pf && fclose(v->pf)) {
 		v->pf = NULL;

@@ -32,15 +32,22 @@ const char cmd_export_details[] =
 	"The model's input 'input' is float32 [N, network.input] of raw values\n"
 	"(pixels 0 to 255), N any batch size; its first nodes apply the checkpoint's\n"
 	"preprocessing (Mul, Add), then every layer in evaluation mode (batchnorm\n"
-	"with its running statistics, dropout as Identity), and a Softmax into the\n"
-	"output 'probabilities', float32 [N, classes]. akkctl(1), EXPORT, lists the\n"
-	"ONNX operators of each layer kind.\n"
+	"with its running statistics, dropout as Identity), and last what predict\n"
+	"prints: a Softmax into the output 'probabilities', float32 [N, classes]\n"
+	"(a Sigmoid per output for loss sigmoid_cross_entropy), or for a regression\n"
+	"network the last layer's output as it is (Identity) into 'values',\n"
+	"float32 [N, outputs]. akkctl(1), EXPORT, lists the ONNX operators of each\n"
+	"layer kind.\n"
+	"\n"
+	"Weights so large that the outputs overflow are refused: two probe samples\n"
+	"(every network input -1, every one +1) must give finite values in every\n"
+	"layer; else the error names the first layer that overflows.\n"
 	"\n"
 	"Prints one line on stdout: the file written, its input and output.\n"
 	"\n"
 	"Exit status: 0 success; 2 bad usage, a checkpoint that is missing, corrupt\n"
-	"or not a checkpoint, a layer kind that cannot be exported (named), or an\n"
-	"output file that cannot be written.\n";
+	"or not a checkpoint, weights that overflow, a layer kind that cannot be\n"
+	"exported (named), or an output file that cannot be written.\n";
 
 int cmd_export(int argc, char **argv)
 {
@@ -94,7 +101,8 @@ int cmd_export(int argc, char **argv)
 	}
 	for (int i = 0; i < m.ngates; i++) {
 		gp[i] = wgp[i] = &gates[i];
-		struct akk_gate_config gc = akk_gate_config_eval(1, s.seed);
+		/* two samples: akk_onnx_check_finite's probes */
+		struct akk_gate_config gc = akk_gate_config_eval(2, s.seed);
 
 		if (akk_gate_init(&gates[i], &m.gates[i], &gc, &e)) {
 			rc = EXIT_RUNTIME;
@@ -102,6 +110,7 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (akk_checkpoint_restore(&ck, wgp, m.ngates, ckpath, &e) ||
+	    akk_onnx_check_finite(&m, wgp, ckpath, &e) ||
 	    akk_onnx_input_map(&ck, &s, a, b, n, &e))
 		goto report;
 	struct akk_onnx_source src = { &m, gp, a, b, s.name };
@@ -111,7 +120,7 @@ int cmd_export(int argc, char **argv)
 	akk_shape_format(s.input, shape, sizeof(shape));
 	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, "
 	       "output '%s' [N, %d]\n", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
-	       shape[0] == '[' ? shape + 1 : shape, AKK_ONNX_OUTPUT, m.classes);
+	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m), m.classes);
 	rc = EXIT_OK;
 	goto out;
 report:

@@ -88,7 +88,11 @@ int cmd_inspect(int argc, char **argv)
 	} else {
 		printf("network      ");
 		cli_put_safe(stdout, s.name, 0);
-		printf(": %d gates, %zu parameters, %d classes\n", m.ngates, m.nparams, m.classes);
+		/* a regression network's outputs are values, not classes */
+		printf(": %d gate%s, %zu parameters, %d %s%s\n", m.ngates, m.ngates == 1 ? "" : "s",
+		       m.nparams, m.classes,
+		       s.data.task == AKK_TASK_REGRESSION ? "regression output" : "class",
+		       m.classes == 1 ? "" : s.data.task == AKK_TASK_REGRESSION ? "s" : "es");
 	}
 	/* the data section (version 2) */
 	if (ck.version >= 2) {

@@ -48,7 +48,8 @@ const char cmd_predict_details[] =
 	"  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"
 	"      index counts from 0 across all INPUTs; predicted is the most\n"
 	"      probable class (its name when the checkpoint names its classes),\n"
-	"      probability its softmax probability (%.9g: the float exactly);\n"
+	"      probability its softmax probability (loss sigmoid_cross_entropy: the\n"
+	"      sigmoid of its own output; %.9g: the float exactly);\n"
 	"      with --top K the next K-1 classes by probability.\n"
 	"  index,value1,...,valueN\n"
 	"      for a regression network: the N predicted values.\n";

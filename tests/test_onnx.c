@@ -1,19 +1,27 @@
 /* test_onnx.c - akkctl export --onnx: the model passes Debian python3-onnx's
- * full check and onnxruntime-node computes akkctl's probabilities.
+ * full check and onnxruntime-node computes what `akkctl predict` prints,
+ * for every kind of output.
  *
  * The group setup writes a training subset (12800 images: 200 steps of
  * 64) and a validation subset (1000) of MNIST into a temp directory, or
- * synthetic 28x28 images when datasets/mnist is absent. Each net (the
- * MLP of configs/mnist.yaml, configs/lenet.yaml, the batchnorm net of
- * tests/configs/onnx-bn.yaml, the activations of onnx-acts.yaml and the
- * residual blocks of onnx-resnet.yaml) is
- * trained one epoch with `akkctl train`, exported with `akkctl export`,
- * checked by tests/onnx/check.py and run by tests/onnx/run.js on the whole
- * test set (MNIST's 10000 t10k images) as raw float32 pixel values; its
- * probabilities must equal, within 1e-5, those `akkctl predict` prints for
- * the same images (every class, with --top). The python and node parts skip with a message when
- * python3-onnx or onnxruntime-node (npm ci in tests/onnx) is absent. */
+ * synthetic 28x28 images when datasets/mnist is absent, and two synthetic
+ * regression tables (CSV). The classifiers (the MLP of configs/mnist.yaml,
+ * configs/lenet.yaml, the batchnorm net of tests/configs/onnx-bn.yaml, the
+ * activations of onnx-acts.yaml, the residual blocks of onnx-resnet.yaml)
+ * end in a Softmax; onnx-sigmoid.yaml, trained with sigmoid cross-entropy,
+ * in a Sigmoid; a regression net (one value of about 150, standardized
+ * features, mse) and an autoencoder-style net (12 values, huber) give the
+ * last layer's output as it is. Each is trained with `akkctl train`,
+ * exported with `akkctl export`, checked by tests/onnx/check.py and run by
+ * tests/onnx/run.js on its test set as raw float32 values; its outputs
+ * must equal, within 1e-5 (relative above 1), those `akkctl predict`
+ * prints for the same samples (every class, with --top), and show what
+ * defines their kind (softmax rows sum to 1, sigmoid rows do not, values
+ * are near the targets). The python and node parts skip with a message
+ * when python3-onnx or onnxruntime-node (npm ci in tests/onnx) is
+ * absent. */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +36,7 @@
 #include "nn/export.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
+#include "forge.h"
 #include "testutil.h"
 
 #define NTRAIN 12800
@@ -39,11 +48,23 @@
 static char g_dir[512];
 static char g_train_images[600], g_train_labels[600];
 static char g_val_images[600], g_val_labels[600];
-static char g_test_images[600], g_test_labels[600];
-static char g_inputs[600];	/* the test images as raw float32 */
+static char g_test_labels[600];
 static int g_mnist;		/* 1: real MNIST, 0: synthetic */
 static int g_have_onnx, g_have_ort;
 static struct akk_dataset g_test;
+
+/* A test set as both sides get it: the file `akkctl predict` reads, the
+ * same samples as raw float32 for run.js, and what they should come to. */
+struct testset {
+	char input[600];	/* predict's INPUT */
+	char f32[600];		/* the raw values, float32 */
+	size_t n;
+	const int32_t *labels;	/* a classifier's: n labels, else NULL */
+	float *targets;		/* regression: (n, ntargets), else NULL */
+	int ntargets;
+};
+static struct testset g_images;	/* the test images (MNIST's t10k) */
+static struct testset g_reg, g_vec;	/* regression: one value, a vector */
 
 static char g_out[1 << 16], g_err[1 << 16];
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
@@ -81,6 +102,127 @@ static const char *mnist_file(const char *name)
 	return path[k];
 }
 
+/* ---- regression data ------------------------------------------------- */
+
+#define NREG_TRAIN 512
+#define NREG_TEST 256
+#define REG_FEATURES 10
+#define VEC_FEATURES 12
+
+/* Sample i of the regression set: features x (REG_FEATURES) of scales
+ * from 0.1 to 100 around offsets (so that standardize matters) and its
+ * target, about 150 +- 60 as the diabetes data's, a smooth function of
+ * them. */
+static float reg_sample(float *x, const float *u)
+{
+	for (int j = 0; j < REG_FEATURES; j++)
+		x[j] = (float)(5 * j + (j + 1) * pow(10, j % 3 - 1) * u[j]);
+	return (float)(150 + 40 * u[0] - 30 * u[1] + 20 * u[2] * u[3] + 10 * sin(3 * u[4]));
+}
+
+/* Sample i of the autoencoder set: VEC_FEATURES values in about -2..2,
+ * mixtures of 3 hidden factors; the targets are the features. */
+static void vec_sample(float *x, const float *u)
+{
+	for (int j = 0; j < VEC_FEATURES; j++)
+		x[j] = (float)(sin(j + 1.0) * u[0] + cos(2.0 * j) * u[1] +
+			       (j % 3 - 1) * u[2]);
+}
+
+/* A CSV of n rows: the features (nf each, %.9g: the float exactly), then
+ * the targets (nt each) unless targets is NULL. */
+static void write_csv(const char *path, const float *x, int nf, const float *targets,
+		      int nt, size_t n)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	for (size_t i = 0; i < n; i++) {
+		for (int j = 0; j < nf; j++)
+			fprintf(f, "%s%.9g", j ? "," : "", x[i * nf + j]);
+		for (int j = 0; targets && j < nt; j++)
+			fprintf(f, ",%.9g", targets[i * nt + j]);
+		fprintf(f, "\n");
+	}
+	assert_int_equal(fclose(f), 0);
+}
+
+/* name-train.csv, name-test.csv (with targets), name-input.csv (features
+ * only, for predict) and name-input.f32 for (NREG_TRAIN + NREG_TEST)
+ * samples of nf features from fill, with nt targets: t gets the test
+ * part. */
+static void write_table(struct testset *t, const char *name, const float *x,
+			const float *y, int nf, int nt)
+{
+	char path[700];
+	const float *xt = x + (size_t)NREG_TRAIN * nf, *yt = y + (size_t)NREG_TRAIN * nt;
+
+	snprintf(path, sizeof(path), "%s/%s-train.csv", g_dir, name);
+	write_csv(path, x, nf, y, nt, NREG_TRAIN);
+	snprintf(path, sizeof(path), "%s/%s-test.csv", g_dir, name);
+	write_csv(path, xt, nf, yt, nt, NREG_TEST);
+	snprintf(t->input, sizeof(t->input), "%s/%s-input.csv", g_dir, name);
+	write_csv(t->input, xt, nf, NULL, 0, NREG_TEST);
+	snprintf(t->f32, sizeof(t->f32), "%s/%s-input.f32", g_dir, name);
+	assert_int_equal(tu_write_file(t->f32, xt, (size_t)NREG_TEST * nf * sizeof(float)), 0);
+	t->n = NREG_TEST;
+	t->ntargets = nt;
+	t->targets = malloc((size_t)NREG_TEST * nt * sizeof(float));
+	assert_non_null(t->targets);
+	memcpy(t->targets, yt, (size_t)NREG_TEST * nt * sizeof(float));
+}
+
+/* The two regression sets and their configs, reg.yaml and vec.yaml. */
+static void regression_sets(void)
+{
+	enum { N = NREG_TRAIN + NREG_TEST };
+	float *u = malloc((size_t)N * 16 * sizeof(float));
+	float *x = malloc((size_t)N * VEC_FEATURES * sizeof(float));
+	float *y = malloc((size_t)N * VEC_FEATURES * sizeof(float));
+	char targets[200];
+	int k = 0;
+	const char *reg =
+		"name: onnx-reg\nseed: 5\n"
+		"data:\n  format: csv\n  task: regression\n"
+		"  train: {file: reg-train.csv}\n  validation: {file: reg-test.csv}\n"
+		"  standardize: true\n"
+		"network:\n  input: [10]\n"
+		"  gates:\n    - layers: [{dense: 16}, tanh, {dense: 1}]\n  loss: mse\n"
+		"optimizer: {type: adam, lr: 0.5}\n"
+		"schedule: {mode: flip-flop, batch_size: 16}\n";
+
+	assert_true(u && x && y);
+	tu_fill(u, (size_t)N * 16, -1, 1, 7);
+	for (size_t i = 0; i < N; i++)
+		y[i] = reg_sample(x + i * REG_FEATURES, u + i * 16);
+	write_table(&g_reg, "reg", x, y, REG_FEATURES, 1);
+	assert_int_equal(tu_write_file(tu_path(g_dir, "reg.yaml"), reg, strlen(reg)), 0);
+
+	for (size_t i = 0; i < N; i++)
+		vec_sample(x + i * VEC_FEATURES, u + i * 16);
+	memcpy(y, x, (size_t)N * VEC_FEATURES * sizeof(float));
+	write_table(&g_vec, "vec", x, y, VEC_FEATURES, VEC_FEATURES);
+	for (int j = 0; j < VEC_FEATURES; j++)
+		k += snprintf(targets + k, sizeof(targets) - k, "%s%d", j ? ", " : "",
+			      VEC_FEATURES + j);
+	FILE *f = fopen(tu_path(g_dir, "vec.yaml"), "w");
+	assert_non_null(f);
+	fprintf(f, "name: onnx-vec\nseed: 6\n"
+		"data:\n  format: csv\n  task: regression\n"
+		"  train: {file: vec-train.csv}\n  validation: {file: vec-test.csv}\n"
+		"  csv: {targets: [%s]}\n"
+		"network:\n  input: [%d]\n"
+		"  gates:\n    - layers: [{dense: 6}, tanh]\n    - layers: [{dense: %d}]\n"
+		"  loss: {type: huber, delta: 0.5}\n"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: flip-flop, batch_size: 16}\n",
+		targets, VEC_FEATURES, VEC_FEATURES);
+	assert_int_equal(fclose(f), 0);
+	free(u);
+	free(x);
+	free(y);
+}
+
 static int group_setup(void **state)
 {
 	struct akk_dataset train = { 0 };
@@ -95,13 +237,13 @@ static int group_setup(void **state)
 	snprintf(g_train_labels, sizeof(g_train_labels), "%s/train-labels", g_dir);
 	snprintf(g_val_images, sizeof(g_val_images), "%s/val-images", g_dir);
 	snprintf(g_val_labels, sizeof(g_val_labels), "%s/val-labels", g_dir);
-	snprintf(g_inputs, sizeof(g_inputs), "%s/inputs.f32", g_dir);
+	snprintf(g_images.f32, sizeof(g_images.f32), "%s/inputs.f32", g_dir);
 	g_mnist = !akk_idx_dataset(&train, mnist_file("train-images-idx3-ubyte"),
 				    mnist_file("train-labels-idx1-ubyte"), &e) &&
 		  !akk_idx_dataset(&g_test, mnist_file("t10k-images-idx3-ubyte"),
 				    mnist_file("t10k-labels-idx1-ubyte"), &e);
 	if (g_mnist) {
-		snprintf(g_test_images, sizeof(g_test_images), "%s",
+		snprintf(g_images.input, sizeof(g_images.input), "%s",
 			 mnist_file("t10k-images-idx3-ubyte"));
 		snprintf(g_test_labels, sizeof(g_test_labels), "%s",
 			 mnist_file("t10k-labels-idx1-ubyte"));
@@ -112,9 +254,9 @@ static int group_setup(void **state)
 		akk_dataset_release(&g_test);
 		tu_dataset(&train, NTRAIN, 28, 10, 1);
 		tu_dataset(&g_test, NTEST_SYNTH, 28, 10, 2);
-		snprintf(g_test_images, sizeof(g_test_images), "%s/test-images", g_dir);
+		snprintf(g_images.input, sizeof(g_images.input), "%s/test-images", g_dir);
 		snprintf(g_test_labels, sizeof(g_test_labels), "%s/test-labels", g_dir);
-		write_subset(&g_test, g_test.n, g_test_images, g_test_labels);
+		write_subset(&g_test, g_test.n, g_images.input, g_test_labels);
 	}
 	write_subset(&train, NTRAIN, g_train_images, g_train_labels);
 	write_subset(&g_test, NVAL, g_val_images, g_val_labels);
@@ -126,8 +268,11 @@ static int group_setup(void **state)
 	assert_non_null(x);
 	for (size_t i = 0; i < n; i++)
 		x[i] = g_test.x8[i];
-	assert_int_equal(tu_write_file(g_inputs, x, n * sizeof(*x)), 0);
+	assert_int_equal(tu_write_file(g_images.f32, x, n * sizeof(*x)), 0);
 	free(x);
+	g_images.n = g_test.n;
+	g_images.labels = g_test.labels;
+	regression_sets();
 
 	g_have_onnx = tu_run(py, NULL, 0, NULL, 0) == 0;
 	if (!g_have_onnx)
@@ -147,66 +292,81 @@ static int group_teardown(void **state)
 {
 	(void)state;
 	akk_dataset_release(&g_test);
+	free(g_reg.targets);
+	free(g_vec.targets);
 	tu_rm_tree(g_dir);
 	return 0;
 }
 
 /* ---- the reference: akkctl predict ------------------------------------ */
 
-/* Softmax probabilities (n, *classes) that `akkctl predict --top C` prints
- * for the checkpoint ckpt on the IDX images at path: row i of its CSV is
- * "i,c1,p1,c2,p2,...", every class with its probability (%.9g: the float
- * exactly), most probable first. */
-static float *predict_probs(const char *ckpt, const char *images, size_t n,
-			    int *classes)
+/* The outputs (n, *outputs) `akkctl predict` prints for the checkpoint
+ * ckpt on t's input, as floats (%.9g: the float exactly). A classifier
+ * (want not AKK_OUTPUT_VALUES), with --top C: row i of its CSV is
+ * "i,c1,p1,c2,p2,...", every class with its probability, most probable
+ * first; a regression network's: "i,v1,...,vN". */
+static float *predict_outputs(const char *ckpt, const struct testset *t,
+			      enum akk_output_kind want, int *outputs)
 {
 	const char *out = tu_path(g_dir, "predict.csv");
+	int values = want == AKK_OUTPUT_VALUES;
 	char *text, *line, *save = NULL;
 	float *p = NULL;
 	int C = 0;
 
-	assert_rc(ak("predict", ckpt, images, "--top", "100000", "--out", out, NULL), 0);
+	if (values)
+		assert_rc(ak("predict", ckpt, t->input, "--out", out, NULL), 0);
+	else
+		assert_rc(ak("predict", ckpt, t->input, "--top", "100000", "--out", out, NULL), 0);
 	text = tu_slurp(out, NULL);
 	assert_non_null(text);
 	line = strtok_r(text, "\n", &save);
 	assert_non_null(line);
-	for (const char *c = line; *c; c++)	/* index,predicted,probability,top2,... */
+	/* index,value1,... or index,predicted,probability,top2,... */
+	tu_assert_prefix(line, values ? "index,value1" : "index,predicted,probability");
+	for (const char *c = line; *c; c++)
 		C += *c == ',';
-	assert_true(C % 2 == 0);
-	C /= 2;
-	p = calloc(n * (size_t)C, sizeof(*p));
+	if (!values) {
+		assert_true(C % 2 == 0);
+		C /= 2;
+	}
+	p = calloc(t->n * (size_t)C, sizeof(*p));
 	assert_non_null(p);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < t->n; i++) {
 		char *f, *fs = NULL;
-		long idx;
 
 		line = strtok_r(NULL, "\n", &save);
 		assert_non_null(line);
 		assert_non_null(f = strtok_r(line, ",", &fs));
-		idx = strtol(f, NULL, 10);
-		assert_int_equal(idx, (long)i);
+		assert_int_equal(strtol(f, NULL, 10), (long)i);
 		for (int k = 0; k < C; k++) {
-			char *cls = strtok_r(NULL, ",", &fs), *pr = strtok_r(NULL, ",", &fs);
-			long c;
+			char *cls = values ? NULL : strtok_r(NULL, ",", &fs);
+			char *pr = strtok_r(NULL, ",", &fs);
+			long c = k;
 
-			assert_non_null(cls);
 			assert_non_null(pr);
-			c = strtol(cls, NULL, 10);
-			assert_in_range(c, 0, C - 1);
+			if (!values) {
+				assert_non_null(cls);
+				c = strtol(cls, NULL, 10);
+				assert_in_range(c, 0, C - 1);
+			}
 			p[i * C + c] = strtof(pr, NULL);
 		}
+		assert_null(strtok_r(NULL, ",", &fs));
 	}
 	assert_null(strtok_r(NULL, "\n", &save));
 	free(text);
-	*classes = C;
+	*outputs = C;
 	return p;
 }
 
 /* ---- train, export, check, run, compare ------------------------------ */
 
-/* Train config one epoch on the subset into g_dir/name; return the run
+/* Train config for epochs into g_dir/name (on the MNIST subsets when
+ * mnist is set, else on the data the config names); return the run
  * directory (static). */
-static const char *train(const char *config, const char *name)
+static const char *train_for(const char *config, const char *name, int mnist,
+			     const char *epochs)
 {
 	static char dir[700];
 	char ti[700], tl[700], vi[700], vl[700];
@@ -216,24 +376,116 @@ static const char *train(const char *config, const char *name)
 	snprintf(tl, sizeof(tl), "data.train.labels=%s", g_train_labels);
 	snprintf(vi, sizeof(vi), "data.validation.images=%s", g_val_images);
 	snprintf(vl, sizeof(vl), "data.validation.labels=%s", g_val_labels);
-	assert_rc(ak("train", config, "--epochs", "1", "--out", dir, "--quiet",
-		     "--set", ti, "--set", tl, "--set", vi, "--set", vl, NULL), 0);
+	if (mnist)
+		assert_rc(ak("train", config, "--epochs", epochs, "--out", dir, "--quiet",
+			     "--set", ti, "--set", tl, "--set", vi, "--set", vl, NULL), 0);
+	else
+		assert_rc(ak("train", config, "--epochs", epochs, "--out", dir, "--quiet",
+			     NULL), 0);
 	return dir;
 }
 
-static void roundtrip(const char *config, const char *name)
+static const char *train(const char *config, const char *name)
 {
-	char model[700], probs[700], line[1400];
-	const char *dir = train(config, name);
+	return train_for(config, name, 1, "1");
+}
+
+/* The shape of one input sample: "1,28,28" or "784". */
+static void input_dims(const char *ckpt, char *dims, size_t size)
+{
+	struct akk_checkpoint ck = { 0 };
+	struct akk_spec s = { 0 };
+	struct akk_err e = { 0 };
+	int k = 0;
+
+	assert_int_equal(akk_checkpoint_read(&ck, ckpt, &e), 0);
+	assert_int_equal(akk_checkpoint_spec(&ck, &s, NULL, 0, &e), 0);
+	for (int i = 0; i < s.input.rank; i++)
+		k += snprintf(dims + k, size - k, "%s%d", i ? "," : "", s.input.d[i]);
+	akk_spec_release(&s);
+	akk_checkpoint_release(&ck);
+}
+
+/* What defines each kind of output, beyond equality with predict: a
+ * softmax row sums to 1; sigmoid outputs are each in (0, 1) and do not
+ * sum to 1 (a Softmax would); values are the network's own, not
+ * squeezed into [0, 1], and close to the targets. ort is (t->n, C). */
+static void check_kind(const char *name, const float *ort, const struct testset *t,
+		       int C, enum akk_output_kind want)
+{
+	long right = 0, off_one = 0, outside = 0;
+	double sse = 0, sy = 0, syy = 0;
+	size_t n = t->n * (size_t)C;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const float *row = ort + i * C;
+		double sum = 0;
+		int a = 0;
+
+		for (int c = 0; c < C; c++) {
+			sum += row[c];
+			a = row[c] > row[a] ? c : a;
+			outside += row[c] < 0 || row[c] > 1;
+		}
+		off_one += fabs(sum - 1) > 0.05;
+		if (want == AKK_OUTPUT_SOFTMAX && fabs(sum - 1) > 1e-5)
+			fail_msg("%s: softmax row %zu sums to %.9g", name, i, sum);
+		if (t->labels)
+			right += a == t->labels[i];
+	}
+	for (size_t k = 0; t->targets && k < n; k++) {
+		sse += (ort[k] - t->targets[k]) * (double)(ort[k] - t->targets[k]);
+		sy += t->targets[k];
+		syy += t->targets[k] * (double)t->targets[k];
+	}
+	switch (want) {
+	case AKK_OUTPUT_SOFTMAX:
+	case AKK_OUTPUT_SIGMOID:
+		print_message("%s: onnxruntime accuracy %.2f%%, %ld of %zu rows do not sum "
+			      "to 1\n", name, 100.0 * right / t->n, off_one, t->n);
+		/* real weights: 200 steps already classify most images */
+		assert_true(right > 0.8 * t->n);
+		assert_int_equal(outside, 0);
+		if (want == AKK_OUTPUT_SIGMOID && off_one < (long)t->n / 10)
+			fail_msg("%s: only %ld of %zu rows of sigmoid outputs are off 1 by "
+				 "more than 0.05: a softmax?", name, off_one, t->n);
+		break;
+	case AKK_OUTPUT_VALUES: {
+		double r2 = 1 - sse / (syy - sy * sy / n);
+
+		print_message("%s: onnxruntime R^2 %.4f against the targets, %ld of %zu "
+			      "values outside [0, 1]\n", name, r2, outside, n);
+		assert_true(r2 > 0.5);
+		assert_true(outside > (long)n / 4);
+		break;
+	}
+	}
+}
+
+/* Train config, export it, check the model with python3-onnx and run it
+ * in onnxruntime-node on t: its outputs must equal those `akkctl predict`
+ * prints within TOLERANCE, relative to values larger than 1 (float32
+ * carries about 7 digits: a value of 150 has steps of 1.5e-5), and be of
+ * the kind want. */
+static void roundtrip_on(const char *config, const char *name, int mnist,
+			 const char *epochs, const struct testset *t,
+			 enum akk_output_kind want)
+{
+	char model[700], outs[700], line[1400], ckpt[700], *wrote;
+	const char *dir = train_for(config, name, mnist, epochs);
+	const char *oname = want == AKK_OUTPUT_VALUES ? "values" : "probabilities";
 	int C, skipped = 0;
 
+	snprintf(ckpt, sizeof(ckpt), "%s/best.bin", dir);
 	snprintf(model, sizeof(model), "%s/%s.onnx", g_dir, name);
-	snprintf(probs, sizeof(probs), "%s/%s.probs.f32", g_dir, name);
+	snprintf(outs, sizeof(outs), "%s/%s.out.f32", g_dir, name);
 	assert_rc(ak("export", dir, "--onnx", model, NULL), 0);
-	snprintf(line, sizeof(line), "using '%s/best.bin'", dir);
+	snprintf(line, sizeof(line), "using '%s'", ckpt);
 	tu_assert_line(g_err, line);
 	tu_assert_prefix(g_out, "wrote '");
 	tu_assert_contains(g_out, "ONNX opset 13, input 'input' [N, ");
+	assert_non_null(wrote = strdup(g_out));
+	float *ref = predict_outputs(ckpt, t, want, &C);
 	assert_true(tu_exists(model));
 
 	if (g_have_onnx) {
@@ -245,65 +497,60 @@ static void roundtrip(const char *config, const char *name)
 		skipped = 1;
 	}
 
-	float *ref = predict_probs(tu_path(dir, "best.bin"), g_test_images, g_test.n, &C);
 	if (g_have_ort) {
 		char dims[64];
-		struct akk_checkpoint ck = { 0 };
-		struct akk_spec s = { 0 };
-		struct akk_err e = { 0 };
-		size_t len, n = g_test.n * (size_t)C;
+		size_t len, n = t->n * (size_t)C;
 
-		assert_int_equal(akk_checkpoint_read(&ck, tu_path(dir, "best.bin"), &e), 0);
-		assert_int_equal(akk_checkpoint_spec(&ck, &s, NULL, 0, &e), 0);
-		/* "1,28,28" or "784" */
-		int k = 0;
-		for (int i = 0; i < s.input.rank; i++)
-			k += snprintf(dims + k, sizeof(dims) - k, "%s%d", i ? "," : "",
-				      s.input.d[i]);
-		akk_spec_release(&s);
-		akk_checkpoint_release(&ck);
-		const char *argv[] = { "node", "tests/onnx/run.js", model, g_inputs,
-				       dims, probs, NULL };
+		input_dims(ckpt, dims, sizeof(dims));
+		const char *argv[] = { "node", "tests/onnx/run.js", model, t->f32,
+				       dims, outs, NULL };
 		assert_rc(tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)), 0);
-		float *ort = (float *)tu_slurp(probs, &len);
+		float *ort = (float *)tu_slurp(outs, &len);
 		assert_non_null(ort);
 		assert_int_equal(len, n * sizeof(float));
 		double worst = 0;
 		size_t at = 0;
-		long agree = 0, right = 0;
+		long agree = 0;
 		for (size_t i = 0; i < n; i++) {
-			double d = ort[i] > ref[i] ? ort[i] - ref[i] : ref[i] - ort[i];
+			double d = fabs((double)ort[i] - ref[i]) / fmax(1, fabs(ref[i]));
 			if (!(d <= worst)) {
 				worst = d;
 				at = i;
 			}
 		}
-		for (size_t i = 0; i < g_test.n; i++) {
+		for (size_t i = 0; i < t->n; i++) {
 			int a = 0, r = 0;
 			for (int c = 1; c < C; c++) {
 				a = ort[i * C + c] > ort[i * C + a] ? c : a;
 				r = ref[i * C + c] > ref[i * C + r] ? c : r;
 			}
 			agree += a == r;
-			right += a == g_test.labels[i];
 		}
-		print_message("%s: %zu samples x %d classes, max |onnxruntime - akkctl predict| = %.3g "
-			      "(sample %zu, class %zu), same class on %ld, onnxruntime "
-			      "accuracy %.2f%%\n", name, g_test.n, C, worst, at / C, at % C,
-			      agree, 100.0 * right / g_test.n);
-		/* real weights: 200 steps already classify most images */
-		assert_true(right > 0.8 * g_test.n);
+		print_message("%s: %zu samples x %d outputs, max |onnxruntime - akkctl predict| "
+			      "= %.3g (sample %zu, output %zu), same argmax on %ld\n",
+			      name, t->n, C, worst, at / C, at % C, agree);
 		if (!(worst <= TOLERANCE))
-			fail_msg("%s: probabilities differ by %g > %g at sample %zu class %zu: "
+			fail_msg("%s: outputs differ by %g > %g at sample %zu output %zu: "
 				 "onnxruntime %.9g, akkctl %.9g", name, worst, TOLERANCE,
 				 at / C, at % C, ort[at], ref[at]);
+		check_kind(name, ort, t, C, want);
 		free(ort);
 	} else {
 		skipped = 1;
 	}
 	free(ref);
+	/* the output the export line names: checked last, so that a wrong
+	 * output shows first as wrong numbers */
+	snprintf(line, sizeof(line), "float32 raw values, output '%s' [N, %d]\n", oname, C);
+	tu_assert_contains(wrote, line);
+	free(wrote);
 	if (skipped)
 		skip();
+}
+
+static void roundtrip(const char *config, const char *name)
+{
+	roundtrip_on(config, name, 1, "1", &g_images, AKK_OUTPUT_SOFTMAX);
 }
 
 static void mlp(void **state)
@@ -336,6 +583,30 @@ static void resnet(void **state)
 {
 	(void)state;
 	roundtrip("tests/configs/onnx-resnet.yaml", "resnet");
+}
+
+/* Sigmoid cross-entropy: ten independent probabilities, a Sigmoid. */
+static void sigmoid_net(void **state)
+{
+	(void)state;
+	roundtrip_on("tests/configs/onnx-sigmoid.yaml", "sigmoid", 1, "1", &g_images,
+		     AKK_OUTPUT_SIGMOID);
+}
+
+/* Regression, one value of about 150 (the diabetes data's scale), features
+ * standardized, loss mse: the last layer's output as it is. */
+static void regression_net(void **state)
+{
+	(void)state;
+	roundtrip_on(tu_path(g_dir, "reg.yaml"), "reg", 0, "40", &g_reg, AKK_OUTPUT_VALUES);
+}
+
+/* Several outputs, autoencoder-style (the targets are the inputs), loss
+ * huber: a vector of values. */
+static void vector_net(void **state)
+{
+	(void)state;
+	roundtrip_on(tu_path(g_dir, "vec.yaml"), "vec", 0, "40", &g_vec, AKK_OUTPUT_VALUES);
 }
 
 /* ---- the export hooks ------------------------------------------------ */
@@ -479,17 +750,68 @@ static void bad_input(void **state)
 	free(bytes);
 }
 
+/* Weights so large that the outputs overflow: eval and predict refuse
+ * them on their data, and export refuses them too, naming the layer (the
+ * prefix of its tensors), with nothing written. onnx-acts: gate 2 is
+ * dense 32, softplus, dense 10. */
+static void overflowing_weights_are_refused(void **state)
+{
+	const char *model = tu_path(g_dir, "overflow.onnx");
+	char ckpt[700], forged[700], line[2000];
+	struct forge fg;
+	const struct forge_field *bias, *weight;
+
+	(void)state;
+	snprintf(ckpt, sizeof(ckpt), "%s/best.bin", train("tests/configs/onnx-acts.yaml", "overflow"));
+	snprintf(forged, sizeof(forged), "%s/overflow.bin", g_dir);
+	assert_int_equal(forge_load(&fg, ckpt), 0);
+	bias = forge_find(&fg, "g2.l1.dense.bias.value0");
+	weight = forge_find(&fg, "g2.l3.dense.weight.value0");
+	assert_non_null(bias);
+	assert_non_null(weight);
+
+	/* A bias of 3e38 alone: softplus passes it on, the last dense
+	 * scales it down: large but finite outputs, a model. */
+	forge_set_f(&fg, bias, 3e38);
+	assert_int_equal(forge_save(&fg, forged), 0);
+	assert_rc(ak("export", forged, "--onnx", model, NULL), 0);
+	assert_true(tu_exists(model));
+	assert_int_equal(unlink(model), 0);
+
+	/* and a weight of 3e38 after it: 3e38 * 3e38 overflows on any input */
+	forge_set_f(&fg, weight, 3e38);
+	assert_int_equal(forge_save(&fg, forged), 0);
+	forge_release(&fg);
+	assert_true(ak("eval", forged, "--images", g_images.input, "--labels", g_test_labels,
+		       NULL) != 0);
+	tu_assert_contains(g_err, "the weights overflow");
+	assert_true(ak("predict", forged, g_images.input, NULL) != 0);
+	tu_assert_contains(g_err, "the weights overflow");
+	assert_rc(ak("export", forged, "--onnx", model, NULL), 2);
+	snprintf(line, sizeof(line), "akkctl: %s: the weights overflow: layer 'g2.l3.dense' "
+		 "gives an infinite value on a probe input (every network input -1 or +1)\n",
+		 forged);
+	assert_string_equal(g_err, line);
+	assert_string_equal(g_out, "");
+	assert_false(tu_exists(model));
+	no_temp_files(g_dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_kind_has_an_export_hook),
 		cmocka_unit_test(kind_without_hook_is_refused),
 		cmocka_unit_test(bad_input),
+		cmocka_unit_test(overflowing_weights_are_refused),
 		cmocka_unit_test(mlp),
 		cmocka_unit_test(lenet),
 		cmocka_unit_test(batchnorm_net),
 		cmocka_unit_test(activations_net),
 		cmocka_unit_test(resnet),
+		cmocka_unit_test(sigmoid_net),
+		cmocka_unit_test(regression_net),
+		cmocka_unit_test(vector_net),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

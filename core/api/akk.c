@@ -44,6 +44,7 @@ struct akk_lib_model {
 					 * state, read-only after open */
 	struct akk_preprocess pre;
 	int regression;
+	enum akk_output_kind output;	/* nn/loss.h: what out holds */
 	char **class_names;		/* plan.classes, or NULL */
 	/* Workspaces of finished calls, for the next ones: reused rather
 	 * than allocated and zeroed per call (some MB for 256 samples; for
@@ -141,6 +142,7 @@ akk_model *akk_open(const char *path, char *err, size_t errlen)
 			goto fail;
 	}
 	m->regression = checkpoint_regression(&ck);
+	m->output = akk_loss_output(m->spec.loss, m->regression);
 	if ((names = checkpoint_class_names(&ck))) {
 		m->class_names = calloc(m->plan.classes, sizeof(char *));
 		for (int k = 0; m->class_names && k < m->plan.classes && k < ck.nclass_names; k++)
@@ -358,10 +360,7 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 						s + j + 1);
 					goto out;
 				}
-			if (m->regression)
-				memcpy(o, row, C * sizeof(float));
-			else
-				akk_softmax_row(o, row, C);
+			akk_output_row(m->output, o, row, C);
 		}
 	}
 	rc = 0;

@@ -69,8 +69,9 @@ const char *akk_class_name(const akk_model *m, int k);
 /* Predict the samples in x: nx raw values, a whole number of samples of
  * akk_input_size(m) values each, sample after sample (channels first).
  * out (room for nout floats) receives akk_outputs(m) floats per sample:
- * the probability of every class (softmax), or the predicted values for
- * regression. Returns 0, or -1 with a message in err: nx not a whole
+ * the probability of every class (softmax; for a network trained with
+ * sigmoid_cross_entropy each class's own sigmoid), or the predicted
+ * values for regression. Returns 0, or -1 with a message in err: nx not a whole
  * number of samples (the input has the wrong shape), out too small, out
  * of memory, a non-finite output. */
 int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,

@@ -5,6 +5,7 @@
  * point into each other as protobuf-c expects. */
 #include "io/onnx.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "base/file.h"
 #include "data/batch.h"
 #include "nn/export.h"
+#include "nn/loss.h"
 
 struct onnx {
 	void **blocks;		/* everything allocated, freed by onnx_release */
@@ -271,7 +273,80 @@ int akk_onnx_check(const struct akk_model *m, const char *path,
 	return 0;
 }
 
-/* Preprocessing, every layer, softmax: the nodes and initializers. */
+int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gates,
+			  const char *path, struct akk_err *e)
+{
+	size_t in = (size_t)akk_shape_size(m->spec->input);
+	float *x = malloc(2 * in * sizeof(*x));
+	const float *h;
+	int rc = 0;
+
+	if (!x)
+		return akk_err_set(e, "out of memory");
+	for (size_t k = 0; k < in; k++) {
+		x[k] = -1;
+		x[in + k] = 1;
+	}
+	h = x;
+	for (int gi = 0; gi < m->ngates && !rc; gi++) {
+		struct akk_gate *g = gates[gi];
+
+		h = akk_gate_eval(g, 0, h, 2);
+		/* every layer's output, in order: the first that is not
+		 * finite is where the values overflow */
+		for (int li = 0; li < g->plan->nlayers && !rc; li++) {
+			const struct akk_layer *l = &g->layers[li];
+			const float *y = g->evals[0].act +
+					 2 * g->act_off[l->act_out ? li + 1 : li];
+			size_t n = 2 * (size_t)akk_shape_size(l->out);
+
+			if (akk_gate_fused_away(g, li))
+				continue;
+			for (size_t k = 0; k < n; k++)
+				if (!isfinite(y[k])) {
+					rc = akk_err_at(e, path, 0, 0, "the weights overflow: layer 'g%d.l%d.%s' "
+							"gives %s on a probe input (every network input -1 or +1)",
+							gi + 1, li + 1, l->ops->name,
+							isnan(y[k]) ? "NaN" : "an infinite value");
+					break;
+				}
+		}
+	}
+	free(x);
+	return rc;
+}
+
+static enum akk_output_kind output_kind(const struct akk_model *m)
+{
+	return akk_loss_output(m->spec->loss, m->spec->data.task == AKK_TASK_REGRESSION);
+}
+
+const char *akk_onnx_output(const struct akk_model *m)
+{
+	return output_kind(m) == AKK_OUTPUT_VALUES ? AKK_ONNX_VALUES : AKK_ONNX_OUTPUT;
+}
+
+/* The last node: the last layer's output cur turned into the graph's
+ * output as predict turns it (nn/loss.h, akk_loss_output). */
+static int output_node(struct akk_graph_sink *g, const struct akk_model *m,
+		       const char *cur, struct akk_err *e)
+{
+	const char *out = akk_onnx_output(m);
+	struct akk_attr axis = AKK_ATTR_I("axis", 1);
+
+	switch (output_kind(m)) {
+	case AKK_OUTPUT_VALUES:
+		return g->node(g, "Identity", &cur, 1, &out, 1, NULL, 0, e);
+	case AKK_OUTPUT_SIGMOID:
+		return g->node(g, "Sigmoid", &cur, 1, &out, 1, NULL, 0, e);
+	case AKK_OUTPUT_SOFTMAX:
+		break;
+	}
+	return g->node(g, "Softmax", &cur, 1, &out, 1, &axis, 1, e);
+}
+
+/* Preprocessing, every layer, the output node: the nodes and
+ * initializers. */
 static int build_graph(struct akk_graph_sink *g,
 		       const struct akk_onnx_source *src, struct akk_err *e)
 {
@@ -282,7 +357,6 @@ static int build_graph(struct akk_graph_sink *g,
 	const char *mul_in[2] = { AKK_ONNX_INPUT, "preprocess.scale" };
 	const char *add_in[2] = { "preprocess.scaled", "preprocess.shift" };
 	const char *mul_out = "preprocess.scaled", *add_out = "preprocess";
-	struct akk_attr axis = AKK_ATTR_I("axis", 1);
 
 	for (int i = 0; i < in.rank; i++)
 		dims[i] = in.d[i];
@@ -306,8 +380,7 @@ static int build_graph(struct akk_graph_sink *g,
 			memcpy(cur, next, sizeof(cur));
 		}
 	}
-	const char *sm_in = cur, *sm_out = AKK_ONNX_OUTPUT;
-	return g->node(g, "Softmax", &sm_in, 1, &sm_out, 1, &axis, 1, e);
+	return output_node(g, m, cur, e);
 }
 
 int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
@@ -328,7 +401,7 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	if (akk_onnx_check(src->m, "", e) || build_graph(&sink, src, e))
 		goto out;
 	gin = value_info(&o, AKK_ONNX_INPUT, src->m->spec->input);
-	gout = value_info(&o, AKK_ONNX_OUTPUT, out);
+	gout = value_info(&o, akk_onnx_output(src->m), out);
 	if (!gin || !gout) {
 		akk_err_set(e, "out of memory");
 		goto out;

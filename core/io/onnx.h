@@ -7,9 +7,13 @@
  * as its first nodes, Mul and Add; then every layer's evaluation forward
  * through the layer kind's export hook (nn/export.h), named after the
  * checkpoint's tensors ("g1.l2.dense", its weight "g1.l2.dense.weight");
- * and last a Softmax over the classes into the one output,
- * "probabilities", float32 [N, classes]. The encoding is protobuf-c's,
- * from Debian libonnx-dev's onnx.proto, generated at build time. */
+ * and last the node that turns the last layer's output into what
+ * `akkctl predict` and libakk give (nn/loss.h, akk_loss_output): a
+ * Softmax over the classes, a Sigmoid per output for a network trained
+ * with sigmoid cross-entropy, into the one output "probabilities",
+ * float32 [N, classes]; or for a regression network an Identity into
+ * "values", float32 [N, outputs]. The encoding is protobuf-c's, from
+ * Debian libonnx-dev's onnx.proto, generated at build time. */
 #ifndef AKK_ONNX_H
 #define AKK_ONNX_H
 
@@ -23,7 +27,8 @@
 #define AKK_ONNX_OPSET 13
 #define AKK_ONNX_IR_VERSION 7
 #define AKK_ONNX_INPUT "input"
-#define AKK_ONNX_OUTPUT "probabilities"
+#define AKK_ONNX_OUTPUT "probabilities"	/* a classifier's output */
+#define AKK_ONNX_VALUES "values"		/* a regression network's */
 
 /* The input preprocessing of checkpoint c (its stored config parsed into
  * s) as a per-feature affine map: a[i], b[i] for the n values of one
@@ -40,6 +45,20 @@ int akk_onnx_input_map(const struct akk_checkpoint *c,
  * and its gate and layer. */
 int akk_onnx_check(const struct akk_model *m, const char *path,
 		   struct akk_err *e);
+
+/* The name of m's graph output: AKK_ONNX_VALUES for a regression
+ * network, else AKK_ONNX_OUTPUT. */
+const char *akk_onnx_output(const struct akk_model *m);
+
+/* Whether m's outputs stay finite with the weights in gates (m->ngates,
+ * each with max_batch >= 2 and one evaluation tape): two probe samples,
+ * every network input (after preprocessing) -1 in one and +1 in the other,
+ * go through every layer in evaluation mode; fails at path naming the
+ * first layer ("g1.l3.dense", the prefix of its tensors' names) whose
+ * output is not finite. The check eval and predict make on their data,
+ * made without data, before an export. */
+int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gates,
+			  const char *path, struct akk_err *e);
 
 struct akk_onnx_source {
 	const struct akk_model *m;

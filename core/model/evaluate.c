@@ -67,7 +67,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 					best = k;
 			res->confusion[(size_t)b.labels[j] * C + best]++;
 			if (fn) {
-				akk_softmax_row(prob, row, C);
+				akk_output_row(akk_loss_output(m->spec->loss, 0), prob, row, C);
 				if (fn(ctx, i * bs + j, b.labels[j], best, prob[best])) {
 					akk_err_set(e, "cannot write the predictions");
 					goto out;

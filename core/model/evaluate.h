@@ -24,8 +24,9 @@ struct akk_eval_result {
 };
 
 /* Called for every sample in order: its index in the dataset, label,
- * predicted class and that class's softmax probability (classification
- * only: not called for regression). */
+ * predicted class and that class's probability, as predict gives it
+ * (nn/loss.h, akk_output_row; classification only: not called for
+ * regression). */
 typedef int (*akk_prediction_fn)(void *ctx, long index, int label,
 				 int predicted, float prob);
 

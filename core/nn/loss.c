@@ -38,6 +38,33 @@ void akk_softmax_row(float *p, const float *logits, int D)
 		p[j] = (float)(exp((double)logits[j] - mx) / sum);
 }
 
+enum akk_output_kind akk_loss_output(enum akk_loss_kind k, int regression)
+{
+	if (regression)
+		return AKK_OUTPUT_VALUES;
+	return k == AKK_LOSS_SIGMOID_CE ? AKK_OUTPUT_SIGMOID : AKK_OUTPUT_SOFTMAX;
+}
+
+void akk_output_row(enum akk_output_kind kind, float *p, const float *logits,
+		    int D)
+{
+	switch (kind) {
+	case AKK_OUTPUT_VALUES:
+		memmove(p, logits, (size_t)D * sizeof(*p));
+		break;
+	case AKK_OUTPUT_SIGMOID:
+		/* written so that exp never overflows */
+		for (int j = 0; j < D; j++) {
+			double x = logits[j];
+			p[j] = (float)(x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)));
+		}
+		break;
+	case AKK_OUTPUT_SOFTMAX:
+		akk_softmax_row(p, logits, D);
+		break;
+	}
+}
+
 /* Index of the first largest logit of a row. */
 static int argmax(const float *z, int D)
 {

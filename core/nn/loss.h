@@ -54,4 +54,25 @@ double akk_reg_r2(const struct akk_reg_sums *s);
 /* Softmax probabilities of one row (for eval's predictions). */
 void akk_softmax_row(float *p, const float *logits, int D);
 
+/* What a trained network's outputs are turned into for its users
+ * (predict, libakk, eval's predictions and the ONNX export all follow
+ * this one rule): a regression network's outputs are its predicted
+ * values, as they are; a network trained with sigmoid cross-entropy
+ * gives each output's own probability, sigmoid(z); every other
+ * classifier (softmax cross-entropy, or mse, mae or huber against the
+ * one-hot label) the softmax over its outputs. */
+enum akk_output_kind {
+	AKK_OUTPUT_VALUES,
+	AKK_OUTPUT_SIGMOID,
+	AKK_OUTPUT_SOFTMAX,
+};
+
+/* The output kind of a network trained with loss k; regression: its
+ * data.task is regression. */
+enum akk_output_kind akk_loss_output(enum akk_loss_kind k, int regression);
+
+/* One row of D outputs turned into p (D) as kind says. */
+void akk_output_row(enum akk_output_kind kind, float *p, const float *logits,
+		    int D);
+
 #endif

@@ -3,8 +3,9 @@
 #
 # Each FILE must load and pass onnx.checker.check_model with full_check
 # (which runs shape inference), use the default opset 13 or later, and
-# have one input "input" and one output "probabilities" whose first
-# dimension is the symbolic "N". Prints "ok FILE" per model; exit status
+# have one input "input" and one output, "probabilities" (a classifier)
+# or "values" (a regression network), whose first dimension is the
+# symbolic "N". Prints "ok FILE" per model; exit status
 # 0 all pass, 1 one fails (the reason on stderr), 3 when python3-onnx is
 # not installed (the test then skips).
 import sys
@@ -23,9 +24,10 @@ def check(path):
     if opsets.get("", 0) < 13:
         raise ValueError(f"default opset {opsets.get('', 0)}, want 13 or later")
     g = model.graph
-    for what, vals, name in (("input", g.input, "input"), ("output", g.output, "probabilities")):
-        if [v.name for v in vals] != [name]:
-            raise ValueError(f"{what}s {[v.name for v in vals]}, want ['{name}']")
+    for what, vals, names in (("input", g.input, ["input"]),
+                              ("output", g.output, ["probabilities", "values"])):
+        if len(vals) != 1 or vals[0].name not in names:
+            raise ValueError(f"{what}s {[v.name for v in vals]}, want one of {names}")
         dim0 = vals[0].type.tensor_type.shape.dim[0]
         if dim0.dim_param != "N":
             raise ValueError(f"{what} batch dimension {dim0}, want 'N'")
