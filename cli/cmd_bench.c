@@ -30,6 +30,7 @@
 #include "config/spec.h"
 #include "data/synthetic.h"
 #include "runtime/world.h"
+#include "base/load.h"
 #include "bench_gemm.h"
 #include "tensor/gemm_xsmm.h"
 
@@ -89,6 +90,18 @@ static void on_progress(void *ctx, const struct akk_progress *p)
 	(void)p;
 	if (b->steps_limit && ++b->steps_done == b->steps_limit)
 		akk_run_interrupt(b->run);
+}
+
+/* What weak kernels or a busy machine (load, the load average, above
+ * cores) do to the figures below: a warning line each. */
+static void bench_caveats(double load, int cores)
+{
+	char line[768];
+
+	if (akk_kernels_caveat(&cli_kernels, line, sizeof(line)))
+		printf("%s\n", line);
+	if (akk_load_caveat(load, cores, line, sizeof(line)))
+		printf("%s\n", line);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -514,7 +527,7 @@ int cmd_bench(int argc, char **argv)
 	};
 	const char *config = NULL, *csv = NULL, *trace = NULL, *mode = "both";
 	const char **sets = calloc(argc + 2, sizeof(*sets));
-	char conc_set[64], gemm_lib[160];
+	char conc_set[64], gemm_lib[768];
 	int epochs = 3, steps = 0, threads = 0, hops = 0, nsets = 0, c, noval = 0;
 	int rc = EXIT_USAGE, synthetic = 0, nmodes = 0, layers = 0, profile = 1;
 	double *pred = NULL;	/* gates: {auto: N}: each gate's predicted share */
@@ -680,12 +693,14 @@ int cmd_bench(int argc, char **argv)
 			       s.data.train_images ? s.data.train_images : "(none)", train.n, val.n);
 		else
 			printf("data: %zu training, %zu validation samples\n", train.n, val.n);
-		akk_gemm_library(gemm_lib, sizeof(gemm_lib));
+		akk_gemm_library(gemm_lib, sizeof(gemm_lib), &cli_kernels);
 		printf("matrix products: %s\n", gemm_lib);
-		printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n\n",
+		printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n",
 		       steps ? "steps per mode given by --steps" : "epochs are the repeats",
 		       akk_cores(), s.sched.conc_train, s.sched.conc_val,
 		       s.sched.stashing ? ", weight stashing" : "");
+		bench_caveats(akk_load_now(), akk_cores());
+		printf("\n");
 	}
 	for (int i = 0; akk_mode_name((enum akk_mode)i); i++)
 		if (!strcmp(mode, "both") || !strcmp(mode, akk_mode_name((enum akk_mode)i)))

@@ -34,6 +34,7 @@
 #include "runtime/schedule.h"
 #include "config/spec.h"
 #include "runtime/world.h"
+#include "tensor/gemm_xsmm.h"
 #include "train_folds.h"
 
 struct train_ui {
@@ -779,6 +780,12 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 		 * own setup (memory, threads, the metrics file) */
 		if (!(run = akk_run_create(&m, &train, have_val ? &val : NULL, &cfg, &e)))
 			goto report;
+	}
+	if (!ui.quiet) {
+		char lib[768];
+
+		akk_gemm_library(lib, sizeof(lib), &cli_kernels);
+		fprintf(stderr, "matrix products: %s\n", lib);
 	}
 	if (resume && !start_over) {
 		if (akk_run_restore(run, &ck, ckpath, &e)) {
