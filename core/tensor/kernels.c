@@ -148,14 +148,22 @@ static void this_process(struct akk_kernels_in *in, char *v, int size, int mode)
 	in->mode = mode ? getenv("AKKCTL_KERNELS") : NULL;
 }
 
-/* Switch OpenBLAS's table to name as its constructor would with
- * OPENBLAS_CORETYPE=name (unset before and after); 1 when it took. */
-static int switch_to(const char *name)
+int akk_kernels_switch(const char *name)
 {
+	char *saved = getenv("OPENBLAS_CORETYPE");
+	char keep[AKK_KERNELS_NAME * 2];
+
+	if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit)
+		return 0;
+	if (saved)
+		snprintf(keep, sizeof(keep), "%s", saved);
 	setenv("OPENBLAS_CORETYPE", name, 1);
 	gotoblas_dynamic_quit();
 	gotoblas_dynamic_init();
-	unsetenv("OPENBLAS_CORETYPE");
+	if (saved)
+		setenv("OPENBLAS_CORETYPE", keep, 1);
+	else
+		unsetenv("OPENBLAS_CORETYPE");
 	return !strcasecmp(openblas_get_corename(), name);
 }
 
@@ -170,14 +178,12 @@ int akk_kernels_choose(struct akk_kernels *k, struct akk_err *e)
 		return -1;
 	if (k->why != AKK_KERNELS_RAISED)
 		return 0;
-	if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit) {
-		k->why = AKK_KERNELS_STUCK;
-		return 0;
-	}
-	for (i = 0; i < k->nwant && !switch_to(k->want[i]); i++)
+	/* strongest first; a set an older or trimmed OpenBLAS lacks does
+	 * not take (its core name says so) */
+	for (i = 0; i < k->nwant && !akk_kernels_switch(k->want[i]); i++)
 		;
 	if (i == k->nwant) {
-		switch_to(k->library);	/* none took: back to the library's */
+		akk_kernels_switch(k->library);	/* none took: back to the library's */
 		k->why = AKK_KERNELS_STUCK;
 	}
 	copy(k->running, openblas_get_corename());

@@ -79,6 +79,13 @@ int akk_kernels_weak(const struct akk_kernels *k);
  * thread computes: OpenBLAS's kernel table is the process's. Returns -1
  * only for a bad AKKCTL_KERNELS. */
 int akk_kernels_choose(struct akk_kernels *k, struct akk_err *e);
+/* Switch OpenBLAS to the kernel set name in this running process, as its
+ * constructor would with OPENBLAS_CORETYPE=name (the environment left as
+ * it was). Returns 1 when it took (OpenBLAS's core name is name now), 0
+ * when not: an unknown or trimmed-out name (OpenBLAS then runs a fallback
+ * set of its own), or a library that cannot switch. Only while no other
+ * thread computes, and only to a set the CPU can run (base/cpu.h). */
+int akk_kernels_switch(const char *name);
 /* The same decision for a process that must not switch (a library inside
  * a host program): k->running is what runs, k->best what to ask for.
  * AKKCTL_KERNELS is not read. */
