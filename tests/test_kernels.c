@@ -371,6 +371,24 @@ static void library_limits(void **state)
 	assert_int_equal(akk_kernels_tier("Zen5"), -1);
 }
 
+/* A library that could not switch: the report and bench say what to set
+ * before starting. */
+static void stuck_says_what_to_set(void **state)
+{
+	struct akk_kernels k = decide(emerald_rapids(), "Prescott", NULL, NULL);
+	char line[512];
+
+	(void)state;
+	k.why = AKK_KERNELS_STUCK;	/* as akk_kernels_choose leaves it */
+	akk_kernels_describe(&k, line, sizeof(line));
+	assert_string_equal(line, "OpenBLAS 0.3.21: Prescott kernels (the library's choice: this "
+			    "OpenBLAS cannot switch to Cooperlake in a running program; the CPU "
+			    "has AVX-512 with BF16: set OPENBLAS_CORETYPE=Cooperlake before "
+			    "starting)");
+	assert_int_equal(akk_kernels_caveat(&k, line, sizeof(line)), 1);
+	assert_non_null(strstr(line, "(set OPENBLAS_CORETYPE before starting)"));
+}
+
 /* Every simulated CPU, with every pick the library could make, ends on
  * kernels as strong as the CPU allows. */
 static void no_cpu_runs_weaker_kernels_than_it_can(void **state)
@@ -514,6 +532,7 @@ int main(void)
 		cmocka_unit_test(user_choice_is_honoured),
 		cmocka_unit_test(keep_library_mode),
 		cmocka_unit_test(library_limits),
+		cmocka_unit_test(stuck_says_what_to_set),
 		cmocka_unit_test(no_cpu_runs_weaker_kernels_than_it_can),
 		cmocka_unit_test(switch_in_process),
 		cmocka_unit_test(load_caveat),
