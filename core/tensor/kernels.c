@@ -150,20 +150,21 @@ static void this_process(struct akk_kernels_in *in, char *v, int size, int mode)
 
 int akk_kernels_switch(const char *name)
 {
-	char *saved = getenv("OPENBLAS_CORETYPE");
-	char keep[AKK_KERNELS_NAME * 2];
+	const char *env = getenv("OPENBLAS_CORETYPE");
+	char *saved = env ? strdup(env) : NULL;
 
-	if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit)
+	if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || (env && !saved)) {
+		free(saved);
 		return 0;
-	if (saved)
-		snprintf(keep, sizeof(keep), "%s", saved);
+	}
 	setenv("OPENBLAS_CORETYPE", name, 1);
 	gotoblas_dynamic_quit();
 	gotoblas_dynamic_init();
 	if (saved)
-		setenv("OPENBLAS_CORETYPE", keep, 1);
+		setenv("OPENBLAS_CORETYPE", saved, 1);
 	else
 		unsetenv("OPENBLAS_CORETYPE");
+	free(saved);
 	return !strcasecmp(openblas_get_corename(), name);
 }
 
