@@ -9,9 +9,8 @@
  * is read at every call, the work buffers and threads do not depend on
  * it. They are referenced weakly: an OpenBLAS without them leaves the
  * library's pick, reported as STUCK. Re-executing the program with the
- * variable set does the same at the cost of a second start (a few
- * milliseconds), and loses tools that do not follow exec (valgrind);
- * the switch costs microseconds. */
+ * variable set does the same at the cost of a second start (9 ms here),
+ * and loses tools that do not follow exec (valgrind). */
 #include "tensor/kernels.h"
 
 #include <cblas.h>
