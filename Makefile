@@ -157,31 +157,14 @@ test:
 		$(B)/akkctl $(TESTS)
 	@$(call run_tests,,$(TESTS),AKKCTL=$(B)/akkctl AKK_BUILD=$(B))
 
-# The suite under each of OpenBLAS's kernel choices: its own (the variable
-# unset) and each forced OPENBLAS_CORETYPE the CPU can run; each run says
-# which kernels OpenBLAS took, the end lists every choice's failed programs.
-OPENBLAS_KERNELS ?= default Haswell SkylakeX Cooperlake
+# The suite under each OpenBLAS kernel choice akkctl can make
+# (tests/test_kernels.sh): akkctl's own with the library's pick, akkctl's
+# choice forced, and each set it can choose that this CPU runs; the end
+# lists every choice's failed programs. OPENBLAS_KERNELS="default Haswell"
+# runs only those.
+OPENBLAS_KERNELS ?=
 test-kernels: $(B)/akkctl $(TESTS)
-	@failed=; nk=0; for k in $(OPENBLAS_KERNELS); do \
-		case $$k in \
-		default) need=; set -- env -u OPENBLAS_CORETYPE ;; \
-		Haswell) need=avx2; set -- env OPENBLAS_CORETYPE=$$k ;; \
-		SkylakeX) need=avx512f; set -- env OPENBLAS_CORETYPE=$$k ;; \
-		Cooperlake) need=avx512_bf16; set -- env OPENBLAS_CORETYPE=$$k ;; \
-		*) need=; set -- env OPENBLAS_CORETYPE=$$k ;; \
-		esac; \
-		if [ -n "$$need" ] && ! grep -qw "$$need" /proc/cpuinfo; then \
-			echo "=== OpenBLAS kernels $$k: skipped, this CPU has no $$need"; continue; fi; \
-		nk=$$((nk+1)); echo "=== OpenBLAS kernels $$k ($$("$$@" OPENBLAS_VERBOSE=2 \
-			$(B)/akkctl help 2>&1 >/dev/null | grep '^Core:'))"; \
-		{ "$$@" $(MAKE) --no-print-directory test 2>&1; echo $$? >$(B)/kernels.rc; } | \
-			tee $(B)/kernels.log; \
-		if [ "$$(cat $(B)/kernels.rc)" != 0 ]; then failed="$$failed$$(printf '\n  %s: %s' $$k \
-			"$$(grep '^FAILED: ' $(B)/kernels.log | tail -n 1 | sed 's/^FAILED: //')")"; fi; \
-	done; rm -f $(B)/kernels.rc $(B)/kernels.log; \
-	if [ -n "$$failed" ]; then echo "test-kernels: FAILED with $$(echo "$$failed" | grep -c .) of $$nk" \
-		"OpenBLAS kernel choices:$$failed"; exit 1; fi; \
-	echo "test-kernels: the suite passed with each of $$nk OpenBLAS kernel choices"
+	@MAKE='$(MAKE)' sh tests/test_kernels.sh $(B) $(OPENBLAS_KERNELS)
 
 check:
 	$(MAKE) B=build/asan OPT="-O1 -g" \

@@ -2,9 +2,11 @@
  *
  * The products are those the shipped configs do per batch (the layers'
  * akk_sgemm calls: dense forward NT, weight gradient TN, input gradient NN;
- * conv forward NN per sample, weight gradient NT, input gradient TN). Each
- * round runs one child process per OpenBLAS kernel choice (OPENBLAS_CORETYPE
- * is read once, when OpenBLAS loads), the choices one after the other;
+ * conv forward NN per sample, weight gradient NT, input gradient TN), and
+ * one square product of 1024 (the rate the kernels reach on a large one). Each
+ * round runs one child process per OpenBLAS kernel choice, the library's
+ * own (AKKCTL_KERNELS=library) and akkctl's (tensor/kernels.h), the
+ * choices one after the other;
  * inside a child the two libraries alternate shape by shape, the first of
  * the pair swapped every round. The parent prints the median over rounds. */
 #include "bench_gemm.h"
@@ -19,6 +21,8 @@
 #include "cli.h"
 #include "tensor/gemm_xsmm.h"
 #include "tensor/tensor.h"
+
+#define SQUARE 1024
 
 struct shape {
 	const char *net, *what;
@@ -61,6 +65,7 @@ static const struct shape shapes[] = {
 	{ "lenet", "dense3 fwd", 0, 1, 64, 10, 84, 1 },
 	{ "lenet", "dense3 dW", 1, 0, 10, 84, 64, 1 },
 	{ "lenet", "dense3 dx", 0, 0, 64, 84, 10, 0 },
+	{ "square", "sgemm", 0, 0, SQUARE, SQUARE, SQUARE, 0 },
 };
 #define NSHAPES ((int)(sizeof(shapes) / sizeof(shapes[0])))
 #define MAX_ROUNDS 51
@@ -69,7 +74,9 @@ static const struct shape shapes[] = {
 #define SLICE 0.004
 #define SLICES 5
 
-static const char *const kernels[] = { NULL, "Haswell" };	/* NULL: default */
+/* The environment of each choice's child: the library's kernels, then
+ * akkctl's (the same set when the library's pick is the best already). */
+static const char *const kernels[] = { "AKKCTL_KERNELS=library", "-u AKKCTL_KERNELS" };
 #define NKERNELS 2
 
 struct buffers {
@@ -133,19 +140,19 @@ static void rates(const struct shape *s, const struct buffers *b, int first,
 static int child_round(int round)
 {
 	struct buffers b;
-	char lib[160];
+	char lib[768];
 
 	akk_float_mode();
-	b.A = akk_alloc(400 * 800);
-	b.B = akk_alloc(400 * 800);
-	b.C = akk_alloc(400 * 800);
+	b.A = akk_alloc(SQUARE * SQUARE);
+	b.B = akk_alloc(SQUARE * SQUARE);
+	b.C = akk_alloc(SQUARE * SQUARE);
 	if (!b.A || !b.B || !b.C)
 		return cli_errorf(EXIT_RUNTIME, "out of memory");
-	for (long i = 0; i < 400 * 800; i++) {
+	for (long i = 0; i < SQUARE * SQUARE; i++) {
 		b.A[i] = (float)(i * 7919 % 97) / 97 - 0.5f;
 		b.B[i] = (float)(i * 104729 % 89) / 89 - 0.5f;
 	}
-	akk_gemm_library(lib, sizeof(lib));
+	akk_gemm_library(lib, sizeof(lib), &cli_kernels);
 	printf("library %s\n", lib);
 	for (int i = 0; i < NSHAPES; i++) {
 		double r[2];
@@ -175,8 +182,8 @@ static double median(double *v, int n)
 int bench_gemm(int rounds)
 {
 	static double res[NKERNELS][NSHAPES][2][MAX_ROUNDS];
-	char exe[PATH_MAX], cmd[PATH_MAX + 128], line[256];
-	char libname[NKERNELS][256] = { "", "" };
+	char exe[PATH_MAX], cmd[PATH_MAX + 128], line[1024];
+	char libname[NKERNELS][1024] = { "", "" };
 	const char *child = getenv("AKK_BENCH_GEMM_ROUND");
 	ssize_t n;
 
@@ -193,9 +200,8 @@ int bench_gemm(int rounds)
 			FILE *f;
 			int got = 0;
 
-			snprintf(cmd, sizeof(cmd), "%s%s AKK_BENCH_GEMM_ROUND=%d '%s' bench --gemm",
-				 kernels[k] ? "env OPENBLAS_CORETYPE=" : "env -u OPENBLAS_CORETYPE",
-				 kernels[k] ? kernels[k] : "", r, exe);
+			snprintf(cmd, sizeof(cmd), "env -u OPENBLAS_CORETYPE %s AKK_BENCH_GEMM_ROUND=%d "
+				 "'%s' bench --gemm", kernels[k], r, exe);
 			fflush(stdout);
 			if (!(f = popen(cmd, "r")))
 				return cli_errorf(EXIT_RUNTIME, "cannot run '%s'", cmd);

@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "config/spec.h"
 #include "runtime/world.h"
+#include "tensor/kernels.h"
 
 /* Exit codes (akkctl(1)). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
@@ -34,6 +35,9 @@ struct cli_command {
 };
 
 extern const struct cli_command cli_commands[];
+/* The OpenBLAS kernels this process runs and why, chosen first thing in
+ * main (tensor/kernels.h); check, bench and train report them. */
+extern struct akk_kernels cli_kernels;
 
 /* Print "akkctl: <formatted err>" on stderr; returns code. */
 int cli_report(const struct akk_err *e, int code);

@@ -31,6 +31,7 @@
 #include "config/spec.h"
 #include "data/synthetic.h"
 #include "runtime/world.h"
+#include "base/load.h"
 #include "bench_gemm.h"
 #include "tensor/gemm_xsmm.h"
 
@@ -90,6 +91,18 @@ static void on_progress(void *ctx, const struct akk_progress *p)
 	(void)p;
 	if (b->steps_limit && ++b->steps_done == b->steps_limit)
 		akk_run_interrupt(b->run);
+}
+
+/* What weak kernels or a busy machine (load, the load average, above
+ * cores) do to the figures below: a warning line each. */
+static void bench_caveats(double load, int cores)
+{
+	char line[768];
+
+	if (akk_kernels_caveat(&cli_kernels, line, sizeof(line)))
+		printf("%s\n", line);
+	if (akk_load_caveat(load, cores, line, sizeof(line)))
+		printf("%s\n", line);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -655,7 +668,7 @@ static int bench_load(struct bench *b)
 static int bench_open(struct bench *b)
 {
 	const struct akk_spec *s = &b->s;
-	char shape[64], gemm_lib[160];
+	char shape[64], gemm_lib[768];
 
 	if (!b->root)
 		b->csv = b->trace = NULL;
@@ -682,12 +695,14 @@ static int bench_open(struct bench *b)
 		       b->val.n);
 	else
 		printf("data: %zu training, %zu validation samples\n", b->train.n, b->val.n);
-	akk_gemm_library(gemm_lib, sizeof(gemm_lib));
+	akk_gemm_library(gemm_lib, sizeof(gemm_lib), &cli_kernels);
 	printf("matrix products: %s\n", gemm_lib);
-	printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n\n",
+	printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n",
 	       b->steps ? "steps per mode given by --steps" : "epochs are the repeats",
 	       akk_cores(), s->sched.conc_train, s->sched.conc_val,
 	       s->sched.stashing ? ", weight stashing" : "");
+	bench_caveats(akk_load_now(), akk_cores());
+	printf("\n");
 	return 0;
 }
 

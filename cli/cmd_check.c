@@ -30,7 +30,7 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 {
 	int K = p->K, V = p->V, bs = s->sched.batch_size, stash = p->stash;
 	int chunk = p->chunk_max > 0 ? p->chunk_max : bs;
-	char shape[64], flops[32], lib[160];
+	char shape[64], flops[32], lib[768];
 	double mem_total = 0, stash_total = 0, train_total = 0;
 
 	akk_shape_format(s->input, shape, sizeof(shape));
@@ -95,7 +95,7 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       p->final_pass ? " and a final drained pass" : "",
 	       p->strict_states ? "strict forward/backward" : "free",
 	       p->compute_threads, p->compute_threads == 1 ? "" : "s", p->mailbox_cap);
-	akk_gemm_library(lib, sizeof(lib));
+	akk_gemm_library(lib, sizeof(lib), &cli_kernels);
 	printf("matrix products: %s\n", lib);
 }
 

@@ -33,6 +33,7 @@
 #include "runtime/schedule.h"
 #include "config/spec.h"
 #include "runtime/world.h"
+#include "tensor/gemm_xsmm.h"
 #include "train_folds.h"
 
 struct train_ui {
@@ -813,6 +814,12 @@ static enum train_next train_configure(struct train_state *st)
 	if (!(st->run = akk_run_create(&st->m, &st->train, st->have_val ? &st->val : NULL,
 				       &cfg, &st->e)))
 		return TRAIN_REPORT;
+	if (!st->ui.quiet) {
+		char lib[768];
+
+		akk_gemm_library(lib, sizeof(lib), &cli_kernels);
+		fprintf(stderr, "matrix products: %s\n", lib);
+	}
 	if (resumed && akk_run_restore(st->run, &st->ck, st->ckpath, &st->e)) {
 		st->rc = EXIT_USAGE;
 		return TRAIN_REPORT;

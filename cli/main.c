@@ -8,6 +8,8 @@
 
 #include "cli.h"
 
+struct akk_kernels cli_kernels;
+
 const struct cli_command cli_commands[] = {
 	{ "train", cmd_train, CLI_CONFIG,
 	  "usage: akkctl train CONFIG [--mode flip-flop|wheels|pipeline] [--epochs N] [--out DIR]\n"
@@ -425,7 +427,11 @@ int cmd_help(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
+	struct akk_err e;
 
+	/* before anything computes: OpenBLAS's kernel table is the process's */
+	if (akk_kernels_choose(&cli_kernels, &e))
+		return cli_report(&e, EXIT_USAGE);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

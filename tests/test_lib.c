@@ -10,6 +10,7 @@
  * must show verbatim) built with pkg-config against the staged copy and
  * run on MNIST test images, its output equal to `akkctl predict`'s.
  * Skips what needs MNIST when datasets/mnist is missing. */
+#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "io/checkpoint.h"
 #include "forge.h"
 #include "api/akk.h"
+#include "tensor/kernels.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
@@ -98,6 +100,27 @@ static void lib_version(void **state)
 	assert_string_equal(AKK_VERSION, v);	/* the Makefile's VERSION */
 	assert_int_equal(AKK_VERSION_NUMBER,
 			 AKK_VERSION_MAJOR * 10000 + AKK_VERSION_MINOR * 100 + AKK_VERSION_PATCH);
+}
+
+/* The kernels this process runs, and the ones to ask for: 1 exactly when
+ * they are weaker (a forced OPENBLAS_CORETYPE under make test-kernels). */
+static void lib_blas_kernels(void **state)
+{
+	char run[32], rec[32], tiny[4];
+	struct akk_cpu c;
+	int weak;
+
+	(void)state;
+	weak = akk_blas_kernels(run, sizeof(run), rec, sizeof(rec));
+	assert_string_equal(run, openblas_get_corename());
+	assert_int_equal(weak, akk_kernels_tier(run) < akk_kernels_tier(rec));
+	assert_int_equal(weak, strcmp(run, rec) != 0);
+	akk_cpu_this(&c);
+	if (!weak && (c.features & AKK_CPU_AVX2) && akk_kernels_tier(run) >= 0)
+		assert_true(akk_kernels_tier(run) >= 3);
+	/* cut to fit, NULL allowed */
+	assert_int_equal(akk_blas_kernels(tiny, sizeof(tiny), NULL, 0), weak);
+	assert_int_equal(strlen(tiny), strlen(run) < 3 ? strlen(run) : 3);
 }
 
 static void lib_shape(void **state)
@@ -339,15 +362,16 @@ static void lib_install_example(void **state)
 		tu_assert_contains(g_out, "Library soname: [libakk.so.0]");
 		nm = strchr(g_out, '\n') + 1;
 		for (tok = strtok_r(nm, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save), n++) {
-			static const char *const api[] = { "akk_class_name@@AKK_0", "akk_close@@AKK_0",
+			static const char *const api[] = { "akk_blas_kernels@@AKK_0",
+				"akk_class_name@@AKK_0", "akk_close@@AKK_0",
 				"akk_input_shape@@AKK_0", "akk_input_size@@AKK_0", "akk_is_regression@@AKK_0",
 				"akk_open@@AKK_0", "akk_outputs@@AKK_0", "akk_predict@@AKK_0",
 				"akk_version@@AKK_0" };
 
-			assert_true(n < 9);
+			assert_true(n < 10);
 			assert_string_equal(tok, api[n]);
 		}
-		assert_int_equal(n, 9);
+		assert_int_equal(n, 10);
 	}
 	SKIP_WITHOUT_MNIST();
 	/* build the example as akk(3) says, against the staged copy */
@@ -417,6 +441,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lib_version),
+		cmocka_unit_test(lib_blas_kernels),
 		cmocka_unit_test(lib_shape),
 		cmocka_unit_test(lib_predict_equals_cli),
 		cmocka_unit_test(lib_threads),

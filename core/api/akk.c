@@ -20,6 +20,7 @@
 #include "model/gate.h"
 #include "model/model.h"
 #include "nn/loss.h"
+#include "tensor/kernels.h"
 #include "tensor/tensor.h"
 
 /* Samples per forward pass inside akk_predict: a call of any size gives
@@ -92,6 +93,20 @@ static void put_msg(char *err, size_t errlen, const char *fmt, ...)
 const char *akk_version(void)
 {
 	return AKK_VERSION;
+}
+
+int akk_blas_kernels(char *running, size_t runlen, char *recommended, size_t reclen)
+{
+	struct akk_kernels k;
+	int weak;
+
+	akk_kernels_report(&k);
+	weak = akk_kernels_weak(&k);
+	if (running && runlen)
+		snprintf(running, runlen, "%s", k.running);
+	if (recommended && reclen)
+		snprintf(recommended, reclen, "%s", weak ? k.best : k.running);
+	return weak;
 }
 
 akk_model *akk_open(const char *path, char *err, size_t errlen)

@@ -80,6 +80,16 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 /* Free everything the model holds; m may be NULL. */
 void akk_close(akk_model *m);
 
+/* The OpenBLAS kernels the process runs into running ("Zen", "Prescott"),
+ * and into recommended the strongest set this CPU (by its features, not
+ * its model number) and this OpenBLAS can run: the kernels akkctl would
+ * choose, or running itself when that is as strong. Returns 1 when
+ * running is weaker than recommended, else 0. libakk never changes the
+ * host's kernels: OpenBLAS reads OPENBLAS_CORETYPE once, when it loads,
+ * so a host that gets 1 sets OPENBLAS_CORETYPE=<recommended> in its
+ * environment before it starts (or before it dlopens libakk); akk(3). */
+int akk_blas_kernels(char *running, size_t runlen, char *recommended, size_t reclen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,20 +99,24 @@ int akk_xsmm_sgemm(int rule, int trans_a, int trans_b, int M, int N, int K,
 }
 #endif
 
-void akk_gemm_library(char *buf, int size)
+void akk_gemm_library(char *buf, int size, const struct akk_kernels *k)
 {
 	const char *v = OPENBLAS_VERSION;	/* " OpenBLAS 0.3.21 " */
+	char blas[640];
 	int n;
 
 	while (*v == ' ')
 		v++;
 	for (n = (int)strlen(v); n > 0 && v[n - 1] == ' '; n--)
 		;
+	if (k)
+		akk_kernels_describe(k, blas, sizeof(blas));
+	else
+		snprintf(blas, sizeof(blas), "%.*s (%s kernels)", n, v, openblas_get_corename());
 #ifdef AKK_XSMM
-	snprintf(buf, size, "%.*s (%s kernels) + libxsmm %d.%d (%s)", n, v,
-		 openblas_get_corename(), LIBXSMM_VERSION_MAJOR,
+	snprintf(buf, size, "%s + libxsmm %d.%d (%s)", blas, LIBXSMM_VERSION_MAJOR,
 		 LIBXSMM_VERSION_MINOR, libxsmm_get_target_arch());
 #else
-	snprintf(buf, size, "%.*s (%s kernels)", n, v, openblas_get_corename());
+	snprintf(buf, size, "%s", blas);
 #endif
 }

@@ -8,6 +8,8 @@
 #ifndef AKK_GEMM_XSMM_H
 #define AKK_GEMM_XSMM_H
 
+#include "tensor/kernels.h"
+
 /* C = alpha op(A) op(B) + beta C, row-major, as akk_sgemm_here. Computes
  * it with libxsmm and returns 1, or returns 0 and touches nothing: when
  * libxsmm 1.17 cannot (trans_b: its TRANS_A in column-major terms; alpha
@@ -33,7 +35,8 @@ void akk_sgemm_openblas(int trans_a, int trans_b, int M, int N, int K,
 
 /* Write into buf which library serves akk_sgemm_here: "OpenBLAS 0.3.21
  * (SkylakeX kernels) + libxsmm 1.17 (cpx)", or the OpenBLAS part alone in
- * a build without libxsmm. */
-void akk_gemm_library(char *buf, int size);
+ * a build without libxsmm; with k, the OpenBLAS part says why those
+ * kernels run (akk_kernels_describe). */
+void akk_gemm_library(char *buf, int size, const struct akk_kernels *k);
 
 #endif
