@@ -271,3 +271,11 @@ deps-graph:
 
 # Keep test objects between runs.
 .SECONDARY:
+
+# akkctl's convolution layers against oneDNN's on LeNet's shapes
+# (tests/bench_conv.c; libdnnl-dev: sh datasets/deps.sh peers).
+.PHONY: bench-conv
+bench-conv: $(B)/tests/bench_conv
+	$(B)/tests/bench_conv
+$(B)/tests/bench_conv: $(B)/tests/bench_conv.o $(B)/libakk.a
+	$(CC) -o $@ $< $(B)/libakk.a $(LDLIBS_ALL) -ldnnl

@@ -1,5 +1,5 @@
 /* layer_conv2d.c - 2-D convolution (cross-correlation, like torch) by
- * im2col + sgemm.
+ * im2col and small products read in place (tensor/smallmm.h).
  *
  * Input [C, H, W], F filters of k x k, stride s, zero padding p; output
  * [F, Ho, Wo] with Ho = (H + 2p - k) / s + 1 (floor), Wo likewise.
@@ -7,14 +7,16 @@
  * init is torch's: weight and bias U(+-1/sqrt(C k k)); an explicit init kind
  * applies to the weight (fan_in C k k, fan_out F k k) and zeroes the bias.
  *
- * Per sample, the forward unrolls x into col (C k k, Ho Wo) and computes
- * y (F, Ho Wo) = W (F, C k k) col. col is kept in aux (C k k Ho Wo floats a
- * sample, counted in the gate's plan) so the backward does not unroll x
- * again: it adds dy col^T into dW, then computes dcol = W^T dy in the
- * scratch buffer and folds it back into dx (col2im). An evaluation forward
- * (train 0, or no aux) unrolls into the scratch instead. A 1x1, stride 1,
- * unpadded convolution skips the unrolling: col is x itself, and no aux is
- * kept. With act_out (akk_layers_fuse) each sample's output gets the
+ * Per sample, the forward unrolls x into col (C k k, Ho Wo), each row
+ * zero-padded to whole vectors (hwp = akk_smm_pad(Ho Wo) floats), and
+ * computes y (F, Ho Wo) = bias + W (F, C k k) col. col is kept in aux
+ * (C k k hwp floats a sample, counted in the gate's plan) so the backward
+ * does not unroll x again: it copies dy into a padded scratch, adds
+ * dy col^T into dW, then computes dcol = W^T dy in the scratch and folds it
+ * back into dx (col2im). An evaluation forward (train 0, or no aux) unrolls
+ * into the scratch instead. A 1x1, stride 1, unpadded convolution skips the
+ * unrolling: col is x itself, no aux is kept, and the products go through
+ * akk_sgemm. With act_out (akk_layers_fuse) each sample's output gets the
  * activation after the layer in place, and the backward turns each
  * sample's dy into dz through it first. */
 #include "nn/layer.h"
@@ -23,9 +25,11 @@
 #include <string.h>
 
 #include "base/checked.h"
+#include "tensor/smallmm.h"
 
 struct geom {
 	int C, H, W, F, k, s, p, Ho, Wo;
+	int ld;		/* floats a row of col takes: Ho Wo padded */
 };
 
 static struct geom geom_of(const struct akk_layer *l)
@@ -34,7 +38,8 @@ static struct geom geom_of(const struct akk_layer *l)
 
 	return (struct geom){ l->in.d[0], l->in.d[1], l->in.d[2], sp->filters,
 			      sp->kernel, sp->stride, sp->padding,
-			      l->out.d[1], l->out.d[2] };
+			      l->out.d[1], l->out.d[2],
+			      akk_smm_pad(l->out.d[1] * l->out.d[2]) };
 }
 
 static int is_pointwise(const struct geom *g)
@@ -80,15 +85,17 @@ static inline void copy_short(float *d, const float *s, int n)
 }
 
 /* col[(c k + ki) k + kj][oh Wo + ow] = x[c][oh s - p + ki][ow s - p + kj],
- * 0 in the padding. */
-static void im2col(float *col, const float *x, const struct geom *g)
+ * 0 in the padding; rows ld floats apart, zero from Ho Wo to ld. */
+static void im2col(float *col, const float *x, const struct geom *g, int ld)
 {
-	int k = g->k, s = g->s, p = g->p, Wo = g->Wo;
+	int k = g->k, s = g->s, p = g->p, Wo = g->Wo, hw = g->Ho * Wo;
 
 	for (int c = 0; c < g->C; c++)
 		for (int ki = 0; ki < k; ki++)
-			for (int kj = 0; kj < k; kj++) {
+			for (int kj = 0; kj < k; kj++, col += ld - hw) {
 				int lo, hi, off = kj - p;
+				for (int j = hw; j < ld; j++)
+					col[j] = 0;
 				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
 				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
 					int ih = oh * s - p + ki;
@@ -112,16 +119,17 @@ static void im2col(float *col, const float *x, const struct geom *g)
 			}
 }
 
-/* The adjoint of im2col: dx = 0, then every col entry adds into the input
- * element it was read from; padding entries are dropped. */
-static void col2im(float *dx, const float *col, const struct geom *g)
+/* The adjoint of im2col (col's rows ld floats apart): dx = 0, then every
+ * col entry adds into the input element it was read from; padding entries
+ * are dropped. */
+static void col2im(float *dx, const float *col, const struct geom *g, int ld)
 {
-	int k = g->k, s = g->s, p = g->p, Wo = g->Wo;
+	int k = g->k, s = g->s, p = g->p, Wo = g->Wo, hw = g->Ho * Wo;
 
 	memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
 	for (int c = 0; c < g->C; c++)
 		for (int ki = 0; ki < k; ki++)
-			for (int kj = 0; kj < k; kj++) {
+			for (int kj = 0; kj < k; kj++, col += ld - hw) {
 				int lo, hi, off = kj - p;
 				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
 				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
@@ -186,7 +194,7 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 				   "%zux%zu (input %s, padding %d)", k, Hp, Wp,
 				   buf, p);
 	int Ho = (int)((Hp - k) / s + 1), Wo = (int)((Wp - k) / s + 1);
-	size_t ckk, hw, outn, work, np;
+	size_t ckk, hw, hwp, outn, work, np;
 	if (!akk_mul3_ok((size_t)C, (size_t)k, (size_t)k, &ckk) ||
 	    ckk > AKK_MAX_DIM)
 		return akk_err_set(e, "kernel %d over %d channels makes a window "
@@ -196,7 +204,8 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 		return akk_err_set(e, "output [%d, %d, %d] would have more than "
 				   "%zu values", sp->filters, Ho, Wo,
 				   AKK_MAX_DIM);
-	if (!akk_mul_ok(ckk, hw, &work) || work > AKK_MAX_DIM)
+	hwp = (size_t)akk_smm_pad((int)(hw < AKK_MAX_DIM ? hw : AKK_MAX_DIM));
+	if (!akk_mul_ok(ckk, hwp, &work) || work > AKK_MAX_DIM)
 		return akk_err_set(e, "its unrolled input (%zu x %zu) would have "
 				   "more than %zu values", ckk, hw, AKK_MAX_DIM);
 	if (!akk_muladd_ok((size_t)sp->filters, ckk,
@@ -214,9 +223,9 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 	l->nparams = np;
 	l->nstate = 0;
 	/* col is kept for backward (aux); the scratch holds dcol, or col in
-	 * an evaluation forward without aux. */
+	 * an evaluation forward without aux, then a sample's dy padded. */
 	l->aux = (k == 1 && s == 1 && p == 0) ? 0 : work;
-	l->work = l->aux;
+	l->work = l->aux ? work + (size_t)F * hwp : 0;
 	l->flops = 2.0 * F * ckk * hw + (sp->bias ? (double)F * hw : 0);
 	l->nviews = 1;
 	l->views[0] = (struct akk_view){ "weight", 0, 0, 4,
@@ -257,30 +266,55 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 	struct geom g = geom_of(l);
 	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
 	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
-	const float *w = p, *b = p + (size_t)g.F * ckk;
-	int bias = l->spec->bias;
+	const float *w = p, *b = l->spec->bias ? p + (size_t)g.F * ckk : NULL;
 
 	(void)s, (void)rng;
 	for (int i = 0; i < B; i++) {
-		const float *xi = x + i * xs, *col = xi;
+		const float *xi = x + i * xs;
 		float *yi = y + i * ys;
-		if (!is_pointwise(&g)) {
+		if (is_pointwise(&g)) {
+			/* y rows start at the bias; the sgemm adds W x */
+			for (int f = 0; b && f < g.F; f++)
+				for (int j = 0; j < hw; j++)
+					yi[(size_t)f * hw + j] = b[f];
+			akk_sgemm(l->pool, 0, 0, g.F, hw, ckk, 1, w, ckk, xi,
+				  hw, b ? 1.0f : 0.0f, yi, hw);
+		} else {
 			/* evaluation unrolls into the scratch: no page of
 			 * an evaluation tape's aux is ever touched */
 			float *c = aux && train ? aux + (size_t)i * l->aux : work;
-			im2col(c, xi, &g);
-			col = c;
+			im2col(c, xi, &g, g.ld);
+			akk_smm_ab(yi, hw, w, ckk, 1, c, g.ld, b, g.F, hw, ckk);
 		}
-		/* y rows start at the bias; the sgemm adds W col onto them. */
-		if (bias)
-			for (int f = 0; f < g.F; f++)
-				for (int j = 0; j < hw; j++)
-					yi[(size_t)f * hw + j] = b[f];
-		akk_sgemm(l->pool, 0, 0, g.F, hw, ckk, 1, w, ckk, col, hw,
-			  bias ? 1.0f : 0.0f, yi, hw);
 		if (l->act_out)	/* the activation after, while yi is warm */
 			akk_act_fused_forward(l->act_out, yi, 1, train);
 	}
+}
+
+/* One sample's gradients through the unrolled input col (ld floats a
+ * row): dW += dy col^T, db += the rows of dy, and, with dx, dcol = W^T dy
+ * folded into dx. dy is copied into the scratch's tail first, its rows
+ * padded with zeros to ld, as the products read them. */
+static void unrolled_backward(const struct geom *g, float *dx, float *dw,
+			      float *db, float *work, const float *dy,
+			      const float *col, const float *w)
+{
+	int ckk = g->C * g->k * g->k, hw = g->Ho * g->Wo, ld = g->ld;
+	float *dyp = work + (size_t)ckk * ld;
+
+	for (int f = 0; f < g->F; f++) {
+		float *r = dyp + (size_t)f * ld;
+		memcpy(r, dy + (size_t)f * hw, hw * sizeof(*r));
+		for (int j = hw; j < ld; j++)
+			r[j] = 0;
+		if (db)
+			db[f] += row_sum(r, hw);
+	}
+	akk_smm_abt(dw, ckk, dyp, ld, col, ld, g->F, ckk, hw);
+	if (!dx)
+		return;
+	akk_smm_ab(work, ld, w, 1, ckk, dyp, ld, NULL, ckk, hw, g->F);
+	col2im(dx, work, g, ld);
 }
 
 static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
@@ -291,11 +325,12 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	struct geom g = geom_of(l);
 	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
 	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
-	float *dw = dp, *db = dp + (size_t)g.F * ckk;
+	float *dw = dp, *db = l->spec->bias ? dp + (size_t)g.F * ckk : NULL;
 	int pw = is_pointwise(&g);
 
 	for (int i = 0; i < B; i++) {
-		const float *xi = x + i * xs, *dyi = dy + i * ys, *col = xi;
+		const float *xi = x + i * xs, *dyi = dy + i * ys;
+		float *dxi = dx ? dx + i * xs : NULL;
 		int unused;
 		/* act_out: dy and y are the activation's; dz of one sample
 		 * at a time, in act_dy's first row (stays in cache) */
@@ -303,26 +338,20 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 			dyi = akk_act_fused_backward(l->act_out, l->act_dy, dyi,
 						     y + i * ys, 1, NULL, 0,
 						     &unused);
-		if (!pw)
-			col = aux + (size_t)i * l->aux;	/* unrolled by forward */
-		/* dW (F, Ckk) += dy (F, HoWo) col^T (HoWo, Ckk) */
-		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1,
-			  dw, ckk);
-		if (l->spec->bias)
-			for (int f = 0; f < g.F; f++)
-				db[f] += row_sum(dyi + (size_t)f * hw, hw);
-		if (!dx)
+		if (!pw) {	/* col: unrolled by forward */
+			unrolled_backward(&g, dxi, dw, db, work, dyi,
+					  aux + (size_t)i * l->aux, p);
 			continue;
-		/* dcol (Ckk, HoWo) = W^T (Ckk, F) dy (F, HoWo), then col2im. */
-		float *dxi = dx + i * xs;
-		if (pw) {
-			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw,
-				  0, dxi, hw);
-		} else {
-			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw,
-				  0, work, hw);
-			col2im(dxi, work, &g);
 		}
+		/* dW (F, C) += dy (F, HoWo) x^T (HoWo, C) */
+		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, xi, hw, 1,
+			  dw, ckk);
+		for (int f = 0; db && f < g.F; f++)
+			db[f] += row_sum(dyi + (size_t)f * hw, hw);
+		/* dx (C, HoWo) = W^T (C, F) dy (F, HoWo) */
+		if (dxi)
+			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi,
+				  hw, 0, dxi, hw);
 	}
 }
 
