@@ -223,9 +223,10 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 	l->nparams = np;
 	l->nstate = 0;
 	/* col is kept for backward (aux); the scratch holds dcol, or col in
-	 * an evaluation forward without aux, then a sample's dy padded. */
+	 * an evaluation forward without aux, then struct bwd_scratch. */
 	l->aux = (k == 1 && s == 1 && p == 0) ? 0 : work;
-	l->work = l->aux ? work + (size_t)F * hwp : 0;
+	l->work = l->aux ? work + (size_t)F * hwp + (hw + ckk) *
+		  (size_t)akk_smm_pad(sp->filters) : 0;
 	l->flops = 2.0 * F * ckk * hw + (sp->bias ? (double)F * hw : 0);
 	l->nviews = 1;
 	l->views[0] = (struct akk_view){ "weight", 0, 0, 4,
@@ -284,37 +285,59 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 			 * an evaluation tape's aux is ever touched */
 			float *c = aux && train ? aux + (size_t)i * l->aux : work;
 			im2col(c, xi, &g, g.ld);
-			akk_smm_ab(yi, hw, w, ckk, 1, c, g.ld, b, g.F, hw, ckk);
+			akk_smm_ab(yi, hw, w, ckk, 1, c, g.ld, b, 0, g.F, hw, ckk);
 		}
 		if (l->act_out)	/* the activation after, while yi is warm */
 			akk_act_fused_forward(l->act_out, yi, 1, train);
 	}
 }
 
+/* The backward's scratch, after dcol (C k k rows of ld floats): a
+ * sample's dy with rows padded to ld, the same transposed (Ho Wo rows of
+ * fp = F padded to whole vectors), and the batch's dW transposed (C k k
+ * rows of fp), added into dW at the end. */
+struct bwd_scratch {
+	float *dcol, *dyp, *dyt, *dwt;
+	int fp;
+};
+
+static struct bwd_scratch bwd_scratch(const struct geom *g, float *work)
+{
+	int ckk = g->C * g->k * g->k, fp = akk_smm_pad(g->F);
+	struct bwd_scratch s = { work, work + (size_t)ckk * g->ld, NULL, NULL, fp };
+
+	s.dyt = s.dyp + (size_t)g->F * g->ld;
+	s.dwt = s.dyt + (size_t)g->Ho * g->Wo * fp;
+	return s;
+}
+
 /* One sample's gradients through the unrolled input col (ld floats a
- * row): dW += dy col^T, db += the rows of dy, and, with dx, dcol = W^T dy
- * folded into dx. dy is copied into the scratch's tail first, its rows
- * padded with zeros to ld, as the products read them. */
-static void unrolled_backward(const struct geom *g, float *dx, float *dw,
-			      float *db, float *work, const float *dy,
+ * row): db += the rows of dy, dW^T += col dy^T (a product whose rows are
+ * long: C k k by F, over Ho Wo), and, with dx, dcol = W^T dy folded into
+ * dx. */
+static void unrolled_backward(const struct geom *g, float *dx, float *db,
+			      const struct bwd_scratch *s, const float *dy,
 			      const float *col, const float *w)
 {
 	int ckk = g->C * g->k * g->k, hw = g->Ho * g->Wo, ld = g->ld;
-	float *dyp = work + (size_t)ckk * ld;
 
 	for (int f = 0; f < g->F; f++) {
-		float *r = dyp + (size_t)f * ld;
-		memcpy(r, dy + (size_t)f * hw, hw * sizeof(*r));
+		const float *d = dy + (size_t)f * hw;
+		float *r = s->dyp + (size_t)f * ld;
+		memcpy(r, d, hw * sizeof(*r));
 		for (int j = hw; j < ld; j++)
 			r[j] = 0;
+		for (int j = 0; j < hw; j++)
+			s->dyt[(size_t)j * s->fp + f] = d[j];
 		if (db)
 			db[f] += row_sum(r, hw);
 	}
-	akk_smm_abt(dw, ckk, dyp, ld, col, ld, g->F, ckk, hw);
+	akk_smm_ab(s->dwt, s->fp, col, ld, 1, s->dyt, s->fp, NULL, 1, ckk,
+		   s->fp, hw);
 	if (!dx)
 		return;
-	akk_smm_ab(work, ld, w, 1, ckk, dyp, ld, NULL, ckk, hw, g->F);
-	col2im(dx, work, g, ld);
+	akk_smm_ab(s->dcol, ld, w, 1, ckk, s->dyp, ld, NULL, 0, ckk, hw, g->F);
+	col2im(dx, s->dcol, g, ld);
 }
 
 static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
@@ -327,7 +350,12 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
 	float *dw = dp, *db = l->spec->bias ? dp + (size_t)g.F * ckk : NULL;
 	int pw = is_pointwise(&g);
+	struct bwd_scratch sc = bwd_scratch(&g, work);
 
+	if (!pw) {	/* dW^T from 0; dy^T's padding columns stay 0 */
+		memset(sc.dwt, 0, (size_t)ckk * sc.fp * sizeof(float));
+		memset(sc.dyt, 0, (size_t)hw * sc.fp * sizeof(float));
+	}
 	for (int i = 0; i < B; i++) {
 		const float *xi = x + i * xs, *dyi = dy + i * ys;
 		float *dxi = dx ? dx + i * xs : NULL;
@@ -339,7 +367,7 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 						     y + i * ys, 1, NULL, 0,
 						     &unused);
 		if (!pw) {	/* col: unrolled by forward */
-			unrolled_backward(&g, dxi, dw, db, work, dyi,
+			unrolled_backward(&g, dxi, db, &sc, dyi,
 					  aux + (size_t)i * l->aux, p);
 			continue;
 		}
@@ -353,6 +381,9 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi,
 				  hw, 0, dxi, hw);
 	}
+	for (int f = 0; !pw && f < g.F; f++)
+		for (int j = 0; j < ckk; j++)
+			dw[(size_t)f * ckk + j] += sc.dwt[(size_t)j * sc.fp + f];
 }
 
 /* Conv with weight (F, C, k, k) and bias (F), as stored. */

@@ -1,35 +1,53 @@
 /* smallmm.c - small matrix products without packing (see smallmm.h).
  *
- * Each public function is compiled twice (GCC's target_clones): for AVX2
- * and for the x86-64 baseline, the loader picking one for the CPU. The
- * vectors are GCC's generic 8-float vectors, so both versions run the
- * same operations in the same order. */
+ * Each public function has two bodies from one inline source: one
+ * compiled for AVX2 with FMA, one for the x86-64 baseline, and picks by
+ * what the CPU has (__builtin_cpu_supports, a test of a word the runtime
+ * filled when the program loaded). The vectors are GCC's generic 8-float
+ * vectors. The Makefile compiles this file with -ffp-contract=fast: in the
+ * AVX2 body a multiply and the add after it become one FMA. */
 #include "tensor/smallmm.h"
 
-#include <string.h>
+#include <stddef.h>
 
 /* The 32-byte vectors never cross a call (every helper is inlined), so
- * the baseline version's ABI note does not apply. */
+ * the baseline body's ABI note does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v8 __attribute__((vector_size(32)));
+/* The same vector at any float's address, for loads and stores. */
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CLONES __attribute__((target_clones("avx2", "default")))
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2 1
+#define AVX2 __attribute__((target("avx2,fma")))
+static int avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 #else
-#define CLONES
+#define HAVE_AVX2 0
 #endif
 
 #define INLINE static inline __attribute__((always_inline))
-/* Rows of C a block of akk_smm_ab keeps in registers: 4 rows of two
- * vectors, with the two rows of B, the broadcast and the product, fill 12
- * of AVX2's 16 registers (6 rows spill: no fused multiply-add here). */
-#define MR 4
+/* Rows of C a block of akk_smm_ab keeps in registers at most: 6 rows of
+ * two vectors, with the two rows of B and the broadcast, fill 15 of AVX2's
+ * 16 registers; the baseline's 16 half-width registers take 2 rows. */
+#define MR 6
 
 INLINE v8 ld(const float *p)
 {
-	v8 v;
+	return *(const v8u *)p;
+}
 
-	memcpy(&v, p, sizeof(v));
+/* n (1..8) floats from p, the other lanes 0. */
+INLINE v8 ldn(const float *p, int n)
+{
+	v8 v = { 0 };
+
+	if (n == 8)
+		return ld(p);
+	for (int i = 0; i < n; i++)
+		v[i] = p[i];
 	return v;
 }
 
@@ -37,19 +55,24 @@ INLINE v8 ld(const float *p)
 INLINE void st(float *p, v8 v, int n)
 {
 	if (n == 8)
-		memcpy(p, &v, sizeof(v));
+		*(v8u *)p = v;
 	else
 		for (int i = 0; i < n; i++)
 			p[i] = v[i];
 }
 
-/* Rows [0, R) and columns [0, 8 NV) of C's block at (C, B): R and NV are
- * constants at every call, and the accumulators are named variables (an
- * array of them GCC keeps on the stack). ncols of the block's columns are
- * written. */
+/* Rows [0, R) and columns [0, 8 NV) of C's block at (C, B): R, NV and P
+ * are constants at every call, and the accumulators are named variables
+ * (an array of them GCC keeps on the stack). ncols of the block's columns
+ * are read and written: all 8 NV unless P (a partial block at the end). */
 #define AB_INIT(r)							\
 	v8 c##r##0 = (v8){ 0 } + (R > r && bias ? bias[r] : 0.0f);	\
-	v8 c##r##1 = c##r##0;
+	v8 c##r##1 = c##r##0;						\
+	if (R > r && add) {						\
+		c##r##0 = ldn(C + (long)r * ldc, ncols < 8 ? ncols : 8); \
+		if (NV == 2)						\
+			c##r##1 = ldn(C + (long)r * ldc + 8, ncols - 8); \
+	}
 #define AB_FMA(r)							\
 	if (R > r) {							\
 		float a = A[r * am + k * ak];				\
@@ -66,67 +89,94 @@ INLINE void st(float *p, v8 v, int n)
 	}
 
 INLINE void ab_block(float *C, int ldc, const float *A, long am, long ak,
-		     const float *B, int ldb, const float *bias, int K,
-		     const int R, const int NV, int ncols)
+		     const float *B, int ldb, const float *bias, int add,
+		     int K, const int R, const int NV, const int P, int ncols)
 {
-	AB_INIT(0) AB_INIT(1) AB_INIT(2) AB_INIT(3)
+	AB_INIT(0) AB_INIT(1) AB_INIT(2) AB_INIT(3) AB_INIT(4) AB_INIT(5)
 	for (int k = 0; k < K; k++) {
 		const float *b = B + (long)k * ldb;
-		v8 b0 = ld(b), b1 = NV == 2 ? ld(b + 8) : b0;
-		AB_FMA(0) AB_FMA(1) AB_FMA(2) AB_FMA(3)
+		v8 b0 = P && NV == 1 ? ldn(b, ncols) : ld(b);
+		v8 b1 = NV == 1 ? b0 : P ? ldn(b + 8, ncols - 8) : ld(b + 8);
+		AB_FMA(0) AB_FMA(1) AB_FMA(2) AB_FMA(3) AB_FMA(4) AB_FMA(5)
 	}
-	AB_STORE(0) AB_STORE(1) AB_STORE(2) AB_STORE(3)
+	AB_STORE(0) AB_STORE(1) AB_STORE(2) AB_STORE(3) AB_STORE(4) AB_STORE(5)
 }
 
 /* One strip of R rows across all N columns: 16 at a time, then 8. */
 INLINE void ab_rows(float *C, int ldc, const float *A, long am, long ak,
-		    const float *B, int ldb, const float *bias, int N, int K,
-		    const int R)
+		    const float *B, int ldb, const float *bias, int add, int N,
+		    int K, const int R)
 {
-	int j = 0;
+	int j = 0, n;
 
-	for (; j + 8 < N; j += 16)
-		ab_block(C + j, ldc, A, am, ak, B + j, ldb, bias, K, R, 2,
-			 N - j < 16 ? N - j : 16);
-	if (j < N)
-		ab_block(C + j, ldc, A, am, ak, B + j, ldb, bias, K, R, 1, N - j);
+	for (; j + 16 <= N; j += 16)
+		ab_block(C + j, ldc, A, am, ak, B + j, ldb, bias, add, K, R, 2,
+			 0, 16);
+	C += j, B += j, n = N - j;
+	if (n > 8)
+		ab_block(C, ldc, A, am, ak, B, ldb, bias, add, K, R, 2, 1, n);
+	else if (n == 8)
+		ab_block(C, ldc, A, am, ak, B, ldb, bias, add, K, R, 1, 0, n);
+	else if (n > 0)
+		ab_block(C, ldc, A, am, ak, B, ldb, bias, add, K, R, 1, 1, n);
 }
 
-CLONES
-void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
-		const float *B, int ldb, const float *bias, int M, int N, int K)
+/* akk_smm_ab in strips of mr rows (6 or 2), then the rows left. */
+INLINE void ab_all(float *C, int ldc, const float *A, long am, long ak,
+		   const float *B, int ldb, const float *bias, int add, int M,
+		   int N, int K, const int mr)
 {
 	int m = 0;
 
-	for (; m + MR <= M; m += MR)
+	for (; m + mr <= M; m += mr)
 		ab_rows(C + (long)m * ldc, ldc, A + m * am, am, ak, B, ldb,
-			bias ? bias + m : NULL, N, K, MR);
+			bias ? bias + m : NULL, add, N, K, mr);
 	C += (long)m * ldc;
 	A += m * am;
 	bias = bias ? bias + m : NULL;
 	switch (M - m) {
-	case 3: ab_rows(C, ldc, A, am, ak, B, ldb, bias, N, K, 3); break;
-	case 2: ab_rows(C, ldc, A, am, ak, B, ldb, bias, N, K, 2); break;
-	case 1: ab_rows(C, ldc, A, am, ak, B, ldb, bias, N, K, 1); break;
+	case 5: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 5); break;
+	case 4: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 4); break;
+	case 3: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 3); break;
+	case 2: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 2); break;
+	case 1: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 1); break;
 	default: break;
 	}
+}
+
+#if HAVE_AVX2
+AVX2 static void ab_avx2(float *C, int ldc, const float *A, long am, long ak,
+			 const float *B, int ldb, const float *bias, int add,
+			 int M, int N, int K)
+{
+	ab_all(C, ldc, A, am, ak, B, ldb, bias, add, M, N, K, MR);
+}
+#endif
+
+void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
+		const float *B, int ldb, const float *bias, int add, int M,
+		int N, int K)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		ab_avx2(C, ldc, A, am, ak, B, ldb, bias, add, M, N, K);
+		return;
+	}
+#endif
+	ab_all(C, ldc, A, am, ak, B, ldb, bias, add, M, N, K, 2);
 }
 
 /* The eight lanes of v, pairwise: lanes q and q + 4 first. */
 INLINE float hsum(v8 v)
 {
-	float t[8];
-
-	memcpy(t, &v, sizeof(v));
-	return ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
+	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 
 /* C += A B^T in blocks of 3 rows of A by 4 rows of B; a block at the edge
  * reads its last row again in place of the missing ones and writes only
  * the rows that exist. */
-CLONES
-void akk_smm_abt(float *C, int ldc, const float *A, int lda, const float *B,
-		 int ldb, int M, int N, int K)
+INLINE void abt_all(float *C, int ldc, const float *A, int lda,
+		    const float *B, int ldb, int M, int N, int K)
 {
 	int Kp = akk_smm_pad(K);
 
@@ -164,10 +214,30 @@ void akk_smm_abt(float *C, int ldc, const float *A, int lda, const float *B,
 	}
 }
 
+#if HAVE_AVX2
+AVX2 static void abt_avx2(float *C, int ldc, const float *A, int lda,
+			  const float *B, int ldb, int M, int N, int K)
+{
+	abt_all(C, ldc, A, lda, B, ldb, M, N, K);
+}
+#endif
+
+void akk_smm_abt(float *C, int ldc, const float *A, int lda, const float *B,
+		 int ldb, int M, int N, int K)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		abt_avx2(C, ldc, A, lda, B, ldb, M, N, K);
+		return;
+	}
+#endif
+	abt_all(C, ldc, A, lda, B, ldb, M, N, K);
+}
+
 const char *akk_smm_isa(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-	return __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+#if HAVE_AVX2
+	return avx2() ? "avx2+fma" : "sse2";
 #else
 	return "generic";
 #endif

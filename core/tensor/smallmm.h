@@ -3,19 +3,20 @@
  * A convolution of a small image multiplies a few filters (M <= ~64) by an
  * unrolled input of a few hundred columns. OpenBLAS packs both operands on
  * every such call, and the packing costs as much as the product; these
- * kernels read the operands where they are, in register blocks of 6 rows
- * by 16 columns (8-float vectors: AVX2 where the CPU has it, chosen once
- * when the program loads, SSE otherwise).
+ * kernels read the operands where they are, in register blocks of up to 6
+ * rows by 16 columns (8-float vectors: AVX2 with FMA where the CPU has
+ * both, the SSE2 baseline otherwise; akk_smm_isa says which).
  *
- * The arithmetic is fixed: every output element is its start value plus
- * the products added one by one in k order, each a multiply then an add
- * (no fused multiply-add), so the AVX2 and SSE versions give the same bits
- * and so does every run. The dot product of akk_smm_abt sums eight lanes
- * and adds them pairwise at the end, in a fixed order too.
+ * The arithmetic is fixed for a CPU: every output element is its start
+ * value plus the products added one by one in k order (fused multiply-adds
+ * in the AVX2 version, a multiply then an add in the baseline, so the two
+ * differ in the last bits, as OpenBLAS's kernels do), and the dot products
+ * of akk_smm_abt sum eight lanes pairwise at the end in a fixed order: the
+ * same bits on every run and every thread of one machine.
  *
- * Rows of the B operand (and of A in akk_smm_abt) are read in whole
- * vectors: N (K in akk_smm_abt) rounded up to a multiple of 8 floats must
- * be readable, and the padding must hold zeros where it is summed. */
+ * akk_smm_abt reads its rows in whole vectors: K rounded up to a multiple
+ * of 8 floats (akk_smm_pad) must be readable in both operands, zeros in
+ * the padding. */
 #ifndef AKK_SMALLMM_H
 #define AKK_SMALLMM_H
 
@@ -26,12 +27,14 @@ static inline int akk_smm_pad(int n)
 	return (n + 7) & ~7;
 }
 
-/* C (M x N, row stride ldc) = bias + A B, where A's element (m, k) is
- * A[m * am + k * ak] (am = lda, ak = 1 for A; am = 1, ak = lda for A^T),
- * B is K x N with row stride ldb, and bias is M values (row m starts at
- * bias[m]) or NULL (starts at 0). Only N columns of C are written. */
+/* C (M x N, row stride ldc) = start + A B, where A's element (m, k) is
+ * A[m * am + k * ak] (am = lda, ak = 1 for A; am = 1, ak = lda for A^T)
+ * and B is K x N with row stride ldb. The start is C itself when add is 1
+ * (C += A B), else bias[m] for row m, or 0 when bias is NULL. Only N
+ * columns of C are read and written, only N of B's are read. */
 void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
-		const float *B, int ldb, const float *bias, int M, int N, int K);
+		const float *B, int ldb, const float *bias, int add, int M,
+		int N, int K);
 
 /* C (M x N, row stride ldc) += A B^T, A M x K (row stride lda), B N x K
  * (row stride ldb): C[m][n] += dot(A row m, B row n) over K, both rows
