@@ -73,9 +73,11 @@ INLINE void st(float *p, v8 v, int n)
 		if (NV == 2)						\
 			c##r##1 = ldn(C + (long)r * ldc + 8, ncols - 8); \
 	}
+#define AB_ROW(r)							\
+	const float *a##r = G ? A + (R > r ? mo[r] : 0) : A + r * am;
 #define AB_FMA(r)							\
 	if (R > r) {							\
-		float a = A[r * am + k * ak];				\
+		float a = G ? a##r[ko[k]] : a##r[k * ak];		\
 		c##r##0 += b0 * a;					\
 		if (NV == 2)						\
 			c##r##1 += b1 * a;				\
@@ -89,10 +91,12 @@ INLINE void st(float *p, v8 v, int n)
 	}
 
 INLINE void ab_block(float *C, int ldc, const float *A, long am, long ak,
+		     const int *mo, const int *ko, const int G,
 		     const float *B, int ldb, const float *bias, int add,
 		     int K, const int R, const int NV, const int P, int ncols)
 {
 	AB_INIT(0) AB_INIT(1) AB_INIT(2) AB_INIT(3) AB_INIT(4) AB_INIT(5)
+	AB_ROW(0) AB_ROW(1) AB_ROW(2) AB_ROW(3) AB_ROW(4) AB_ROW(5)
 	for (int k = 0; k < K; k++) {
 		const float *b = B + (long)k * ldb;
 		v8 b0 = P && NV == 1 ? ldn(b, ncols) : ld(b);
@@ -104,42 +108,48 @@ INLINE void ab_block(float *C, int ldc, const float *A, long am, long ak,
 
 /* One strip of R rows across all N columns: 16 at a time, then 8. */
 INLINE void ab_rows(float *C, int ldc, const float *A, long am, long ak,
+		    const int *mo, const int *ko, const int G,
 		    const float *B, int ldb, const float *bias, int add, int N,
 		    int K, const int R)
 {
 	int j = 0, n;
 
 	for (; j + 16 <= N; j += 16)
-		ab_block(C + j, ldc, A, am, ak, B + j, ldb, bias, add, K, R, 2,
+		ab_block(C + j, ldc, A, am, ak, mo, ko, G, B + j, ldb, bias, add, K, R, 2,
 			 0, 16);
 	C += j, B += j, n = N - j;
 	if (n > 8)
-		ab_block(C, ldc, A, am, ak, B, ldb, bias, add, K, R, 2, 1, n);
+		ab_block(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, K, R, 2, 1, n);
 	else if (n == 8)
-		ab_block(C, ldc, A, am, ak, B, ldb, bias, add, K, R, 1, 0, n);
+		ab_block(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, K, R, 1, 0, n);
 	else if (n > 0)
-		ab_block(C, ldc, A, am, ak, B, ldb, bias, add, K, R, 1, 1, n);
+		ab_block(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, K, R, 1, 1, n);
 }
 
 /* akk_smm_ab in strips of mr rows (6 or 2), then the rows left. */
 INLINE void ab_all(float *C, int ldc, const float *A, long am, long ak,
+		   const int *mo, const int *ko, const int G,
 		   const float *B, int ldb, const float *bias, int add, int M,
 		   int N, int K, const int mr)
 {
 	int m = 0;
 
 	for (; m + mr <= M; m += mr)
-		ab_rows(C + (long)m * ldc, ldc, A + m * am, am, ak, B, ldb,
+		ab_rows(C + (long)m * ldc, ldc, G ? A : A + m * am, am, ak,
+			G ? mo + m : mo, ko, G, B, ldb,
 			bias ? bias + m : NULL, add, N, K, mr);
 	C += (long)m * ldc;
-	A += m * am;
+	if (G)
+		mo += m;
+	else
+		A += m * am;
 	bias = bias ? bias + m : NULL;
 	switch (M - m) {
-	case 5: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 5); break;
-	case 4: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 4); break;
-	case 3: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 3); break;
-	case 2: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 2); break;
-	case 1: ab_rows(C, ldc, A, am, ak, B, ldb, bias, add, N, K, 1); break;
+	case 5: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 5); break;
+	case 4: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 4); break;
+	case 3: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 3); break;
+	case 2: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 2); break;
+	case 1: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 1); break;
 	default: break;
 	}
 }
@@ -149,7 +159,14 @@ AVX2 static void ab_avx2(float *C, int ldc, const float *A, long am, long ak,
 			 const float *B, int ldb, const float *bias, int add,
 			 int M, int N, int K)
 {
-	ab_all(C, ldc, A, am, ak, B, ldb, bias, add, M, N, K, MR);
+	ab_all(C, ldc, A, am, ak, NULL, NULL, 0, B, ldb, bias, add, M, N, K, MR);
+}
+
+AVX2 static void abg_avx2(float *C, int ldc, const float *A, const int *mo,
+			  const int *ko, const float *B, int ldb, int add,
+			  int M, int N, int K)
+{
+	ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, MR);
 }
 #endif
 
@@ -163,7 +180,20 @@ void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
 		return;
 	}
 #endif
-	ab_all(C, ldc, A, am, ak, B, ldb, bias, add, M, N, K, 2);
+	ab_all(C, ldc, A, am, ak, NULL, NULL, 0, B, ldb, bias, add, M, N, K, 2);
+}
+
+void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
+		       const int *ko, const float *B, int ldb, int add, int M,
+		       int N, int K)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		abg_avx2(C, ldc, A, mo, ko, B, ldb, add, M, N, K);
+		return;
+	}
+#endif
+	ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, 2);
 }
 
 /* The eight lanes of v, pairwise: lanes q and q + 4 first. */

@@ -36,6 +36,13 @@ void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
 		const float *B, int ldb, const float *bias, int add, int M,
 		int N, int K);
 
+/* akk_smm_ab (no bias) with A's element (m, k) at A[mo[m] + ko[k]]: a
+ * matrix gathered in place, as a convolution reads its input (row m an
+ * output pixel, column k a filter tap, or the other way round). */
+void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
+		       const int *ko, const float *B, int ldb, int add, int M,
+		       int N, int K);
+
 /* C (M x N, row stride ldc) += A B^T, A M x K (row stride lda), B N x K
  * (row stride ldb): C[m][n] += dot(A row m, B row n) over K, both rows
  * zero-padded to akk_smm_pad(K). */
