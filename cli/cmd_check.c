@@ -101,7 +101,7 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	for (int g = 0; g < m->ngates; g++)
 		for (int i = 0; i < m->gates[g].nlayers; i++)
 			if (m->gates[g].layers[i].ops == &akk_layer_conv2d) {
-				printf("convolutions: im2col + small products (%s)\n",
+				printf("convolutions: gathered small products (%s)\n",
 				       akk_smm_isa());
 				return;
 			}

@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 	printf("# LeNet's convolutions, batch %d, 1 thread, %d interleaved rounds, "
 	       "CPU ms a step (forward + dW + db%s)\n", B, rounds,
 	       " + dx for conv2");
-	printf("# akkctl: conv2d by im2col + smallmm (%s); OpenBLAS %s kernels; "
+	printf("# akkctl: conv2d by gathered small products (%s); OpenBLAS %s kernels; "
 	       "oneDNN %d.%d.%d\n", akk_smm_isa(), openblas_get_corename(), dnnl_version()->major,
 	       dnnl_version()->minor, dnnl_version()->patch);
 	double tot_a[64], tot_d[64];

@@ -269,7 +269,7 @@ echo "# $CLOCK seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=$
 core() { sed -n 's/^Core: //p' "$1" | head -n 1; }
 OPENBLAS_VERBOSE=2 $AKK check configs/lenet.yaml >"$T/k.out" 2>&1 || true
 echo "# kernels: akkctl: OpenBLAS $(core "$T/k.out"), $(grep -m 1 '^convolutions:' "$T/k.out" ||
-	echo "convolutions by im2col + small products")"
+	echo "convolutions by gathered small products")"
 if [ $have_kann = 1 ]; then
 	OPENBLAS_VERBOSE=2 "$KANN_BIN" --data /nonexistent >/dev/null 2>"$T/k.out" || true
 	echo "# kernels: kann: OpenBLAS $(core "$T/k.out")"
