@@ -10,6 +10,8 @@
 #   make tsan         the actor tests under ThreadSanitizer
 #   make fuzz         libFuzzer harnesses (tests/fuzz/; sh datasets/deps.sh fuzz)
 #   make deps-graph   the include graph; fails on a circle or an upward include
+#   make bench-conv   LeNet's conv layers, akkctl against oneDNN (needs
+#                     libdnnl-dev: sh datasets/deps.sh peers)
 #   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
 #                     the example configs in PREFIX/share/akkctl/configs
 #   make lib          the inference library libakk.so (akk(3)); make install
