@@ -1,27 +1,24 @@
 /* smallmm.h - small matrix products read in place, for the convolutions.
  *
- * A convolution of a small image multiplies a few filters (M <= ~64) by an
- * unrolled input of a few hundred columns. OpenBLAS packs both operands on
- * every such call, and the packing costs as much as the product; these
- * kernels read the operands where they are, in register blocks of up to 6
- * rows by 16 columns (8-float vectors: AVX2 with FMA where the CPU has
+ * A convolution of a small image is a product of a few filters (up to
+ * ~64) and the windows of a few hundred pixels. OpenBLAS packs both
+ * operands on every such call, and the packing costs as much as the
+ * product; these kernels read the operands where they are (the input's
+ * windows through offset tables, akk_smm_ab_gather), in register blocks of
+ * up to 6 rows by 16 columns (8-float vectors: AVX2 with FMA where the CPU has
  * both, the SSE2 baseline otherwise; akk_smm_isa says which).
  *
  * The arithmetic is fixed for a CPU: every output element is its start
  * value plus the products added one by one in k order (fused multiply-adds
  * in the AVX2 version, a multiply then an add in the baseline, so the two
- * differ in the last bits, as OpenBLAS's kernels do), and the dot products
- * of akk_smm_abt sum eight lanes pairwise at the end in a fixed order: the
- * same bits on every run and every thread of one machine.
- *
- * akk_smm_abt reads its rows in whole vectors: K rounded up to a multiple
- * of 8 floats (akk_smm_pad) must be readable in both operands, zeros in
- * the padding. */
+ * differ in the last bits, as OpenBLAS's kernels do): the same bits on
+ * every run and every thread of one machine. Nothing is read outside the
+ * M x K and K x N operands, nothing allocated. */
 #ifndef AKK_SMALLMM_H
 #define AKK_SMALLMM_H
 
-/* The rounding of n up to whole vectors: the row length the padded
- * operands need. */
+/* The rounding of n up to whole vectors (a row length that keeps the
+ * next row aligned to the vector). */
 static inline int akk_smm_pad(int n)
 {
 	return (n + 7) & ~7;
@@ -42,12 +39,6 @@ void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
 void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
 		       const int *ko, const float *B, int ldb, int add, int M,
 		       int N, int K);
-
-/* C (M x N, row stride ldc) += A B^T, A M x K (row stride lda), B N x K
- * (row stride ldb): C[m][n] += dot(A row m, B row n) over K, both rows
- * zero-padded to akk_smm_pad(K). */
-void akk_smm_abt(float *C, int ldc, const float *A, int lda, const float *B,
-		 int ldb, int M, int N, int K);
 
 /* Which instructions the kernels use on this CPU: "avx2" or "sse2". */
 const char *akk_smm_isa(void);
