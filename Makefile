@@ -10,6 +10,8 @@
 #   make tsan         the actor tests under ThreadSanitizer
 #   make fuzz         libFuzzer harnesses (tests/fuzz/; sh datasets/deps.sh fuzz)
 #   make deps-graph   the include graph; fails on a circle or an upward include
+#   make bench-conv   LeNet's conv layers, akkctl against oneDNN (needs
+#                     libdnnl-dev: sh datasets/deps.sh peers)
 #   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
 #                     the example configs in PREFIX/share/akkctl/configs
 #   make lib          the inference library libakk.so (akk(3)); make install
@@ -118,6 +120,9 @@ endif
 $(B)/tests/test_rundir.o: cli/progress.c
 # test_ckpt_files tests the pruning of checkpoints the same way.
 $(B)/tests/test_ckpt_files.o: cli/ckpt_files.c
+
+# The small products' AVX2 body fuses each multiply and add (smallmm.c).
+$(B)/core/tensor/smallmm.o $(B)/pic/core/tensor/smallmm.o: CFLAGS_ALL += -ffp-contract=fast
 
 $(B)/libakk.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -265,3 +270,11 @@ deps-graph:
 
 # Keep test objects between runs.
 .SECONDARY:
+
+# akkctl's convolution layers against oneDNN's on LeNet's shapes
+# (tests/bench_conv.c; libdnnl-dev: sh datasets/deps.sh peers).
+.PHONY: bench-conv
+bench-conv: $(B)/tests/bench_conv
+	$(B)/tests/bench_conv
+$(B)/tests/bench_conv: $(B)/tests/bench_conv.o $(B)/libakk.a
+	$(CC) -o $@ $< $(B)/libakk.a $(LDLIBS_ALL) -ldnnl

@@ -12,6 +12,7 @@
 #include "runtime/schedule.h"
 #include "config/spec.h"
 #include "tensor/gemm_xsmm.h"
+#include "tensor/smallmm.h"
 
 static void print_count(char *buf, int size, double v)
 {
@@ -97,6 +98,13 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       p->compute_threads, p->compute_threads == 1 ? "" : "s", p->mailbox_cap);
 	akk_gemm_library(lib, sizeof(lib), &cli_kernels);
 	printf("matrix products: %s\n", lib);
+	for (int g = 0; g < m->ngates; g++)
+		for (int i = 0; i < m->gates[g].nlayers; i++)
+			if (m->gates[g].layers[i].ops == &akk_layer_conv2d) {
+				printf("convolutions: gathered small products (%s)\n",
+				       akk_smm_isa());
+				return;
+			}
 }
 
 /* gates: {auto: N}: the split and each gate's predicted share of the

@@ -1,6 +1,6 @@
 #!/bin/sh
-# bench_peers.sh - akkctl against the numpy and torch peers on this machine,
-# as ratios from interleaved rounds (the README's speed targets).
+# bench_peers.sh - akkctl against the kann, numpy and torch peers on this
+# machine, as ratios from interleaved rounds.
 #
 # For each network, every contender runs once per round, in the same order
 # each round (A B C ... A B C ...), so a noisy neighbour hits all of them:
@@ -10,37 +10,53 @@
 #   LeNet        configs/lenet.yaml (Adam 1e-3, batch 64)
 # Contenders: akkctl flip-flop and wheels (`akkctl bench --mode M`, no
 # validation, learning-rate schedule constant as the peers'), the sequential
-# reference trainer (seed's net; build/tests/reference_train), the numpy peer
-# (MLPs) and the torch peer with 1 and 2 threads (../shared/peers/numpy_mlp.py,
+# reference trainer (seed's net; build/tests/reference_train; wall clock
+# only, so with CLOCK=wall), the kann peer (MLPs; tests/peers/kann_mlp.c,
+# built here against a kann checkout, KANN), the numpy peer (MLPs) and the
+# torch peer with 1 and 2 threads (../shared/peers/numpy_mlp.py,
 # torch_mlp.py; LeNet: tests/peers/torch_lenet.py). Every peer runs with
 # --ftz, as akkctl flushes denormals on every thread.
 # A run's figure is training seconds per epoch of 60,000 samples: the median
 # over its epochs (the MLPs, EPOCHS epochs each), or for LeNet the time of
 # its first LENET_STEPS batches scaled to the epoch's 938 (`akkctl bench
 # --steps`, torch_lenet.py --max-batches: per-epoch normalised, start-up
-# of the run included on both sides). Printed per network: each
-# contender's median over the rounds with min-max, and the ratios of
-# the speed targets as the median of the per-round ratios with min-max
-# ("best peer" is the fastest peer of that round; tinynn's "gemm-floor /
-# faster" is the share of its GEMM floor the faster schedule reaches).
-# Then wheels/flip-flop on configs/bench-balanced.yaml over BALANCED_RUNS
-# runs, every run listed, and a Markdown table of the targets for README's
-# Performance section.
+# of the run included on both sides). CLOCK=cpu (the default) counts the
+# CPU seconds of the process over that time, steadier than wall time on a
+# shared machine: akkctl's s/epoch times its CPU utilisation, kann's own
+# CPU column, and the Python peers run with time.perf_counter replaced by
+# time.process_time (so their train_seconds are CPU seconds); CLOCK=wall
+# counts wall seconds. Printed per network: each contender's median over
+# the rounds with min-max, and the ratios of the targets as the median of
+# the per-round ratios with min-max ("best peer" is the fastest peer of that
+# round; tinynn's "gemm-floor / faster" is the share of its GEMM floor the
+# faster schedule reaches). Then wheels/flip-flop on
+# configs/bench-balanced.yaml over BALANCED_RUNS runs, every run listed, and
+# a Markdown table of the targets for README's Performance section.
+#
+# Kernels: first, each contender's matrix-product kernels (OpenBLAS's
+# choice as OPENBLAS_VERBOSE=2 reports it for akkctl, kann and numpy;
+# torch's CPU capability) and akkctl's convolution kernels. OPENBLAS_CORETYPE
+# set in the environment (e.g. Haswell) gives every OpenBLAS contender the
+# same kernels; unset, each runs with its own default.
 #
 # Usage: sh tests/bench_peers.sh [EPOCHS [ROUNDS]]
 # Environment: EPOCHS (3), ROUNDS (3), LENET_STEPS (300), BALANCED_RUNS (5),
-# PEERS (../shared/peers, else ../../shared/peers), PYTHON (/usr/bin/python3:
-# Debian's numpy and torch), OMP_WAIT_POLICY (PASSIVE).
+# CLOCK (cpu or wall), PEERS (../shared/peers, else ../../shared/peers),
+# KANN (a kann checkout: datasets/kann, as `sh datasets/deps.sh peers`
+# clones it), PYTHON (/usr/bin/python3: Debian's numpy and torch),
+# OMP_WAIT_POLICY (PASSIVE).
 # Needs `make` and `make data`; the peers need `sh datasets/deps.sh peers`
-# (python3-numpy, python3-torch). A missing peer is skipped with a line
-# saying so. Exit status 0 when every contender that is present ran, 1 when
-# one failed (its line says FAILED), 2 on bad usage.
+# (python3-numpy, python3-torch, kann). A missing peer is skipped with a
+# line saying so. Exit status 0 when every contender that is present ran, 1
+# when one failed (its line says FAILED), 2 on bad usage.
 set -eu
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-${EPOCHS:-3}}
 ROUNDS=${2:-${ROUNDS:-3}}
 LENET_STEPS=${LENET_STEPS:-300}
 BALANCED_RUNS=${BALANCED_RUNS:-5}
+CLOCK=${CLOCK:-cpu}
+KANN=${KANN:-datasets/kann}
 if [ -z "${PEERS:-}" ]; then
 	PEERS=../shared/peers	# beside the checkout; a worktree in DIR/wt/NAME looks in DIR/shared
 	[ -d $PEERS ] || [ ! -d ../../shared/peers ] || PEERS=../../shared/peers
@@ -58,6 +74,10 @@ export OMP_WAIT_POLICY
 AKK=./akkctl
 REF=build/tests/reference_train
 
+case $CLOCK in
+cpu | wall) ;;
+*) echo "bench_peers.sh: CLOCK is cpu or wall, got '$CLOCK'" >&2; exit 2 ;;
+esac
 for v in "$EPOCHS" "$ROUNDS" "$LENET_STEPS" "$BALANCED_RUNS"; do
 	case $v in
 	'' | *[!0-9]* | 0) echo "bench_peers.sh: counts must be positive integers, got '$v'" >&2; exit 2 ;;
@@ -80,7 +100,16 @@ trap 'exit 130' INT TERM
 FAIL=0
 
 # Which contenders can run; a missing one is said once and skipped.
-have_numpy=0 have_torch=0 have_ref=0
+have_numpy=0 have_torch=0 have_ref=0 have_kann=0
+KANN_BIN=$T/kann_mlp
+if [ ! -f "$KANN/kann.c" ] || [ ! -f "$KANN/kautodiff.c" ]; then
+	echo "# skipped: kann peer: no kann checkout in $KANN (sh datasets/deps.sh peers, or set KANN=DIR)"
+elif ! ${CC:-cc} -O2 -DHAVE_CBLAS -I"$KANN" -o "$KANN_BIN" tests/peers/kann_mlp.c "$KANN/kann.c" \
+	"$KANN/kautodiff.c" $(pkg-config --cflags --libs openblas) -lm -pthread >"$T/kann.log" 2>&1; then
+	echo "# skipped: kann peer: cannot build tests/peers/kann_mlp.c ($(grep -m 1 error "$T/kann.log"))"
+else
+	have_kann=1
+fi
 if [ ! -f "$PEERS/numpy_mlp.py" ]; then
 	echo "# skipped: numpy peer: no $PEERS/numpy_mlp.py (set PEERS=DIR)"
 elif ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
@@ -95,7 +124,9 @@ else
 	[ -f "$PEERS/torch_mlp.py" ] ||
 		echo "# skipped: torch MLP peer: no $PEERS/torch_mlp.py (set PEERS=DIR)"
 fi
-if make -s $REF >"$T/make.log" 2>&1; then
+if [ "$CLOCK" = cpu ]; then
+	echo "# skipped: reference trainer: it reports wall seconds only (CLOCK=wall runs it)"
+elif make -s $REF >"$T/make.log" 2>&1; then
 	have_ref=1
 else
 	echo "# skipped: reference trainer: cannot build $REF ($(tail -n 1 "$T/make.log"))"
@@ -106,12 +137,28 @@ csv_median() {
 	awk -F, -v c="$1" '/^[0-9]+,/ {print $c}' "$2" | sort -n |
 		awk '{a[NR] = $1} END {if (NR) print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
 }
-# A peer's train_seconds; the reference trainer's seconds.
+# A peer's train_seconds (CPU seconds with CLOCK=cpu: see py); kann's own
+# CPU column; the reference trainer's seconds.
 peer_seconds() { csv_median 5 "$1"; }
+kann_seconds() { csv_median $([ "$CLOCK" = cpu ] && echo 8 || echo 5) "$1"; }
 ref_seconds() { csv_median 6 "$1"; }
-# akkctl bench's s/epoch column (the median over its epochs) for mode $2.
+# akkctl bench's s/epoch column (the median over its epochs) for mode $2,
+# times its CPU utilisation with CLOCK=cpu.
 akk_seconds() {
-	awk -v m="$2" '$1 == m && $3 ~ /^[0-9.]+$/ {print $3}' "$1"
+	awk -v m="$2" -v cpu=$([ "$CLOCK" = cpu ] && echo 1 || echo 0) \
+		'$1 == m && $3 ~ /^[0-9.]+$/ {print cpu ? $3 * ($6 + 0) / 100 : $3}' "$1"
+}
+# A Python peer SCRIPT ARGS...: with CLOCK=cpu its time.perf_counter is
+# time.process_time, the process's CPU seconds over every thread.
+py() {
+	if [ "$CLOCK" = cpu ]; then
+		"$PYTHON" -c 'import runpy, sys, time
+time.perf_counter = time.process_time
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")' "$@"
+	else
+		"$PYTHON" "$@"
+	fi
 }
 
 # run NET CONTENDER ROUND PARSER COMMAND...: run one contender once and
@@ -217,7 +264,24 @@ report() {
 
 R_LIST=$(seq 1 "$ROUNDS")
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $ROUNDS interleaved rounds; MLPs $EPOCHS epochs a run, LeNet $LENET_STEPS batches a run;"
-echo "# seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "# $CLOCK seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The kernels each contender runs with (OpenBLAS says at start-up).
+core() { sed -n 's/^Core: //p' "$1" | head -n 1; }
+OPENBLAS_VERBOSE=2 $AKK check configs/lenet.yaml >"$T/k.out" 2>&1 || true
+echo "# kernels: akkctl: OpenBLAS $(core "$T/k.out"), $(grep -m 1 '^convolutions:' "$T/k.out" ||
+	echo "convolutions by gathered small products")"
+if [ $have_kann = 1 ]; then
+	OPENBLAS_VERBOSE=2 "$KANN_BIN" --data /nonexistent >/dev/null 2>"$T/k.out" || true
+	echo "# kernels: kann: OpenBLAS $(core "$T/k.out")"
+fi
+if [ $have_numpy = 1 ]; then
+	OPENBLAS_VERBOSE=2 "$PYTHON" -c 'import numpy; numpy.ones((2, 2)) @ numpy.ones((2, 2))' >"$T/k.out" 2>&1 || true
+	echo "# kernels: numpy: OpenBLAS $(core "$T/k.out")"
+fi
+if [ $have_torch = 1 ]; then
+	echo "# kernels: torch: $("$PYTHON" -c 'import torch; print(torch.__config__.show())' 2>/dev/null |
+		grep -m 1 -i 'CPU capability' | sed 's/^ *- *//')"
+fi
 
 # An MLP: NET, CONFIG, then the peers' options.
 mlp() {
@@ -225,6 +289,7 @@ mlp() {
 	shift 2
 	list="flip-flop wheels" peers=
 	[ "$net" = seed ] && [ $have_ref = 1 ] && list="$list reference"
+	[ $have_kann = 1 ] && peers="$peers kann-1t"
 	[ $have_numpy = 1 ] && peers="$peers numpy-1t numpy-2t"
 	[ $have_torch = 1 ] && [ -f "$PEERS/torch_mlp.py" ] && peers="$peers torch-1t torch-2t"
 	for r in $R_LIST; do
@@ -235,45 +300,56 @@ mlp() {
 					--no-validation --epochs "$EPOCHS" --set optimizer.schedule=constant ;;
 			reference)
 				run "$net" "$who" "$r" ref_seconds $REF "$config" "schedule.epochs=$EPOCHS" ;;
+			kann-1t)
+				run "$net" "$who" "$r" kann_seconds "$KANN_BIN" --data $DATA \
+					--epochs "$EPOCHS" --threads 1 --ftz "$@" ;;
 			numpy-*t | torch-*t)
 				t=${who#*-}
-				run "$net" "$who" "$r" peer_seconds "$PYTHON" "$PEERS/${who%-*}_mlp.py" --data $DATA \
+				run "$net" "$who" "$r" peer_seconds py "$PEERS/${who%-*}_mlp.py" --data $DATA \
 					--epochs "$EPOCHS" --threads "${t%t}" --ftz "$@" ;;
 			esac
 		done
 	done
 }
 
+# gemm_floor NET CONFIG: the network's matrix products alone, estimated:
+# `akkctl bench --layers` times one batch on one thread (best of 10) and the
+# share of it that is GEMM; the floor is that GEMM time times the epoch's
+# batches (CPU seconds; halved for the wall time of 2 threads with
+# CLOCK=wall), recorded as contender gemm-floor in every round.
+gemm_floor() {
+	if $AKK bench --layers --config "$2" >"$T/out" 2>"$T/err"; then
+		floor=$(awk -v div=$([ "$CLOCK" = cpu ] && echo 1 || echo 2) '
+			/^per layer, one training batch of/ {b = $7}
+			/^step .* GEMM/ {g = $5; sub(/%.*/, "", g); ms = $2}
+			END {if (b && ms) printf "%.3f", ms * g / 100 / 1000 * int((60000 + b - 1) / b) / div}' "$T/out")
+		if [ -n "$floor" ]; then
+			echo "# $1 GEMM floor (akkctl bench --layers: GEMM ms per batch x batches$([ "$CLOCK" = cpu ] || echo ' / 2')): $floor s/epoch"
+			for r in $R_LIST; do
+				printf '%s\tgemm-floor\t%s\t%s\n' "$1" "$r" "$floor" >>"$T/results"
+			done
+		fi
+	else
+		echo "# $1 GEMM floor: akkctl bench --layers FAILED: $(tail -n 1 "$T/err")"
+		FAIL=1
+	fi
+}
+
 echo
 echo "## seed's net: 784-50-20-10, relu, SGD lr 0.1, batch 64 (tests/peers/seed.yaml)"
 mlp seed tests/peers/seed.yaml
-report seed "flip-flop wheels reference numpy-1t numpy-2t torch-1t torch-2t" \
-	"numpy-1t numpy-2t torch-1t torch-2t" \
-	"flip-flop/best/0.6 wheels/best/0.45 flip-flop/reference/1.15"
+gemm_floor seed tests/peers/seed.yaml
+report seed "flip-flop wheels reference kann-1t numpy-1t numpy-2t torch-1t torch-2t gemm-floor" \
+	"kann-1t numpy-1t numpy-2t torch-1t torch-2t" \
+	"flip-flop/best/0.6 wheels/best/0.45 flip-flop/gemm-floor/1.25$([ $have_ref = 1 ] && echo ' flip-flop/reference/1.15')"
 
 echo
 echo "## tinynn net: 784-400-100-10, relu, Adam lr 1e-3, batch 128 (configs/tinynn.yaml)"
 mlp tinynn configs/tinynn.yaml --arch 784,400,100,10 --opt adam --lr 0.001 --batch 128
-# The GEMM floor on 2 threads, estimated: `akkctl bench --layers` times one
-# batch on one thread (best of 10) and the share of it that is GEMM; the
-# floor is that GEMM time times the epoch's batches, halved.
-if $AKK bench --layers --config configs/tinynn.yaml >"$T/out" 2>"$T/err"; then
-	floor=$(awk '/^per layer, one training batch of/ {b = $7}
-		/^step .* GEMM/ {g = $5; sub(/%.*/, "", g); ms = $2}
-		END {if (b && ms) printf "%.3f", ms * g / 100 / 1000 * int((60000 + b - 1) / b) / 2}' "$T/out")
-	if [ -n "$floor" ]; then
-		echo "# tinynn GEMM floor on 2 threads (akkctl bench --layers: GEMM ms per batch x batches / 2): $floor s/epoch"
-		for r in $R_LIST; do
-			printf 'tinynn\tgemm-floor\t%s\t%s\n' "$r" "$floor" >>"$T/results"
-		done
-	fi
-else
-	echo "# tinynn GEMM floor: akkctl bench --layers FAILED: $(tail -n 1 "$T/err")"
-	FAIL=1
-fi
-report tinynn "flip-flop wheels numpy-1t numpy-2t torch-1t torch-2t gemm-floor" \
-	"numpy-1t numpy-2t torch-1t torch-2t" \
-	"faster/best/0.6 gemm-floor/faster/>0.75 flip-flop/best/- wheels/best/-"
+gemm_floor tinynn configs/tinynn.yaml
+report tinynn "flip-flop wheels kann-1t numpy-1t numpy-2t torch-1t torch-2t gemm-floor" \
+	"kann-1t numpy-1t numpy-2t torch-1t torch-2t" \
+	"faster/best/0.5 flip-flop/gemm-floor/1.1 flip-flop/best/- wheels/best/-"
 
 echo
 echo "## LeNet (configs/lenet.yaml), $LENET_STEPS batches of 64 a run, scaled to an epoch"
@@ -289,13 +365,14 @@ for r in $R_LIST; do
 				--no-validation --steps "$LENET_STEPS" --set optimizer.schedule=constant ;;
 		torch-*)
 			t=${who#*-}
-			run lenet "$who" "$r" peer_seconds "$PYTHON" tests/peers/torch_lenet.py --data $DATA \
+			run lenet "$who" "$r" peer_seconds py tests/peers/torch_lenet.py --data $DATA \
 				--epochs 1 --max-batches "$LENET_STEPS" --no-eval --ftz --threads "${t%t}" ;;
 		esac
 	done
 done
-report lenet "flip-flop wheels torch-1t torch-2t" "torch-1t torch-2t" \
-	"flip-flop/torch/0.6 wheels/torch/0.35"
+gemm_floor lenet configs/lenet.yaml
+report lenet "flip-flop wheels torch-1t torch-2t gemm-floor" "torch-1t torch-2t" \
+	"flip-flop/torch/0.5 wheels/torch/0.35 flip-flop/gemm-floor/1.5"
 
 echo
 echo "## configs/bench-balanced.yaml: wheels / flip-flop throughput, $EPOCHS epochs a run, $BALANCED_RUNS runs"

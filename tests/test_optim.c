@@ -10,6 +10,7 @@
  * StepLR/ExponentialLR/CosineAnnealingLR values at integer epochs and closed
  * forms at fractional ones and with warm-up; akk_lr_at must match to 1e-6.
  * Finally every optimizer must train a small softmax regression. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +342,76 @@ static void test_update_in_parts(void **ctx)
 		}
 }
 
+/* The gate's step, akk_optim_update_zero, gives akk_optim_update's w and
+ * state bit for bit for every optimizer (with and without clipping and
+ * decay), leaves the range's gradients zero and the rest untouched, and
+ * says whether the range held an inf or a NaN: one bad gradient, at any
+ * lane of a vector, in or out of the range. */
+static void test_update_zero(void **ctx)
+{
+	enum { N = 203 };
+	static float w0[N], g0[N], s0[2 * N], w1[N], g1[N], s1[2 * N];
+	const size_t lo = 5, hi = 197;
+
+	(void)ctx;
+	for (int k = 0; akk_optim_names[k]; k++)
+		for (int clip = 0; clip < 2; clip++) {
+			struct akk_optim_spec o;
+			memset(&o, 0, sizeof o);
+			o.kind = k;
+			o.momentum = 0.9f;
+			o.rho = 0.9f;
+			o.beta1 = 0.9f;
+			o.beta2 = 0.999f;
+			o.eps = 1e-8f;
+			o.weight_decay = 0.01f;
+			o.clip_norm = clip ? 0.5f : 0;
+			tu_fill(w0, N, -1, 1, 7 + k);
+			tu_fill(s0, 2 * N, 0, 1, 11 + k);
+			memcpy(w1, w0, sizeof w0);
+			memcpy(s1, s0, sizeof s0);
+			for (long t = 1; t <= 3; t++) {
+				tu_fill(g0, N, -1, 1, 100 * t + k);
+				memcpy(g1, g0, sizeof g0);
+				double c = akk_optim_clip(&o, g0, N);
+				akk_optim_update(&o, w0, g0, s0, N, lo, hi, t,
+						 0.01f, c);
+				assert_int_equal(akk_optim_update_zero(&o, w1, g1,
+						 s1, N, lo, hi, t, 0.01f, c), 1);
+				assert_memory_equal(w0, w1, sizeof w0);
+				assert_memory_equal(s0, s1, sizeof s0);
+				for (size_t i = 0; i < N; i++)
+					if (i >= lo && i < hi)
+						assert_true(g1[i] == 0 &&
+							    !signbit(g1[i]));
+					else
+						assert_true(g1[i] == g0[i]);
+			}
+		}
+	/* a bad gradient at each position: found only inside the range */
+	struct akk_optim_spec o;
+	memset(&o, 0, sizeof o);
+	o.kind = AKK_OPT_ADAM;
+	o.beta1 = 0.9f;
+	o.beta2 = 0.999f;
+	o.eps = 1e-8f;
+	for (size_t at = 0; at < N; at++)
+		for (int nan = 0; nan < 2; nan++) {
+			tu_fill(g1, N, -1, 1, 5);
+			g1[at] = nan ? NAN : -INFINITY;
+			memset(s1, 0, sizeof s1);
+			int ok = akk_optim_update_zero(&o, w1, g1, s1, N, lo, hi,
+						       1, 0.01f, 1);
+			assert_int_equal(ok, !(at >= lo && at < hi));
+		}
+	/* the largest finite gradients are fine */
+	for (size_t i = 0; i < N; i++)
+		g1[i] = i % 2 ? FLT_MAX : -FLT_MAX;
+	memset(s1, 0, sizeof s1);
+	assert_int_equal(akk_optim_update_zero(&o, w1, g1, s1, N, 0, N, 1,
+					       0.01f, 1), 1);
+}
+
 /* --- sanity: softmax regression, 3 classes, 8 features, 96 samples ---- */
 
 #define NS 96
@@ -437,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_names_and_state),
 		cmocka_unit_test(test_norm2_and_clip),
 		cmocka_unit_test(test_update_in_parts),
+		cmocka_unit_test(test_update_zero),
 		cmocka_unit_test(test_trains_softmax_regression),
 	};
 

@@ -301,24 +301,6 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 	return need_dx ? t->dx : NULL;
 }
 
-/* Zero x and say whether every value was finite: inf and NaN are exactly
- * the floats whose exponent bits are all ones, and adding one unit of
- * exponent to those bits carries into bit 31 for them alone. One pass of
- * and/add/or and a store, which vectorizes, in place of a check and a
- * memset. */
-static int zero_and_check(float *x, size_t n)
-{
-	uint32_t acc = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		uint32_t b;
-		memcpy(&b, &x[i], sizeof(b));
-		acc |= (b & 0x7f800000u) + 0x00800000u;
-		x[i] = 0.0f;
-	}
-	return !(acc & 0x80000000u);
-}
-
 /* From this many parameters on, a step is split across the gate's pool:
  * below it, handing a part to another worker (a wake-up of tens of
  * microseconds on a VM whose idle cores sleep) costs what it saves. */
@@ -331,9 +313,10 @@ struct step_job {
 	atomic_int bad;		/* a part met a non-finite gradient */
 };
 
-/* Part i of n of the optimizer step and the zeroing pass after it: whole
- * 64-byte lines of parameters, the last part up to the end. Elementwise,
- * so the split changes no bit. */
+/* Part i of n of the optimizer step, which zeroes the gradients for the
+ * next batch and checks them in the same pass: whole 64-byte lines of
+ * parameters, the last part up to the end. Elementwise, so the split
+ * changes no bit. */
 static void step_part(void *arg, int part, int n)
 {
 	struct step_job *j = arg;
@@ -342,9 +325,8 @@ static void step_part(void *arg, int part, int n)
 	size_t lo = (N * part / n) & ~(size_t)15;
 	size_t hi = part + 1 == n ? N : (N * (part + 1) / n) & ~(size_t)15;
 
-	akk_optim_update(g->plan->optim, g->params, g->grads, g->opt, N, lo,
-			 hi, g->step, j->lr, j->clip);
-	if (!zero_and_check(g->grads + lo, hi - lo))
+	if (!akk_optim_update_zero(g->plan->optim, g->params, g->grads, g->opt,
+				   N, lo, hi, g->step, j->lr, j->clip))
 		atomic_store(&j->bad, 1);
 }
 
@@ -370,9 +352,9 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 		akk_pool_for(g->layers[0].pool, step_part, &j);
 	else
 		step_part(&j, 0, 1);
-	/* Checked after the update, in the zeroing pass: a non-finite
-	 * gradient has then spoilt the weights in memory, but the run stops
-	 * on this error and never checkpoints them. */
+	/* Checked in the update's own pass: a non-finite gradient has then
+	 * spoilt the weights in memory, but the run stops on this error and
+	 * never checkpoints them. */
 	if (atomic_load(&j.bad))
 		return akk_err_set(e, "non-finite gradient in gate %d at step %ld",
 				   p->index + 1, g->step);

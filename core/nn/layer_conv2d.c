@@ -1,5 +1,5 @@
 /* layer_conv2d.c - 2-D convolution (cross-correlation, like torch) by
- * im2col + sgemm.
+ * small products that read the input in place (tensor/smallmm.h).
  *
  * Input [C, H, W], F filters of k x k, stride s, zero padding p; output
  * [F, Ho, Wo] with Ho = (H + 2p - k) / s + 1 (floor), Wo likewise.
@@ -7,14 +7,19 @@
  * init is torch's: weight and bias U(+-1/sqrt(C k k)); an explicit init kind
  * applies to the weight (fan_in C k k, fan_out F k k) and zeroes the bias.
  *
- * Per sample, the forward unrolls x into col (C k k, Ho Wo) and computes
- * y (F, Ho Wo) = W (F, C k k) col. col is kept in aux (C k k Ho Wo floats a
- * sample, counted in the gate's plan) so the backward does not unroll x
- * again: it adds dy col^T into dW, then computes dcol = W^T dy in the
- * scratch buffer and folds it back into dx (col2im). An evaluation forward
- * (train 0, or no aux) unrolls into the scratch instead. A 1x1, stride 1,
- * unpadded convolution skips the unrolling: col is x itself, and no aux is
- * kept. With act_out (akk_layers_fuse) each sample's output gets the
+ * Nothing is unrolled: the forward computes each sample's y^T (Ho Wo, F)
+ * = bias + X (Ho Wo, C k k) W^T, where X's element (pixel, tap) is read
+ * straight from the input through two offset tables (akk_smm_ab_gather:
+ * where the pixel's window starts, where the tap sits in it), the filters
+ * across the vector lanes; then transposes it into y. With padding the
+ * sample is first copied into a zero-bordered (C, H + 2p, W + 2p), kept
+ * in aux for the backward (C (H + 2p) (W + 2p) floats a sample); without,
+ * the products read x itself and aux is empty. The backward adds
+ * X^T dy^T into dW^T (the same tables, roles swapped; accumulated over
+ * the batch, added into dW at the end), sums dy's rows into db, and with
+ * dx computes dcol = W^T dy and folds it back into dx (col2im). A 1x1,
+ * stride 1, unpadded convolution is a plain product: it goes through
+ * akk_sgemm. With act_out (akk_layers_fuse) each sample's output gets the
  * activation after the layer in place, and the backward turns each
  * sample's dy into dz through it first. */
 #include "nn/layer.h"
@@ -23,9 +28,11 @@
 #include <string.h>
 
 #include "base/checked.h"
+#include "tensor/smallmm.h"
 
 struct geom {
 	int C, H, W, F, k, s, p, Ho, Wo;
+	int ld;		/* floats a row of col takes: Ho Wo padded */
 };
 
 static struct geom geom_of(const struct akk_layer *l)
@@ -34,7 +41,8 @@ static struct geom geom_of(const struct akk_layer *l)
 
 	return (struct geom){ l->in.d[0], l->in.d[1], l->in.d[2], sp->filters,
 			      sp->kernel, sp->stride, sp->padding,
-			      l->out.d[1], l->out.d[2] };
+			      l->out.d[1], l->out.d[2],
+			      akk_smm_pad(l->out.d[1] * l->out.d[2]) };
 }
 
 static int is_pointwise(const struct geom *g)
@@ -57,71 +65,18 @@ static void valid_range(int *lo, int *hi, int W, int Wo, int s, int p, int kj)
 		*lo = *hi;
 }
 
-/* Copies n floats, n small (a row of an image): 4 at a time through a
- * 16-byte vector, so the compiler keeps it inline instead of turning the
- * loop into a memcpy call, whose overhead dominates at these lengths. */
-typedef float akk_v4 __attribute__((vector_size(16)));
-
-static inline void copy_short(float *d, const float *s, int n)
+/* dx from the unrolled gradient col, whose row (c k + ki) k + kj holds,
+ * at oh Wo + ow, the gradient of x[c][oh s - p + ki][ow s - p + kj]
+ * (rows ld floats apart): dx = 0, then every col entry adds into the
+ * input element it belongs to; padding entries are dropped. */
+static void col2im(float *dx, const float *col, const struct geom *g, int ld)
 {
-	int i = 0;
-
-	for (; i + 4 <= n; i += 4) {
-		akk_v4 t;
-		memcpy(&t, s + i, sizeof(t));
-		memcpy(d + i, &t, sizeof(t));
-	}
-	switch (n - i) {
-	case 3: d[i + 2] = s[i + 2]; /* fall through */
-	case 2: d[i + 1] = s[i + 1]; /* fall through */
-	case 1: d[i] = s[i]; /* fall through */
-	default: break;
-	}
-}
-
-/* col[(c k + ki) k + kj][oh Wo + ow] = x[c][oh s - p + ki][ow s - p + kj],
- * 0 in the padding. */
-static void im2col(float *col, const float *x, const struct geom *g)
-{
-	int k = g->k, s = g->s, p = g->p, Wo = g->Wo;
-
-	for (int c = 0; c < g->C; c++)
-		for (int ki = 0; ki < k; ki++)
-			for (int kj = 0; kj < k; kj++) {
-				int lo, hi, off = kj - p;
-				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
-				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
-					int ih = oh * s - p + ki;
-					if (ih < 0 || ih >= g->H) {
-						for (int ow = 0; ow < Wo; ow++)
-							col[ow] = 0;
-						continue;
-					}
-					const float *xr = x + ((size_t)c * g->H + ih) * g->W;
-					for (int ow = 0; ow < lo; ow++)
-						col[ow] = 0;
-					if (s == 1 && hi > lo)
-						copy_short(col + lo, xr + lo + off,
-							   hi - lo);
-					else
-						for (int ow = lo; ow < hi; ow++)
-							col[ow] = xr[ow * s + off];
-					for (int ow = hi; ow < Wo; ow++)
-						col[ow] = 0;
-				}
-			}
-}
-
-/* The adjoint of im2col: dx = 0, then every col entry adds into the input
- * element it was read from; padding entries are dropped. */
-static void col2im(float *dx, const float *col, const struct geom *g)
-{
-	int k = g->k, s = g->s, p = g->p, Wo = g->Wo;
+	int k = g->k, s = g->s, p = g->p, Wo = g->Wo, hw = g->Ho * Wo;
 
 	memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
 	for (int c = 0; c < g->C; c++)
 		for (int ki = 0; ki < k; ki++)
-			for (int kj = 0; kj < k; kj++) {
+			for (int kj = 0; kj < k; kj++, col += ld - hw) {
 				int lo, hi, off = kj - p;
 				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
 				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
@@ -156,6 +111,31 @@ static float row_sum(const float *r, int n)
 	return t;
 }
 
+/* The scratch of a call (struct akk_layer's work), in floats: dcol (C k k
+ * rows of ld), a sample's dy with rows padded to ld (F rows), the same
+ * transposed (Ho Wo rows of fp = F padded to whole vectors), the batch's
+ * dW transposed (C k k rows of fp; added into dW at the end), W
+ * transposed (C k k rows of fp), a sample's y transposed (Ho Wo rows of
+ * fp), a padded input (C Hq Wq, evaluation only), then the offset tables
+ * of the gathered products: mo (Ho Wo: where an output pixel's window
+ * starts in the padded input) and ko (C k k: where a filter tap sits in
+ * the window). */
+struct scratch {
+	float *dcol, *dyp, *dyt, *dwt, *wt, *yt, *xpad;
+	int *mo, *ko;
+	int fp;
+};
+
+static size_t scratch_floats(const struct geom *g)
+{
+	size_t ckk = (size_t)g->C * g->k * g->k, hw = (size_t)g->Ho * g->Wo;
+	size_t fp = (size_t)akk_smm_pad(g->F);
+	size_t hq = (size_t)g->H + 2 * g->p, wq = (size_t)g->W + 2 * g->p;
+
+	return ckk * g->ld + (size_t)g->F * g->ld + hw * fp * 2 + ckk * fp * 2 +
+	       (size_t)g->C * hq * wq + hw + ckk;
+}
+
 static int conv_plan(struct akk_layer *l, struct akk_err *e)
 {
 	const struct akk_layer_spec *sp = l->spec;
@@ -186,7 +166,7 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 				   "%zux%zu (input %s, padding %d)", k, Hp, Wp,
 				   buf, p);
 	int Ho = (int)((Hp - k) / s + 1), Wo = (int)((Wp - k) / s + 1);
-	size_t ckk, hw, outn, work, np;
+	size_t ckk, hw, hwp, outn, work, np, padded;
 	if (!akk_mul3_ok((size_t)C, (size_t)k, (size_t)k, &ckk) ||
 	    ckk > AKK_MAX_DIM)
 		return akk_err_set(e, "kernel %d over %d channels makes a window "
@@ -196,7 +176,12 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 		return akk_err_set(e, "output [%d, %d, %d] would have more than "
 				   "%zu values", sp->filters, Ho, Wo,
 				   AKK_MAX_DIM);
-	if (!akk_mul_ok(ckk, hw, &work) || work > AKK_MAX_DIM)
+	hwp = (size_t)akk_smm_pad((int)(hw < AKK_MAX_DIM ? hw : AKK_MAX_DIM));
+	if (!akk_mul3_ok((size_t)C, Hp, Wp, &padded) || padded > AKK_MAX_DIM)
+		return akk_err_set(e, "padded input %zux%zu over %d channels "
+				   "would have more than %zu values", Hp, Wp,
+				   C, AKK_MAX_DIM);
+	if (!akk_mul_ok(ckk, hwp, &work) || work > AKK_MAX_DIM)
 		return akk_err_set(e, "its unrolled input (%zu x %zu) would have "
 				   "more than %zu values", ckk, hw, AKK_MAX_DIM);
 	if (!akk_muladd_ok((size_t)sp->filters, ckk,
@@ -213,10 +198,12 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 	l->out.d[2] = Wo;
 	l->nparams = np;
 	l->nstate = 0;
-	/* col is kept for backward (aux); the scratch holds dcol, or col in
-	 * an evaluation forward without aux. */
-	l->aux = (k == 1 && s == 1 && p == 0) ? 0 : work;
-	l->work = l->aux;
+	/* the padded input is kept for backward (aux); the scratch is
+	 * struct scratch's */
+	struct geom g = geom_of(l);
+	int pw = is_pointwise(&g);
+	l->aux = !pw && p ? padded : 0;
+	l->work = pw ? 0 : scratch_floats(&g);
 	l->flops = 2.0 * F * ckk * hw + (sp->bias ? (double)F * hw : 0);
 	l->nviews = 1;
 	l->views[0] = (struct akk_view){ "weight", 0, 0, 4,
@@ -250,6 +237,102 @@ static void conv_init(const struct akk_layer *l, float *p, float *s,
 		memset(p + nw, 0, g.F * sizeof(*p));
 }
 
+static struct scratch scratch_of(const struct geom *g, float *work)
+{
+	size_t ckk = (size_t)g->C * g->k * g->k, hw = (size_t)g->Ho * g->Wo;
+	int fp = akk_smm_pad(g->F);
+	struct scratch s = { .dcol = work, .fp = fp };
+
+	s.dyp = s.dcol + ckk * g->ld;
+	s.dyt = s.dyp + (size_t)g->F * g->ld;
+	s.dwt = s.dyt + hw * fp;
+	s.wt = s.dwt + ckk * fp;
+	s.yt = s.wt + ckk * fp;
+	s.xpad = s.yt + hw * fp;
+	s.mo = (int *)(s.xpad + (size_t)g->C * (g->H + 2 * g->p) * (g->W + 2 * g->p));
+	s.ko = s.mo + hw;
+	return s;
+}
+
+/* The offset tables for the padded input (Hq = H + 2p rows of Wq). */
+static void offsets(const struct geom *g, const struct scratch *s)
+{
+	int wq = g->W + 2 * g->p, hq = g->H + 2 * g->p, n = 0;
+
+	for (int oh = 0; oh < g->Ho; oh++)
+		for (int ow = 0; ow < g->Wo; ow++)
+			s->mo[n++] = (oh * wq + ow) * g->s;
+	n = 0;
+	for (int c = 0; c < g->C; c++)
+		for (int ki = 0; ki < g->k; ki++)
+			for (int kj = 0; kj < g->k; kj++)
+				s->ko[n++] = (c * hq + ki) * wq + kj;
+}
+
+/* x (C, H, W) into xp (C, H + 2p, W + 2p), zeros around. */
+static void pad_input(float *xp, const float *x, const struct geom *g)
+{
+	int wq = g->W + 2 * g->p, hq = g->H + 2 * g->p;
+
+	memset(xp, 0, (size_t)g->C * hq * wq * sizeof(*xp));
+	for (int c = 0; c < g->C; c++)
+		for (int h = 0; h < g->H; h++)
+			memcpy(xp + ((size_t)c * hq + h + g->p) * wq + g->p,
+			       x + ((size_t)c * g->H + h) * g->W,
+			       g->W * sizeof(*x));
+}
+
+/* The input a sample's products read: x itself, or its padded copy, kept
+ * in aux for the backward when training (an evaluation pads into the
+ * scratch: no page of an evaluation tape's aux is touched). */
+static const float *input_of(const struct akk_layer *l, const struct geom *g,
+			     const struct scratch *s, const float *xi,
+			     float *aux, int i, int train)
+{
+	float *xp;
+
+	if (!g->p)
+		return xi;
+	xp = aux && train ? aux + (size_t)i * l->aux : s->xpad;
+	pad_input(xp, xi, g);
+	return xp;
+}
+
+/* y = bias + W x as y^T (Ho Wo, F) = x gathered (Ho Wo, C k k) W^T
+ * (C k k, F): each output pixel's products in registers across the
+ * filters, the input read in place through the offset tables, then y^T
+ * transposed into y. */
+static void gathered_forward(const struct akk_layer *l, float *y, float *aux,
+			     float *work, const float *x, const float *p,
+			     int B, int train)
+{
+	struct geom g = geom_of(l);
+	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
+	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
+	const float *b = l->spec->bias ? p + (size_t)g.F * ckk : NULL;
+	struct scratch s = scratch_of(&g, work);
+
+	offsets(&g, &s);
+	memset(s.wt, 0, (size_t)ckk * s.fp * sizeof(float));
+	for (int f = 0; f < g.F; f++)
+		for (int k = 0; k < ckk; k++)
+			s.wt[(size_t)k * s.fp + f] = p[(size_t)f * ckk + k];
+	for (int i = 0; i < B; i++) {
+		const float *src = input_of(l, &g, &s, x + i * xs, aux, i, train);
+		float *yi = y + i * ys;
+		for (int j = 0; j < hw; j++)
+			for (int f = 0; f < s.fp; f++)
+				s.yt[(size_t)j * s.fp + f] = b && f < g.F ? b[f] : 0;
+		akk_smm_ab_gather(s.yt, s.fp, src, s.mo, s.ko, s.wt, s.fp, 1,
+				  hw, s.fp, ckk);
+		for (int f = 0; f < g.F; f++)
+			for (int j = 0; j < hw; j++)
+				yi[(size_t)f * hw + j] = s.yt[(size_t)j * s.fp + f];
+		if (l->act_out)	/* the activation after, while yi is warm */
+			akk_act_fused_forward(l->act_out, yi, 1, train);
+	}
+}
+
 static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 			 float *s, float *work, const float *x, const float *p,
 			 int B, int train, struct akk_rng *rng)
@@ -257,30 +340,53 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 	struct geom g = geom_of(l);
 	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
 	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
-	const float *w = p, *b = p + (size_t)g.F * ckk;
-	int bias = l->spec->bias;
+	const float *w = p, *b = l->spec->bias ? p + (size_t)g.F * ckk : NULL;
 
 	(void)s, (void)rng;
+	if (!is_pointwise(&g)) {
+		gathered_forward(l, y, aux, work, x, p, B, train);
+		return;
+	}
 	for (int i = 0; i < B; i++) {
-		const float *xi = x + i * xs, *col = xi;
+		const float *xi = x + i * xs;
 		float *yi = y + i * ys;
-		if (!is_pointwise(&g)) {
-			/* evaluation unrolls into the scratch: no page of
-			 * an evaluation tape's aux is ever touched */
-			float *c = aux && train ? aux + (size_t)i * l->aux : work;
-			im2col(c, xi, &g);
-			col = c;
-		}
-		/* y rows start at the bias; the sgemm adds W col onto them. */
-		if (bias)
-			for (int f = 0; f < g.F; f++)
-				for (int j = 0; j < hw; j++)
-					yi[(size_t)f * hw + j] = b[f];
-		akk_sgemm(l->pool, 0, 0, g.F, hw, ckk, 1, w, ckk, col, hw,
-			  bias ? 1.0f : 0.0f, yi, hw);
+		/* y rows start at the bias; the sgemm adds W x */
+		for (int f = 0; b && f < g.F; f++)
+			for (int j = 0; j < hw; j++)
+				yi[(size_t)f * hw + j] = b[f];
+		akk_sgemm(l->pool, 0, 0, g.F, hw, ckk, 1, w, ckk, xi, hw,
+			  b ? 1.0f : 0.0f, yi, hw);
 		if (l->act_out)	/* the activation after, while yi is warm */
 			akk_act_fused_forward(l->act_out, yi, 1, train);
 	}
+}
+
+/* One sample's gradients through the input src the forward read (x, or
+ * its padded copy): db += the rows of dy, dW^T += x gathered (C k k, Ho Wo)
+ * dy^T (Ho Wo, F), and, with dx, dcol = W^T dy folded into dx (col2im). */
+static void gathered_backward(const struct geom *g, float *dx, float *db,
+			      const struct scratch *s, const float *dy,
+			      const float *src, const float *w)
+{
+	int ckk = g->C * g->k * g->k, hw = g->Ho * g->Wo, ld = g->ld;
+
+	for (int f = 0; f < g->F; f++) {
+		const float *d = dy + (size_t)f * hw;
+		float *r = s->dyp + (size_t)f * ld;
+		memcpy(r, d, hw * sizeof(*r));
+		for (int j = hw; j < ld; j++)
+			r[j] = 0;
+		for (int j = 0; j < hw; j++)
+			s->dyt[(size_t)j * s->fp + f] = d[j];
+		if (db)
+			db[f] += row_sum(r, hw);
+	}
+	akk_smm_ab_gather(s->dwt, s->fp, src, s->ko, s->mo, s->dyt, s->fp, 1,
+			  ckk, s->fp, hw);
+	if (!dx)
+		return;
+	akk_smm_ab(s->dcol, ld, w, 1, ckk, s->dyp, ld, NULL, 0, ckk, hw, g->F);
+	col2im(dx, s->dcol, g, ld);
 }
 
 static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
@@ -291,11 +397,18 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	struct geom g = geom_of(l);
 	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
 	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
-	float *dw = dp, *db = dp + (size_t)g.F * ckk;
+	float *dw = dp, *db = l->spec->bias ? dp + (size_t)g.F * ckk : NULL;
 	int pw = is_pointwise(&g);
+	struct scratch sc = scratch_of(&g, work);
 
+	if (!pw) {	/* dW^T from 0; dy^T's padding columns stay 0 */
+		offsets(&g, &sc);
+		memset(sc.dwt, 0, (size_t)ckk * sc.fp * sizeof(float));
+		memset(sc.dyt, 0, (size_t)hw * sc.fp * sizeof(float));
+	}
 	for (int i = 0; i < B; i++) {
-		const float *xi = x + i * xs, *dyi = dy + i * ys, *col = xi;
+		const float *xi = x + i * xs, *dyi = dy + i * ys;
+		float *dxi = dx ? dx + i * xs : NULL;
 		int unused;
 		/* act_out: dy and y are the activation's; dz of one sample
 		 * at a time, in act_dy's first row (stays in cache) */
@@ -303,27 +416,24 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 			dyi = akk_act_fused_backward(l->act_out, l->act_dy, dyi,
 						     y + i * ys, 1, NULL, 0,
 						     &unused);
-		if (!pw)
-			col = aux + (size_t)i * l->aux;	/* unrolled by forward */
-		/* dW (F, Ckk) += dy (F, HoWo) col^T (HoWo, Ckk) */
-		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, col, hw, 1,
-			  dw, ckk);
-		if (l->spec->bias)
-			for (int f = 0; f < g.F; f++)
-				db[f] += row_sum(dyi + (size_t)f * hw, hw);
-		if (!dx)
+		if (!pw) {	/* the padded input: kept by the forward */
+			gathered_backward(&g, dxi, db, &sc, dyi, g.p ?
+					  aux + (size_t)i * l->aux : xi, p);
 			continue;
-		/* dcol (Ckk, HoWo) = W^T (Ckk, F) dy (F, HoWo), then col2im. */
-		float *dxi = dx + i * xs;
-		if (pw) {
-			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw,
-				  0, dxi, hw);
-		} else {
-			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi, hw,
-				  0, work, hw);
-			col2im(dxi, work, &g);
 		}
+		/* dW (F, C) += dy (F, HoWo) x^T (HoWo, C) */
+		akk_sgemm(l->pool, 0, 1, g.F, ckk, hw, 1, dyi, hw, xi, hw, 1,
+			  dw, ckk);
+		for (int f = 0; db && f < g.F; f++)
+			db[f] += row_sum(dyi + (size_t)f * hw, hw);
+		/* dx (C, HoWo) = W^T (C, F) dy (F, HoWo) */
+		if (dxi)
+			akk_sgemm(l->pool, 1, 0, ckk, hw, g.F, 1, p, ckk, dyi,
+				  hw, 0, dxi, hw);
 	}
+	for (int f = 0; !pw && f < g.F; f++)
+		for (int j = 0; j < ckk; j++)
+			dw[(size_t)f * ckk + j] += sc.dwt[(size_t)j * sc.fp + f];
 }
 
 /* Conv with weight (F, C, k, k) and bias (F), as stored. */

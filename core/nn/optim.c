@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 const char *const akk_optim_names[] = {
@@ -112,79 +113,127 @@ double akk_norm2(const float *g, size_t n)
 }
 
 /* Each kernel below is one loop over the block; per-step scalars are
- * computed once, in double, by akk_optim_step. wd is the L2 coefficient
+ * computed once, in double, by akk_optim_update. wd is the L2 coefficient
  * (g += wd w), 0 for adamw. State blocks: v or s is state[0, n); the
- * Adam family keeps m in state[0, n) and v in state[n, 2n). */
+ * Adam family keeps m in state[0, n) and v in state[n, 2n).
+ *
+ * Each loop also reads the gradient through the clipping scale c (1.0f
+ * when there is none: g * 1 is g, bit for bit) and leaves in g what
+ * the caller asked for (struct pass): the clipped gradient, or zeros for
+ * the next batch, while it ORs every gradient's exponent bits plus one
+ * unit into *bad: bit 31 comes out set exactly when some gradient was
+ * inf or NaN (their exponent bits are all ones). One pass over the
+ * blocks, which the compiler vectorizes. */
+struct pass {
+	float c;	/* clipping scale, 1 for none */
+	int zero;	/* 1: leave g zero; 0: leave the clipped g */
+	uint32_t bad;	/* exponent bits + 1 unit, ORed */
+};
 
-static void sgd(float *w, const float *g, size_t n, float lr, float wd)
+/* g[i] through the clip, and what the pass leaves in its place. */
+#define GRAD(gi, g, i, ps)						\
+	float gi = g[i] * ps.c;						\
+	{								\
+		uint32_t b_;						\
+		memcpy(&b_, &g[i], sizeof(b_));				\
+		bad |= (b_ & 0x7f800000u) + 0x00800000u;		\
+		g[i] = ps.zero ? 0.0f : gi;				\
+	}
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE void sgd(float *w, float *g, size_t n, float lr, float wd,
+		struct pass *ps)
 {
-	for (size_t i = 0; i < n; i++)
-		w[i] -= lr * (g[i] + wd * w[i]);
+	uint32_t bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		GRAD(gi, g, i, (*ps));
+		w[i] -= lr * (gi + wd * w[i]);
+	}
+	ps->bad |= bad;
 }
 
 /* v = mu v + g; w -= lr v, or lr (g + mu v) for Nesterov. torch starts
  * the buffer at g, which is mu*0 + g: the same. */
-static void momentum(float *w, const float *g, float *v, size_t n, float lr,
-		     float wd, float mu, int nesterov)
+INLINE void momentum(float *w, float *g, float *v, size_t n, float lr,
+		     float wd, float mu, int nesterov, struct pass *ps)
 {
+	uint32_t bad = 0;
+
 	if (nesterov) {
 		for (size_t i = 0; i < n; i++) {
-			float gi = g[i] + wd * w[i];
+			GRAD(g0, g, i, (*ps));
+			float gi = g0 + wd * w[i];
 			v[i] = mu * v[i] + gi;
 			w[i] -= lr * (gi + mu * v[i]);
 		}
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			v[i] = mu * v[i] + (g[i] + wd * w[i]);
+			GRAD(g0, g, i, (*ps));
+			v[i] = mu * v[i] + (g0 + wd * w[i]);
 			w[i] -= lr * v[i];
 		}
 	}
+	ps->bad |= bad;
 }
 
 /* s = rho s + (1-rho) g^2; w -= lr g / (sqrt(s) + eps). */
-static void rmsprop(float *w, const float *g, float *s, size_t n, float lr,
-		    float wd, float rho, float eps)
+INLINE void rmsprop(float *w, float *g, float *s, size_t n, float lr,
+		    float wd, float rho, float eps, struct pass *ps)
 {
 	float c = (float)(1.0 - (double)rho);
+	uint32_t bad = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		float gi = g[i] + wd * w[i];
+		GRAD(g0, g, i, (*ps));
+		float gi = g0 + wd * w[i];
 		s[i] = rho * s[i] + c * gi * gi;
 		w[i] -= lr * gi / (sqrtf(s[i]) + eps);
 	}
+	ps->bad |= bad;
 }
 
 /* m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
- * w = keep w - step m / (sqrt(v) / bc2s + eps), step = lr / (1 - b1^t),
- * bc2s = sqrt(1 - b2^t): torch's arrangement of the bias corrections.
- * keep = 1 - lr wd is AdamW's decoupled decay, applied to w before the
- * update as torch does (1 for Adam, an exact no-op). */
-static void adam(float *w, const float *g, float *m, float *v, size_t n,
-		 float wd, float keep, float b1, float b2, float eps,
-		 float step, float bc2s)
+ * w = keep w - step m / (sqrt(v) + eps2), where torch has
+ * w - lr/(1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps): the same with
+ * step = lr sqrt(1 - b2^t) / (1 - b1^t) and eps2 = eps sqrt(1 - b2^t)
+ * (both in double, once a step), one division and one square root an
+ * element instead of two divisions and a root (the divider is what an
+ * Adam step waits for). keep = 1 - lr wd is AdamW's decoupled decay,
+ * applied to w before the update as torch does (1 for Adam, an exact
+ * no-op). */
+INLINE void adam(float *w, float *g, float *m, float *v, size_t n,
+		 float wd, float keep, float b1, float b2, float eps2,
+		 float step, struct pass *ps)
 {
 	float c1 = (float)(1.0 - (double)b1), c2 = (float)(1.0 - (double)b2);
+	uint32_t bad = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		float gi = g[i] + wd * w[i], wi = w[i] * keep;
+		GRAD(g0, g, i, (*ps));
+		float gi = g0 + wd * w[i], wi = w[i] * keep;
 		m[i] = b1 * m[i] + c1 * gi;
 		v[i] = b2 * v[i] + c2 * gi * gi;
-		w[i] = wi - step * m[i] / (sqrtf(v[i]) / bc2s + eps);
+		w[i] = wi - step * m[i] / (sqrtf(v[i]) + eps2);
 	}
+	ps->bad |= bad;
 }
 
 /* RAdam, torch's form: moments as Adam; with r the rectification term,
  * w -= lr r sqrt(1 - b2^t) mhat / (sqrt(v) + eps) once rho_t > 5, else
  * w -= lr mhat (plain momentum, no second moment). mhat = m / bc1. */
-static void radam(float *w, const float *g, float *m, float *v, size_t n,
+INLINE void radam(float *w, float *g, float *m, float *v, size_t n,
 		  float lr, float wd, float b1, float b2, float eps,
-		  float bc1, int rectify, float rect_bc2s)
+		  float bc1, int rectify, float rect_bc2s, struct pass *ps)
 {
 	float c1 = (float)(1.0 - (double)b1), c2 = (float)(1.0 - (double)b2);
+	uint32_t bad = 0;
 
 	if (rectify) {
 		for (size_t i = 0; i < n; i++) {
-			float gi = g[i] + wd * w[i];
+			GRAD(g0, g, i, (*ps));
+			float gi = g0 + wd * w[i];
 			m[i] = b1 * m[i] + c1 * gi;
 			v[i] = b2 * v[i] + c2 * gi * gi;
 			w[i] -= m[i] / bc1 * lr * (rect_bc2s /
@@ -192,12 +241,14 @@ static void radam(float *w, const float *g, float *m, float *v, size_t n,
 		}
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			float gi = g[i] + wd * w[i];
+			GRAD(g0, g, i, (*ps));
+			float gi = g0 + wd * w[i];
 			m[i] = b1 * m[i] + c1 * gi;
 			v[i] = b2 * v[i] + c2 * gi * gi;
 			w[i] -= m[i] / bc1 * lr;
 		}
 	}
+	ps->bad |= bad;
 }
 
 double akk_optim_clip(const struct akk_optim_spec *o, const float *g, size_t n)
@@ -213,43 +264,43 @@ double akk_optim_clip(const struct akk_optim_spec *o, const float *g, size_t n)
 	return 1;
 }
 
-void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
-		      float *state, size_t n, size_t lo, size_t hi, long t,
-		      float lr, double clip)
+/* akk_optim_update's body, for one kind of pass: zero is a constant at
+ * each call, so each kernel's loop is compiled once per pass. */
+INLINE uint32_t update(const struct akk_optim_spec *o, float *w, float *g,
+		       float *state, size_t n, size_t lo, size_t hi, long t,
+		       float lr, double clip, const int zero)
 {
 	float wd = o->weight_decay;
 	double b1 = o->beta1, b2 = o->beta2;
 	size_t m = hi - lo;
 	float *s2 = state + n + lo;	/* the Adam family's v block */
+	struct pass ps = { clip < 1 ? (float)clip : 1.0f, zero, 0 };
 
 	assert(t >= 1 && lo <= hi && hi <= n);
 	w += lo;
 	g += lo;
 	state += lo;
-	if (clip < 1)
-		for (size_t i = 0; i < m; i++)
-			g[i] *= (float)clip;
 	switch (o->kind) {
 	case AKK_OPT_SGD:
-		sgd(w, g, m, lr, wd);
+		sgd(w, g, m, lr, wd, &ps);
 		break;
 	case AKK_OPT_MOMENTUM:
 	case AKK_OPT_NESTEROV:
 		momentum(w, g, state, m, lr, wd, o->momentum,
-			 o->kind == AKK_OPT_NESTEROV);
+			 o->kind == AKK_OPT_NESTEROV, &ps);
 		break;
 	case AKK_OPT_RMSPROP:
-		rmsprop(w, g, state, m, lr, wd, o->rho, o->eps);
+		rmsprop(w, g, state, m, lr, wd, o->rho, o->eps, &ps);
 		break;
 	case AKK_OPT_ADAM:
 	case AKK_OPT_ADAMW: {
 		int decoupled = o->kind == AKK_OPT_ADAMW;
+		double bc2s = sqrt(1 - pow(b2, t));
 
 		adam(w, g, state, s2, m, decoupled ? 0 : wd,
 		     decoupled ? (float)(1.0 - (double)lr * wd) : 1,
-		     o->beta1, o->beta2, o->eps,
-		     (float)(lr / (1 - pow(b1, t))),
-		     (float)sqrt(1 - pow(b2, t)));
+		     o->beta1, o->beta2, (float)(o->eps * bc2s),
+		     (float)(lr * bc2s / (1 - pow(b1, t))), &ps);
 		break;
 	}
 	case AKK_OPT_RADAM: {
@@ -263,10 +314,37 @@ void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
 				    ((rho_inf - 4) * (rho_inf - 2) * rho_t));
 		radam(w, g, state, s2, m, lr, wd, o->beta1, o->beta2,
 		      o->eps, (float)(1 - pow(b1, t)), rho_t > 5,
-		      (float)(rect * sqrt(bc2)));
+		      (float)(rect * sqrt(bc2)), &ps);
 		break;
 	}
 	}
+	return ps.bad;
+}
+
+/* Two bodies each, AVX2 and the baseline, chosen when the program loads:
+ * the elementwise arithmetic is IEEE single precision either way (no
+ * fused multiply-add: neither body enables FMA), so both give the same
+ * bits; AVX2 runs 8 lanes of the divisions and square roots at a time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES
+#endif
+
+CLONES
+void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
+		      float *state, size_t n, size_t lo, size_t hi, long t,
+		      float lr, double clip)
+{
+	update(o, w, g, state, n, lo, hi, t, lr, clip, 0);
+}
+
+CLONES
+int akk_optim_update_zero(const struct akk_optim_spec *o, float *w, float *g,
+			  float *state, size_t n, size_t lo, size_t hi, long t,
+			  float lr, double clip)
+{
+	return !(update(o, w, g, state, n, lo, hi, t, lr, clip, 1) & 0x80000000u);
 }
 
 void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,

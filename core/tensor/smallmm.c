@@ -1,0 +1,206 @@
+/* smallmm.c - small matrix products without packing (see smallmm.h).
+ *
+ * Each public function has two bodies from one inline source: one
+ * compiled for AVX2 with FMA, one for the x86-64 baseline, and picks by
+ * what the CPU has (__builtin_cpu_supports, a test of a word the runtime
+ * filled when the program loaded). The vectors are GCC's generic 8-float
+ * vectors. The Makefile compiles this file with -ffp-contract=fast: in the
+ * AVX2 body a multiply and the add after it become one FMA. */
+#include "tensor/smallmm.h"
+
+#include <stddef.h>
+
+/* The 32-byte vectors never cross a call (every helper is inlined), so
+ * the baseline body's ABI note does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v8 __attribute__((vector_size(32)));
+/* The same vector at any float's address, for loads and stores. */
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2 1
+#define AVX2 __attribute__((target("avx2,fma")))
+static int avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#else
+#define HAVE_AVX2 0
+#endif
+
+#define INLINE static inline __attribute__((always_inline))
+/* Rows of C a block of akk_smm_ab keeps in registers at most: 6 rows of
+ * two vectors, with the two rows of B and the broadcast, fill 15 of AVX2's
+ * 16 registers; the baseline's 16 half-width registers take 2 rows. */
+#define MR 6
+
+INLINE v8 ld(const float *p)
+{
+	return *(const v8u *)p;
+}
+
+/* n (1..8) floats from p, the other lanes 0. */
+INLINE v8 ldn(const float *p, int n)
+{
+	v8 v = { 0 };
+
+	if (n == 8)
+		return ld(p);
+	for (int i = 0; i < n; i++)
+		v[i] = p[i];
+	return v;
+}
+
+/* The first n (1..8) lanes of v into p. */
+INLINE void st(float *p, v8 v, int n)
+{
+	if (n == 8)
+		*(v8u *)p = v;
+	else
+		for (int i = 0; i < n; i++)
+			p[i] = v[i];
+}
+
+/* Rows [0, R) and columns [0, 8 NV) of C's block at (C, B): R, NV and P
+ * are constants at every call, and the accumulators are named variables
+ * (an array of them GCC keeps on the stack). ncols of the block's columns
+ * are read and written: all 8 NV unless P (a partial block at the end). */
+#define AB_INIT(r)							\
+	v8 c##r##0 = (v8){ 0 } + (R > r && bias ? bias[r] : 0.0f);	\
+	v8 c##r##1 = c##r##0;						\
+	if (R > r && add) {						\
+		c##r##0 = ldn(C + (long)r * ldc, ncols < 8 ? ncols : 8); \
+		if (NV == 2)						\
+			c##r##1 = ldn(C + (long)r * ldc + 8, ncols - 8); \
+	}
+#define AB_ROW(r)							\
+	const float *a##r = G ? A + (R > r ? mo[r] : 0) : A + r * am;
+#define AB_FMA(r)							\
+	if (R > r) {							\
+		float a = G ? a##r[ko[k]] : a##r[k * ak];		\
+		c##r##0 += b0 * a;					\
+		if (NV == 2)						\
+			c##r##1 += b1 * a;				\
+	}
+#define AB_STORE(r)							\
+	if (R > r) {							\
+		float *c = C + (long)r * ldc;				\
+		st(c, c##r##0, ncols < 8 ? ncols : 8);			\
+		if (NV == 2)						\
+			st(c + 8, c##r##1, ncols - 8);			\
+	}
+
+INLINE void ab_block(float *C, int ldc, const float *A, long am, long ak,
+		     const int *mo, const int *ko, const int G,
+		     const float *B, int ldb, const float *bias, int add,
+		     int K, const int R, const int NV, const int P, int ncols)
+{
+	AB_INIT(0) AB_INIT(1) AB_INIT(2) AB_INIT(3) AB_INIT(4) AB_INIT(5)
+	AB_ROW(0) AB_ROW(1) AB_ROW(2) AB_ROW(3) AB_ROW(4) AB_ROW(5)
+	for (int k = 0; k < K; k++) {
+		const float *b = B + (long)k * ldb;
+		v8 b0 = P && NV == 1 ? ldn(b, ncols) : ld(b);
+		v8 b1 = NV == 1 ? b0 : P ? ldn(b + 8, ncols - 8) : ld(b + 8);
+		AB_FMA(0) AB_FMA(1) AB_FMA(2) AB_FMA(3) AB_FMA(4) AB_FMA(5)
+	}
+	AB_STORE(0) AB_STORE(1) AB_STORE(2) AB_STORE(3) AB_STORE(4) AB_STORE(5)
+}
+
+/* One strip of R rows across all N columns: 16 at a time, then 8. */
+INLINE void ab_rows(float *C, int ldc, const float *A, long am, long ak,
+		    const int *mo, const int *ko, const int G,
+		    const float *B, int ldb, const float *bias, int add, int N,
+		    int K, const int R)
+{
+	int j = 0, n;
+
+	for (; j + 16 <= N; j += 16)
+		ab_block(C + j, ldc, A, am, ak, mo, ko, G, B + j, ldb, bias, add, K, R, 2,
+			 0, 16);
+	C += j, B += j, n = N - j;
+	if (n > 8)
+		ab_block(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, K, R, 2, 1, n);
+	else if (n == 8)
+		ab_block(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, K, R, 1, 0, n);
+	else if (n > 0)
+		ab_block(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, K, R, 1, 1, n);
+}
+
+/* akk_smm_ab in strips of mr rows (6 or 2), then the rows left. */
+INLINE void ab_all(float *C, int ldc, const float *A, long am, long ak,
+		   const int *mo, const int *ko, const int G,
+		   const float *B, int ldb, const float *bias, int add, int M,
+		   int N, int K, const int mr)
+{
+	int m = 0;
+
+	for (; m + mr <= M; m += mr)
+		ab_rows(C + (long)m * ldc, ldc, G ? A : A + m * am, am, ak,
+			G ? mo + m : mo, ko, G, B, ldb,
+			bias ? bias + m : NULL, add, N, K, mr);
+	C += (long)m * ldc;
+	if (G)
+		mo += m;
+	else
+		A += m * am;
+	bias = bias ? bias + m : NULL;
+	switch (M - m) {
+	case 5: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 5); break;
+	case 4: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 4); break;
+	case 3: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 3); break;
+	case 2: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 2); break;
+	case 1: ab_rows(C, ldc, A, am, ak, mo, ko, G, B, ldb, bias, add, N, K, 1); break;
+	default: break;
+	}
+}
+
+#if HAVE_AVX2
+AVX2 static void ab_avx2(float *C, int ldc, const float *A, long am, long ak,
+			 const float *B, int ldb, const float *bias, int add,
+			 int M, int N, int K)
+{
+	ab_all(C, ldc, A, am, ak, NULL, NULL, 0, B, ldb, bias, add, M, N, K, MR);
+}
+
+AVX2 static void abg_avx2(float *C, int ldc, const float *A, const int *mo,
+			  const int *ko, const float *B, int ldb, int add,
+			  int M, int N, int K)
+{
+	ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, MR);
+}
+#endif
+
+void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
+		const float *B, int ldb, const float *bias, int add, int M,
+		int N, int K)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		ab_avx2(C, ldc, A, am, ak, B, ldb, bias, add, M, N, K);
+		return;
+	}
+#endif
+	ab_all(C, ldc, A, am, ak, NULL, NULL, 0, B, ldb, bias, add, M, N, K, 2);
+}
+
+void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
+		       const int *ko, const float *B, int ldb, int add, int M,
+		       int N, int K)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		abg_avx2(C, ldc, A, mo, ko, B, ldb, add, M, N, K);
+		return;
+	}
+#endif
+	ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, 2);
+}
+
+const char *akk_smm_isa(void)
+{
+#if HAVE_AVX2
+	return avx2() ? "avx2+fma" : "sse2";
+#else
+	return "generic";
+#endif
+}

@@ -1,0 +1,46 @@
+/* smallmm.h - small matrix products read in place, for the convolutions.
+ *
+ * A convolution of a small image is a product of a few filters (up to
+ * ~64) and the windows of a few hundred pixels. OpenBLAS packs both
+ * operands on every such call, and the packing costs as much as the
+ * product; these kernels read the operands where they are (the input's
+ * windows through offset tables, akk_smm_ab_gather), in register blocks of
+ * up to 6 rows by 16 columns (8-float vectors: AVX2 with FMA where the CPU has
+ * both, the SSE2 baseline otherwise; akk_smm_isa says which).
+ *
+ * The arithmetic is fixed for a CPU: every output element is its start
+ * value plus the products added one by one in k order (fused multiply-adds
+ * in the AVX2 version, a multiply then an add in the baseline, so the two
+ * differ in the last bits, as OpenBLAS's kernels do): the same bits on
+ * every run and every thread of one machine. Nothing is read outside the
+ * M x K and K x N operands, nothing allocated. */
+#ifndef AKK_SMALLMM_H
+#define AKK_SMALLMM_H
+
+/* The rounding of n up to whole vectors (a row length that keeps the
+ * next row aligned to the vector). */
+static inline int akk_smm_pad(int n)
+{
+	return (n + 7) & ~7;
+}
+
+/* C (M x N, row stride ldc) = start + A B, where A's element (m, k) is
+ * A[m * am + k * ak] (am = lda, ak = 1 for A; am = 1, ak = lda for A^T)
+ * and B is K x N with row stride ldb. The start is C itself when add is 1
+ * (C += A B), else bias[m] for row m, or 0 when bias is NULL. Only N
+ * columns of C are read and written, only N of B's are read. */
+void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
+		const float *B, int ldb, const float *bias, int add, int M,
+		int N, int K);
+
+/* akk_smm_ab (no bias) with A's element (m, k) at A[mo[m] + ko[k]]: a
+ * matrix gathered in place, as a convolution reads its input (row m an
+ * output pixel, column k a filter tap, or the other way round). */
+void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
+		       const int *ko, const float *B, int ldb, int add, int M,
+		       int N, int K);
+
+/* Which instructions the kernels use on this CPU: "avx2" or "sse2". */
+const char *akk_smm_isa(void);
+
+#endif
