@@ -22,31 +22,17 @@ PKGS="$PKGS libxml2-utils chromium"
 # `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`;
 # `deps.sh xsmm` adds libxsmm-dev for `make XSMM=1`; `deps.sh peers` adds
 # numpy and torch (python3-torch is large, so not by default) for the peers
-# of tests/bench_peers.sh, git and a checkout of kann (datasets/kann, at a
-# fixed commit) for its kann peer, and oneDNN (libdnnl-dev) for
-# `make bench-conv`.
+# of tests/bench_peers.sh, and oneDNN (libdnnl-dev) for `make bench-conv`.
+# Its kann peer needs a kann source tree the user provides (KANN=DIR): no
+# third party's code is fetched or kept here.
 case "${1:-}" in
 fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
 xsmm) PKGS="$PKGS libxsmm-dev" ;;
-peers) PKGS="$PKGS python3-numpy python3-torch git libdnnl-dev" ;;
+peers) PKGS="$PKGS python3-numpy python3-torch libdnnl-dev" ;;
 '') ;;
 *) echo "usage: sh datasets/deps.sh [fuzz|xsmm|peers]" >&2; exit 2 ;;
 esac
 
-# kann, the C peer: cloned once into datasets/kann (beside this script),
-# at the commit the peer was written against.
-KANN_URL=https://github.com/attractivechaos/kann
-KANN_COMMIT=e260712
-kann() {
-	[ "${1:-}" = peers ] || return 0
-	dir=$(dirname "$0")/kann
-	if [ -f "$dir/kann.c" ]; then
-		echo "deps.sh: kann present in $dir"
-		return 0
-	fi
-	echo "deps.sh: git clone $KANN_URL $dir"
-	git clone -q "$KANN_URL" "$dir" && git -C "$dir" checkout -q "$KANN_COMMIT"
-}
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'
@@ -70,7 +56,6 @@ fi
 
 if [ -z "$missing" ]; then
 	echo "deps.sh: all dependencies present: $PKGS npm"
-	kann "${1:-}"
 	exit 0
 fi
 
@@ -90,4 +75,3 @@ echo "deps.sh: apt-get install$missing"
 # shellcheck disable=SC2086 # word splitting of the package list is wanted
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
 echo "deps.sh: installed:$missing"
-kann "${1:-}"

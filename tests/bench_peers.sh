@@ -42,8 +42,8 @@
 # Usage: sh tests/bench_peers.sh [EPOCHS [ROUNDS]]
 # Environment: EPOCHS (3), ROUNDS (3), LENET_STEPS (300), BALANCED_RUNS (5),
 # CLOCK (cpu or wall), PEERS (../shared/peers, else ../../shared/peers),
-# KANN (a kann checkout: datasets/kann, as `sh datasets/deps.sh peers`
-# clones it), PYTHON (/usr/bin/python3: Debian's numpy and torch),
+# KANN (a kann source tree you provide, default datasets/kann; nothing
+# fetches it), PYTHON (/usr/bin/python3: Debian's numpy and torch),
 # OMP_WAIT_POLICY (PASSIVE).
 # Needs `make` and `make data`; the peers need `sh datasets/deps.sh peers`
 # (python3-numpy, python3-torch, kann). A missing peer is skipped with a
@@ -103,7 +103,7 @@ FAIL=0
 have_numpy=0 have_torch=0 have_ref=0 have_kann=0
 KANN_BIN=$T/kann_mlp
 if [ ! -f "$KANN/kann.c" ] || [ ! -f "$KANN/kautodiff.c" ]; then
-	echo "# skipped: kann peer: no kann checkout in $KANN (sh datasets/deps.sh peers, or set KANN=DIR)"
+	echo "# skipped: kann peer: no kann checkout in $KANN (set KANN=DIR to a kann source tree)"
 elif ! ${CC:-cc} -O2 -DHAVE_CBLAS -I"$KANN" -o "$KANN_BIN" tests/peers/kann_mlp.c "$KANN/kann.c" \
 	"$KANN/kautodiff.c" $(pkg-config --cflags --libs openblas) -lm -pthread >"$T/kann.log" 2>&1; then
 	echo "# skipped: kann peer: cannot build tests/peers/kann_mlp.c ($(grep -m 1 error "$T/kann.log"))"

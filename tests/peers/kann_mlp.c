@@ -1,4 +1,4 @@
-/* kann_mlp.c - peer baseline: the same MLP in kann (github.com/attractivechaos/
+/* kann_mlp.c - peer baseline: the same MLP in kann (attractivechaos/
  * kann, C, its own autodiff), for tests/bench_peers.sh.
  *
  * Same options and CSV as ../shared/peers/numpy_mlp.py: dense layers with
