@@ -115,6 +115,8 @@ endif
 $(B)/tests/test_rundir.o: cli/progress.c
 # test_ckpt_files tests the pruning of checkpoints the same way.
 $(B)/tests/test_ckpt_files.o: cli/ckpt_files.c
+# test_faults drives the run directory's lock the same way.
+$(B)/tests/test_faults.o: cli/ckpt_files.c cli/run_lock.c
 
 $(B)/libakk.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/spec.h"
+#include "io/metrics.h"
 
 char *ckpt_join(const char *dir, const char *name, struct akk_err *e)
 {
@@ -179,6 +180,19 @@ static void prune(const char *dir, int keep)
 	free_names(names, n);
 }
 
+/* A checkpoint of epoch could not be written (a full disk): the epoch's
+ * metrics rows go too, so that rows and checkpoints tell one story. */
+static int epoch_failed(const struct ckpt_policy *p, int epoch)
+{
+	char *path = ckpt_join(p->dir, p->spec->out.metrics, NULL);
+	struct akk_err ignored;
+
+	if (path && akk_metrics_cut(path, epoch - 1, &ignored))
+		fprintf(stderr, "akkctl: warning: %s\n", ignored.msg);
+	free(path);
+	return -1;
+}
+
 int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 	       const struct akk_epoch_report *rep, struct akk_err *e)
 {
@@ -212,17 +226,29 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 		char name[32];
 		snprintf(name, sizeof(name), "epoch-%04d.bin", rep->epoch);
 		if (ckpt_save(p, r, name, e))
-			return -1;
+			return epoch_failed(p, rep->epoch);
 		prune(p->dir, p->keep);
 	}
 	if (best && ckpt_save(p, r, "best.bin", e))
-		return -1;
+		return final ? -1 : epoch_failed(p, rep->epoch);
 	return 0;
 }
 
 static int pick_run_file(const char *name, const char *metrics)
 {
 	return is_ckpt_file(name) || !strcmp(name, metrics);
+}
+
+/* An empty metrics file (its first row could not be written) holds no
+ * run. */
+static int is_empty(const char *dir, const char *name)
+{
+	char *path = ckpt_join(dir, name, NULL);
+	struct stat st;
+	int empty = path && !lstat(path, &st) && S_ISREG(st.st_mode) && !st.st_size;
+
+	free(path);
+	return empty;
 }
 
 static int pick_run_or_temp(const char *name, const char *metrics)
@@ -255,6 +281,11 @@ int run_dir_files(const char *dir, const char *metrics, char **list,
 			return 0;
 		return akk_err_set(e, "cannot open '%s': %s", dir, strerror(errno));
 	}
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], metrics) && is_empty(dir, names[i])) {
+			free(names[i]);
+			names[i--] = names[--n];
+		}
 	qsort(names, n, sizeof(*names), cmp_name);
 	for (int i = 0; i < n; i++)
 		len += strlen(names[i]) + 4;
@@ -266,6 +297,36 @@ int run_dir_files(const char *dir, const char *metrics, char **list,
 		off += sprintf(*list + off, "%s'%s'", i ? ", " : "", names[i]);
 	free_names(names, n);
 	return 0;
+}
+
+int run_dir_check_links(const char *dir, const char *metrics, struct akk_err *e)
+{
+	int n, rc = 0;
+	char **names;
+
+	errno = 0;
+	names = list_dir(dir, pick_run_file, metrics, &n);
+	if (!names && errno && errno != ENOENT)
+		return akk_err_set(e, "cannot open '%s': %s", dir, strerror(errno));
+	for (int i = 0; i < n && !rc; i++) {
+		char *path = ckpt_join(dir, names[i], e);
+		struct stat st;
+
+		if (!path)
+			rc = -1;
+		else if (lstat(path, &st))
+			rc = errno == ENOENT ? 0 : akk_err_set(e, "cannot read '%s': %s", path,
+								 strerror(errno));
+		else if (S_ISLNK(st.st_mode))
+			rc = akk_err_set(e, "'%s' is a symbolic link: a run never writes through "
+					 "one; remove it, or write elsewhere with --out", path);
+		else if (!S_ISREG(st.st_mode))
+			rc = akk_err_set(e, "'%s' is not a regular file; remove it, or write "
+					 "elsewhere with --out", path);
+		free(path);
+	}
+	free_names(names, n);
+	return rc;
 }
 
 static int remove_picked(const char *dir, int (*pick)(const char *, const char *),

@@ -30,6 +30,7 @@
 #include "io/metrics.h"
 #include "model/model.h"
 #include "progress.h"
+#include "run_lock.h"
 #include "runtime/run.h"
 #include "runtime/schedule.h"
 #include "config/spec.h"
@@ -279,6 +280,7 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
  * signal number to a pipe; a thread of ours reads it and asks the sentinel
  * to stop. A zero byte tells that thread the run is over. */
 static int sig_pipe[2] = { -1, -1 };
+static int sig_thread;	/* signal_main runs */
 
 static void on_signal(int sig)
 {
@@ -309,13 +311,14 @@ static void *signal_main(void *arg)
 	return NULL;
 }
 
-static int signals_start(struct akk_run *run, pthread_t *thread)
+/* The handler goes in before the run directory is touched: a signal
+ * that comes before the run exists waits in the pipe, and the run stops
+ * cleanly as soon as it starts (nothing half made is left behind). */
+static int signals_early(void)
 {
 	struct sigaction sa = { 0 };
 
 	if (pipe(sig_pipe))
-		return -1;
-	if (pthread_create(thread, NULL, signal_main, run))
 		return -1;
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -325,18 +328,32 @@ static int signals_start(struct akk_run *run, pthread_t *thread)
 	return 0;
 }
 
+static int signals_start(struct akk_run *run, pthread_t *thread)
+{
+	if (pthread_create(thread, NULL, signal_main, run))
+		return -1;
+	sig_thread = 1;
+	return 0;
+}
+
+/* Back to the default handlers; the thread, when started, ends. Again:
+ * nothing. */
 static void signals_stop(pthread_t thread)
 {
 	unsigned char zero = 0;
 	struct sigaction sa = { 0 };
 
+	if (sig_pipe[0] < 0)
+		return;
 	sa.sa_handler = SIG_DFL;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (write(sig_pipe[1], &zero, 1) == 1)
+	if (sig_thread && write(sig_pipe[1], &zero, 1) == 1)
 		pthread_join(thread, NULL);
+	sig_thread = 0;
 	close(sig_pipe[0]);
 	close(sig_pipe[1]);
+	sig_pipe[0] = sig_pipe[1] = -1;
 }
 
 static int mkdirs(const char *path, struct akk_err *e)
@@ -527,11 +544,12 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 	struct akk_err e = { 0 };
 	struct akk_checkpoint ck = { 0 };
 	struct akk_world world = { 0 };
+	struct run_lock lock = { .fd = -1 };	/* rank 0's, on s.out.dir */
 	int *gate_rank = NULL, dp = 0;
 	uint32_t *heldout = NULL;	/* a validation split's indices */
 	size_t nheldout = 0;
 	long counts[3];
-	pthread_t sigthread;
+	pthread_t sigthread = 0;
 	int nsets = 0, nwords = 0, nowned = 0, c, rc = EXIT_USAGE, have_val;
 	int profile = 1;
 
@@ -600,6 +618,10 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 		goto out;
 	}
 	user_quiet = ui.quiet;
+	if (signals_early()) {
+		rc = cli_errorf(EXIT_RUNTIME, "cannot set up the signal handlers: %s", strerror(errno));
+		goto out;
+	}
 	if (cli_auto_split(&s, resume, profile, &e) ||
 	    akk_model_plan(&m, &s, &e) || cli_start_world(&s, &world, &gate_rank, &e))
 		goto report;
@@ -674,7 +696,8 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 		goto report;
 	}
 	if (world.rank == 0 &&
-	    (check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
+	    (run_lock_take(&lock, s.out.dir, s.out.metrics, &e) ||
+	     check_run_dir(&s, &m, resume, resume ? resume_dir : NULL, &ck, force, &e) ||
 	     akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
 	     (akk_data_has(&s.data, AKK_DATA_VAL) &&
 	      (akk_data_open(&val, &s.data, AKK_DATA_VAL, &e) ||
@@ -727,7 +750,7 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 						       s.data.task == AKK_TASK_REGRESSION,
 						       s.out.best_by == AKK_BEST_LOSS,
 						       &ui.best, &e)) {
-			rc = EXIT_USAGE;
+			rc = e.file[0] ? EXIT_USAGE : EXIT_RUNTIME;	/* bad file, or I/O */
 			goto report;
 		}
 		if (resume && run_dir_drop_later_best(s.out.dir, &m, &ck.pos, &dropped_best, &e))
@@ -820,7 +843,6 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 	ui.start = ui.epoch_mark = akk_now();
 	rc = akk_run_train(run, &e) ? EXIT_RUNTIME :
 	     akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
-	signals_stop(sigthread);
 	/* where training stopped, which only rank 0's sentinel knows in a
 	 * pipeline (every rank reaches here: failures abort) */
 	if (world.size > 1 && rc != EXIT_RUNTIME && akk_run_agree_position(run, &world)) {
@@ -895,7 +917,9 @@ report:
 		cli_report(&e, rc);
 	}
 out:
+	signals_stop(sigthread);
 	akk_run_free(run);
+	run_lock_release(&lock);
 	akk_checkpoint_release(&ck);
 	akk_dataset_release(&train);
 	akk_dataset_release(&val);
