@@ -471,14 +471,14 @@ static int check_range(struct ctx *c, const struct key *k, yaml_node_t *val,
 {
 	if (k->flags & F_LO) {
 		if (k->flags & F_LO_OPEN ? !(v > k->lo) : !(v >= k->lo))
-			return fail(c, val, "'%s' must be %s %g, got %s%s",
+			return fail(c, val, "'%s' must be %s %.10g, got %s%s",
 				    k->name, k->flags & F_LO_OPEN ?
 				    "greater than" : "at least", k->lo,
 				    text(val), as);
 	}
 	if (k->flags & F_HI) {
 		if (k->flags & F_HI_OPEN ? !(v < k->hi) : !(v <= k->hi))
-			return fail(c, val, "'%s' must be %s %g, got %s%s",
+			return fail(c, val, "'%s' must be %s %.10g, got %s%s",
 				    k->name, k->flags & F_HI_OPEN ?
 				    "less than" : "at most", k->hi,
 				    text(val), as);
