@@ -421,7 +421,8 @@ static void fill_fs(const char *dir, long room)
 
 /* A full disk at the first metrics write: exit 1 naming the file, no
  * metrics.csv left that refuses the next run; then a full disk at an
- * epoch's checkpoint: exit 1 and the epoch's rows are gone again. */
+ * epoch's checkpoint: exit 1 and the epoch's rows are gone again; then
+ * at a resume's rewrite of the metrics: exit 1. */
 static void full_disk_at_metrics_and_checkpoint(void **state)
 {
 	const char *d = subdir("full");
@@ -447,9 +448,10 @@ static void full_disk_at_metrics_and_checkpoint(void **state)
 		assert_int_equal(run_dir_files(run, "metrics.csv", &files, &e), 0);
 		assert_null(files);
 	}
-	/* room for the rows, not for a checkpoint (some 6 KB) */
-	fill_fs(d, 2048);
+	/* a page for the rows, none for a checkpoint (some 10 KB) */
+	fill_fs(d, 4096);
 	assert_rc(ak("train", g_cfg, "--quiet", "--out", run, NULL), 1);
+	tu_assert_contains(g_err, "epoch-0001.bin");
 	tu_assert_contains(g_err, "No space left on device");
 	{
 		char *rows = tu_slurp(tu_path(run, "metrics.csv"), NULL);
@@ -458,6 +460,18 @@ static void full_disk_at_metrics_and_checkpoint(void **state)
 	}
 	assert_int_equal(unlink(tu_path(d, "filler")), 0);
 	assert_rc(ak("train", g_cfg, "--quiet", "--out", run, "--force", NULL), 0);
+	/* a resume that must cut a row off, on a full disk: a system error
+	 * (exit 1), not bad input */
+	{
+		FILE *f = fopen(tu_path(run, "metrics.csv"), "a");
+		assert_non_null(f);
+		fputs("2,train,600,0.5,0.5,0.05,1,600,0,0\n", f);
+		assert_int_equal(fclose(f), 0);
+	}
+	fill_fs(d, 0);
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", run, "--epochs", "2", NULL), 1);
+	tu_assert_contains(g_err, "No space left on device");
+	assert_int_equal(unlink(tu_path(d, "filler")), 0);
 	umount(d);
 }
 
