@@ -405,6 +405,16 @@ static void note_passed(char **s, const struct akk_err *why)
 	*s = n;
 }
 
+int ckpt_check_mode(const struct akk_checkpoint *ck, const char *path, int mode,
+		    struct akk_err *e)
+{
+	if (ck->mode == mode)
+		return 0;
+	return akk_err_set(e, "'%s' was trained in %s mode, and this run is %s: resume it with "
+			   "--mode %s, or start over elsewhere with --out", path,
+			   akk_mode_name(ck->mode), akk_mode_name(mode), akk_mode_name(ck->mode));
+}
+
 int ckpt_resolve(const char *arg, const struct akk_model *m,
 		 struct akk_checkpoint *ck, char **path, char **passed,
 		 struct akk_err *e)

@@ -60,6 +60,10 @@ int run_dir_drop_later_best(const char *dir, const struct akk_model *m,
 int ckpt_resolve(const char *arg, const struct akk_model *m,
 		 struct akk_checkpoint *ck, char **path, char **passed,
 		 struct akk_err *e);
+/* A resume goes on in the schedule its checkpoint ck (read from path)
+ * was trained in: -1 with e when mode (enum akk_mode) is another. */
+int ckpt_check_mode(const struct akk_checkpoint *ck, const char *path, int mode,
+		    struct akk_err *e);
 /* The checkpoint eval (prefer_best) or inspect reads for arg: arg itself
  * unless it is a directory; in a run directory, for eval best.bin, else
  * last.bin, else the epoch-NNNN.bin of the highest epoch; for inspect

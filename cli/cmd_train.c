@@ -633,7 +633,7 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 		int r = ckpt_resolve(resume, &m, &ck, &ckpath, &passed, &e);
 		char *dirbuf;
 
-		if (r < 0)
+		if (r < 0 || (r == 0 && ckpt_check_mode(&ck, ckpath, s.sched.mode, &e)))
 			goto report;
 		if (!stat(resume, &st) && S_ISDIR(st.st_mode))
 			resume_dir = strdup(resume);

@@ -306,6 +306,31 @@ static void resume_drops_a_later_best(void **state)
 	akk_checkpoint_release(&c);
 }
 
+/* A run trained in wheels resumes in wheels: under the flip-flop config
+ * alone it is refused, with the way on. */
+static void resume_keeps_the_schedule(void **state)
+{
+	const char *d = subdir("wheels-resume");
+	char want[2048], *before, *after;
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--mode", "wheels", "--out", d, NULL), 0);
+	before = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: '%s/last.bin' was trained in wheels mode, and this "
+		 "run is flip-flop: resume it with --mode wheels, or start over elsewhere with --out\n", d);
+	assert_string_equal(g_err, want);
+	after = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	assert_string_equal(before, after);
+	free(after);
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", "--mode", "wheels",
+		     NULL), 0);
+	after = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	tu_assert_contains(after, "\n2,train,");
+	free(before);
+	free(after);
+}
+
 /* A torn last row (killed mid-write) and rows past the checkpoint go. */
 static void torn_metrics_row(void **state)
 {
@@ -716,6 +741,7 @@ int main(void)
 		cmocka_unit_test(crash_before_the_first_checkpoint),
 		cmocka_unit_test(resume_drops_a_later_best),
 		cmocka_unit_test(torn_metrics_row),
+		cmocka_unit_test(resume_keeps_the_schedule),
 		cmocka_unit_test(resume_takes_only_its_network),
 		cmocka_unit_test(mismatch_before_already_trained),
 		cmocka_unit_test(progress_line_fits_the_width),
