@@ -154,14 +154,39 @@ static int pick_epoch(const char *name, const char *arg)
 	return is_epoch_file(name);
 }
 
-/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch).
- * An old checkpoint that cannot be removed, or a directory that cannot be
- * listed, is said on stderr with the path and the reason; training goes
- * on (the new checkpoint is written: only disk space is at stake). */
-static void prune(const char *dir, int keep)
+/* Whether dir/name is a whole checkpoint: the size of the one just
+ * written (a run's checkpoints are all of one size), else read through. */
+static int is_whole(const char *dir, const char *name, off_t size)
 {
-	int n;
+	char *path = ckpt_join(dir, name, NULL);
+	struct akk_checkpoint c;
+	struct akk_err ignored;
+	struct stat st;
+	int whole = 0;
+
+	if (path && !stat(path, &st))
+		whole = st.st_size == size || !akk_checkpoint_read(&c, path, &ignored);
+	if (whole && st.st_size != size)
+		akk_checkpoint_release(&c);
+	free(path);
+	return whole;
+}
+
+/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch)
+ * of the epochs up to `epoch`, whose checkpoint (newest) was just written.
+ * Only whole checkpoints count toward `keep`: a damaged or cut one, or
+ * one of a later epoch than this run has reached, is never counted (and
+ * left alone). An old checkpoint that cannot be removed, or a directory
+ * that cannot be listed, is said on stderr with the path and the reason;
+ * training goes on (the new checkpoint is written: only disk space is at
+ * stake). */
+static void prune(const char *dir, int keep, int epoch)
+{
+	int n, kept = 0;
 	char **names = list_dir(dir, pick_epoch, NULL, &n);
+	char newest[32];
+	struct stat st;
+	char *path;
 
 	if (!names) {
 		if (errno)
@@ -169,9 +194,20 @@ static void prune(const char *dir, int keep)
 				dir, strerror(errno));
 		return;
 	}
+	snprintf(newest, sizeof(newest), "epoch-%04d.bin", epoch);
+	path = ckpt_join(dir, newest, NULL);
+	if (!path || stat(path, &st))
+		st.st_size = -1;
+	free(path);
 	qsort(names, n, sizeof(*names), cmp_epoch);
-	for (int i = 0; i < n - keep; i++) {
-		char *path = ckpt_join(dir, names[i], NULL);
+	for (int i = n - 1; i >= 0; i--) {
+		if (epoch_of(names[i]) > epoch)
+			continue;
+		if (kept < keep) {
+			kept += is_whole(dir, names[i], st.st_size);
+			continue;
+		}
+		path = ckpt_join(dir, names[i], NULL);
 		if (!path || (unlink(path) && errno != ENOENT))
 			fprintf(stderr, "akkctl: warning: cannot remove old checkpoint '%s': %s\n",
 				path ? path : names[i], strerror(path ? errno : ENOMEM));
@@ -227,7 +263,7 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 		snprintf(name, sizeof(name), "epoch-%04d.bin", rep->epoch);
 		if (ckpt_save(p, r, name, e))
 			return epoch_failed(p, rep->epoch);
-		prune(p->dir, p->keep);
+		prune(p->dir, p->keep, rep->epoch);
 	}
 	if (best && ckpt_save(p, r, "best.bin", e))
 		return final ? -1 : epoch_failed(p, rep->epoch);
