@@ -73,6 +73,7 @@ static void prune_says_what_it_cannot_remove(void **unused)
 	(void)unused;
 	touch("epoch-0001.bin"), touch("epoch-0003.bin"), touch("epoch-0004.bin");
 	assert_int_equal(mkdir(tu_path(g_dir, "epoch-0002.bin"), 0777), 0);
+	touch("epoch-0002.bin/x");
 	prune_says(g_dir, 1, 4, "akkctl: warning: cannot remove old checkpoint '%s': %s\n",
 		   tu_path(g_dir, "epoch-0002.bin"), EISDIR);
 	assert_false(tu_exists(tu_path(g_dir, "epoch-0001.bin")));
