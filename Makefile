@@ -120,6 +120,8 @@ endif
 $(B)/tests/test_rundir.o: cli/progress.c
 # test_ckpt_files tests the pruning of checkpoints the same way.
 $(B)/tests/test_ckpt_files.o: cli/ckpt_files.c
+# test_faults drives the run directory's lock the same way.
+$(B)/tests/test_faults.o: cli/ckpt_files.c cli/run_lock.c
 
 # The small products' AVX2 body fuses each multiply and add (smallmm.c).
 $(B)/core/tensor/smallmm.o $(B)/pic/core/tensor/smallmm.o: CFLAGS_ALL += -ffp-contract=fast

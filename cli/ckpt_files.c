@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/spec.h"
+#include "io/metrics.h"
 
 char *ckpt_join(const char *dir, const char *name, struct akk_err *e)
 {
@@ -153,14 +154,39 @@ static int pick_epoch(const char *name, const char *arg)
 	return is_epoch_file(name);
 }
 
-/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch).
- * An old checkpoint that cannot be removed, or a directory that cannot be
- * listed, is said on stderr with the path and the reason; training goes
- * on (the new checkpoint is written: only disk space is at stake). */
-static void prune(const char *dir, int keep)
+/* Whether dir/name is a whole checkpoint: the size of the one just
+ * written (a run's checkpoints are all of one size), else read through. */
+static int is_whole(const char *dir, const char *name, off_t size)
 {
-	int n;
+	char *path = ckpt_join(dir, name, NULL);
+	struct akk_checkpoint c;
+	struct akk_err ignored;
+	struct stat st;
+	int whole = 0;
+
+	if (path && !stat(path, &st))
+		whole = st.st_size == size || !akk_checkpoint_read(&c, path, &ignored);
+	if (whole && st.st_size != size)
+		akk_checkpoint_release(&c);
+	free(path);
+	return whole;
+}
+
+/* Remove all but the newest `keep` epoch-NNNN.bin (names sort by epoch)
+ * of the epochs up to `epoch`, whose checkpoint (newest) was just written.
+ * Only whole checkpoints count toward `keep`: a damaged or cut one, or
+ * one of a later epoch than this run has reached, is never counted (and
+ * left alone). An old checkpoint that cannot be removed, or a directory
+ * that cannot be listed, is said on stderr with the path and the reason;
+ * training goes on (the new checkpoint is written: only disk space is at
+ * stake). */
+static void prune(const char *dir, int keep, int epoch)
+{
+	int n, kept = 0;
 	char **names = list_dir(dir, pick_epoch, NULL, &n);
+	char newest[32];
+	struct stat st;
+	char *path;
 
 	if (!names) {
 		if (errno)
@@ -168,15 +194,39 @@ static void prune(const char *dir, int keep)
 				dir, strerror(errno));
 		return;
 	}
+	snprintf(newest, sizeof(newest), "epoch-%04d.bin", epoch);
+	path = ckpt_join(dir, newest, NULL);
+	if (!path || stat(path, &st))
+		st.st_size = -1;
+	free(path);
 	qsort(names, n, sizeof(*names), cmp_epoch);
-	for (int i = 0; i < n - keep; i++) {
-		char *path = ckpt_join(dir, names[i], NULL);
+	for (int i = n - 1; i >= 0; i--) {
+		if (epoch_of(names[i]) > epoch)
+			continue;
+		if (kept < keep) {
+			kept += is_whole(dir, names[i], st.st_size);
+			continue;
+		}
+		path = ckpt_join(dir, names[i], NULL);
 		if (!path || (unlink(path) && errno != ENOENT))
 			fprintf(stderr, "akkctl: warning: cannot remove old checkpoint '%s': %s\n",
 				path ? path : names[i], strerror(path ? errno : ENOMEM));
 		free(path);
 	}
 	free_names(names, n);
+}
+
+/* A checkpoint of epoch could not be written (a full disk): the epoch's
+ * metrics rows go too, so that rows and checkpoints tell one story. */
+static int epoch_failed(const struct ckpt_policy *p, int epoch)
+{
+	char *path = ckpt_join(p->dir, p->spec->out.metrics, NULL);
+	struct akk_err ignored;
+
+	if (path && akk_metrics_cut(path, epoch - 1, &ignored))
+		fprintf(stderr, "akkctl: warning: %s\n", ignored.msg);
+	free(path);
+	return -1;
 }
 
 int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
@@ -212,17 +262,29 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 		char name[32];
 		snprintf(name, sizeof(name), "epoch-%04d.bin", rep->epoch);
 		if (ckpt_save(p, r, name, e))
-			return -1;
-		prune(p->dir, p->keep);
+			return epoch_failed(p, rep->epoch);
+		prune(p->dir, p->keep, rep->epoch);
 	}
 	if (best && ckpt_save(p, r, "best.bin", e))
-		return -1;
+		return final ? -1 : epoch_failed(p, rep->epoch);
 	return 0;
 }
 
 static int pick_run_file(const char *name, const char *metrics)
 {
 	return is_ckpt_file(name) || !strcmp(name, metrics);
+}
+
+/* An empty metrics file (its first row could not be written) holds no
+ * run. */
+static int is_empty(const char *dir, const char *name)
+{
+	char *path = ckpt_join(dir, name, NULL);
+	struct stat st;
+	int empty = path && !lstat(path, &st) && S_ISREG(st.st_mode) && !st.st_size;
+
+	free(path);
+	return empty;
 }
 
 static int pick_run_or_temp(const char *name, const char *metrics)
@@ -255,6 +317,11 @@ int run_dir_files(const char *dir, const char *metrics, char **list,
 			return 0;
 		return akk_err_set(e, "cannot open '%s': %s", dir, strerror(errno));
 	}
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], metrics) && is_empty(dir, names[i])) {
+			free(names[i]);
+			names[i--] = names[--n];
+		}
 	qsort(names, n, sizeof(*names), cmp_name);
 	for (int i = 0; i < n; i++)
 		len += strlen(names[i]) + 4;
@@ -266,6 +333,36 @@ int run_dir_files(const char *dir, const char *metrics, char **list,
 		off += sprintf(*list + off, "%s'%s'", i ? ", " : "", names[i]);
 	free_names(names, n);
 	return 0;
+}
+
+int run_dir_check_links(const char *dir, const char *metrics, struct akk_err *e)
+{
+	int n, rc = 0;
+	char **names;
+
+	errno = 0;
+	names = list_dir(dir, pick_run_file, metrics, &n);
+	if (!names && errno && errno != ENOENT)
+		return akk_err_set(e, "cannot open '%s': %s", dir, strerror(errno));
+	for (int i = 0; i < n && !rc; i++) {
+		char *path = ckpt_join(dir, names[i], e);
+		struct stat st;
+
+		if (!path)
+			rc = -1;
+		else if (lstat(path, &st))
+			rc = errno == ENOENT ? 0 : akk_err_set(e, "cannot read '%s': %s", path,
+								 strerror(errno));
+		else if (S_ISLNK(st.st_mode))
+			rc = akk_err_set(e, "'%s' is a symbolic link: a run never writes through "
+					 "one; remove it, or write elsewhere with --out", path);
+		else if (!S_ISREG(st.st_mode))
+			rc = akk_err_set(e, "'%s' is not a regular file; remove it, or write "
+					 "elsewhere with --out", path);
+		free(path);
+	}
+	free_names(names, n);
+	return rc;
 }
 
 static int remove_picked(const char *dir, int (*pick)(const char *, const char *),
@@ -342,6 +439,16 @@ static void note_passed(char **s, const struct akk_err *why)
 	akk_err_format(why, n + strlen(n), (int)(size - strlen(n) - 1));
 	strcat(n, "\n");
 	*s = n;
+}
+
+int ckpt_check_mode(const struct akk_checkpoint *ck, const char *path, int mode,
+		    struct akk_err *e)
+{
+	if (ck->mode == mode)
+		return 0;
+	return akk_err_set(e, "'%s' was trained in %s mode, and this run is %s: resume it with "
+			   "--mode %s, or start over elsewhere with --out", path,
+			   akk_mode_name(ck->mode), akk_mode_name(mode), akk_mode_name(ck->mode));
 }
 
 int ckpt_resolve(const char *arg, const struct akk_model *m,

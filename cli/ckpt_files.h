@@ -32,9 +32,13 @@ int ckpt_epoch(struct ckpt_policy *p, struct akk_run *r,
 int ckpt_is_temp(const char *name, const char *metrics);
 /* The files of a run that DIR holds (the metrics file named metrics,
  * last.bin, best.bin, epoch-NNNN.bin), as "'a', 'b'" in *list (allocated;
- * NULL when there are none or DIR does not exist). */
+ * NULL when there are none or DIR does not exist). An empty metrics file
+ * (a run whose first row could not be written) is not one. */
 int run_dir_files(const char *dir, const char *metrics, char **list,
 		  struct akk_err *e);
+/* Refuse (-1 with e) when one of those files is a symbolic link or not a
+ * regular file: a run never writes through a link. */
+int run_dir_check_links(const char *dir, const char *metrics, struct akk_err *e);
 /* Remove those files and every stray temporary file: --force. */
 int run_dir_clear(const char *dir, const char *metrics, struct akk_err *e);
 /* Remove the stray temporary files only (start of every run). */
@@ -56,6 +60,10 @@ int run_dir_drop_later_best(const char *dir, const struct akk_model *m,
 int ckpt_resolve(const char *arg, const struct akk_model *m,
 		 struct akk_checkpoint *ck, char **path, char **passed,
 		 struct akk_err *e);
+/* A resume goes on in the schedule its checkpoint ck (read from path)
+ * was trained in: -1 with e when mode (enum akk_mode) is another. */
+int ckpt_check_mode(const struct akk_checkpoint *ck, const char *path, int mode,
+		    struct akk_err *e);
 /* The checkpoint eval (prefer_best) or inspect reads for arg: arg itself
  * unless it is a directory; in a run directory, for eval best.bin, else
  * last.bin, else the epoch-NNNN.bin of the highest epoch; for inspect

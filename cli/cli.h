@@ -61,6 +61,11 @@ int cli_bad_option(const char *command, int c, char **argv);
  * DEL, C1 controls and bytes that are not valid UTF-8. For any string read
  * from a file. Returns the number of bytes written. */
 int cli_put_safe(FILE *f, const char *s, int multiline);
+/* Write s as one CSV field: escaped as cli_put_safe does (a newline, a
+ * carriage return or a tab too), then quoted when it holds a comma or a
+ * double quote (doubled). The number of bytes written, -1 when out of
+ * memory. */
+int cli_put_csv(FILE *f, const char *s);
 /* Parse a whole positive int option value or fail with usage. */
 int cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
 

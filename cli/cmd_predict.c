@@ -69,17 +69,7 @@ static void put_class(FILE *f, const akk_model *m, int k)
 		fprintf(f, "%d", k);
 		return;
 	}
-	if (!strpbrk(name, ",\"\n\r")) {
-		fputs(name, f);
-		return;
-	}
-	fputc('"', f);
-	for (const char *p = name; *p; p++) {
-		if (*p == '"')
-			fputc('"', f);
-		fputc(*p, f);
-	}
-	fputc('"', f);
+	cli_put_csv(f, name);	/* a name from the checkpoint: escaped */
 }
 
 static void write_header(const struct out_ctx *o)

@@ -29,6 +29,7 @@
 #include "io/metrics.h"
 #include "model/model.h"
 #include "progress.h"
+#include "run_lock.h"
 #include "runtime/run.h"
 #include "runtime/schedule.h"
 #include "config/spec.h"
@@ -279,6 +280,7 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
  * signal number to a pipe; a thread of ours reads it and asks the sentinel
  * to stop. A zero byte tells that thread the run is over. */
 static int sig_pipe[2] = { -1, -1 };
+static int sig_thread;	/* signal_main runs */
 
 static void on_signal(int sig)
 {
@@ -309,13 +311,14 @@ static void *signal_main(void *arg)
 	return NULL;
 }
 
-static int signals_start(struct akk_run *run, pthread_t *thread)
+/* The handler goes in before the run directory is touched: a signal
+ * that comes before the run exists waits in the pipe, and the run stops
+ * cleanly as soon as it starts (nothing half made is left behind). */
+static int signals_early(void)
 {
 	struct sigaction sa = { 0 };
 
 	if (pipe(sig_pipe))
-		return -1;
-	if (pthread_create(thread, NULL, signal_main, run))
 		return -1;
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -325,18 +328,32 @@ static int signals_start(struct akk_run *run, pthread_t *thread)
 	return 0;
 }
 
+static int signals_start(struct akk_run *run, pthread_t *thread)
+{
+	if (pthread_create(thread, NULL, signal_main, run))
+		return -1;
+	sig_thread = 1;
+	return 0;
+}
+
+/* Back to the default handlers; the thread, when started, ends. Again:
+ * nothing. */
 static void signals_stop(pthread_t thread)
 {
 	unsigned char zero = 0;
 	struct sigaction sa = { 0 };
 
+	if (sig_pipe[0] < 0)
+		return;
 	sa.sa_handler = SIG_DFL;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (write(sig_pipe[1], &zero, 1) == 1)
+	if (sig_thread && write(sig_pipe[1], &zero, 1) == 1)
 		pthread_join(thread, NULL);
+	sig_thread = 0;
 	close(sig_pipe[0]);
 	close(sig_pipe[1]);
+	sig_pipe[0] = sig_pipe[1] = -1;
 }
 
 static int mkdirs(const char *path, struct akk_err *e)
@@ -518,6 +535,8 @@ struct train_state {
 	struct akk_run *run;
 	struct train_ui ui;
 	struct akk_err e;
+	struct run_lock lock;		/* rank 0's, on s.out.dir */
+	pthread_t sigthread;		/* signals_start's, once started */
 	int *gate_rank;			/* NULL: one process, or data parallel */
 	uint32_t *heldout;		/* a validation split's indices */
 	size_t nheldout;
@@ -619,7 +638,7 @@ static enum train_next train_resume(struct train_state *st)
 		int r = ckpt_resolve(o->resume, &st->m, &st->ck, &st->ckpath, &st->passed, e);
 		char *dirbuf;
 
-		if (r < 0)
+		if (r < 0 || (r == 0 && ckpt_check_mode(&st->ck, st->ckpath, st->s.sched.mode, e)))
 			return TRAIN_REPORT;
 		if (!stat(o->resume, &sb) && S_ISDIR(sb.st_mode))
 			st->resume_dir = strdup(o->resume);
@@ -692,7 +711,8 @@ static enum train_next train_load(struct train_state *st)
 		return TRAIN_REPORT;
 	}
 	if (st->world.rank == 0 &&
-	    (check_run_dir(s, &st->m, o->resume, o->resume ? st->resume_dir : NULL, &st->ck,
+	    (run_lock_take(&st->lock, s->out.dir, s->out.metrics, e) ||
+	     check_run_dir(s, &st->m, o->resume, o->resume ? st->resume_dir : NULL, &st->ck,
 			   o->force, e) ||
 	     akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
 	     (akk_data_has(&s->data, AKK_DATA_VAL) &&
@@ -752,7 +772,7 @@ static enum train_next train_prepare(struct train_state *st)
 							  s->data.task == AKK_TASK_REGRESSION,
 							  s->out.best_by == AKK_BEST_LOSS,
 							  &st->ui.best, e)) {
-			st->rc = EXIT_USAGE;
+			st->rc = e->file[0] ? EXIT_USAGE : EXIT_RUNTIME;	/* bad file, or I/O */
 			return TRAIN_REPORT;
 		}
 		if (o->resume && run_dir_drop_later_best(s->out.dir, &st->m, &st->ck.pos,
@@ -868,16 +888,14 @@ static void train_announce(const struct train_state *st)
 static enum train_next train_execute(struct train_state *st)
 {
 	struct akk_run *run = st->run;
-	pthread_t sigthread;
 
-	if (signals_start(run, &sigthread)) {
+	if (signals_start(run, &st->sigthread)) {
 		akk_err_set(&st->e, "cannot start the signal thread: %s", strerror(errno));
 		return TRAIN_REPORT;
 	}
 	st->ui.start = st->ui.epoch_mark = akk_now();
 	st->rc = akk_run_train(run, &st->e) ? EXIT_RUNTIME :
 		 akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
-	signals_stop(sigthread);
 	/* where training stopped, which only rank 0's sentinel knows in a
 	 * pipeline (every rank reaches here: failures abort) */
 	if (st->world.size > 1 && st->rc != EXIT_RUNTIME &&
@@ -965,7 +983,9 @@ static void train_fail(struct train_state *st)
 
 static void train_release(struct train_state *st)
 {
+	signals_stop(st->sigthread);
 	akk_run_free(st->run);
+	run_lock_release(&st->lock);
 	akk_checkpoint_release(&st->ck);
 	akk_dataset_release(&st->train);
 	akk_dataset_release(&st->val);
@@ -989,7 +1009,8 @@ static int train_all_folds(const struct train_opts *o, const struct akk_spec *s)
  * (train_folds.h), whose result goes to *res. Returns the exit status. */
 static int train_one(const struct train_opts *o, int fold, struct train_fold_result *res)
 {
-	struct train_state st = { .o = o, .fold = fold, .rc = EXIT_USAGE };
+	struct train_state st = { .o = o, .fold = fold, .rc = EXIT_USAGE,
+				  .lock = { .fd = -1 } };
 	enum train_next next;
 
 	st.ui.quiet = st.user_quiet = o->quiet;
@@ -997,6 +1018,12 @@ static int train_one(const struct train_opts *o, int fold, struct train_fold_res
 		return cli_report(&st.e, EXIT_USAGE);
 	if (st.s.data.folds && !fold) {
 		st.rc = train_all_folds(o, &st.s);
+		train_release(&st);
+		return st.rc;
+	}
+	if (signals_early()) {
+		st.rc = cli_errorf(EXIT_RUNTIME, "cannot set up the signal handlers: %s",
+				   strerror(errno));
 		train_release(&st);
 		return st.rc;
 	}

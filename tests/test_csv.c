@@ -714,7 +714,8 @@ static void test_match_classes(void **state)
 	load_ok(&v, vp, NULL, &o, 0);
 	assert_int_equal(akk_csv_match_classes(&v, t.class_names, t.classes, vp, &e), -1);
 	akk_err_format(&e, line, sizeof(line));
-	snprintf(want, sizeof(want), "%s: class 'wasp' is not one of the training set's 3 classes", vp);
+	/* at the line the name is first seen on */
+	snprintf(want, sizeof(want), "%s:2:2: class 'wasp' is not one of the training set's 3 classes", vp);
 	assert_string_equal(line, want);
 	akk_dataset_release(&v);
 	vp = write_str("mn.csv", "1,0\n2,1\n");
@@ -834,7 +835,7 @@ static void test_cli(void **state)
 			 "output: {dir: %s/run-val}\n", good, val, dir);
 		cfg = write_str("cli-val.yaml", text);
 		assert_int_equal(ak("train", cfg, NULL), 2);
-		snprintf(want, sizeof(want), "akkctl: %s: class 'd' is not one of the training set's 3 classes", val);
+		snprintf(want, sizeof(want), "akkctl: %s:3:3: class 'd' is not one of the training set's 3 classes", val);
 		tu_assert_line(g_err, want);
 	}
 	/* A validation table of one class (alone it would be class 0): train

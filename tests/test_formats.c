@@ -5,7 +5,9 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,6 +281,16 @@ static void test_npy_bad_headers(void **state)
 	expect_load_error(p, "bad header at byte 63: unterminated dict");
 	p = write_raw_npy("unterm2.npy", 1, "{'descr': '<f4'", 0, NULL, 0);
 	expect_load_error(p, "bad header at byte 25: unterminated dict");
+	/* a NUL inside a string of the header */
+	p = write_raw_npy("nul.npy", 1,
+			  "{'descr': '<f4@', 'fortran_order': False, 'shape': (2,), }", 1, x, 8);
+	{
+		int fd = open(p, O_WRONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, "", 1, 24), 1);	/* the '@' */
+		close(fd);
+	}
+	expect_load_error(p, "bad header at byte 24: a NUL byte in a string");
 	p = write_raw_npy("nokey.npy", 1, "{'descr': '<f4', 'shape': (2,), }", 1, x, 8);
 	expect_load_error(p, "bad header: the dict has no 'fortran_order'");
 	p = write_raw_npy("extra.npy", 1,
@@ -433,6 +445,19 @@ static void test_cifar_meta(void **state)
 	assert_int_equal(akk_cifar_dataset(&d, &f, 1, &e), -1);
 	akk_err_format(&e, want, sizeof(want));
 	tu_assert_contains(want, "batches.meta.txt: 2 class names, expected 10");
+	/* a NUL inside a name is an error at its place, not a cut name */
+	assert_int_equal(tu_write_file(tu_path(sub, "batches.meta.txt"),
+				       "a0\na1\na2\na3\nca\0t\na5\na6\na7\na8\na9\n", 31), 0);
+	assert_int_equal(akk_cifar_dataset(&d, &f, 1, &e), -1);
+	akk_err_format(&e, want, sizeof(want));
+	tu_assert_contains(want, "batches.meta.txt:5:3: a NUL byte in a class name");
+	/* bounded before it is read: /dev/zero is not read through */
+	assert_int_equal(unlink(tu_path(sub, "batches.meta.txt")), 0);
+	assert_int_equal(symlink("/dev/zero", tu_path(sub, "batches.meta.txt")), 0);
+	assert_int_equal(akk_cifar_dataset(&d, &f, 1, &e), -1);
+	akk_err_format(&e, want, sizeof(want));
+	tu_assert_contains(want, "batches.meta.txt: not a regular file");
+	assert_int_equal(unlink(tu_path(sub, "batches.meta.txt")), 0);
 }
 
 static void expect_cifar_error(const char *const *files, int n, const char *msg)

@@ -284,7 +284,25 @@ static void lib_errors(void **state)
 	assert_string_equal(err, "an output buffer of 10 floats is too small for 2 samples of 10 outputs");
 	assert_int_equal(akk_predict(m, NULL, 784, out, 10, err, sizeof(err)), -1);
 	assert_string_equal(err, "no input or output buffer");
+	/* a NaN input is the input's fault, named, not "the weights overflow" */
+	{
+		static float x[784];
+		x[100] = NAN;
+		assert_int_equal(akk_predict(m, x, 784, out, 10, err, sizeof(err)), AKK_ERR_INPUT);
+		assert_string_equal(err, "input value 101 of sample 1 is not a finite number (nan)");
+	}
+	/* counts whose bytes overflow size_t */
+	assert_int_equal(akk_predict(m, g_x, SIZE_MAX / 2, out, 10, err, sizeof(err)), AKK_ERR_SIZE);
+	tu_assert_prefix(err, "an input of ");
 	akk_close(m);
+	/* a NULL model: a code and a message, no crash */
+	assert_int_equal(akk_predict(NULL, g_x, 784, out, 10, err, sizeof(err)), AKK_ERR_USAGE);
+	assert_string_equal(err, "no model (NULL)");
+	assert_int_equal(akk_input_shape(NULL, NULL), -1);
+	assert_int_equal(akk_input_size(NULL), 0);
+	assert_int_equal(akk_outputs(NULL), -1);
+	assert_int_equal(akk_is_regression(NULL), -1);
+	assert_null(akk_class_name(NULL, 0));
 }
 
 /* The man page's example, unescaped, equals man/akk-example.c with each

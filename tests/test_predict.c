@@ -428,6 +428,46 @@ static void predict_csv_and_npy(void **state)
 	free(csv_out);
 }
 
+/* Class names from a checkpoint reach predict's CSV escaped as every
+ * other output escapes them: ESC and TAB as \xNN, a comma or a quote
+ * quoted. */
+static void predict_escapes_class_names(void **state)
+{
+	const char *train = tu_path(g_dir, "esc.csv"), *feat = tu_path(g_dir, "esc-f.csv");
+	const char *cfg = tu_path(g_dir, "esc.yaml"), *run = tu_path(g_dir, "esc-run");
+	static const char *const names[3] = { "\"a\033[31mred\"", "\"tab\there\"",
+					      "\"x,\"\"y\"\"\"" };
+	FILE *t = fopen(train, "w"), *f = fopen(feat, "w");
+	char cfgtext[1024];
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(f);
+	fprintf(t, "x,kind\n");
+	fprintf(f, "x\n");
+	for (int i = 0; i < 30; i++) {
+		fprintf(t, "%d,%s\n", i % 3, names[i % 3]);
+		fprintf(f, "%d\n", i % 3);
+	}
+	assert_int_equal(fclose(t), 0);
+	assert_int_equal(fclose(f), 0);
+	snprintf(cfgtext, sizeof(cfgtext),
+		 "name: esc\nseed: 3\ndata:\n  format: csv\n  csv: {header: true, label: kind}\n"
+		 "  train: {file: %s}\n"
+		 "network:\n  input: [1]\n  gates:\n    - layers: [{dense: 3}]\n"
+		 "  loss: softmax_cross_entropy\noptimizer: {type: adam, lr: 0.01}\n"
+		 "schedule: {mode: flip-flop, epochs: 1, batch_size: 10}\noutput: {dir: %s}\n",
+		 train, run);
+	assert_int_equal(tu_write_file(cfg, cfgtext, strlen(cfgtext)), 0);
+	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	assert_rc(ak("predict", run, feat, "--top", "3", NULL), 0);
+	assert_null(strchr(g_out, '\033'));
+	assert_null(strchr(g_out, '\t'));
+	tu_assert_contains(g_out, "a\\x1b[31mred");
+	tu_assert_contains(g_out, "tab\\x09here");
+	tu_assert_contains(g_out, "\"x,\"\"y\"\"\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +477,7 @@ int main(void)
 		cmocka_unit_test(predict_bad_input),
 		cmocka_unit_test(predict_bad_checkpoint),
 		cmocka_unit_test(predict_csv_and_npy),
+		cmocka_unit_test(predict_escapes_class_names),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -10,6 +10,7 @@
  * of it. The progress line's formatting is tested directly (cli/progress.c
  * is compiled in) and end to end under a pseudo-terminal. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -313,6 +314,31 @@ static void resume_drops_a_later_best(void **state)
 	akk_checkpoint_release(&c);
 }
 
+/* A run trained in wheels resumes in wheels: under the flip-flop config
+ * alone it is refused, with the way on. */
+static void resume_keeps_the_schedule(void **state)
+{
+	const char *d = subdir("wheels-resume");
+	char want[2048], *before, *after;
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "1", "--mode", "wheels", "--out", d, NULL), 0);
+	before = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: '%s/last.bin' was trained in wheels mode, and this "
+		 "run is flip-flop: resume it with --mode wheels, or start over elsewhere with --out\n", d);
+	assert_string_equal(g_err, want);
+	after = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	assert_string_equal(before, after);
+	free(after);
+	assert_rc(ak("train", g_cfg, "--quiet", "--resume", d, "--epochs", "2", "--mode", "wheels",
+		     NULL), 0);
+	after = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	tu_assert_contains(after, "\n2,train,");
+	free(before);
+	free(after);
+}
+
 /* A torn last row (killed mid-write) and rows past the checkpoint go. */
 static void torn_metrics_row(void **state)
 {
@@ -458,6 +484,19 @@ static int run_on_pty(int cols, const char *term, char *buf, size_t size,
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Whether a pseudo-terminal can be opened here (not in a chroot or a
+ * container without /dev/pts). */
+static int have_pty(void)
+{
+	int master, slave;
+
+	if (openpty(&master, &slave, NULL, NULL, NULL))
+		return 0;
+	close(master);
+	close(slave);
+	return 1;
+}
+
 static void progress_on_a_terminal(void **state)
 {
 	static char buf[1 << 16];
@@ -466,6 +505,11 @@ static void progress_on_a_terminal(void **state)
 	int lines = 0;
 
 	(void)state;
+	if (!have_pty()) {
+		fprintf(stderr, "progress_on_a_terminal: skipped: no pseudo-terminal can be "
+			"opened here (%s)\n", strerror(errno));
+		skip();
+	}
 	assert_int_equal(run_on_pty(60, "xterm", buf, sizeof(buf), args), 0);
 	/* every piece between \r and \n fits in 59 columns once ESC [K is
 	 * taken out, and the progress lines were drawn */
@@ -706,6 +750,7 @@ int main(void)
 		cmocka_unit_test(crash_before_the_first_checkpoint),
 		cmocka_unit_test(resume_drops_a_later_best),
 		cmocka_unit_test(torn_metrics_row),
+		cmocka_unit_test(resume_keeps_the_schedule),
 		cmocka_unit_test(resume_takes_only_its_network),
 		cmocka_unit_test(mismatch_before_already_trained),
 		cmocka_unit_test(progress_line_fits_the_width),

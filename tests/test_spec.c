@@ -1275,6 +1275,14 @@ static void test_pixel_overflow(void **ctx)
 	    "which overflows a float");
 }
 
+/* A whole-number bound is printed whole, not as 2.14748e+09. */
+static void test_int_bound_printed_whole(void **ctx)
+{
+	(void)ctx;
+	bad("data:\n  format: csv\n  train: {file: a.csv}\n  csv: {skip: 9999999999}\n" NET OPT,
+	    "t.yaml:4:15: 'skip' must be at most 2147483647, got 9999999999");
+}
+
 /* --- release ------------------------------------------------------------- */
 
 /* Early stopping and the plateau schedule watch validation data of any
@@ -1368,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_floats_as_stored),
 		cmocka_unit_test(test_layer_limit),
 		cmocka_unit_test(test_pixel_overflow),
+		cmocka_unit_test(test_int_bound_printed_whole),
 		cmocka_unit_test(test_watch_split),
 		cmocka_unit_test(test_folds_and_table_augment),
 		cmocka_unit_test(test_release),

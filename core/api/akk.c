@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -207,6 +208,8 @@ void akk_close(akk_model *m)
 
 int akk_input_shape(const akk_model *m, int *dims)
 {
+	if (!m)
+		return -1;
 	for (int i = 0; dims && i < m->spec.input.rank; i++)
 		dims[i] = m->spec.input.d[i];
 	return m->spec.input.rank;
@@ -214,22 +217,28 @@ int akk_input_shape(const akk_model *m, int *dims)
 
 size_t akk_input_size(const akk_model *m)
 {
+	if (!m)
+		return 0;
 	return (size_t)akk_shape_size(m->spec.input);
 }
 
 int akk_outputs(const akk_model *m)
 {
+	if (!m)
+		return -1;
 	return m->plan.classes;
 }
 
 int akk_is_regression(const akk_model *m)
 {
+	if (!m)
+		return -1;
 	return m->regression;
 }
 
 const char *akk_class_name(const akk_model *m, int k)
 {
-	return m->class_names && k >= 0 && k < m->plan.classes ? m->class_names[k] : NULL;
+	return m && m->class_names && k >= 0 && k < m->plan.classes ? m->class_names[k] : NULL;
 }
 
 static void workspace_free(struct workspace *w)
@@ -317,15 +326,31 @@ static const float *gate_forward(const struct akk_lib_model *m, int g,
 int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 		size_t nout, char *err, size_t errlen)
 {
-	size_t in = akk_input_size(m);
-	long n = (long)(nx / in);
-	int C = m->plan.classes, rc = -1;
+	size_t in;
+	long n;
+	int C, rc = AKK_ERR_USAGE;
 	struct workspace *w = NULL;
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned csr;
+#endif
+
+	if (!m) {
+		put_msg(err, errlen, "no model (NULL)");
+		return AKK_ERR_USAGE;
+	}
+	if (nx > SIZE_MAX / sizeof(float) || nout > SIZE_MAX / sizeof(float)) {
+		put_msg(err, errlen, "%s of %zu floats is larger than memory can hold "
+			"(its size in bytes overflows)", nx > SIZE_MAX / sizeof(float) ?
+			"an input" : "an output buffer", nx > SIZE_MAX / sizeof(float) ? nx : nout);
+		return AKK_ERR_SIZE;
+	}
+	in = akk_input_size(m);
+	n = (long)(nx / in);
+	C = m->plan.classes;
 #if defined(__x86_64__) || defined(__i386__)
 	/* akkctl computes with denormals flushed to zero: the same here, and
 	 * the caller's thread gets its own mode back. */
-	unsigned csr = _mm_getcsr();
-
+	csr = _mm_getcsr();
 	_mm_setcsr(csr | 0x8040);
 #endif
 	if (nx % in) {
@@ -354,6 +379,7 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 	if (!(w = workspace_take((struct akk_lib_model *)m,
 				 n < AKK_PREDICT_CHUNK ? (int)n : AKK_PREDICT_CHUNK))) {
 		put_msg(err, errlen, "out of memory");
+		rc = AKK_ERR_MEMORY;
 		goto out;
 	}
 	for (long s = 0; s < n; s += AKK_PREDICT_CHUNK) {
@@ -361,6 +387,13 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 		const float *src = x + (size_t)s * in;
 		const float *h = w->x;
 
+		for (size_t i = 0; i < (size_t)B * in; i++)
+			if (!isfinite(src[i])) {
+				put_msg(err, errlen, "input value %zu of sample %ld is not a finite number (%g)",
+					i % in + 1, s + (long)(i / in) + 1, (double)src[i]);
+				rc = AKK_ERR_INPUT;
+				goto out;
+			}
 		for (int j = 0; j < B; j++)
 			akk_preprocess_f32(w->x + (size_t)j * in, src + (size_t)j * in, &m->pre);
 		for (int g = 0; g < m->plan.ngates; g++)
@@ -373,6 +406,7 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 				if (!isfinite(row[k])) {
 					put_msg(err, errlen, "non-finite output on sample %ld: the weights overflow",
 						s + j + 1);
+					rc = AKK_ERR_OUTPUT;
 					goto out;
 				}
 			akk_output_row(m->output, o, row, C);

@@ -40,6 +40,18 @@ extern "C" {
 #define AKK_VERSION "0.1.0"
 #endif
 
+/* What akk_predict returns when it fails (0 on success); the message in
+ * err says more. */
+enum akk_error {
+	AKK_ERR_USAGE = -1,	/* a NULL model or buffer, input of the wrong
+				 * shape, an output buffer too small */
+	AKK_ERR_INPUT = -2,	/* an input value that is NaN or infinite */
+	AKK_ERR_SIZE = -3,	/* nx or nout floats: more bytes than size_t holds */
+	AKK_ERR_MEMORY = -4,	/* out of memory */
+	AKK_ERR_OUTPUT = -5	/* a non-finite output from finite input: the
+				 * weights overflow */
+};
+
 /* An opened model (opaque). */
 typedef struct akk_lib_model akk_model;
 
@@ -53,7 +65,9 @@ akk_model *akk_open(const char *path, char *err, size_t errlen);
 
 /* The shape of one input sample: its rank (1: [features], 3: [channels,
  * height, width]) and, when dims is not NULL, its dims (dims has room for
- * 4). */
+ * 4). The queries below take a NULL model without harm: -1 here, in
+ * akk_outputs and akk_is_regression, 0 from akk_input_size, NULL from
+ * akk_class_name. */
 int akk_input_shape(const akk_model *m, int *dims);
 /* Values per input sample: the product of the dims. */
 size_t akk_input_size(const akk_model *m);
@@ -71,9 +85,12 @@ const char *akk_class_name(const akk_model *m, int k);
  * out (room for nout floats) receives akk_outputs(m) floats per sample:
  * the probability of every class (softmax; for a network trained with
  * sigmoid_cross_entropy each class's own sigmoid), or the predicted
- * values for regression. Returns 0, or -1 with a message in err: nx not a whole
- * number of samples (the input has the wrong shape), out too small, out
- * of memory, a non-finite output. */
+ * values for regression. Returns 0, or a negative enum akk_error with a
+ * message in err: AKK_ERR_USAGE (m, x or out NULL, nx not a whole number
+ * of samples, out too small), AKK_ERR_INPUT (a NaN or infinite input
+ * value, named), AKK_ERR_SIZE (nx or nout floats overflow a byte count),
+ * AKK_ERR_MEMORY, AKK_ERR_OUTPUT (a non-finite output: the weights
+ * overflow). */
 int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 		size_t nout, char *err, size_t errlen);
 

@@ -23,7 +23,7 @@ int akk_file_replace(const char *path, const void *data, size_t len,
 		goto out;
 	}
 	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
 		akk_err_set(e, "cannot create '%s': %s", tmp, strerror(errno));
 		goto out;
 	}

@@ -346,14 +346,14 @@ int akk_yaml_check_range(struct akk_yaml_ctx *c, const struct key *k, yaml_node_
 {
 	if (k->flags & F_LO) {
 		if (k->flags & F_LO_OPEN ? !(v > k->lo) : !(v >= k->lo))
-			return akk_yaml_fail(c, val, "'%s' must be %s %g, got %s%s",
+			return akk_yaml_fail(c, val, "'%s' must be %s %.10g, got %s%s",
 				    k->name, k->flags & F_LO_OPEN ?
 				    "greater than" : "at least", k->lo,
 				    akk_yaml_text(val), as);
 	}
 	if (k->flags & F_HI) {
 		if (k->flags & F_HI_OPEN ? !(v < k->hi) : !(v <= k->hi))
-			return akk_yaml_fail(c, val, "'%s' must be %s %g, got %s%s",
+			return akk_yaml_fail(c, val, "'%s' must be %s %.10g, got %s%s",
 				    k->name, k->flags & F_HI_OPEN ?
 				    "less than" : "at most", k->hi,
 				    akk_yaml_text(val), as);

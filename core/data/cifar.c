@@ -19,6 +19,8 @@
 #define CHUNK_RECORDS 256
 /* The longest line read from batches.meta.txt. */
 #define NAME_MAX_LEN 256
+/* The largest batches.meta.txt read. */
+#define META_MAX 65536
 
 static const char *const default_names[AKK_CIFAR_CLASSES] = {
 	"airplane", "automobile", "bird", "cat", "deer",
@@ -122,6 +124,7 @@ static int meta_names(char **names, const char *first, struct akk_err *e)
 	char *path = malloc(dir + sizeof("batches.meta.txt"));
 	char line[NAME_MAX_LEN + 2];
 	int n = 0, lineno = 0, rc = -1;
+	struct stat st = { 0 };
 	FILE *f;
 
 	if (!path)
@@ -132,10 +135,30 @@ static int meta_names(char **names, const char *first, struct akk_err *e)
 		free(path);
 		return 1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		size_t len = strlen(line);
+	/* bounded before it is read: a FIFO or /dev/zero never is */
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size > META_MAX) {
+		akk_err_at(e, path, 0, 0, S_ISREG(st.st_mode) ?
+			   "larger than a class-name file may be (at most %d bytes)" :
+			   "not a regular file", META_MAX);
+		goto out;
+	}
+	for (;;) {
+		size_t len = 0;
+		int c = EOF;
+
+		while (len < sizeof(line) - 1 && (c = getc(f)) != EOF && c != '\n') {
+			if (!c) {
+				akk_err_at(e, path, lineno + 1, (int)len + 1,
+					   "a NUL byte in a class name");
+				goto out;
+			}
+			line[len++] = (char)c;
+		}
+		if (c == EOF && !len)
+			break;
+		line[len] = '\0';
 		lineno++;
-		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+		if (len == sizeof(line) - 1) {
 			akk_err_at(e, path, lineno, 1,
 				   "class name longer than %d bytes", NAME_MAX_LEN);
 			goto out;

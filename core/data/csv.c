@@ -71,6 +71,8 @@ struct table {
 	int max_label;
 	int names_mode;			/* -1 undecided, 0 numbers, 1 names */
 	char **names;			/* label names, as first seen */
+	int *name_at;			/* 2 per name: the line and column it
+					 * was first seen at */
 	int nnames, names_cap;
 	int *slots;			/* hash of names: index + 1, 0 = free */
 	size_t nslots;
@@ -499,13 +501,19 @@ static int name_index(struct src *s, struct table *t, const char *cell,
 	if (t->nnames == t->names_cap) {
 		int nc = t->names_cap ? 2 * t->names_cap : 16;
 		char **nn = realloc(t->names, (size_t)nc * sizeof(*nn));
+		int *nl;
 		if (!nn)
 			return fail(s, col, "out of memory for class names");
 		t->names = nn;
+		if (!(nl = realloc(t->name_at, 2 * (size_t)nc * sizeof(*nl))))
+			return fail(s, col, "out of memory for class names");
+		t->name_at = nl;
 		t->names_cap = nc;
 	}
 	if (!(t->names[t->nnames] = strdup(cell)))
 		return fail(s, col, "out of memory for class names");
+	t->name_at[2 * t->nnames] = s->lineno;
+	t->name_at[2 * t->nnames + 1] = col;
 	t->slots[i] = ++t->nnames;
 	*out = t->nnames - 1;
 	return 0;
@@ -704,11 +712,13 @@ static int sort_names(struct src *s, struct table *t)
 {
 	int k = t->nnames, *order = malloc((size_t)k * sizeof(int));
 	int *rank = malloc((size_t)k * sizeof(int));
+	int *lines = malloc(2 * (size_t)k * sizeof(int));
 	char **sorted = malloc((size_t)k * sizeof(char *));
 
-	if (!order || !rank || !sorted) {
+	if (!order || !rank || !sorted || !lines) {
 		free(order);
 		free(rank);
+		free(lines);
 		free(sorted);
 		return akk_err_at(s->e, s->path, 0, 0,
 				  "out of memory for class names");
@@ -719,11 +729,15 @@ static int sort_names(struct src *s, struct table *t)
 	for (int i = 0; i < k; i++) {
 		rank[order[i]] = i;
 		sorted[i] = t->names[order[i]];
+		lines[2 * i] = t->name_at[2 * order[i]];
+		lines[2 * i + 1] = t->name_at[2 * order[i] + 1];
 	}
 	for (size_t i = 0; i < t->n; i++)
 		t->labels[i] = rank[t->labels[i]];
 	free(t->names);
+	free(t->name_at);
 	t->names = sorted;
+	t->name_at = lines;
 	t->names_cap = k;
 	free(order);
 	free(rank);
@@ -735,6 +749,7 @@ static void table_release(struct table *t)
 	for (int i = 0; i < t->nnames; i++)
 		free(t->names[i]);
 	free(t->names);
+	free(t->name_at);
 	free(t->slots);
 	free(t->role);
 	free(t->x);
@@ -953,7 +968,9 @@ int akk_csv_dataset(struct akk_dataset *d, const char *path,
 		if (lt->names_mode == 1) {
 			d->classes = lt->nnames;
 			d->class_names = lt->names;
+			d->class_at = lt->name_at;
 			lt->names = NULL;
+			lt->name_at = NULL;
 			lt->nnames = 0;
 		} else {
 			d->classes = lt->max_label + 1;
@@ -1039,7 +1056,8 @@ int akk_csv_match_classes(struct akk_dataset *d, char *const *names, int n,
 		}
 		if (c) {
 			char buf[SHOWN];
-			akk_err_at(e, path, 0, 0,
+			akk_err_at(e, path, d->class_at ? d->class_at[2 * i] : 0,
+				   d->class_at ? d->class_at[2 * i + 1] : 0,
 				   "class '%s' is not one of the training set's %d classes",
 				   shown(d->class_names[i], buf), n);
 			goto out;

@@ -10,6 +10,7 @@ void akk_dataset_release(struct akk_dataset *d)
 		for (int i = 0; i < d->classes; i++)
 			free(d->class_names[i]);
 	free(d->class_names);
+	free(d->class_at);
 	free(d->x8);
 	free(d->xf);
 	free(d->labels);

@@ -36,6 +36,9 @@ struct akk_dataset {
 	/* The class names, when the file names its classes (strings in a
 	 * CSV label column): classes strings; NULL otherwise. */
 	char **class_names;
+	/* With class_names from a CSV file, 2 ints per name: the line and
+	 * column it is first seen at (for errors); NULL otherwise. */
+	int *class_at;
 };
 
 /* Value i of the n * in, whichever way it is stored. */

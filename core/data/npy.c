@@ -92,6 +92,8 @@ static int str(struct hdr *h, char *buf, size_t size)
 	while (h->pos < h->len && h->t[h->pos] != q) {
 		if (n + 1 >= size)
 			return hfail(h, "string too long");
+		if (!h->t[h->pos])
+			return hfail(h, "a NUL byte in a string");
 		buf[n++] = h->t[h->pos++];
 	}
 	if (h->pos >= h->len)

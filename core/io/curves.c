@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The longest line read: far more than a row with an lr column per gate. */
 #define MAX_LINE 65536
@@ -139,9 +140,23 @@ int akk_curves_load(struct akk_curves *c, const char *path, struct akk_err *e)
 	int lineno = 0, nheader = 0, rc = -1;
 	struct fields *fs = NULL;
 
+	struct stat st;
+	off_t size = 0;
+
 	*c = (struct akk_curves){ 0 };
 	if (!f)
 		return akk_err_set(e, "cannot open '%s': %s", path, strerror(errno));
+	/* bounded before a byte is read: /dev/zero or a FIFO never is */
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "not a regular file");
+	}
+	if (st.st_size > AKK_METRICS_MAX_BYTES) {
+		fclose(f);
+		return akk_err_at(e, path, 0, 0, "larger than a metrics file may be "
+				  "(%lld bytes; at most %d)", (long long)st.st_size,
+				  AKK_METRICS_MAX_BYTES);
+	}
 	if (!(fs = malloc(sizeof(*fs))) || !(header = akk_metrics_header(0))) {
 		akk_err_set(e, "out of memory");
 		goto out;
@@ -149,6 +164,11 @@ int akk_curves_load(struct akk_curves *c, const char *path, struct akk_err *e)
 	errno = 0;
 	while ((len = getline(&line, &cap, f)) > 0) {
 		lineno++;
+		if ((size += len) > AKK_METRICS_MAX_BYTES) {
+			akk_err_at(e, path, lineno, 1, "the file grew past %d bytes while it was read",
+				   AKK_METRICS_MAX_BYTES);
+			goto out;
+		}
 		if (line[len - 1] != '\n') {
 			akk_err_at(e, path, lineno, (int)len + 1, "the line is cut short (no newline at its end)");
 			goto out;

@@ -4,8 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
@@ -32,22 +34,57 @@ char *akk_metrics_header_for(int nlr, int regression)
 	return h;
 }
 
+/* Open path as a run's own file: never through a symbolic link, and only
+ * a regular file. flags as for open(2). */
+static int open_own(const char *path, int flags, struct akk_err *e)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+	struct stat st;
+
+	if (fd < 0 && errno == ELOOP)
+		return akk_err_at(e, path, 0, 0, "a symbolic link: a run's metrics file is "
+				  "never read or written through one");
+	if (fd < 0)
+		return errno == ENOENT ? -2 : akk_err_set(e, "cannot open '%s': %s", path,
+							  strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return akk_err_at(e, path, 0, 0, "not a regular file");
+	}
+	if (st.st_size > AKK_METRICS_MAX_BYTES) {
+		close(fd);
+		return akk_err_at(e, path, 0, 0, "larger than a metrics file may be "
+				  "(%lld bytes; at most %d)", (long long)st.st_size,
+				  AKK_METRICS_MAX_BYTES);
+	}
+	return fd;
+}
+
 FILE *akk_metrics_open(const char *path, struct akk_err *e)
 {
-	FILE *f = fopen(path, "a");
+	int fd = open_own(path, O_WRONLY | O_APPEND | O_CREAT, e);
+	FILE *f;
 
-	if (!f)
+	if (fd == -2)	/* cannot be: O_CREAT */
+		akk_err_set(e, "cannot open '%s': %s", path, strerror(ENOENT));
+	if (fd < 0)
+		return NULL;
+	if (lseek(fd, 0, SEEK_END) < 0 || !(f = fdopen(fd, "a"))) {
 		akk_err_set(e, "cannot open '%s': %s", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
 	return f;
 }
 
-int akk_metrics_write(FILE *f, const struct akk_metrics_row *r,
+int akk_metrics_write(FILE *f, const char *path, const struct akk_metrics_row *r,
 		      struct akk_err *e)
 {
 	double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
-	int bad = 0;
+	long start = ftell(f);
+	int bad = start < 0;
 
-	if (ftell(f) == 0) {
+	if (!bad && start == 0) {
 		char *h = akk_metrics_header_for(r->nlr, r->regression);
 		bad = !h || fprintf(f, "%s\n", h) < 0;
 		free(h);
@@ -64,47 +101,72 @@ int akk_metrics_write(FILE *f, const struct akk_metrics_row *r,
 		bad = 1;
 	for (int g = 0; !bad && g < r->nlr; g++)
 		bad = fprintf(f, ",%.6g", r->lrs[g]) < 0;
-	if (bad || fputc('\n', f) == EOF || fflush(f))
-		return akk_err_set(e, "cannot write the metrics file: %s",
-				   strerror(errno));
+	if (bad || fputc('\n', f) == EOF || fflush(f)) {
+		int err = errno;
+
+		/* no torn row, and no header without a row, stays behind:
+		 * what stdio still holds is dropped, what reached the file is
+		 * cut off */
+		__fpurge(f);
+		if (start >= 0 && ftruncate(fileno(f), start)) {
+			/* the message below says what failed first */
+		}
+		return akk_err_set(e, "cannot write '%s': %s", path ? path : "the metrics file",
+				   strerror(err ? err : EIO));
+	}
 	return 0;
 }
 
-/* The whole file, NUL-terminated, in *buf (*len bytes); 1 when missing. */
-static int slurp(const char *path, char **buf, size_t *len, struct akk_err *e)
+/* The whole file, NUL-terminated, in *buf (*len bytes); 1 when missing.
+ * Bounded before it is read: a regular file of at most
+ * AKK_METRICS_MAX_BYTES, never a link. fd: where the file is left open
+ * (read and write), or NULL to close it. */
+static int slurp(const char *path, char **buf, size_t *len, int *fdp, struct akk_err *e)
 {
-	FILE *f = fopen(path, "rb");
-	size_t cap = 4096, n = 0, got;
+	int fd = open_own(path, fdp ? O_RDWR : O_RDONLY, e);
+	size_t cap = AKK_METRICS_MAX_BYTES, n = 0;
+	ssize_t got;
 	char *b;
 
-	if (!f) {
-		if (errno == ENOENT)
-			return 1;
-		return akk_err_set(e, "cannot open '%s': %s", path, strerror(errno));
-	}
-	if (!(b = malloc(cap + 1))) {
-		fclose(f);
-		return akk_err_set(e, "out of memory");
-	}
-	while ((got = fread(b + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap) {
-			char *nb = realloc(b, 2 * cap + 1);
-			if (!nb) {
-				free(b);
-				fclose(f);
-				return akk_err_set(e, "out of memory");
-			}
-			b = nb;
-			cap *= 2;
-		}
-	}
-	if (ferror(f)) {
-		free(b);
-		fclose(f);
+	if (fd == -2)
+		return 1;
+	if (fd < 0)
+		return -1;
+	if (lseek(fd, 0, SEEK_END) >= 0)
+		cap = (size_t)lseek(fd, 0, SEEK_CUR);
+	if (lseek(fd, 0, SEEK_SET) < 0 || !(b = malloc(cap + 2))) {
+		close(fd);
 		return akk_err_set(e, "cannot read '%s': %s", path, strerror(errno));
 	}
-	fclose(f);
+	/* one byte past the size: the file grew meanwhile */
+	while (n < cap + 1 && (got = read(fd, b + n, cap + 1 - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			akk_err_set(e, "cannot read '%s': %s", path, strerror(errno));
+			free(b);
+			close(fd);
+			return -1;
+		}
+		n += (size_t)got;
+	}
+	if (n > cap) {
+		free(b);
+		close(fd);
+		return akk_err_at(e, path, 0, 0, "it grew while it was read: is another "
+				  "process writing it?");
+	}
+	if (memchr(b, '\0', n)) {
+		size_t at = (size_t)((char *)memchr(b, '\0', n) - b) + 1;
+
+		free(b);
+		close(fd);
+		return akk_err_at(e, path, 0, 0, "not a metrics file: a NUL byte at byte %zu", at);
+	}
+	if (fdp)
+		*fdp = fd;
+	else
+		close(fd);
 	b[n] = '\0';
 	*buf = b;
 	*len = n;
@@ -121,7 +183,7 @@ int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 
 	if (best)
 		*best = (struct akk_metrics_best){ 0 };
-	if ((rc = slurp(path, &buf, &len, e)))
+	if ((rc = slurp(path, &buf, &len, NULL, e)))
 		return rc > 0 ? 0 : -1;
 	rc = -1;
 	if (!len) {	/* created, no row yet */
@@ -166,5 +228,31 @@ int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 out:
 	free(buf);
 	free(header);
+	return rc;
+}
+
+int akk_metrics_cut(const char *path, int epochs, struct akk_err *e)
+{
+	char *buf = NULL, *p, *nl;
+	size_t len = 0, keep;
+	int fd = -1, rc;
+
+	if ((rc = slurp(path, &buf, &len, &fd, e)))
+		return rc > 0 ? 0 : -1;
+	p = strchr(buf, '\n');
+	keep = p ? (size_t)(p + 1 - buf) : 0;
+	for (p = p ? p + 1 : buf + len; (nl = strchr(p, '\n')); p = nl + 1) {
+		int epoch;
+
+		if (sscanf(p, "%d,", &epoch) != 1 || epoch > epochs)
+			break;
+		keep = (size_t)(nl + 1 - buf);
+	}
+	rc = 0;
+	if (keep < len && ftruncate(fd, (off_t)keep))
+		rc = akk_err_set(e, "cannot cut '%s' back to epoch %d: %s", path, epochs,
+				 strerror(errno));
+	close(fd);
+	free(buf);
 	return rc;
 }

@@ -9,6 +9,10 @@
 
 #include "base/err.h"
 
+/* The largest metrics file read back (by --resume and plot): 64 MiB,
+ * some 600,000 epochs of rows. */
+#define AKK_METRICS_MAX_BYTES (64 << 20)
+
 struct akk_metrics_row {
 	int epoch;		/* 1-based */
 	const char *phase;	/* "train", "validation", "final" */
@@ -34,9 +38,15 @@ char *akk_metrics_header(int nlr);
  * epoch,phase,samples,loss,r2,rmse,lr,... */
 char *akk_metrics_header_for(int nlr, int regression);
 /* Open path for appending. The header is written with the first row when
- * the file is new or empty. */
+ * the file is new or empty. A symbolic link, a file that is not a regular
+ * file or one larger than AKK_METRICS_MAX_BYTES is refused (e names it as
+ * its file: bad input, not a system error). */
 FILE *akk_metrics_open(const char *path, struct akk_err *e);
-int akk_metrics_write(FILE *f, const struct akk_metrics_row *r,
+/* Append one row (and the header first into an empty file), flushed.
+ * On a failed write, what the row had put in the file is cut off again,
+ * so that neither a torn row nor a header alone stays; path names the
+ * file in the error. */
+int akk_metrics_write(FILE *f, const char *path, const struct akk_metrics_row *r,
 		      struct akk_err *e);
 
 /* The best validation accuracy among a file's rows. */
@@ -53,9 +63,18 @@ struct akk_metrics_best {
  * A missing file is left missing. The header must be the one for nlr
  * per-gate lr columns (of a run of data.task regression when regression
  * is set). best (may be NULL) gets the best validation row kept: the
- * highest accuracy (R^2), or with by_loss the lowest loss. */
+ * highest accuracy (R^2), or with by_loss the lowest loss.
+ * Errors: a file that is not a metrics file of this run (a link, not a
+ * regular file, over AKK_METRICS_MAX_BYTES, a NUL byte, other columns, a
+ * row that is not a row) has e->file set to path; a system error (a read
+ * or a rewrite on a full disk) names the path in e->msg alone. */
 int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 			     int regression, int by_loss,
 			     struct akk_metrics_best *best, struct akk_err *e);
+
+/* Cut the rows of epochs after `epochs` off path in place (no copy: this
+ * works on a full disk), after the checkpoint of an epoch could not be
+ * written. A missing file is left missing. */
+int akk_metrics_cut(const char *path, int epochs, struct akk_err *e);
 
 #endif

@@ -500,7 +500,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
 			0, 0, lrs, nlr, .regression = reg, .rmse = rep.train_rmse };
-		if (akk_metrics_write(r->metrics, &row, e))
+		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
 	if (r->metrics && ph->vsamples) {
@@ -509,7 +509,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 			rep.val_loss, rep.val_acc, rep.lr, seconds,
 			rep.vmin, rep.vmax, lrs, nlr, .regression = reg,
 			.rmse = rep.val_rmse };
-		if (akk_metrics_write(r->metrics, &row, e))
+		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
 	if (!strcmp(phase, "epoch") && watch_epoch(r, &rep, e))
