@@ -612,6 +612,8 @@ static const struct key train_keys[] = {
 	/* format csv */
 	STR("file", akk_yaml_h_path, DATA, train_file, 0),
 	STR("targets_file", akk_yaml_h_path, DATA, train_targets, 0),
+	STR("folder", akk_yaml_h_path, DATA, train_folder, 0),
+	STR("list", akk_yaml_h_path, DATA, train_list, 0),
 	END,
 };
 static const struct key val_keys[] = {
@@ -623,10 +625,13 @@ static const struct key val_keys[] = {
 	/* format csv */
 	STR("file", akk_yaml_h_path, DATA, val_file, 0),
 	STR("targets_file", akk_yaml_h_path, DATA, val_targets, 0),
+	STR("folder", akk_yaml_h_path, DATA, val_folder, 0),
+	STR("list", akk_yaml_h_path, DATA, val_list, 0),
 	END,
 };
 
-/* The keys of data.train and data.validation per format; 1: required. */
+/* The keys of data.train and data.validation per format; 1: required,
+ * 2: one of the format's 2s is. */
 static const struct {
 	const char *format, *key;
 	int required;
@@ -635,6 +640,7 @@ static const struct {
 	{ "npy", "features", 1 }, { "npy", "labels", 1 },
 	{ "cifar10", "files", 1 },
 	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
+	{ "images", "folder", 2 }, { "images", "list", 2 },
 	{ NULL, NULL, 0 },
 };
 
@@ -645,11 +651,18 @@ static int h_data_files(struct ctx *c, const struct key *k,
 			yaml_node_t *val)
 {
 	const char *format = ((const DATA *)sec->obj)->format;
+	int one_of = 0;
 
 	if (akk_yaml_h_section(c, k, sec, key, val))
 		return -1;
 	for (int i = 0; data_file_keys[i].format; i++)
-		if (data_file_keys[i].required &&
+		if (data_file_keys[i].required == 2 && !strcmp(data_file_keys[i].format, format))
+			one_of += akk_yaml_map_get(c, val, data_file_keys[i].key, NULL) ? 1 : 0;
+	if (!strcmp(format, "images") && one_of != 1)
+		return akk_yaml_fail(c, val, "data.%s needs one of 'folder' (class folders) and 'list' (an image list), not %s",
+				     k->name, one_of ? "both" : "neither");
+	for (int i = 0; data_file_keys[i].format; i++)
+		if (data_file_keys[i].required == 1 &&
 		    !strcmp(data_file_keys[i].format, format) &&
 		    !akk_yaml_map_get(c, val, data_file_keys[i].key, NULL))
 			return akk_yaml_fail(c, val, "missing required key '%s' in data.%s%s%s%s",
@@ -839,7 +852,7 @@ static const struct key folds_keys[] = {
 
 
 /* idx is the default (data.format in defaults()). */
-static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", NULL };
+static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", "images", NULL };
 
 /* data.format: one of format_names, stored as the name. */
 static int h_format(struct ctx *c, const struct key *k,
@@ -1054,7 +1067,7 @@ static int defaults(struct akk_spec *s, const char *name)
 static int has_validation(const struct akk_data_spec *d)
 {
 	return d->val_images || d->val_features || d->val_files.n > 0 ||
-	       d->split > 0 || d->folds > 0;
+	       d->val_folder || d->val_list || d->split > 0 || d->folds > 0;
 }
 
 static int check_watch(const struct akk_spec *s, const char *file,
@@ -1234,6 +1247,14 @@ static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 				  "data.task regression needs loss mse, mae or huber, not '%s'",
 				  akk_loss_name(s->loss));
 	}
+	/* PNG and JPEG files are read in network.input's shape */
+	if (s->input.rank == 3 && (s->input.d[0] == 1 || s->input.d[0] == 3)) {
+		s->data.image_c = s->input.d[0];
+		s->data.image_h = s->input.d[1];
+		s->data.image_w = s->input.d[2];
+	} else if (!strcmp(s->data.format, "images"))
+		return akk_err_at(e, file, s->input_mark.line, s->input_mark.col,
+				  "data format 'images' needs network.input [C, H, W] with 1 or 3 channels");
 	if (s->out.best_by < 0)
 		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
 								      : AKK_BEST_ACCURACY;
@@ -1431,6 +1452,10 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->data.val_labels);
 	free(s->data.train_features);
 	free(s->data.val_features);
+	free(s->data.train_folder);
+	free(s->data.train_list);
+	free(s->data.val_folder);
+	free(s->data.val_list);
 	for (int i = 0; i < s->data.train_files.n; i++)
 		free(s->data.train_files.v[i]);
 	free(s->data.train_files.v);

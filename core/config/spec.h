@@ -94,7 +94,8 @@ struct akk_channels {
 };
 
 struct akk_data_spec {
-	char *format;			/* "idx", "csv", "npy", "cifar10" */
+	char *format;			/* "idx", "csv", "npy", "cifar10",
+					 * "images" */
 	/* Paths resolved against the config file's directory (absolute paths
 	 * stay as they are). Validation may be absent (NULL). */
 	char *train_images, *train_labels;
@@ -133,6 +134,13 @@ struct akk_data_spec {
 					 * validation (akkctl train trains K
 					 * models, data/split.h); 0 = none */
 	int task;			/* enum akk_task, default classification */
+	/* format images (data/image_set.h): a folder of class folders or an
+	 * image list, resolved like the other paths */
+	char *train_folder, *train_list, *val_folder, *val_list;
+	/* network.input when it is [C, H, W] with C 1 or 3, else 0: the
+	 * shape PNG and JPEG files are read in, for training and predict;
+	 * set by the parser */
+	int image_c, image_h, image_w;
 };
 
 struct akk_schedule_spec {

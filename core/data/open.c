@@ -4,10 +4,13 @@
 #include <limits.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "data/cifar.h"
 #include "data/csv.h"
 #include "data/idx.h"
+#include "data/image.h"
+#include "data/image_set.h"
 #include "data/npy.h"
 #include "data/pnm.h"
 
@@ -18,7 +21,9 @@ int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 	return (t ? s->train_images : s->val_images) != NULL ||
 	       (t ? s->train_features : s->val_features) != NULL ||
 	       (t ? s->train_files.n : s->val_files.n) > 0 ||
-	       (t ? s->train_file : s->val_file) != NULL;
+	       (t ? s->train_file : s->val_file) != NULL ||
+	       (t ? s->train_folder : s->val_folder) != NULL ||
+	       (t ? s->train_list : s->val_list) != NULL;
 }
 
 const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part)
@@ -32,13 +37,17 @@ const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part
 		return f->n ? f->v[0] : NULL;
 	if (s->format && !strcmp(s->format, "csv"))
 		return t ? s->train_file : s->val_file;
+	if (s->format && !strcmp(s->format, "images"))
+		return t ? (s->train_folder ? s->train_folder : s->train_list)
+			 : (s->val_folder ? s->val_folder : s->val_list);
 	return t ? s->train_images : s->val_images;
 }
 
 const char *akk_data_label_file(const struct akk_data_spec *s,
 				enum akk_data_part part)
 {
-	if (s->format && (!strcmp(s->format, "cifar10") || !strcmp(s->format, "csv")))
+	if (s->format && (!strcmp(s->format, "cifar10") || !strcmp(s->format, "csv") ||
+			  !strcmp(s->format, "images")))
 		return akk_data_file(s, part);
 	return part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
 }
@@ -69,6 +78,14 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		return akk_csv_dataset(d, part == AKK_DATA_TRAIN ? s->train_file : s->val_file,
 				       part == AKK_DATA_TRAIN ? s->train_targets : s->val_targets,
 				       &s->csv, s->task == AKK_TASK_REGRESSION, e);
+	if (!strcmp(s->format, "images")) {
+		const char *folder = part == AKK_DATA_TRAIN ? s->train_folder : s->val_folder;
+		if (folder)
+			return akk_image_folder_dataset(d, folder, s->image_c, s->image_h,
+							s->image_w, e);
+		return akk_image_list_dataset(d, akk_data_file(s, part), s->image_c,
+					      s->image_h, s->image_w, e);
+	}
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
 
@@ -104,7 +121,10 @@ static int idx_inputs(struct akk_dataset *d, const char *path, struct akk_err *e
 const char *akk_data_input_format(const char *path, const char *config_format)
 {
 	size_t n = strlen(path);
+	struct stat st;
 
+	if (akk_image_name(path) || (!stat(path, &st) && S_ISDIR(st.st_mode)))
+		return "images";
 	if (n > 4 && (!strcasecmp(path + n - 4, ".pgm") || !strcasecmp(path + n - 4, ".ppm") ||
 		      !strcasecmp(path + n - 4, ".pnm")))
 		return "pnm";
@@ -128,5 +148,11 @@ int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 		return akk_npy_dataset(d, path, NULL, ds ? ds->layout_nhwc : 0, e);
 	if (!strcmp(format, "cifar10"))
 		return akk_cifar_dataset(d, &path, 1, e);
+	if (!strcmp(format, "images")) {
+		if (!ds || !ds->image_c)
+			return akk_err_at(e, path, 0, 0,
+					  "PNG and JPEG images need a network whose input is [C, H, W] with 1 or 3 channels");
+		return akk_image_inputs(d, path, ds->image_c, ds->image_h, ds->image_w, e);
+	}
 	return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
 }
