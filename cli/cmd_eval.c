@@ -126,10 +126,10 @@ static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
 
 	if (akk_data_has(&s->data, AKK_DATA_VAL))
 		return akk_data_open(d, &s->data, AKK_DATA_VAL, e) ||
-		       /* named CSV classes: numbered as in training */
-		       (!strcmp(s->data.format, "csv") &&
+		       /* named classes: numbered as in training */
+		       (akk_data_named_classes(&s->data) &&
 			akk_csv_match_classes(d, ck->class_names, ck->nclass_names,
-					      s->data.val_file, e)) ? -1 : 0;
+					      akk_data_file(&s->data, AKK_DATA_VAL), e)) ? -1 : 0;
 	if (!(s->data.split > 0 || s->data.folds > 0))
 		return akk_err_set(e, "the checkpoint's config has no validation data; give --data or --images and --labels");
 	if (!ck->nheldout)

@@ -697,8 +697,8 @@ static enum train_next train_load(struct train_state *st)
 	     akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
 	     (akk_data_has(&s->data, AKK_DATA_VAL) &&
 	      (akk_data_open(&st->val, &s->data, AKK_DATA_VAL, e) ||
-	       /* named classes (CSV, class folders, lists): numbered as in train */
-	       ((!strcmp(s->data.format, "csv") || !strcmp(s->data.format, "images")) &&
+	       /* named classes: numbered as in train */
+	       (akk_data_named_classes(&s->data) &&
 		akk_csv_match_classes(&st->val, st->train.class_names, st->train.classes,
 				      akk_data_file(&s->data, AKK_DATA_VAL), e)))) ||
 	     hold_out(s, ck, st->fold, &st->train, &st->val, &st->heldout, &st->nheldout, e)))

@@ -137,7 +137,8 @@ static int png_decode(struct akk_image *im, const unsigned char *p, size_t len,
 		akk_err_at(e, name, 0, 0, "not a readable PNG image: %s", io.msg);
 		goto out;
 	}
-	png_set_user_limits(png, AKK_IMAGE_MAX_SIDE, AKK_IMAGE_MAX_SIDE);
+	/* the sides are checked below, with their values in the message */
+	png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
 	png_set_chunk_malloc_max(png, AKK_IMAGE_MAX_BYTES);
 	png_set_read_fn(png, &io, png_io_read);
 	png_read_info(png, info);

@@ -52,6 +52,11 @@ const char *akk_data_label_file(const struct akk_data_spec *s,
 	return part == AKK_DATA_TRAIN ? s->train_labels : s->val_labels;
 }
 
+int akk_data_named_classes(const struct akk_data_spec *s)
+{
+	return s->format && (!strcmp(s->format, "csv") || !strcmp(s->format, "images"));
+}
+
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e)
 {

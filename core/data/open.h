@@ -20,6 +20,10 @@ int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part);
 const char *akk_data_file(const struct akk_data_spec *s, enum akk_data_part part);
 const char *akk_data_label_file(const struct akk_data_spec *s,
 				enum akk_data_part part);
+/* Whether the format's classes may be names (csv, images): a validation
+ * or test set is then renumbered by the training set's names
+ * (akk_csv_match_classes), since it may hold fewer classes. */
+int akk_data_named_classes(const struct akk_data_spec *s);
 /* Read part of the config's data into d. Errors name the file and the
  * place. */
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,

@@ -12,7 +12,7 @@
 
 FUZZ_CC      ?= clang
 FUZZ_B       := build/fuzz
-FUZZ_PKGS    := yaml-0.1 openblas zlib
+FUZZ_PKGS    := yaml-0.1 openblas zlib libpng libjpeg
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-math-errno -Wall -Wextra \
