@@ -311,7 +311,7 @@ static void write_hostile(const char *dir)
 	char b[2][1024];
 	const char *good = at(b[0], dir, "good.png"), *goodj = at(b[1], dir, "good.jpg");
 	unsigned char g[9 * 8] = { 0 }, *p;
-	size_t len;
+	size_t len, sos;
 
 	write_sample(good, 0, 1, 0);
 	write_sample(goodj, 0, 1, 1);
@@ -325,8 +325,14 @@ static void write_hostile(const char *dir)
 	assert_int_equal(tu_write_file(tu_path(dir, "badcolour.png"), p, len), 0);
 	free(p);
 	p = (unsigned char *)tu_slurp(goodj, &len);
-	assert_int_equal(tu_write_file(tu_path(dir, "truncated.jpg"), p, len / 2), 0);
-	for (size_t i = len / 2; i + 2 < len; i++)	/* entropy data garbled */
+	/* cut, then garble, the entropy-coded data after the SOS segment:
+	 * libjpeg only warns about either */
+	for (sos = 2; sos + 4 < len && !(p[sos] == 0xff && p[sos + 1] == 0xda); sos++)
+		;
+	sos += 2 + (p[sos + 2] << 8 | p[sos + 3]);
+	assert_true(sos + 8 < len);
+	assert_int_equal(tu_write_file(tu_path(dir, "truncated.jpg"), p, sos + (len - sos) / 2), 0);
+	for (size_t i = sos; i + 2 < len; i++)
 		p[i] = (unsigned char)(p[i] * 7 + 13) | 0x01;
 	p[len - 2] = 0xff;
 	p[len - 1] = 0xd9;
