@@ -530,6 +530,35 @@ static void train_from_list(void **state)
 	tu_rm_tree(dir);
 }
 
+/* A flat network (input [64], trained on IDX images) takes grey images of
+ * 64 pixels, colour ones as their luminance; another count is refused. */
+static void predict_flat_network(void **state)
+{
+	char b[3][1024], text[2048];
+	const char *dir = tu_tmpdir(), *cfg = at(b[0], dir, "c.yaml"), *run = at(b[1], dir, "run");
+	const char *one = at(b[2], dir, "one");
+	unsigned char g[9 * 8] = { 0 };
+
+	(void)state;
+	tu_write_set(dir, "train", 64, SIDE, 2, 3);
+	snprintf(text, sizeof(text),
+		 "data:\n  train: {images: %s/train-images, labels: %s/train-labels}\n"
+		 "network:\n  input: [%d]\n  gates:\n    - layers: [{dense: 2}]\n"
+		 "optimizer: {type: sgd, lr: 0.1}\nschedule: {mode: flip-flop, epochs: 1}\n"
+		 "output: {dir: %s}\n", dir, dir, SIDE * SIDE, run);
+	assert_int_equal(tu_write_file(cfg, text, strlen(text)), 0);
+	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	mkdir(one, 0755);
+	write_sample(tu_path(one, "a.png"), 0, 1, 1);
+	write_sample(tu_path(one, "b.jpg"), 1, 2, 0);
+	assert_rc(ak("predict", run, one, NULL), 0);
+	tu_assert_contains(g_out, "\n1,");
+	write_png(tu_path(one, "c.png"), 9, 8, PNG_COLOR_TYPE_GRAY, 8, g, NULL);
+	assert_rc(ak("predict", run, tu_path(one, "c.png"), NULL), 2);
+	tu_assert_contains(g_err, "c.png: samples have 72 values, but the network takes 64");
+	tu_rm_tree(dir);
+}
+
 static void hostile_cli(void **state)
 {
 	char b[4][1024], train[1100], want[2048];
@@ -576,6 +605,7 @@ int main(void)
 		cmocka_unit_test(list_dataset),
 		cmocka_unit_test(train_and_predict),
 		cmocka_unit_test(train_from_list),
+		cmocka_unit_test(predict_flat_network),
 		cmocka_unit_test(hostile_cli),
 	};
 

@@ -99,14 +99,26 @@ static int scan(const char *dir, int dirs, struct strs *out, struct akk_err *e)
 	return rc;
 }
 
-/* Read the n images of paths into d, c x h x w each; labels (n, or NULL)
- * become d's, taken. On failure d is released (its class names too). */
+/* Read the n images of paths into d, c x h x w each (h, w 0: the first
+ * image's); labels (n, or NULL) become d's, taken. On failure d is
+ * released (its class names too). */
 static int read_all(struct akk_dataset *d, const struct strs *paths, int32_t *labels,
 		    int c, int h, int w, struct akk_err *e)
 {
-	size_t in = (size_t)c * h * w, total;
+	size_t in, total;
 
 	d->labels = labels;
+	if (paths->n && (!h || !w)) {	/* the first image's size for all */
+		struct akk_image im;
+		if (akk_image_load(&im, paths->v[0], c, 0, 0, e)) {
+			akk_dataset_release(d);
+			return -1;
+		}
+		h = im.h;
+		w = im.w;
+		akk_image_release(&im);
+	}
+	in = (size_t)c * h * w;
 	if (!paths->n || !akk_mul_ok(paths->n, in, &total) || !(d->x8 = malloc(total))) {
 		akk_dataset_release(d);
 		return akk_err_set(e, "out of memory for %zu images of %d x %d x %d", paths->n,
@@ -229,10 +241,10 @@ int akk_image_inputs(struct akk_dataset *d, const char *path, int c, int h, int 
 		if (akk_image_load(&im, path, c, h, w, e))
 			return -1;
 		d->n = 1;
-		d->in = (size_t)c * h * w;
+		d->in = (size_t)c * im.h * im.w;
 		d->c = c;
-		d->h = h;
-		d->w = w;
+		d->h = im.h;
+		d->w = im.w;
 		d->xtype = AKK_X_U8;
 		d->x8 = im.x;	/* taken */
 		return 0;

@@ -21,9 +21,10 @@
  *     images directly in it, then those of each sub-folder, folders and
  *     files in byte order (a folder of class folders works).
  * Every image is read with the channels and size of network.input
- * [C, H, W] (data/image.h: converted channels, never resized); the first
- * that does not fit, cannot be read or is corrupt stops the read with an
- * error naming it. At most AKK_IMAGE_MAX_FILES images a set. */
+ * [C, H, W] (data/image.h: converted channels, never resized); h and w 0
+ * (predict on a flat network) take the first image's size for all. The
+ * first image that does not fit, cannot be read or is corrupt stops the
+ * read with an error naming it. At most AKK_IMAGE_MAX_FILES images a set. */
 #ifndef AKK_IMAGE_SET_H
 #define AKK_IMAGE_SET_H
 
@@ -41,7 +42,8 @@ int akk_image_folder_dataset(struct akk_dataset *d, const char *dir, int c, int 
 /* The images of the list file at path, labelled, into d. */
 int akk_image_list_dataset(struct akk_dataset *d, const char *path, int c, int h,
 			   int w, struct akk_err *e);
-/* One image file or a folder of them, unlabelled, into d. */
+/* One image file or a folder of them, unlabelled, into d (h, w 0: the
+ * file's size, the first file's for a folder). */
 int akk_image_inputs(struct akk_dataset *d, const char *path, int c, int h, int w,
 		     struct akk_err *e);
 

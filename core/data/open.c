@@ -153,11 +153,11 @@ int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 		return akk_npy_dataset(d, path, NULL, ds ? ds->layout_nhwc : 0, e);
 	if (!strcmp(format, "cifar10"))
 		return akk_cifar_dataset(d, &path, 1, e);
-	if (!strcmp(format, "images")) {
-		if (!ds || !ds->image_c)
-			return akk_err_at(e, path, 0, 0,
-					  "PNG and JPEG images need a network whose input is [C, H, W] with 1 or 3 channels");
-		return akk_image_inputs(d, path, ds->image_c, ds->image_h, ds->image_w, e);
-	}
+	/* an image network's shape; a flat network takes grey images of
+	 * their own size (the caller checks the count of values) */
+	if (!strcmp(format, "images"))
+		return ds && ds->image_c ?
+		       akk_image_inputs(d, path, ds->image_c, ds->image_h, ds->image_w, e) :
+		       akk_image_inputs(d, path, 1, 0, 0, e);
 	return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
 }

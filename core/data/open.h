@@ -35,7 +35,8 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
  * data.format: "csv" (every column a feature, read with ds's csv options),
  * "npy" (a features file alone, ds's layout), "cifar10" (one file of
  * records, their labels ignored), "images" (one PNG or JPEG file or a
- * folder of them, data/image_set.h, in ds's image shape). ds: the
+ * folder of them, data/image_set.h, in ds's image shape; without one,
+ * grey at the files' own size). ds: the
  * checkpoint's data spec, or NULL for the defaults. akk_data_input_format
  * picks the format for path: "pnm" when the name ends in .pgm, .ppm or
  * .pnm, "images" when it ends in .png, .jpg or .jpeg or path is a folder,
