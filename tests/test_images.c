@@ -292,11 +292,47 @@ static void patch_ihdr(unsigned char *p, int off, const unsigned char *v, int n)
 	p[32] = (unsigned char)crc;
 }
 
+/* A PNG chunk of type t and n bytes d at p; returns its length. */
+static size_t png_chunk(unsigned char *p, const char *t, const unsigned char *d, size_t n)
+{
+	uLong crc;
+
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(n >> (24 - 8 * i));
+	memcpy(p + 4, t, 4);
+	if (n)
+		memcpy(p + 8, d, n);
+	crc = crc32(0, p + 4, (uInt)(n + 4));
+	for (int i = 0; i < 4; i++)
+		p[8 + n + i] = (unsigned char)(crc >> (24 - 8 * i));
+	return n + 12;
+}
+
+/* An 8 x 8 grey PNG whose chunks are whole but whose zlib stream stops
+ * half-way: the rows run out. */
+static void write_short_png(const char *path)
+{
+	static const unsigned char ihdr[13] = { 0, 0, 0, 8, 0, 0, 0, 8, 8, 0, 0, 0, 0 };
+	unsigned char raw[8 * 9], z[256], file[512];
+	uLongf zn = sizeof(z);
+	size_t n = 8;
+
+	for (int i = 0; i < 8 * 9; i++)
+		raw[i] = i % 9 ? (unsigned char)(i * 29) : 0;	/* filter byte 0 */
+	assert_int_equal(compress(z, &zn, raw, sizeof(raw)), Z_OK);
+	memcpy(file, "\x89PNG\r\n\x1a\n", 8);
+	n += png_chunk(file + n, "IHDR", ihdr, 13);
+	n += png_chunk(file + n, "IDAT", z, zn / 2);
+	n += png_chunk(file + n, "IEND", NULL, 0);
+	assert_int_equal(tu_write_file(path, file, n), 0);
+}
+
 /* Write the hostile files into dir: name -> what the error must say. */
 static const struct {
 	const char *name, *says;
 } g_hostile[] = {
-	{ "truncated.png", "not a readable PNG image" },
+	{ "truncated.png", "not a readable PNG image: the file ends early (truncated)" },
+	{ "shortdata.png", "not a readable PNG image: Not enough image data" },
 	{ "truncated.jpg", "not a readable JPEG image" },
 	{ "wrongsize.png", "image is 9 x 8 (width x height), but the network takes 8 x 8" },
 	{ "hugedims.png", "image of 1000000 x 8 pixels" },
@@ -341,6 +377,7 @@ static void write_hostile(const char *dir)
 	write_png(tu_path(dir, "wrongsize.png"), 9, 8, PNG_COLOR_TYPE_GRAY, 8, g, NULL);
 	assert_int_equal(tu_write_file(tu_path(dir, "text.png"), "hello\n", 6), 0);
 	assert_int_equal(tu_write_file(tu_path(dir, "empty.jpg"), "", 0), 0);
+	write_short_png(tu_path(dir, "shortdata.png"));
 }
 
 static void hostile_decode(void **state)
