@@ -216,7 +216,7 @@ install: $(B)/akkctl
 # libakk.so.MAJOR.MINOR.PATCH with soname libakk.so.MAJOR, from its own PIC
 # objects in $(B)/pic: core/ without runtime/ (the actors and MPI) and the
 # ONNX writer (protobuf-c), so it
-# needs only OpenBLAS, zlib and libyaml. akkctl and the tests keep linking
+# needs only OpenBLAS, zlib, libyaml, libpng and libjpeg. akkctl and the tests keep linking
 # the static libakk.a, built without -fPIC. core/api/akk.map exports the
 # akk.h functions and nothing else. `make install` adds the library, the
 # header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3). akk.pc
