@@ -443,7 +443,7 @@ static void list_dataset(void **state)
 	const char *dir = tu_tmpdir(), *list = tu_path(dir, "list.txt");
 	static const char names[] = "# path label\n"
 				    "a b.png  dog\n\n"
-				    "c.jpg\tcat\r\n"
+				    "  c.jpg\tcat\r\n"
 				    "a b.png dog\n";
 	static const char numbers[] = "a b.png 3\nc.jpg 0\n";
 	struct akk_dataset d;

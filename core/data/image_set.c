@@ -339,9 +339,11 @@ fail:
 static int list_line(char *s, int line, const char *list, const char *base,
 		     struct strs *paths, struct strs *labs, struct akk_err *e)
 {
-	size_t n = strlen(s);
+	size_t n;
 	char *lab;
 
+	s += strspn(s, " \t");
+	n = strlen(s);
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
 		s[--n] = '\0';
 	if (!n || s[0] == '#')

@@ -11,8 +11,8 @@
  *     class folders are errors.
  *   - an image list (darknet's lists, with the label on the line): one
  *     image a line, its path, white space, its label (the line's last
- *     word, so paths may hold spaces); blank lines and lines starting
- *     with '#' are skipped; a relative path is relative to the list's
+ *     word, so paths may hold spaces, but not lead with one); blank
+ *     lines and lines starting with '#' are skipped; a relative path is relative to the list's
  *     folder. When every label is a whole number from 0 to
  *     AKK_IMAGE_MAX_CLASSES - 1, the labels are class numbers (classes =
  *     the highest + 1, no names); otherwise every label is a class name,
