@@ -624,7 +624,10 @@ static void hostile_cli(void **state)
 	snprintf(train, sizeof(train), "{folder: %s, list: x.txt}", tr);
 	write_config(cfg, train, NULL, run, 1);
 	assert_rc(ak("check", cfg, NULL), 2);
-	tu_assert_contains(g_err, "data.train needs one of 'folder' (class folders) and 'list' (an image list), not both");
+	tu_assert_contains(g_err, "data.train takes 'folder' (class folders) or 'list' (an image list), not both");
+	write_config(cfg, "{}", NULL, run, 1);
+	assert_rc(ak("check", cfg, NULL), 2);
+	tu_assert_contains(g_err, "data.train needs 'folder' (class folders) or 'list' (an image list)");
 	write_config(cfg, "{folder: x}", NULL, run, 2);
 	assert_rc(ak("check", cfg, NULL), 2);
 	tu_assert_contains(g_err, "data format 'images' needs network.input [C, H, W] with 1 or 3 channels");

@@ -630,8 +630,7 @@ static const struct key val_keys[] = {
 	END,
 };
 
-/* The keys of data.train and data.validation per format; 1: required,
- * 2: one of the format's 2s is. */
+/* The keys of data.train and data.validation per format; 1: required. */
 static const struct {
 	const char *format, *key;
 	int required;
@@ -640,7 +639,7 @@ static const struct {
 	{ "npy", "features", 1 }, { "npy", "labels", 1 },
 	{ "cifar10", "files", 1 },
 	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
-	{ "images", "folder", 2 }, { "images", "list", 2 },
+	{ "images", "folder", 0 }, { "images", "list", 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -651,18 +650,16 @@ static int h_data_files(struct ctx *c, const struct key *k,
 			yaml_node_t *val)
 {
 	const char *format = ((const DATA *)sec->obj)->format;
-	int one_of = 0;
+	int folder;
 
 	if (akk_yaml_h_section(c, k, sec, key, val))
 		return -1;
+	folder = akk_yaml_map_get(c, val, "folder", NULL) != 0;
+	if (!strcmp(format, "images") && folder == (akk_yaml_map_get(c, val, "list", NULL) != 0))
+		return akk_yaml_fail(c, val, "data.%s %s 'folder' (class folders) or 'list' (an image list)%s",
+				     k->name, folder ? "takes" : "needs", folder ? ", not both" : "");
 	for (int i = 0; data_file_keys[i].format; i++)
-		if (data_file_keys[i].required == 2 && !strcmp(data_file_keys[i].format, format))
-			one_of += akk_yaml_map_get(c, val, data_file_keys[i].key, NULL) ? 1 : 0;
-	if (!strcmp(format, "images") && one_of != 1)
-		return akk_yaml_fail(c, val, "data.%s needs one of 'folder' (class folders) and 'list' (an image list), not %s",
-				     k->name, one_of ? "both" : "neither");
-	for (int i = 0; data_file_keys[i].format; i++)
-		if (data_file_keys[i].required == 1 &&
+		if (data_file_keys[i].required &&
 		    !strcmp(data_file_keys[i].format, format) &&
 		    !akk_yaml_map_get(c, val, data_file_keys[i].key, NULL))
 			return akk_yaml_fail(c, val, "missing required key '%s' in data.%s%s%s%s",
@@ -1247,12 +1244,9 @@ static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 				  "data.task regression needs loss mse, mae or huber, not '%s'",
 				  akk_loss_name(s->loss));
 	}
-	/* PNG and JPEG files are read in network.input's shape */
-	if (s->input.rank == 3 && (s->input.d[0] == 1 || s->input.d[0] == 3)) {
-		s->data.image_c = s->input.d[0];
-		s->data.image_h = s->input.d[1];
-		s->data.image_w = s->input.d[2];
-	} else if (!strcmp(s->data.format, "images"))
+	if (s->input.rank == 3 && (s->input.d[0] == 1 || s->input.d[0] == 3))
+		s->data.image = s->input;	/* PNG and JPEG files are read so */
+	else if (!strcmp(s->data.format, "images"))
 		return akk_err_at(e, file, s->input_mark.line, s->input_mark.col,
 				  "data format 'images' needs network.input [C, H, W] with 1 or 3 channels");
 	if (s->out.best_by < 0)

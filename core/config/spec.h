@@ -137,10 +137,10 @@ struct akk_data_spec {
 	/* format images (data/image_set.h): a folder of class folders or an
 	 * image list, resolved like the other paths */
 	char *train_folder, *train_list, *val_folder, *val_list;
-	/* network.input when it is [C, H, W] with C 1 or 3, else 0: the
-	 * shape PNG and JPEG files are read in, for training and predict;
-	 * set by the parser */
-	int image_c, image_h, image_w;
+	/* network.input when it is [C, H, W] with C 1 or 3, else rank 0:
+	 * the shape PNG and JPEG files are read in, for training and
+	 * predict; set by the parser */
+	struct akk_shape image;
 };
 
 struct akk_schedule_spec {

@@ -86,10 +86,10 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 	if (!strcmp(s->format, "images")) {
 		const char *folder = part == AKK_DATA_TRAIN ? s->train_folder : s->val_folder;
 		if (folder)
-			return akk_image_folder_dataset(d, folder, s->image_c, s->image_h,
-							s->image_w, e);
-		return akk_image_list_dataset(d, akk_data_file(s, part), s->image_c,
-					      s->image_h, s->image_w, e);
+			return akk_image_folder_dataset(d, folder, s->image.d[0], s->image.d[1],
+							s->image.d[2], e);
+		return akk_image_list_dataset(d, akk_data_file(s, part), s->image.d[0],
+					      s->image.d[1], s->image.d[2], e);
 	}
 	return akk_err_set(e, "data format '%s' has no reader", s->format);
 }
@@ -156,8 +156,8 @@ int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 	/* an image network's shape; a flat network takes grey images of
 	 * their own size (the caller checks the count of values) */
 	if (!strcmp(format, "images"))
-		return ds && ds->image_c ?
-		       akk_image_inputs(d, path, ds->image_c, ds->image_h, ds->image_w, e) :
+		return ds && ds->image.rank ?
+		       akk_image_inputs(d, path, ds->image.d[0], ds->image.d[1], ds->image.d[2], e) :
 		       akk_image_inputs(d, path, 1, 0, 0, e);
 	return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
 }
