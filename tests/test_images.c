@@ -615,6 +615,10 @@ static void hostile_cli(void **state)
 		snprintf(want, sizeof(want), "akkctl: %s: %s", p, g_hostile[i].says);
 		tu_assert_contains(g_err, want);
 	}
+	/* a FIFO named like an image: refused, not waited on */
+	assert_int_equal(mkfifo(tu_path(bad, "fifo.png"), 0600), 0);
+	assert_rc(ak("predict", run, tu_path(bad, "fifo.png"), NULL), 2);
+	tu_assert_contains(g_err, "fifo.png: cannot read: not a regular file");
 	/* in a class folder, training names the file */
 	rename(tu_path(bad, "truncated.png"), tu_path(tu_path(tr, "top"), "zz.png"));
 	assert_rc(ak("train", cfg, "--quiet", "--force", NULL), 2);

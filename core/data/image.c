@@ -299,13 +299,16 @@ int akk_image_decode(struct akk_image *im, const unsigned char *p, size_t len,
 int akk_image_load(struct akk_image *im, const char *path, int c, int h, int w,
 		   struct akk_err *e)
 {
-	FILE *f = fopen(path, "rb");
 	unsigned char *p = NULL;
 	struct stat st;
-	volatile int rc = -1;
+	int rc = -1;
+	FILE *f;
 
 	memset(im, 0, sizeof(*im));
-	if (!f)
+	/* a FIFO would block the open itself: refused before it */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode))
+		return akk_err_at(e, path, 0, 0, "cannot read: not a regular file");
+	if (!(f = fopen(path, "rb")))
 		return akk_err_set(e, "cannot open '%s': %s", path, strerror(errno));
 	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
 		akk_err_at(e, path, 0, 0, "cannot read: not a regular file");
