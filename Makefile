@@ -36,7 +36,7 @@ ifndef MPI
 MPI      = $(eval MPI := $$(if $$(shell command -v mpicc 2>/dev/null),1,0))$(MPI)
 endif
 XSMM    ?= 0
-PKGS     = yaml-0.1 openblas zlib $(if $(filter 1,$(MPI)),ompi-c) $(if $(filter 1,$(XSMM)),libxsmm)
+PKGS     = yaml-0.1 openblas zlib libpng libjpeg $(if $(filter 1,$(MPI)),ompi-c) $(if $(filter 1,$(XSMM)),libxsmm)
 MPI_DEF  = $(if $(filter 1,$(MPI)),-DAKK_MPI)
 MPI_DEF += $(if $(filter 1,$(XSMM)),-DAKK_XSMM)
 # GCC's -O2 vectorizes only loops that need no alias check; the dynamic
@@ -206,7 +206,7 @@ install: $(B)/akkctl
 # libakk.so.MAJOR.MINOR.PATCH with soname libakk.so.MAJOR, from its own PIC
 # objects in $(B)/pic: core/ without runtime/ (the actors and MPI) and the
 # ONNX writer (protobuf-c), so it
-# needs only OpenBLAS, zlib and libyaml. akkctl and the tests keep linking
+# needs only OpenBLAS, zlib, libyaml, libpng and libjpeg. akkctl and the tests keep linking
 # the static libakk.a, built without -fPIC. core/api/akk.map exports the
 # akk.h functions and nothing else. `make install` adds the library, the
 # header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3). akk.pc
@@ -219,7 +219,7 @@ LIB_REAL   := libakk.so.$(VERSION)
 LIB_SONAME := libakk.so.$(LIB_MAJOR)
 LIB_SRC    := $(filter-out core/runtime/% core/io/onnx.c,$(CORE_SRC))
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/pic/%.o)
-LIB_PKGS    = yaml-0.1 openblas zlib $(if $(filter 1,$(XSMM)),libxsmm)
+LIB_PKGS    = yaml-0.1 openblas zlib libpng libjpeg $(if $(filter 1,$(XSMM)),libxsmm)
 .PHONY: lib install-lib
 lib: $(B)/$(LIB_REAL)
 

@@ -29,9 +29,11 @@ const char cmd_predict_usage[] =
 	"\n"
 	"  -o, --out FILE         write the CSV to FILE instead of stdout\n"
 	"  -k, --top K            also the K best classes and their probabilities\n"
-	"  -f, --format FORMAT    read every INPUT as FORMAT: idx, pnm, csv, npy or\n"
-	"                         cifar10 (default: pnm for names ending in .pgm,\n"
-	"                         .ppm or .pnm, else the checkpoint's data.format)\n";
+	"  -f, --format FORMAT    read every INPUT as FORMAT: idx, pnm, csv, npy,\n"
+	"                         cifar10 or images (default: pnm for names ending\n"
+	"                         in .pgm, .ppm or .pnm, images for .png, .jpg,\n"
+	"                         .jpeg and folders, else the checkpoint's\n"
+	"                         data.format)\n";
 
 const char cmd_predict_details[] =
 	"\n"
@@ -40,9 +42,12 @@ const char cmd_predict_details[] =
 	"sample of every INPUT: an IDX image file (no label file needed), one\n"
 	"PGM (P5, P2) or PPM (P6) image with maxval 255, a CSV table whose every\n"
 	"column is a feature (the label column left out; read with the\n"
-	"checkpoint's csv options), a .npy file of features alone, or a CIFAR-10\n"
-	"batch file (its labels ignored). The input preprocessing (scale,\n"
-	"normalize, standardize) is the checkpoint's.\n"
+	"checkpoint's csv options), a .npy file of features alone, a CIFAR-10\n"
+	"batch file (its labels ignored), a PNG or JPEG image, or a folder of\n"
+	"them (its images, then its sub-folders', in byte order; each must have\n"
+	"the network's height and width: grey and colour are converted, sizes\n"
+	"are not). The input preprocessing (scale, normalize, standardize) is\n"
+	"the checkpoint's.\n"
 	"\n"
 	"Output, CSV: the header, then one row per sample, in input order:\n"
 	"  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"

@@ -10,6 +10,9 @@ set -eu
 # its tests (make MPI=0 builds without it); groff-base checks the man
 # pages in test_ui.
 PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base"
+# libpng-dev and libjpeg-dev (libjpeg62-turbo-dev) read PNG and JPEG
+# images: data.format images, akkctl predict FILE.png.
+PKGS="$PKGS libpng-dev libjpeg-dev"
 # protobuf-c (libprotobuf-c-dev, protobuf-c-compiler) with onnx.proto from
 # libonnx-dev builds `akkctl export --onnx`; python3-onnx checks its models
 # in test_onnx.

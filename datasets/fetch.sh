@@ -10,7 +10,13 @@
 #                            python3-sklearn, taken out of the .deb with
 #                            apt-get download and dpkg-deb -x (nothing is
 #                            installed, no Python), into datasets/sklearn/
-#   fetch.sh all             all three
+#   fetch.sh mnist-png       the first 6,000 MNIST training and 1,000 test
+#                            images as grey PNG files in class folders,
+#                            datasets/mnist-png/{train,test}/DIGIT/NNNNN.png
+#                            (configs/mnist-png.yaml), written by
+#                            datasets/idx2png.c, built here with cc and
+#                            libpng (sh datasets/deps.sh installs both)
+#   fetch.sh all             mnist, fashion-mnist and sklearn
 #
 # Idempotent: a data set whose files are present and verified is left alone.
 # A checksum mismatch is an error (exit 1); nothing unverified is installed.
@@ -33,7 +39,7 @@ say() { echo "fetch.sh: $*"; }
 die() { echo "fetch.sh: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | all"
+	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | mnist-png | all"
 }
 
 # The file names SHA256SUMS lists for data set $1, one per line.
@@ -198,11 +204,44 @@ fetch_sklearn() {
 	say "sklearn: $(names sklearn | wc -l) files from $(basename "$s_deb") verified and installed in $here/sklearn"
 }
 
+# MNIST as PNG files, converted from the verified IDX files; a finished
+# conversion leaves datasets/mnist-png/COMPLETE (the two counts) and is
+# then left alone. Written into a temporary folder, then moved in whole.
+MNIST_PNG_TRAIN=6000
+MNIST_PNG_TEST=1000
+fetch_mnist_png() {
+	p_dest=$here/mnist-png
+	p_stamp="$MNIST_PNG_TRAIN $MNIST_PNG_TEST"
+	if [ "$(cat "$p_dest/COMPLETE" 2>/dev/null)" = "$p_stamp" ]; then
+		say "mnist-png: $p_dest present, nothing to do"
+		return 0
+	fi
+	fetch_mnist
+	command -v cc >/dev/null 2>&1 && pkg-config --exists libpng zlib 2>/dev/null ||
+		die "mnist-png: needs cc and libpng-dev; run 'sh datasets/deps.sh' first"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/akk-fetch.XXXXXX")
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	cc -O2 -o "$tmp/idx2png" "$here/idx2png.c" $(pkg-config --cflags --libs libpng zlib) ||
+		die "mnist-png: cannot build $here/idx2png.c"
+	mkdir "$tmp/out"
+	"$tmp/idx2png" "$here/mnist/train-images-idx3-ubyte" "$here/mnist/train-labels-idx1-ubyte" \
+		"$MNIST_PNG_TRAIN" "$tmp/out/train" || die "mnist-png: converting the training images failed"
+	"$tmp/idx2png" "$here/mnist/t10k-images-idx3-ubyte" "$here/mnist/t10k-labels-idx1-ubyte" \
+		"$MNIST_PNG_TEST" "$tmp/out/test" || die "mnist-png: converting the test images failed"
+	echo "$p_stamp" > "$tmp/out/COMPLETE"
+	rm -rf "$p_dest"
+	mv "$tmp/out" "$p_dest"
+	rm -rf "$tmp"
+	tmp=
+	say "mnist-png: $MNIST_PNG_TRAIN training and $MNIST_PNG_TEST test images written as PNG to $p_dest"
+}
+
 [ $# -eq 1 ] || { usage >&2; exit 2; }
 case $1 in
 mnist) fetch_mnist ;;
 fashion-mnist) fetch_fashion ;;
 sklearn) fetch_sklearn ;;
+mnist-png) fetch_mnist_png ;;
 all) fetch_mnist; fetch_fashion; fetch_sklearn ;;
 -h | --help) usage ;;
 *) usage >&2; exit 2 ;;

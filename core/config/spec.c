@@ -616,6 +616,8 @@ static const struct key file_keys[] = {
 	/* format csv */
 	STR("file", akk_yaml_h_path, FILES, file, 0),
 	STR("targets_file", akk_yaml_h_path, FILES, targets, 0),
+	STR("folder", akk_yaml_h_path, FILES, folder, 0),
+	STR("list", akk_yaml_h_path, FILES, list, 0),
 	END,
 };
 
@@ -628,6 +630,7 @@ static const struct {
 	{ "npy", "features", 1 }, { "npy", "labels", 1 },
 	{ "cifar10", "files", 1 },
 	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
+	{ "images", "folder", 0 }, { "images", "list", 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -638,9 +641,14 @@ static int h_data_files(struct akk_yaml_ctx *c, const struct key *k,
 			yaml_node_t *val)
 {
 	const char *format = ((const DATA *)sec->obj)->format;
+	int folder;
 
 	if (akk_yaml_h_section(c, k, sec, key, val))
 		return -1;
+	folder = akk_yaml_map_get(c, val, "folder", NULL) != 0;
+	if (!strcmp(format, "images") && folder == (akk_yaml_map_get(c, val, "list", NULL) != 0))
+		return akk_yaml_fail(c, val, "data.%s %s 'folder' (class folders) or 'list' (an image list)%s",
+				     k->name, folder ? "takes" : "needs", folder ? ", not both" : "");
 	for (int i = 0; data_file_keys[i].format; i++)
 		if (data_file_keys[i].required &&
 		    !strcmp(data_file_keys[i].format, format) &&
@@ -832,7 +840,7 @@ static const struct key folds_keys[] = {
 
 
 /* idx is the default (data.format in defaults()). */
-static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", NULL };
+static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", "images", NULL };
 
 /* data.format: one of format_names, stored as the name. */
 static int h_format(struct akk_yaml_ctx *c, const struct key *k,
@@ -1048,6 +1056,7 @@ static int defaults(struct akk_spec *s, const char *name)
 static int has_validation(const struct akk_data_spec *d)
 {
 	return d->val.images || d->val.features || d->val.files.n > 0 ||
+	       d->val.folder || d->val.list ||
 	       d->split > 0 || d->folds > 0;
 }
 
@@ -1228,6 +1237,11 @@ static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 				  "data.task regression needs loss mse, mae or huber, not '%s'",
 				  akk_loss_name(s->loss));
 	}
+	if (s->input.rank == 3 && (s->input.d[0] == 1 || s->input.d[0] == 3))
+		s->data.image = s->input;	/* PNG and JPEG files are read so */
+	else if (!strcmp(s->data.format, "images"))
+		return akk_err_at(e, file, s->input_mark.line, s->input_mark.col,
+				  "data format 'images' needs network.input [C, H, W] with 1 or 3 channels");
 	if (s->out.best_by < 0)
 		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
 								      : AKK_BEST_ACCURACY;
@@ -1435,6 +1449,10 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->data.train.targets);
 	free(s->data.val.file);
 	free(s->data.val.targets);
+	free(s->data.train.folder);
+	free(s->data.train.list);
+	free(s->data.val.folder);
+	free(s->data.val.list);
 	free(s->data.csv.label.name);
 	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
 		free(s->data.csv.targets[i].name);

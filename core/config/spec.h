@@ -103,10 +103,13 @@ struct akk_data_files {
 	/* csv: a table (file), and optionally the targets in a second table
 	 * of as many rows (targets_file) */
 	char *file, *targets;
+	/* images: a folder of class folders, or an image list */
+	char *folder, *list;
 };
 
 struct akk_data_spec {
-	char *format;			/* "idx", "csv", "npy", "cifar10" */
+	char *format;			/* "idx", "csv", "npy", "cifar10",
+					 * "images" */
 	struct akk_data_files train, val;	/* validation may be absent */
 	struct akk_csv_spec csv;
 	float scale;			/* x = pixel / scale (default 255) */
@@ -134,6 +137,13 @@ struct akk_data_spec {
 					 * validation (akkctl train trains K
 					 * models, data/split.h); 0 = none */
 	int task;			/* enum akk_task, default classification */
+	/* format images (data/image_set.h): a folder of class folders or an
+	 * image list, resolved like the other paths */
+	char *train_folder, *train_list, *val_folder, *val_list;
+	/* network.input when it is [C, H, W] with C 1 or 3, else rank 0:
+	 * the shape PNG and JPEG files are read in, for training and
+	 * predict; set by the parser */
+	struct akk_shape image;
 };
 
 struct akk_schedule_spec {

@@ -4,10 +4,13 @@
 #include <limits.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "data/cifar.h"
 #include "data/csv.h"
 #include "data/idx.h"
+#include "data/image.h"
+#include "data/image_set.h"
 #include "data/npy.h"
 #include "data/pnm.h"
 
@@ -15,7 +18,8 @@ int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
 	const struct akk_data_files *f = part == AKK_DATA_TRAIN ? &s->train : &s->val;
 
-	return f->images || f->features || f->files.n > 0 || f->file;
+	return f->images || f->features || f->files.n > 0 || f->file ||
+	       f->folder || f->list;
 }
 
 /* ---- the formats -------------------------------------------------------- */
@@ -110,6 +114,35 @@ static int pnm_inputs(struct akk_dataset *d, const char *path,
 	return akk_pnm_dataset(d, path, e);
 }
 
+static int images_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		       enum akk_data_part part, struct akk_err *e)
+{
+	const struct akk_data_files *f = part_of(s, part);
+
+	if (f->folder)
+		return akk_image_folder_dataset(d, f->folder, s->image.d[0], s->image.d[1],
+						s->image.d[2], e);
+	return akk_image_list_dataset(d, f->list, s->image.d[0], s->image.d[1],
+				      s->image.d[2], e);
+}
+
+static const char *images_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	const struct akk_data_files *f = part_of(s, part);
+
+	return f->folder ? f->folder : f->list;
+}
+
+/* An image network's shape; a flat network takes grey images of their
+ * own size (the caller checks the count of values). */
+static int images_inputs(struct akk_dataset *d, const char *path,
+			 const struct akk_data_spec *ds, struct akk_err *e)
+{
+	return ds && ds->image.rank ?
+	       akk_image_inputs(d, path, ds->image.d[0], ds->image.d[1], ds->image.d[2], e) :
+	       akk_image_inputs(d, path, 1, 0, 0, e);
+}
+
 static int idx_inputs(struct akk_dataset *d, const char *path,
 		      const struct akk_data_spec *ds, struct akk_err *e);
 
@@ -133,6 +166,7 @@ static const struct data_format {
 	{ "npy", npy_open, npy_file, 0, 0, npy_inputs },
 	{ "cifar10", cifar_open, cifar_file, 1, 0, cifar_inputs },
 	{ "csv", csv_open, csv_file, 1, 1, csv_inputs },
+	{ "images", images_open, images_file, 1, 1, images_inputs },
 	{ "pnm", NULL, idx_file, 0, 0, pnm_inputs },
 	{ NULL, NULL, NULL, 0, 0, NULL },
 };
@@ -222,7 +256,10 @@ static int idx_inputs(struct akk_dataset *d, const char *path,
 const char *akk_data_input_format(const char *path, const char *config_format)
 {
 	size_t n = strlen(path);
+	struct stat st;
 
+	if (akk_image_name(path) || (!stat(path, &st) && S_ISDIR(st.st_mode)))
+		return "images";
 	if (n > 4 && (!strcasecmp(path + n - 4, ".pgm") || !strcasecmp(path + n - 4, ".ppm") ||
 		      !strcasecmp(path + n - 4, ".pnm")))
 		return "pnm";

@@ -40,9 +40,13 @@ int akk_data_match_classes(struct akk_dataset *d, const struct akk_data_spec *s,
  * rank 3, no label file), "pnm" (one PGM or PPM image); the others as
  * data.format: "csv" (every column a feature, read with ds's csv options),
  * "npy" (a features file alone, ds's layout), "cifar10" (one file of
- * records, their labels ignored). ds: the checkpoint's data spec, or NULL
- * for the defaults. akk_data_input_format picks the format for path: "pnm" when the
- * name ends in .pgm, .ppm or .pnm, else config_format (NULL: "idx"). */
+ * records, their labels ignored), "images" (one PNG or JPEG file or a
+ * folder of them, data/image_set.h, in ds's image shape; without one,
+ * grey at the files' own size). ds: the
+ * checkpoint's data spec, or NULL for the defaults. akk_data_input_format
+ * picks the format for path: "pnm" when the name ends in .pgm, .ppm or
+ * .pnm, "images" when it ends in .png, .jpg or .jpeg or path is a folder,
+ * else config_format (NULL: "idx"). */
 const char *akk_data_input_format(const char *path, const char *config_format);
 int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 			 const char *path, const struct akk_data_spec *ds,

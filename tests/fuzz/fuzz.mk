@@ -12,14 +12,14 @@
 
 FUZZ_CC      ?= clang
 FUZZ_B       := build/fuzz
-FUZZ_PKGS    := yaml-0.1 openblas zlib
+FUZZ_PKGS    := yaml-0.1 openblas zlib libpng libjpeg
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-math-errno -Wall -Wextra \
 	-pthread -DAKK_VERSION='"fuzz"' -Icore \
 	$(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null) $(FUZZ_SAN)
 FUZZ_LIBS     = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lm -pthread
-FUZZ_NAMES   := spec idx checkpoint resume npy csv
+FUZZ_NAMES   := spec idx checkpoint resume npy csv png jpeg
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_B)/fuzz_%)
 # core/io/onnx.c (ONNX export) needs generated protobuf-c code; no fuzzer reads it.
 FUZZ_CORE    := $(filter-out core/io/onnx.c,$(sort $(wildcard core/*/*.c)))
@@ -37,3 +37,5 @@ $(FUZZ_B)/libakk.a: $(FUZZ_OBJ)
 
 $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_B)/libakk.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_B)/libakk.a $(FUZZ_LIBS)
+
+$(FUZZ_B)/fuzz_png $(FUZZ_B)/fuzz_jpeg: tests/fuzz/fuzz_image.h
