@@ -1425,6 +1425,20 @@ out:
 	return rc;
 }
 
+static void data_files_release(struct akk_data_files *f)
+{
+	free(f->images);
+	free(f->labels);
+	free(f->features);
+	for (int i = 0; i < f->files.n; i++)
+		free(f->files.v[i]);
+	free(f->files.v);
+	free(f->file);
+	free(f->targets);
+	free(f->folder);
+	free(f->list);
+}
+
 void akk_spec_release(struct akk_spec *s)
 {
 	if (!s)
@@ -1433,26 +1447,8 @@ void akk_spec_release(struct akk_spec *s)
 	free(s->text);
 	free(s->name);
 	free(s->data.format);
-	free(s->data.train.images);
-	free(s->data.train.labels);
-	free(s->data.val.images);
-	free(s->data.val.labels);
-	free(s->data.train.features);
-	free(s->data.val.features);
-	for (int i = 0; i < s->data.train.files.n; i++)
-		free(s->data.train.files.v[i]);
-	free(s->data.train.files.v);
-	for (int i = 0; i < s->data.val.files.n; i++)
-		free(s->data.val.files.v[i]);
-	free(s->data.val.files.v);
-	free(s->data.train.file);
-	free(s->data.train.targets);
-	free(s->data.val.file);
-	free(s->data.val.targets);
-	free(s->data.train.folder);
-	free(s->data.train.list);
-	free(s->data.val.folder);
-	free(s->data.val.list);
+	data_files_release(&s->data.train);
+	data_files_release(&s->data.val);
 	free(s->data.csv.label.name);
 	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
 		free(s->data.csv.targets[i].name);
