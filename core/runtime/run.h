@@ -67,6 +67,11 @@ struct akk_trace_event {
 	double t0, t1;		/* akk_now() seconds */
 	int kind;
 	long id;		/* training batch, or -1 */
+	long version;		/* the weight version (optimizer steps) the
+				 * gate computed with: a forward's, a
+				 * backward's (its stash's with weight
+				 * stashing), the one a step made; -1 for
+				 * the sentinel's loss */
 };
 
 struct akk_trace {

@@ -313,7 +313,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			if (c->scale != 1.0)
 				for (long i = 0; i < (long)c->B * classes; i++)
 					dl[i] = (float)(dl[i] * c->scale);
-			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, tl, akk_now());
+			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, -1, tl, akk_now());
 			back.kind = AKK_MSG_BACKWARD;
 			back.slot = c->hold;
 			back.data = dl;
