@@ -40,6 +40,11 @@ struct akk_epoch_report {
 	int regression;
 	double train_rmse, val_rmse;
 	long vmin, vmax;	/* weight versions validation saw */
+	int during;		/* the validation ran while training batches
+				 * were in flight (wheels), on weights that
+				 * changed under it */
+	long steps;		/* the weight version the gates hold now: what
+				 * a checkpoint written by epoch_end stores */
 	double seconds, samples_per_s;
 	double lr;
 };
