@@ -742,6 +742,11 @@ static int train_run(int argc, char **argv, int fold, struct train_fold_result *
 			rc = EXIT_USAGE;
 			goto report;
 		}
+		/* with early stopping the best is its monitor's epoch, not
+		 * the best figure in the file; unknown: none claimed */
+		if (resume && s.sched.early.on && ui.best.epoch &&
+		    weights_best_of_epoch(metrics, ck.watch.stop.best_epoch, &ui.best))
+			ui.best.epoch = 0;
 		if (resume && run_dir_drop_later_best(s.out.dir, &m, &ck.pos, &dropped_best, &e))
 			goto report;
 	}

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "weights_note.h"
+#include "io/curves.h"
 
 struct weights_seen weights_seen_of(const struct akk_epoch_report *rep)
 {
@@ -28,6 +29,25 @@ int weights_best_takes(const struct akk_spec *s, const struct akk_run *r,
 		return 1;
 	return s->out.best_by == AKK_BEST_LOSS ? rep->val_loss < best->loss :
 						 rep->val_acc > best->accuracy;
+}
+
+int weights_best_of_epoch(const char *metrics, int epoch,
+			  struct akk_metrics_best *best)
+{
+	struct akk_curves c = { 0 };
+	struct akk_err e = { 0 };
+	int rc = -1;
+
+	if (akk_curves_load(&c, metrics, &e))
+		return -1;
+	for (size_t i = 0; i < c.n; i++)
+		if (c.rows[i].phase == AKK_CURVE_VALIDATION && c.rows[i].epoch == epoch) {
+			*best = (struct akk_metrics_best){ epoch, 0, c.rows[i].accuracy,
+							   c.rows[i].loss };
+			rc = 0;
+		}
+	akk_curves_release(&c);
+	return rc;
 }
 
 static void versions(FILE *f, long a, long b)

@@ -36,6 +36,12 @@ int weights_best_takes(const struct akk_spec *s, const struct akk_run *r,
 		       const struct akk_epoch_report *rep,
 		       const struct akk_metrics_best *best);
 
+/* A resumed run with early stopping: the best figure is the monitor's
+ * best epoch's, read from the metrics file into *best; -1 when that
+ * epoch has no validation row there. */
+int weights_best_of_epoch(const char *metrics, int epoch,
+			  struct akk_metrics_best *best);
+
 /* After an epoch line's validation figures: " (during training, weight
  * versions A-B)" when it ran during training; nothing otherwise. */
 void weights_note_epoch(FILE *f, const struct akk_epoch_report *rep);
