@@ -248,8 +248,9 @@ static void trace_actor(FILE *f, int pid, int tid, const struct akk_trace *t,
 		if (last >= 0 && s > last)
 			fprintf(f, "%s\n{\"name\":\"waiting\",\"cat\":\"wait\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
 				*first ? "" : ",", last, s - last, pid, tid), *first = 0;
-		fprintf(f, "%s\n{\"name\":\"%s\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"batch\":%ld}}",
-			*first ? "" : ",", trace_names[ev->kind], s, d, pid, tid, ev->id);
+		fprintf(f, "%s\n{\"name\":\"%s\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"batch\":%ld,\"version\":%ld}}",
+			*first ? "" : ",", trace_names[ev->kind], s, d, pid, tid, ev->id,
+			ev->version);
 		*first = 0;
 		last = s + d;
 	}

@@ -32,10 +32,27 @@ static void dir_name(char *buf, size_t size, const char *dir)
 	snprintf(buf, size, "%s", basename(real));
 }
 
+/* With early stopping the best epoch is its monitor's, whose weights
+ * best.bin holds and the run restored: that checkpoint's epoch, or 0. */
+static int early_stop_epoch(const char *dir)
+{
+	struct akk_checkpoint ck = { 0 };
+	struct akk_err e = { 0 };
+	char *path = ckpt_join(dir, "best.bin", NULL);
+	int epoch = 0;
+
+	if (path && !akk_checkpoint_read(&ck, path, &e) && !ck.pos.index)
+		epoch = ck.pos.epoch;
+	akk_checkpoint_release(&ck);
+	free(path);
+	return epoch;
+}
+
 /* The run's name and metrics file name from a checkpoint in dir, when one
- * can be read; *name and *metrics stay as they are otherwise. */
+ * can be read; *name and *metrics stay as they are otherwise; *mark: the
+ * epoch early stopping restored, or 0. */
 static void from_checkpoint(const char *dir, char *name, size_t nsize,
-			    char *metrics, size_t msize)
+			    char *metrics, size_t msize, int *mark)
 {
 	struct akk_checkpoint ck = { 0 };
 	struct akk_spec s = { 0 };
@@ -48,6 +65,8 @@ static void from_checkpoint(const char *dir, char *name, size_t nsize,
 			snprintf(name, nsize, "%s", s.name);
 		if (s.out.metrics && *s.out.metrics)
 			snprintf(metrics, msize, "%s", s.out.metrics);
+		if (s.sched.early.on)
+			*mark = early_stop_epoch(dir);
 	}
 	akk_spec_release(&s);
 	akk_checkpoint_release(&ck);
@@ -70,7 +89,7 @@ int cmd_plot(int argc, char **argv)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *mem;
-	int c, rc = EXIT_USAGE;
+	int c, rc = EXIT_USAGE, mark = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
@@ -94,7 +113,7 @@ int cmd_plot(int argc, char **argv)
 		snprintf(dir, sizeof(dir), "%.*s", (int)n, arg);
 		dir_name(name, sizeof(name), arg);
 		snprintf(metrics, sizeof(metrics), "metrics.csv");
-		from_checkpoint(arg, name, sizeof(name), metrics, sizeof(metrics));
+		from_checkpoint(arg, name, sizeof(name), metrics, sizeof(metrics), &mark);
 		snprintf(mpath, sizeof(mpath), "%s/%s", dir, metrics);
 		if (strlen(mpath) >= PATH_MAX)
 			return cli_errorf(EXIT_USAGE, "the path of '%s' is too long", dir);
@@ -111,6 +130,7 @@ int cmd_plot(int argc, char **argv)
 	}
 	if (akk_curves_load(&cv, mpath, &e))
 		return cli_report(&e, EXIT_USAGE);
+	cv.mark_epoch = mark;
 	if (!out) {
 		snprintf(opath, sizeof(opath), "%s/curves.svg", dir);
 		out = opath;

@@ -36,6 +36,7 @@
 #include "runtime/world.h"
 #include "tensor/gemm_xsmm.h"
 #include "train_folds.h"
+#include "weights_note.h"
 
 struct train_ui {
 	struct ckpt_policy ckpt;
@@ -48,6 +49,7 @@ struct train_ui {
 	double epochs_time, epoch_mark;
 	/* For the summary. */
 	struct akk_metrics_best best;	/* over the whole run, resumed too */
+	struct weights_seen best_seen, final_seen;	/* what they measured */
 	int last_epoch;		/* the last epoch completed; 0: none */
 	int have_val;
 	double final_acc, final_train_acc;
@@ -97,15 +99,15 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	}
 	ui->epoch_mark = now;
 	if (rep->val_samples) {
-		int by_loss = ui->ckpt.spec->out.best_by == AKK_BEST_LOSS;
-
 		ui->have_val = 1;
 		ui->final_acc = rep->val_acc;
 		ui->final_loss = rep->val_loss;
-		if (!ui->best.epoch || (by_loss ? rep->val_loss < ui->best.loss
-					       : rep->val_acc > ui->best.accuracy))
+		ui->final_seen = weights_seen_of(rep);
+		if (weights_best_takes(ui->ckpt.spec, r, rep, &ui->best)) {
 			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc,
 							      rep->val_loss };
+			ui->best_seen = ui->final_seen;
+		}
 	}
 	if (ui->quiet)
 		return 0;
@@ -123,6 +125,7 @@ static int epoch_end(void *ctx, struct akk_run *r,
 		if (rep->val_samples)
 			fprintf(stderr, "  validation loss %.4f rmse %.4g r2 %.4f", rep->val_loss,
 				rep->val_rmse, rep->val_acc);
+		weights_note_epoch(stderr, rep);
 		fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
 			rep->samples_per_s, rep->lr);
 		return 0;
@@ -137,6 +140,7 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	if (rep->val_samples)
 		fprintf(stderr, "  validation loss %.4f acc %.2f%%", rep->val_loss,
 			100 * rep->val_acc);
+	weights_note_epoch(stderr, rep);
 	fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
 		rep->samples_per_s, rep->lr);
 	return 0;
@@ -239,9 +243,13 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
 			fprintf(stderr, "; best validation loss %.4f (r2 %.4f) at epoch %d%s",
 				ui->best.loss, ui->best.accuracy, ui->best.epoch,
 				ui->best.final ? " (final pass)" : "");
+		if (ui->best.epoch)
+			weights_note_best(stderr, &ui->best_seen);
 		if (ui->have_val)
 			fprintf(stderr, "; final validation loss %.4f r2 %.4f", ui->final_loss,
 				ui->final_acc);
+		if (ui->have_val)
+			weights_note_final(stderr, &ui->final_seen);
 	} else if (ui->best.epoch && ui->ckpt.spec->out.best_by == AKK_BEST_LOSS) {
 		fprintf(stderr, "; best validation loss %.4f (accuracy %.2f%%) at epoch %d%s",
 			ui->best.loss, 100 * ui->best.accuracy, ui->best.epoch,
@@ -251,11 +259,14 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
 			100 * ui->best.accuracy, ui->best.epoch,
 			ui->best.final ? " (final pass)" : "");
 	}
+	if (ui->ckpt.spec->data.task != AKK_TASK_REGRESSION && ui->best.epoch)
+		weights_note_best(stderr, &ui->best_seen);
 	if (ui->ckpt.spec->data.task == AKK_TASK_REGRESSION)
 		;
-	else if (ui->have_val)
+	else if (ui->have_val) {
 		fprintf(stderr, "; final validation accuracy %.2f%%", 100 * ui->final_acc);
-	else if (ui->last_epoch)
+		weights_note_final(stderr, &ui->final_seen);
+	} else if (ui->last_epoch)
 		fprintf(stderr, "; final training accuracy %.2f%% (no validation data)",
 			100 * ui->final_train_acc);
 	fputs("\n", stderr);
@@ -775,6 +786,11 @@ static enum train_next train_prepare(struct train_state *st)
 			st->rc = e->file[0] ? EXIT_USAGE : EXIT_RUNTIME;	/* bad file, or I/O */
 			return TRAIN_REPORT;
 		}
+		/* with early stopping the best is its monitor's epoch, not
+		 * the best figure in the file; unknown: none claimed */
+		if (o->resume && s->sched.early.on && st->ui.best.epoch &&
+		    weights_best_of_epoch(st->metrics, st->ck.watch.stop.best_epoch, &st->ui.best))
+			st->ui.best.epoch = 0;
 		if (o->resume && run_dir_drop_later_best(s->out.dir, &st->m, &st->ck.pos,
 							 &st->dropped_best, e))
 			return TRAIN_REPORT;

@@ -784,6 +784,45 @@ static void train_options(void **state)
 	tu_assert_contains(g_err, "frobnicate");
 }
 
+/* Which weights each figure of a wheels run measured: its epoch lines say
+ * the validation ran during training and on which weight versions; the
+ * summary's best figure names its versions and the one best.bin holds
+ * (measured only when it is the final pass), the final figure the final
+ * weights' version. Flip-flop's lines say nothing of the kind. */
+static void wheels_names_weight_versions(void **state)
+{
+	const char *o = subdir("versions");
+	long steps = (NTRAIN + BATCH - 1) / BATCH * 2;
+	struct akk_checkpoint c;
+	char want[256], *line;
+
+	(void)state;
+	assert_rc(ak("train", g_cfg, "--mode", "wheels", "--epochs", "2",
+		     "--out", o, NULL), 0);
+	tu_assert_contains(g_err, "epoch 1/2: ");
+	tu_assert_contains(strstr(g_err, "epoch 1/2: "), "% (during training, weight version");
+	line = strstr(g_err, "summary: ");
+	assert_non_null(line);
+	snprintf(want, sizeof(want), "; final validation accuracy ");
+	tu_assert_contains(line, want);
+	snprintf(want, sizeof(want), "(final pass on the final weights, version %ld)", steps);
+	tu_assert_contains(line, want);
+	load_ckpt(&c, tu_path(o, "best.bin"));
+	if (strstr(line, "(final pass) on"))
+		snprintf(want, sizeof(want), "(final pass) on the final weights, version %ld, which best.bin holds;",
+			 c.pos.id);
+	else
+		snprintf(want, sizeof(want), "; best.bin holds version %ld, not measured: akkctl eval measures it)",
+			 c.pos.id);
+	tu_assert_contains(line, want);
+	akk_checkpoint_release(&c);
+	o = subdir("versions-ff");
+	assert_rc(ak("train", g_cfg, "--mode", "flip-flop", "--epochs", "1",
+		     "--out", o, NULL), 0);
+	tu_assert_not_contains(g_err, "during training");
+	tu_assert_not_contains(g_err, "weight version");
+}
+
 /* ---- 4. plain progress -------------------------------------------------- */
 
 static void train_progress_lines(void **state)
@@ -1322,6 +1361,7 @@ int main(void)
 		cmocka_unit_test(check_bad_set),
 		cmocka_unit_test(train_quiet),
 		cmocka_unit_test(train_options),
+		cmocka_unit_test(wheels_names_weight_versions),
 		cmocka_unit_test(train_progress_lines),
 		cmocka_unit_test(eval_checkpoint),
 		cmocka_unit_test(bad_checkpoints),

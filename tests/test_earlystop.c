@@ -287,6 +287,48 @@ static void accuracy_monitor_and_shorthand(void **state)
 	assert_int_equal(ckpt_epoch(out_file("never", "last.bin")), 3);
 }
 
+/* The summary and the chart mark the epoch whose weights the run restored
+ * (the monitor's best), not another epoch's better figure: here the
+ * accuracy monitor with a min_delta no change reaches keeps epoch 1,
+ * while later epochs score higher. */
+static void summary_and_plot_mark_the_restored_epoch(void **state)
+{
+	const char *cfg = write_cfg("mark", "flip-flop", 9, "{type: sgd, lr: 0.1}",
+				    "  early_stopping: {monitor: val_accuracy, patience: 3, min_delta: 2}\n");
+	char dir[800], *line;
+
+	(void)state;
+	assert_rc(ak("train", cfg, NULL), 0);
+	assert_int_equal(ckpt_epoch(out_file("mark", "last.bin")), 1);
+	line = strstr(g_err, "summary: ");
+	assert_non_null(line);
+	tu_assert_contains(line, "best epoch 1 (val_accuracy ");
+	tu_assert_contains(line, "; best validation accuracy ");
+	tu_assert_contains(strstr(line, "; best validation accuracy "), "% at epoch 1;");
+	snprintf(dir, sizeof(dir), "%s/out-mark", g_dir);
+	assert_rc(ak("plot", dir, "-o", "-", NULL), 0);
+	tu_assert_contains(g_out, "best: epoch 1, ");
+	tu_assert_contains(g_out, "(early stopping&apos;s, restored)");
+}
+
+/* The same across a resume: the summary's best is the monitor's epoch
+ * (1, before the resume), not the best figure in the metrics file. */
+static void resumed_summary_marks_the_monitor_epoch(void **state)
+{
+	const char *cfg = write_cfg("markr", "flip-flop", 9, "{type: sgd, lr: 0.1}",
+				    "  early_stopping: {monitor: val_accuracy, patience: 3, min_delta: 2}\n");
+	char *line;
+
+	(void)state;
+	assert_rc(ak("train", cfg, "--epochs", "3", "--quiet", NULL), 0);
+	assert_rc(ak("train", cfg, "--resume", out_file("markr", "last.bin"), NULL), 0);
+	assert_int_equal(ckpt_epoch(out_file("markr", "last.bin")), 1);
+	line = strstr(g_err, "summary: ");
+	assert_non_null(line);
+	tu_assert_contains(line, "best epoch 1 (val_accuracy ");
+	tu_assert_contains(strstr(line, "; best validation accuracy "), "% at epoch 1;");
+}
+
 static void wheels_stops_early_too(void **state)
 {
 	const char *cfg = write_cfg("wheels", "wheels", 20, FROZEN,
@@ -558,6 +600,8 @@ int main(void)
 		cmocka_unit_test(plateau_lr_has_a_floor),
 		cmocka_unit_test(stops_at_the_right_epoch),
 		cmocka_unit_test(accuracy_monitor_and_shorthand),
+		cmocka_unit_test(summary_and_plot_mark_the_restored_epoch),
+		cmocka_unit_test(resumed_summary_marks_the_monitor_epoch),
 		cmocka_unit_test(wheels_stops_early_too),
 		cmocka_unit_test(patience_survives_resume),
 		cmocka_unit_test(plateau_lr_in_metrics),

@@ -432,7 +432,8 @@ static void interrupt_at(void *ctx, const struct akk_progress *p)
 		akk_run_interrupt(r);
 }
 
-/* An interrupt drains the in-flight batches and ends the run cleanly. */
+/* An interrupt drains the in-flight batches, which count in the position,
+ * and ends the run cleanly. */
 static void interrupt_stops_cleanly(void **unused)
 {
 	struct fixture f;
@@ -452,6 +453,12 @@ static void interrupt_stops_cleanly(void **unused)
 	/* every gate stepped exactly as often as batches came back */
 	for (int g = 0; g < f.model.ngates; g++)
 		assert_int_equal(r.gates[g].gate.step, r.gates[g].backwards);
+	/* asked to stop when batch 10 of epoch 2 came back, with the next
+	 * K - 1 = 3 already in flight: those drain and count, so the
+	 * position (what a checkpoint resumes from) is batch 13 */
+	assert_int_equal(r.pos.epoch, 1);
+	assert_int_equal(r.pos.index, 13);
+	assert_int_equal(r.pos.id, 63 + 13);
 	/* what a caller sees of it, by value */
 	struct akk_run_stats st = akk_run_stats(&r);
 	assert_int_equal(st.interrupted, 1);

@@ -30,6 +30,8 @@ static void flipflop_plan(void **state)
 	assert_int_equal(p.stash, 0);
 	assert_int_equal(p.compute_threads, 2);	/* every core */
 	assert_int_equal(p.mailbox_cap, 2 * 1 + 2 + 4 + 3);
+	assert_int_equal(p.flush, 1);
+	assert_int_equal(p.busy_gates, 1);	/* one gate computes at a time */
 }
 
 static void wheels_plan(void **state)
@@ -48,6 +50,9 @@ static void wheels_plan(void **state)
 	assert_int_equal(p.stash, 1);
 	assert_int_equal(p.compute_threads, 1);	/* pipelined gates share the cores */
 	assert_int_equal(p.mailbox_cap, 2 * 4 + 2 + 4 + 3);
+	/* the next batch enters whenever a credit is free: no flush */
+	assert_int_equal(p.flush, 0);
+	assert_int_equal(p.busy_gates, 3);	/* 4 batches, 3 gates */
 	/* nothing to stash with one batch in flight or stashing off */
 	nostash.conc_train = 1;
 	assert_int_equal(akk_schedule_plan(&p, AKK_MODE_WHEELS, &nostash, 3, 0, 2, &e), 0);
@@ -102,6 +107,8 @@ static void pipeline_plan(void **state)
 	assert_int_equal(p.K, 3);
 	assert_int_equal(p.micro, 7);
 	assert_int_equal(p.accumulate, 1);
+	assert_int_equal(p.flush, 1);	/* every gate steps once per group */
+	assert_int_equal(p.busy_gates, 3);
 	assert_int_equal(p.chunk_max, 4);
 	assert_int_equal(p.validate_during, 0);
 	assert_int_equal(p.final_pass, 0);

@@ -32,6 +32,10 @@ struct akk_curves {
 	struct akk_curve_row *rows;	/* n, file order, owned */
 	size_t n;
 	int segments;			/* 1 + the resumes seen */
+	int mark_epoch;			/* the best epoch to mark: 0, the
+					 * highest accuracy (akk_plot_curves);
+					 * else this one (early stopping's,
+					 * whose weights the run restored) */
 };
 
 /* Read the metrics file at path. Fails, with e at path:line:col, on a

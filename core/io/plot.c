@@ -404,7 +404,10 @@ static void draw_marks(struct akk_svg *s, const struct akk_curves *c, const stru
 	}
 }
 
-static void draw_best(struct akk_svg *s, const struct layout *l, const struct akk_curve_row *best)
+/* The best epoch's line and label; restored: it is early stopping's
+ * epoch, whose weights the run restored. */
+static void draw_best(struct akk_svg *s, const struct layout *l, const struct akk_curve_row *best,
+		      int restored)
 {
 	double bestx = px(l, best->epoch);
 	char text[256];
@@ -413,7 +416,8 @@ static void draw_best(struct akk_svg *s, const struct layout *l, const struct ak
 	akk_svg_line(s, bestx, l->loss.top, bestx, l->acc.top + l->acc.h, C_BEST, 1.5, "6 4");
 	akk_svg_circle(s, bestx, py(&l->acc, &l->acc.y, 100 * best->accuracy), 6, "none", C_BEST);
 	snprintf(text, sizeof(text), "best: epoch %d, %.2f%%%s", best->epoch,
-		 100 * best->accuracy, best->phase == AKK_CURVE_FINAL ? " (final pass)" :
+		 100 * best->accuracy, restored ? " (early stopping's, restored)" :
+		 best->phase == AKK_CURVE_FINAL ? " (final pass)" :
 		 best->phase == AKK_CURVE_TRAIN ? " (training)" : "");
 	if (bestx > l->left + 0.6 * l->width)
 		akk_svg_text(s, bestx - 6, l->acc.top - 8, AKK_SVG_END, 12, C_BEST, 0, 1, text);
@@ -508,7 +512,9 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	bestmask = n.nval || n.nfinal ? VAL | FINAL : TRAIN;
 	for (size_t i = 0; i < c->n; i++) {
 		const struct akk_curve_row *r = &c->rows[i];
-		if ((bestmask & 1 << r->phase) && isfinite(r->accuracy) &&
+		if (c->mark_epoch > 0 ? r->phase == AKK_CURVE_VALIDATION &&
+					r->epoch == c->mark_epoch :
+		    (bestmask & 1 << r->phase) && isfinite(r->accuracy) &&
 		    (!best || r->accuracy > best->accuracy))
 			best = r;
 	}
@@ -521,7 +527,7 @@ int akk_plot_curves(FILE *f, const struct akk_curves *c, const char *title,
 	draw_curve(&s, c, &l, AKK_CURVE_VALIDATION, V_ACC, "validation-accuracy", C_VAL, NULL, thin);
 	draw_marks(&s, c, &l, n.nfinal);
 	if (best)
-		draw_best(&s, &l, best);
+		draw_best(&s, &l, best, c->mark_epoch > 0);
 	draw_legend(&s, c, &l, &n, best != NULL, thin);
 	return akk_svg_end(&s, what, e);
 }

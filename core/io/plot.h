@@ -37,8 +37,9 @@ void akk_plot_tick_label(char *buf, int size, double v, double step);
 
 /* Draw c as one SVG: on top the loss (training and validation) with the
  * learning rate on a right-hand axis, below the accuracy in percent; epochs
- * along x; the best epoch marked (highest validation accuracy, final pass
- * included; without validation rows, the highest training accuracy); each
+ * along x; the best epoch marked (c->mark_epoch when set, else the highest
+ * validation accuracy, final pass included; without validation rows, the
+ * highest training accuracy); each
  * resume marked with a dotted line; a legend; the title; and a note of the
  * values not drawn because they are not finite and of the thinning of
  * long runs. Polylines: train-loss, validation-loss, train-accuracy,

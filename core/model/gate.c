@@ -366,6 +366,13 @@ const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x, int B)
 	return run_forward(g, &g->evals[slot], x, g->params, B, 0);
 }
 
+long akk_gate_backward_version(const struct akk_gate *g)
+{
+	if (!g->count)
+		return -1;
+	return g->tapes[g->head].stash ? g->tapes[g->head].version : g->step;
+}
+
 size_t akk_gate_stash_bytes(const struct akk_gate *g)
 {
 	return g->ntapes && g->tapes[0].stash ?

@@ -117,6 +117,11 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
  * Fails (naming the gate and step) on a non-finite gradient; the weights
  * are then spoilt and the run must stop. */
 int akk_gate_step(struct akk_gate *g, struct akk_err *e);
+/* The weight version the next backward (of the oldest tape) computes its
+ * input gradient with: the forward's with a stash, else the current one;
+ * -1 with no tape in flight. */
+long akk_gate_backward_version(const struct akk_gate *g);
+
 /* Evaluation forward into eval tape `slot`: returns (B, out). */
 const float *akk_gate_eval(struct akk_gate *g, int slot, const float *x,
 			   int B);

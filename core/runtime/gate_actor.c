@@ -114,6 +114,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
 	struct akk_err e = { 0 };
 	struct akk_msg o = *m;
+	long version;
 
 	if (strict && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
 	    m->kind != AKK_MSG_SYNC && m->kind != AKK_MSG_SNAPSHOT) {
@@ -125,8 +126,9 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 
 	switch (m->kind) {
 	case AKK_MSG_FORWARD:
+		version = g->step;
 		o.data = akk_gate_forward(g, m->data, m->B, m->id, &e);
-		akk_trace_add(&a->trace, AKK_TRACE_FORWARD, m->id, t0, akk_now());
+		akk_trace_add(&a->trace, AKK_TRACE_FORWARD, m->id, version, t0, akk_now());
 		if (!o.data || sync_failed(a, &e))
 			return fail(r, &e);
 		o.n = m->B * out;
@@ -134,6 +136,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		*backward_state = 1;
 		return post(a, down, &o);
 	case AKK_MSG_BACKWARD:
+		version = akk_gate_backward_version(g);
 		o.data = akk_gate_backward(g, m->data, m->B, m->id, up > 0, &e);
 		if (up > 0 && !o.data)
 			return fail(r, &e);
@@ -142,7 +145,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		o.n = up > 0 ? m->B * in : 0;
 		a->backwards++;
 		t1 = akk_now();
-		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, t0, t1);
+		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, version, t0, t1);
 		if (post(a, up, &o))
 			return -1;
 		*backward_state = 0;
@@ -158,12 +161,12 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 			return fail(r, &e);
 		if (akk_gate_step(g, &e))
 			return fail(r, &e);
-		akk_trace_add(&a->trace, AKK_TRACE_OPTIMIZER, m->id, t0, akk_now());
+		akk_trace_add(&a->trace, AKK_TRACE_OPTIMIZER, m->id, g->step, t0, akk_now());
 		*backward_state = 0;
 		return 0;
 	case AKK_MSG_VALIDATE:
 		o.data = akk_gate_eval(g, m->slot, m->data, m->B);
-		akk_trace_add(&a->trace, AKK_TRACE_VALIDATE, -1, t0, akk_now());
+		akk_trace_add(&a->trace, AKK_TRACE_VALIDATE, -1, g->step, t0, akk_now());
 		o.n = m->B * out;
 		if (g->step < o.vmin)
 			o.vmin = g->step;

@@ -156,12 +156,18 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 		W = akk_cores();
 	if (r->shards > 1 && W < G + 1)
 		W = G + 1;
+	/* every gate in every schedule splits its large products across
+	 * these workers: idle ones help, busy ones are never waited for */
+	int parts = W;
+	/* gates that compute at once each need a worker, even with
+	 * schedule.threads 1 (pipelining is what wheels is for); the
+	 * workers added for them do not split a gate's products */
+	if (W < r->sched.busy_gates && W < akk_cores())
+		W = r->sched.busy_gates < akk_cores() ? r->sched.busy_gates : akk_cores();
 	if (akk_workers_init(&r->workers, W, e))
 		goto fail;
 	r->workers.on_start = akk_float_mode;
-	/* every gate in every schedule splits its large products across the
-	 * workers: idle ones help, busy ones are never waited for */
-	if (W > 1 && !(r->pool = akk_pool_on(&r->workers, W, e)))
+	if (parts > 1 && !(r->pool = akk_pool_on(&r->workers, parts, e)))
 		goto fail;
 	r->gates = calloc(G, sizeof(*r->gates));
 	if (!r->gates) {

@@ -40,6 +40,11 @@ struct akk_epoch_report {
 	int regression;
 	double train_rmse, val_rmse;
 	long vmin, vmax;	/* weight versions validation saw */
+	int during;		/* the validation ran while training batches
+				 * were in flight (wheels), on weights that
+				 * changed under it */
+	long steps;		/* the weight version the gates hold now: what
+				 * a checkpoint written by epoch_end stores */
 	double seconds, samples_per_s;
 	double lr;
 };
@@ -67,6 +72,11 @@ struct akk_trace_event {
 	double t0, t1;		/* akk_now() seconds */
 	int kind;
 	long id;		/* training batch, or -1 */
+	long version;		/* the weight version (optimizer steps) the
+				 * gate computed with: a forward's, a
+				 * backward's (its stash's with weight
+				 * stashing), the one a step made; -1 for
+				 * the sentinel's loss */
 };
 
 struct akk_trace {

@@ -96,10 +96,10 @@ int akk_gate_actor_sync(struct akk_gate_actor *a, struct akk_err *e);
 void akk_gate_actor_attach(struct akk_gate_actor *a);
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e);
 static inline void akk_trace_add(struct akk_trace *t, int kind, long id,
-				 double t0, double t1)
+				 long version, double t0, double t1)
 {
 	if (t->n < t->cap)
-		t->ev[t->n++] = (struct akk_trace_event){ t0, t1, kind, id };
+		t->ev[t->n++] = (struct akk_trace_event){ t0, t1, kind, id, version };
 }
 
 #endif

@@ -13,6 +13,7 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 	p->V = s->conc_val;
 	p->micro = 1;
 	p->accumulate = s->accumulate > 1 ? s->accumulate : 1;
+	p->flush = 1;
 	switch (mode) {
 	case AKK_MODE_FLIPFLOP:
 		/* One batch in flight: a busy gate may use every core. */
@@ -23,8 +24,12 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 	case AKK_MODE_WHEELS:
 		/* Pipelined gates compute at once, so each gets one core;
 		 * validation overlaps training and ends with a drained pass
-		 * over the final weights. */
+		 * over the final weights. Each gate steps after every
+		 * backward and the next batch enters as soon as a credit is
+		 * free (no flush), so a batch meets weights up to K - 1
+		 * steps newer than the oldest in flight. */
 		p->K = s->conc_train;
+		p->flush = 0;
 		p->validate_during = 1;
 		p->final_pass = 1;
 		p->stash = s->stashing && p->K > 1;
@@ -56,6 +61,11 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 		p->compute_threads = threads;
 	if (p->compute_threads < 1)
 		p->compute_threads = 1;
+	/* with one batch in flight one gate computes at a time; with K
+	 * batches (or chunks) up to K gates do */
+	p->busy_gates = p->K < ngates ? p->K : ngates;
+	if (p->busy_gates < 1)
+		p->busy_gates = 1;
 	/* Per gate at most K forwards, K backwards, V validations and a
 	 * SYNC in flight, plus an INTERRUPT or STOP. */
 	p->mailbox_cap = 2 * p->K + p->V + 4 + ngates;

@@ -50,13 +50,19 @@ struct akk_schedule {
 	int stash;		/* gates that need it stash the weights each
 				 * in-flight batch's forward used */
 	int compute_threads;	/* compute threads of one busy gate */
+	int busy_gates;		/* gates that can compute at once: the run
+				 * needs a worker thread for each of them
+				 * besides what one gate's products use */
 	int mailbox_cap;	/* messages per actor's mailbox */
 	int micro;		/* chunks (micro-batches) each batch is split
 				 * into; 1: whole batches */
 	int accumulate;		/* batches whose gradients add up to one
-				 * optimizer step; the sentinel issues no chunk
-				 * of the next group before the last one's
-				 * backward is back (the flush) */
+				 * optimizer step */
+	int flush;		/* the sentinel issues no chunk of the next
+				 * step group before every chunk of the last
+				 * one is back (pipeline, accumulate); 0: the
+				 * next batch goes out as soon as a credit is
+				 * free (wheels, where a group is one batch) */
 	int chunk_max;		/* samples in the largest chunk: what one
 				 * training tape must hold */
 };

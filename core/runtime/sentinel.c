@@ -20,10 +20,13 @@
  * schedule.accumulate batches. Chunks of one group go out as credits allow
  * (K = gates: the 1F1B bound); the next group's first waits until every
  * chunk is back, so every gate has stepped once on the group's gradient
- * (the flush). Each chunk's loss gradient is scaled by its share of the
- * group's samples; its Backward's slot says whether more of the group
- * follows. Stops (Ctrl-C, checkpoints) fall between groups only, where
- * the accumulated gradients are zero. */
+ * (the flush, schedule.flush). Each chunk's loss gradient is scaled by its
+ * share of the group's samples; its Backward's slot says whether more of
+ * the group follows. Stops (Ctrl-C, checkpoints) fall between groups only,
+ * where the accumulated gradients are zero. Wheels has no flush: a group
+ * is one batch, the next goes out whenever one of the K credits is free,
+ * and a stop drains the batches in flight (each steps every gate), so a
+ * checkpoint's position is the count of batches whose backward is back. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -95,8 +98,9 @@ static int mid_group(const struct phase *ph)
 }
 
 /* Whether the next training chunk may go out: the rest of the current
- * batch, the next batch of the group, or, once every chunk of the group
- * is back and the gates have stepped (the flush), the next group. */
+ * batch, the next batch of the group, or the next group: with the plan's
+ * flush only once every chunk of the group is back and the gates have
+ * stepped, without it (wheels) as soon as a credit is free. */
 static int can_issue(const struct akk_run *r, const struct phase *ph)
 {
 	if (ph->inflight >= r->K)
@@ -105,7 +109,7 @@ static int can_issue(const struct akk_run *r, const struct phase *ph)
 		return 1;
 	if (ph->issued >= ph->ntrain)
 		return 0;
-	return ph->group_left > 0 || ph->inflight == 0;
+	return ph->group_left > 0 || ph->inflight == 0 || !r->sched.flush;
 }
 
 static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
@@ -309,7 +313,7 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 			if (c->scale != 1.0)
 				for (long i = 0; i < (long)c->B * classes; i++)
 					dl[i] = (float)(dl[i] * c->scale);
-			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, tl, akk_now());
+			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, -1, tl, akk_now());
 			back.kind = AKK_MSG_BACKWARD;
 			back.slot = c->hold;
 			back.data = dl;
@@ -465,6 +469,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		.val_loss = ph->vsamples ? ph->vloss_sum / ph->vsamples : 0,
 		.val_acc = ph->vsamples ? (double)ph->vcorrect / ph->vsamples : 0,
 		.vmin = ph->vmax >= 0 ? ph->vmin : 0, .vmax = ph->vmax >= 0 ? ph->vmax : 0,
+		.during = r->sched.validate_during && ph->samples && ph->vsamples,
+		.steps = r->pos.id,
 		.seconds = seconds,
 		.samples_per_s = seconds > 0 ? ph->samples / seconds : 0,
 		.lr = r->gates[0].gate.last_lr,

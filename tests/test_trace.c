@@ -1,0 +1,339 @@
+/* test_trace.c - what defines each schedule, read from the run's trace
+ * (every actor's forwards, backwards and steps, each with the weight
+ * version it computed with) and from the weights it trains.
+ *
+ * Wheels: K batches in flight, so a gate forwards later batches before
+ * the earlier ones come back, each forward meets weights up to K - 1
+ * steps newer than its batch's turn in flip-flop would, with weight
+ * stashing a backward uses its forward's weights, and the weights differ
+ * from flip-flop's, more as K grows. Pipeline: chunks of a batch are on
+ * different gates at once, in 1F1B order, one step per batch. Flip-flop:
+ * never two batches in flight.
+ *
+ * Synthetic data (8x8 class patterns), one compute thread per gate.
+ * Timing enters only the shares of overlapping work, whose floors are
+ * far below what an idle or a loaded 2-core machine shows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "model/model.h"
+#include "runtime/run_internal.h"
+#include "config/spec.h"
+
+#define SIDE 8
+#define CLASSES 4
+#define NTRAIN 1000
+#define BATCH 16
+#define NBATCH ((NTRAIN + BATCH - 1) / BATCH)	/* 63, the last of 8 */
+#define EVENTS 8192
+
+static const char *const net2 =
+	"    - layers: [{dense: 48}, relu, {dense: 32}, relu]\n"
+	"    - layers: [{dense: 32}, tanh, {dense: 4}]\n";
+/* the same split in three: the middle gate's backward comes long after
+ * its forward */
+static const char *const net3 =
+	"    - layers: [{dense: 48}, relu]\n"
+	"    - layers: [{dense: 32}, relu, {dense: 32}, tanh]\n"
+	"    - layers: [{dense: 4}]\n";
+
+struct fixture {
+	struct akk_spec spec;
+	struct akk_model model;
+	struct akk_dataset train, val;
+	struct akk_run r;
+};
+
+/* Train one epoch of `gates` with schedule `sched`, traced. */
+static void train_net(struct fixture *f, const char *gates, const char *sched)
+{
+	char text[2048];
+	struct akk_err e = { 0 };
+
+	snprintf(text, sizeof(text),
+		 "data: {train: {images: x, labels: y}}\n"
+		 "network:\n"
+		 "  input: [64]\n"
+		 "  gates:\n%s"
+		 "optimizer: {type: momentum, lr: 0.05}\n"
+		 "schedule: %s\n", gates, sched);
+	memset(f, 0, sizeof(*f));
+	if (akk_spec_parse(&f->spec, text, strlen(text), "test.yaml", ".", NULL, 0, &e))
+		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	if (akk_model_plan(&f->model, &f->spec, &e))
+		fail_msg("plan: %s", e.msg);
+	tu_dataset(&f->train, NTRAIN, SIDE, CLASSES, 7);
+	tu_dataset(&f->val, 200, SIDE, CLASSES, 9);
+
+	struct akk_run_config cfg = {
+		.mode = f->spec.sched.mode, .epochs = 1, .blas_threads = 1,
+		.trace_events = EVENTS,
+	};
+	if (akk_run_init(&f->r, &f->model, &f->train, &f->val, &cfg, &e) ||
+	    akk_run_train(&f->r, &e))
+		fail_msg("run (%s): %s", sched, e.msg);
+}
+
+static void train(struct fixture *f, const char *sched)
+{
+	train_net(f, net2, sched);
+}
+
+static void release(struct fixture *f)
+{
+	akk_run_release(&f->r);
+	akk_model_release(&f->model);
+	akk_spec_release(&f->spec);
+	akk_dataset_release(&f->train);
+	akk_dataset_release(&f->val);
+}
+
+/* |a - b| / |b| over all the gates' weights. */
+static double distance(const struct akk_run *a, const struct akk_run *b)
+{
+	double d2 = 0, n2 = 0;
+
+	for (int g = 0; g < a->model->ngates; g++) {
+		const struct akk_gate *x = &a->gates[g].gate, *y = &b->gates[g].gate;
+		for (size_t i = 0; i < x->plan->nparams; i++) {
+			double d = (double)x->params[i] - y->params[i];
+			d2 += d * d;
+			n2 += (double)y->params[i] * y->params[i];
+		}
+	}
+	return sqrt(d2 / n2);
+}
+
+/* Gate g's (1-based) training event of `kind` for message id, or NULL. */
+static const struct akk_trace_event *find(const struct akk_run *r, int g, int kind,
+					  long id)
+{
+	const struct akk_trace *t = akk_run_trace(r, g);
+
+	for (long i = 0; i < t->n; i++)
+		if (t->ev[i].kind == kind && t->ev[i].id == id)
+			return &t->ev[i];
+	return NULL;
+}
+
+/* Index in gate g's trace (its order of work) of an event, or -1. */
+static long order(const struct akk_run *r, int g, int kind, long id)
+{
+	const struct akk_trace_event *ev = find(r, g, kind, id);
+
+	return ev ? ev - akk_run_trace(r, g)->ev : -1;
+}
+
+static int overlap(const struct akk_trace_event *a, const struct akk_trace_event *b)
+{
+	return a && b && a->t0 < b->t1 && b->t0 < a->t1;
+}
+
+/* Every gate traced every batch (the trace buffer was big enough). */
+static void assert_complete(const struct akk_run *r, long chunks)
+{
+	for (int g = 1; g <= r->model->ngates; g++)
+		for (long id = 0; id < chunks; id++)
+			if (!find(r, g, AKK_TRACE_FORWARD, id) ||
+			    !find(r, g, AKK_TRACE_BACKWARD, id))
+				fail_msg("gate %d: batch %ld missing from the trace", g, id);
+}
+
+/* Wheels trains differently from flip-flop, and the more batches are in
+ * flight, the more: the weights after one epoch move away from
+ * flip-flop's as K grows (K = 1 equals it: test_runtime). */
+static void wheels_differs_from_flipflop_more_with_K(void **unused)
+{
+	static const int Ks[] = { 2, 8 };
+	struct fixture ff, w[2];
+	double d[2];
+
+	(void)unused;
+	train(&ff, "{mode: flip-flop, epochs: 1, batch_size: 16}");
+	for (int k = 0; k < 2; k++) {
+		char sched[128];
+		snprintf(sched, sizeof(sched),
+			 "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: %d}}",
+			 Ks[k]);
+		train(&w[k], sched);
+		assert_int_equal(w[k].r.gates[0].gate.step, NBATCH);
+		d[k] = distance(&w[k].r, &ff.r);
+	}
+	print_message("wheels vs flip-flop after one epoch: K=2 %.4g, K=8 %.4g relative\n",
+		      d[0], d[1]);
+	if (!(d[0] > 1e-4))
+		fail_msg("wheels K=2 trained flip-flop's weights (%g relative)", d[0]);
+	if (!(d[1] > 1.5 * d[0]))
+		fail_msg("wheels K=8 is no further from flip-flop (%g) than K=2 (%g)",
+			 d[1], d[0]);
+	for (int k = 0; k < 2; k++)
+		release(&w[k]);
+	release(&ff);
+}
+
+/* Wheels with K = 4: batches overlap, a later batch entering before an
+ * earlier one is back: gate 1 forwards batch b + 1 before it runs batch
+ * b's backward in at least half of the batches (flip-flop, and wheels
+ * with a flush between batches: never; a loaded 2-core machine showed 48
+ * to 62 of 62). Every forward meets weights 0..K-1 steps behind its batch
+ * (version = batches stepped, id - version = batches still in flight),
+ * and some meet K - 1. How often a later forward on gate 1 computes at
+ * the same moment as an earlier backward on gate 2 depends on free
+ * cores: printed, not asserted (akkctl bench measures what it buys). */
+static void wheels_pipelines_within_K_versions(void **unused)
+{
+	const int K = 4;
+	struct fixture f;
+	long ahead = 0, concurrent = 0, most = 0;
+
+	(void)unused;
+	train(&f, "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 4}}");
+	assert_complete(&f.r, NBATCH);
+	for (long b = 0; b + 1 < NBATCH; b++) {
+		const struct akk_trace_event *back2 = find(&f.r, 2, AKK_TRACE_BACKWARD, b);
+		if (order(&f.r, 1, AKK_TRACE_FORWARD, b + 1) <
+		    order(&f.r, 1, AKK_TRACE_BACKWARD, b))
+			ahead++;
+		for (long later = b + 1; later < b + K && later < NBATCH; later++)
+			if (overlap(find(&f.r, 1, AKK_TRACE_FORWARD, later), back2)) {
+				concurrent++;
+				break;
+			}
+	}
+	for (int g = 1; g <= 2; g++)
+		for (long b = 0; b < NBATCH; b++) {
+			long stale = b - find(&f.r, g, AKK_TRACE_FORWARD, b)->version;
+			if (stale < 0 || stale > K - 1)
+				fail_msg("gate %d: batch %ld's forward used version %ld, %ld behind",
+					 g, b, b - stale, stale);
+			if (stale > most)
+				most = stale;
+		}
+	print_message("wheels K=4: forward of b+1 before backward of b in %ld of %d batches, at the same time on two gates in %ld, stalest forward %ld steps behind\n",
+		      ahead, NBATCH - 1, concurrent, most);
+	assert_true(ahead >= (NBATCH - 1) / 2);
+	assert_int_equal(most, K - 1);
+	release(&f);
+}
+
+/* Weight stashing, three gates: the middle one, whose backward reads its
+ * weights for the input gradient, computes each backward with the
+ * weights its forward used; without stashing, with the newest, which
+ * differ whenever others stepped in between (most batches at K = 4).
+ * The trained weights differ. */
+static void stashing_changes_the_backward_weights(void **unused)
+{
+	struct fixture on, off;
+	long same_on = 0, same_off = 0;
+
+	(void)unused;
+	train_net(&on, net3, "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 4}, weight_stashing: true}");
+	train_net(&off, net3, "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 4}, weight_stashing: false}");
+	assert_complete(&on.r, NBATCH);
+	assert_complete(&off.r, NBATCH);
+	assert_true(akk_gate_stash_bytes(&on.r.gates[1].gate) > 0);
+	assert_int_equal(akk_gate_stash_bytes(&off.r.gates[1].gate), 0);
+	for (long b = 0; b < NBATCH; b++) {
+		same_on += find(&on.r, 2, AKK_TRACE_BACKWARD, b)->version ==
+			   find(&on.r, 2, AKK_TRACE_FORWARD, b)->version;
+		same_off += find(&off.r, 2, AKK_TRACE_BACKWARD, b)->version ==
+			    find(&off.r, 2, AKK_TRACE_FORWARD, b)->version;
+	}
+	print_message("middle gate's backward on its forward's weights: stashing %ld, without %ld of %d; weights differ by %.4g\n",
+		      same_on, same_off, NBATCH, distance(&on.r, &off.r));
+	assert_int_equal(same_on, NBATCH);
+	assert_true(same_off < NBATCH / 2);
+	assert_true(distance(&on.r, &off.r) > 1e-5);
+	release(&on);
+	release(&off);
+}
+
+/* Pipeline, 4 micro-batches, 2 gates (K = 2 chunks in flight): in every
+ * batch gate 1 forwards chunk 1 before chunk 0's backward comes back
+ * through it (two chunks of the batch in flight on different gates),
+ * forwards in chunk order, and a chunk's forward waits for the backward
+ * of the chunk K before it (1F1B: chunk 0's backward before chunk 3's
+ * forward, not all forwards first as in GPipe); no chunk of a batch
+ * enters before the last one's backward (the flush), and every forward
+ * of a batch meets the same weights. Weights equal flip-flop's:
+ * test_pipeline. Chunks computing at the same moment: printed. */
+static void pipeline_runs_1f1b(void **unused)
+{
+	const int M = 4, K = 2;
+	struct fixture f;
+	long together = 0;
+
+	(void)unused;
+	train(&f, "{mode: pipeline, micro_batches: 4, epochs: 1, batch_size: 16}");
+	assert_int_equal(f.r.K, K);
+	assert_complete(&f.r, (long)NBATCH * M);
+	for (long b = 0; b < NBATCH; b++) {
+		long c0 = b * M;
+		int both = 0;
+		for (long c = c0; c < c0 + M; c++) {
+			for (int g = 1; g <= 2; g++)
+				assert_int_equal(find(&f.r, g, AKK_TRACE_FORWARD, c)->version, b);
+			if (c >= c0 + K)
+				assert_true(order(&f.r, 1, AKK_TRACE_BACKWARD, c - K) <
+					    order(&f.r, 1, AKK_TRACE_FORWARD, c));
+			if (c > c0)
+				assert_true(order(&f.r, 1, AKK_TRACE_FORWARD, c - 1) <
+					    order(&f.r, 1, AKK_TRACE_FORWARD, c));
+			for (long o = c0; o < c0 + M; o++)
+				if (o != c) {
+					both |= overlap(find(&f.r, 1, AKK_TRACE_FORWARD, c),
+							find(&f.r, 2, AKK_TRACE_FORWARD, o));
+					both |= overlap(find(&f.r, 1, AKK_TRACE_FORWARD, c),
+							find(&f.r, 2, AKK_TRACE_BACKWARD, o));
+					both |= overlap(find(&f.r, 1, AKK_TRACE_BACKWARD, c),
+							find(&f.r, 2, AKK_TRACE_BACKWARD, o));
+				}
+		}
+		together += both;
+		assert_true(order(&f.r, 1, AKK_TRACE_FORWARD, c0 + 1) <
+			    order(&f.r, 1, AKK_TRACE_BACKWARD, c0));
+		if (b + 1 < NBATCH)	/* the flush */
+			assert_true(order(&f.r, 1, AKK_TRACE_BACKWARD, c0 + M - 1) <
+				    order(&f.r, 1, AKK_TRACE_FORWARD, c0 + M));
+	}
+	print_message("pipeline: chunks of one batch on both gates at once in %ld of %d batches\n",
+		      together, NBATCH);
+	for (int g = 0; g < 2; g++)
+		assert_int_equal(f.r.gates[g].gate.step, NBATCH);
+	release(&f);
+}
+
+/* Flip-flop: a batch's first forward starts only after the previous
+ * batch's last backward (gate 1's) has ended, and every forward meets
+ * the weights every earlier batch stepped. */
+static void flipflop_one_batch_in_flight(void **unused)
+{
+	struct fixture f;
+
+	(void)unused;
+	train(&f, "{mode: flip-flop, epochs: 1, batch_size: 16}");
+	assert_complete(&f.r, NBATCH);
+	for (long b = 0; b < NBATCH; b++) {
+		for (int g = 1; g <= 2; g++)
+			assert_int_equal(find(&f.r, g, AKK_TRACE_FORWARD, b)->version, b);
+		if (b + 1 < NBATCH)
+			assert_true(find(&f.r, 1, AKK_TRACE_BACKWARD, b)->t1 <=
+				    find(&f.r, 1, AKK_TRACE_FORWARD, b + 1)->t0);
+	}
+	release(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(wheels_differs_from_flipflop_more_with_K),
+		cmocka_unit_test(wheels_pipelines_within_K_versions),
+		cmocka_unit_test(stashing_changes_the_backward_weights),
+		cmocka_unit_test(pipeline_runs_1f1b),
+		cmocka_unit_test(flipflop_one_batch_in_flight),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
