@@ -28,7 +28,7 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 				  "%s images have %zu values each, but network.input %s needs %ld",
 				  what, d->in, shape, in);
 	}
-	/* issue 13 (h13core): regression needs float targets, as many as
+	/* regression needs float targets, as many as
 	 * the network's outputs; classification needs class labels */
 	if (s->data.task == AKK_TASK_REGRESSION) {
 		if (!d->y || d->targets < 1)

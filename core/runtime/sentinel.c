@@ -67,7 +67,7 @@ struct phase {
 	int inflight, vinflight;
 	double loss_sum, vloss_sum;
 	long correct, vcorrect, samples, vsamples;
-	struct akk_reg_sums treg, vreg;	/* regression (issue 13) */
+	struct akk_reg_sums treg, vreg;	/* regression: R^2 and RMSE sums */
 	long vmin, vmax;
 	int stopping, state;
 	int voting;		/* data parallelism: a stop vote is out */
