@@ -845,6 +845,7 @@ static void train_announce(const struct train_state *st)
 	fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 		s->name, akk_mode_name(s->sched.mode), st->m.ngates, st->m.nparams,
 		st->train.n, st->have_val ? st->val.n : 0, threads, threads == 1 ? "" : "s");
+	cli_print_data_defaults(stderr, &s->data, st->train.xtype == AKK_X_F32);
 	if (st->dp)
 		fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
 			st->world.size, s->sched.batch_size, s->sched.batch_size * st->world.size);

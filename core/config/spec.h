@@ -105,7 +105,10 @@ struct akk_data_spec {
 	char *train_file, *train_targets;
 	char *val_file, *val_targets;
 	struct akk_csv_spec csv;
-	float scale;			/* x = pixel / scale (default 255) */
+	float scale;			/* x = pixel / scale: the value given, else
+					 * 255 for byte data and 1 for float data
+					 * (akk_data_scale) */
+	int scale_given;		/* 1: data.scale is in the config */
 	int normalize;			/* 1: x = (pixel/scale - mean) / std */
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */
