@@ -71,8 +71,12 @@ struct akk_csv_col {
 enum akk_csv_delim { AKK_CSV_COMMA, AKK_CSV_WHITESPACE, AKK_CSV_SEMICOLON };
 
 /* data.csv: how the table is read. */
+#define AKK_CSV_HEADER_ANY 2
 struct akk_csv_spec {
-	int header;			/* 1: a header row names the columns */
+	int header;			/* 1: a header row names the columns;
+					 * AKK_CSV_HEADER_ANY: a header row,
+					 * whatever it holds (predict's
+					 * --csv-header yes) */
 	int skip;			/* lines skipped before header or data */
 	int delimiter;			/* enum akk_csv_delim, default comma */
 	struct akk_csv_col label;	/* default: the last column */
