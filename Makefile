@@ -122,6 +122,8 @@ endif
 $(B)/tests/test_rundir.o: cli/progress.c
 # test_ckpt_files tests the pruning of checkpoints the same way.
 $(B)/tests/test_ckpt_files.o: cli/ckpt_files.c
+# test_lrfind tests lr-find's suggestion the same way.
+$(B)/tests/test_lrfind.o: cli/lr_suggest.c
 
 $(B)/libakk.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
