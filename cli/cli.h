@@ -79,6 +79,10 @@ void cli_world_abort(struct akk_world *w, int code);
  * 1: floats). Nothing when no default changes it. */
 void cli_print_data_defaults(FILE *f, const struct akk_data_spec *ds, int float_data);
 
+/* The program as the user typed it (main's argv[0]), for the commands the
+ * CLI prints for the user to run; "akkctl" until main sets it. */
+extern const char *cli_program;
+
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

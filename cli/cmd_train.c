@@ -191,12 +191,14 @@ static int put_shell_word(FILE *f, const char *arg)
 	return fputc('\'', f) == EOF ? -1 : 0;
 }
 
-/* The command that resumes an interrupted run, as one line: 0, or -1 when
+/* The command that resumes an interrupted run, as one line, with the
+ * program as the user typed it (./akkctl, a full path): 0, or -1 when
  * it could not be written (then the user cannot know it: an error). */
 static int put_resume_command(FILE *f, const char *config, const char *dir,
 			      char *const *opts, int nopts)
 {
-	if (fputs("to resume: akkctl train ", f) < 0 || put_shell_word(f, config) ||
+	if (fputs("to resume: ", f) < 0 || put_shell_word(f, cli_program) ||
+	    fputs(" train ", f) < 0 || put_shell_word(f, config) ||
 	    fputs(" --resume ", f) < 0 || put_shell_word(f, dir))
 		return -1;
 	for (int i = 0; i < nopts; i++)
@@ -1025,7 +1027,8 @@ static int train_all_folds(const struct train_opts *o, const struct akk_spec *s)
 	if ((rc = train_folds_check(s, o->resume)) != EXIT_OK)
 		goto out;
 	for (int i = 0; i < k; i++) {
-		fprintf(stderr, "fold %d of %d: %s/fold-%d\n", i + 1, k, dir, i + 1);
+		if (!o->quiet)
+			fprintf(stderr, "fold %d of %d: %s/fold-%d\n", i + 1, k, dir, i + 1);
 		if ((rc = train_one(o, i + 1, &r[i])) != EXIT_OK)
 			goto out;
 		if (!r[i].have_val) {
@@ -1033,7 +1036,7 @@ static int train_all_folds(const struct train_opts *o, const struct akk_spec *s)
 			goto out;
 		}
 	}
-	rc = train_folds_summary(dir, r, k, s->data.task == AKK_TASK_REGRESSION);
+	rc = train_folds_summary(dir, r, k, s->data.task == AKK_TASK_REGRESSION, o->quiet);
 out:
 	free(r);
 	return rc;

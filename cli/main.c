@@ -420,10 +420,14 @@ int cmd_help(int argc, char **argv)
 	return cli_help(argv[1]);
 }
 
+const char *cli_program = "akkctl";
+
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
 
+	if (argc > 0 && argv[0] && *argv[0])
+		cli_program = argv[0];
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

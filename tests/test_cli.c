@@ -1264,7 +1264,7 @@ static void train_folds_cross_validates(void **state)
 					       "0,0,0\n0,1,0\n0,2,0\n1,0,1\n1,1,1\n1,2,1\n2,0,2\n2,1,2\n",
 					       48), 0);
 	}
-	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	assert_rc(ak("train", cfg, NULL), 0);
 	for (int f = 1; f <= 3; f++) {
 		char name[24];
 		snprintf(name, sizeof(name), "fold-%d", f);
@@ -1297,6 +1297,7 @@ static void train_folds_cross_validates(void **state)
 	assert_rc(ak("train", cfg, "--quiet", NULL), 2);
 	tu_assert_contains(g_err, "fold-1");
 	assert_rc(ak("train", cfg, "--quiet", "--force", NULL), 0);
+	assert_string_equal(g_err, "");	/* --quiet: quiet for folds too */
 	/* stratified folds need every class in every fold */
 	assert_rc(ak("train", cfg2, "--quiet", "--out", tu_path(dir, "few"), NULL), 2);
 	snprintf(table, sizeof(table), "akkctl: %s:5:3: class 2 has 2 samples, fewer than the 3 folds (stratified: every fold holds each class)",
