@@ -11,8 +11,9 @@
 #   make tsan         the actor tests under ThreadSanitizer
 #   make fuzz         libFuzzer harnesses (tests/fuzz/; sh datasets/deps.sh fuzz)
 #   make deps-graph   the include graph; fails on a circle or an upward include
-#   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
-#                     the example configs in PREFIX/share/akkctl/configs
+#   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, bash
+#                     completion, and the example configs in
+#                     PREFIX/share/akkctl/configs; make uninstall removes them
 #   make lib          the inference library libakk.so (akk(3)); make install
 #                     installs it with akk.h, akk.pc and akk(3)
 #   make MPI=1        build with Open MPI (the default when mpicc is found;
@@ -215,13 +216,30 @@ $(B)/tests/reference_train: $(B)/tests/reference_train.o $(B)/libakk.a
 
 # The binary, the man pages and the example configs (into
 # $(PREFIX)/share/akkctl/configs); DESTDIR=/staging/dir installs under it.
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 install: $(B)/akkctl
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/akkctl/configs
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/akkctl/configs \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(B)/akkctl $(DESTDIR)$(PREFIX)/bin/akkctl
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 configs/*.yaml $(DESTDIR)$(PREFIX)/share/akkctl/configs/
+	install -m 644 completions/akkctl.bash $(DESTDIR)$(BASHCOMPDIR)/akkctl
+
+# uninstall removes exactly what install puts there (and the library's
+# files), then the directories of its own that are left empty.
+.PHONY: uninstall
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/akkctl $(DESTDIR)$(BASHCOMPDIR)/akkctl
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man5/,$(notdir $(wildcard man/*.5)))
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man3/akk.3
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/akkctl/configs/,$(notdir $(wildcard configs/*.yaml)))
+	-rmdir $(DESTDIR)$(PREFIX)/share/akkctl/configs $(DESTDIR)$(PREFIX)/share/akkctl 2>/dev/null
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
+		$(DESTDIR)$(LIBDIR)/libakk.so $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc \
+		$(DESTDIR)$(INCLUDEDIR)/akk.h
 
 # ---- libakk: the inference library (akk.h, akk(3)) -------------------------
 # libakk.so.MAJOR.MINOR.PATCH with soname libakk.so.MAJOR, from its own PIC
@@ -233,7 +251,12 @@ install: $(B)/akkctl
 # header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3). akk.pc
 # names only -lakk: libakk.so is the only form installed, and it carries
 # its own dependencies (DT_NEEDED).
-LIBDIR     ?= $(PREFIX)/lib
+# The library goes in Debian's multiarch directory, PREFIX/lib/TRIPLET
+# (x86_64-linux-gnu), which ld.so searches for /usr/local too; plain
+# PREFIX/lib where no triplet is known. Worked out when first needed.
+MULTIARCH   = $(eval MULTIARCH := $$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || \
+	      $$(CC) -print-multiarch 2>/dev/null))$(MULTIARCH)
+LIBDIR     ?= $(PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
 INCLUDEDIR ?= $(PREFIX)/include
 LIB_MAJOR  := $(firstword $(subst ., ,$(VERSION)))
 LIB_REAL   := libakk.so.$(VERSION)
