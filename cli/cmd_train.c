@@ -24,6 +24,7 @@
 #include "base/file.h"
 #include "ckpt_files.h"
 #include "cli.h"
+#include "config/explicit.h"
 #include "data/open.h"
 #include "data/csv.h"
 #include "data/split.h"
@@ -733,6 +734,23 @@ static enum train_next train_load(struct train_state *st)
 	return TRAIN_GO_ON;
 }
 
+/* The config as this run runs it (--set, --mode and --epochs applied) as
+ * config.yaml in the run directory, so that the run explains itself. */
+static int write_config(const struct akk_spec *s, struct akk_err *e)
+{
+	char *text = NULL, *path;
+	size_t len;
+	int rc;
+
+	if (!(path = ckpt_join(s->out.dir, "config.yaml", e)))
+		return -1;
+	rc = akk_spec_resolved_yaml(s, &text, &len, e) ||
+	     akk_file_replace(path, text, len, e) ? -1 : 0;
+	free(text);
+	free(path);
+	return rc;
+}
+
 /* The run directory: cleared for --force, created, rid of temporary files
  * a kill left, and its metrics cut back to the checkpoint; then the
  * checkpoint policy. */
@@ -748,7 +766,8 @@ static enum train_next train_prepare(struct train_state *st)
 	if (st->world.rank == 0) {
 		if ((o->force && run_dir_clear(s->out.dir, s->out.metrics, e)) ||
 		    mkdirs(s->out.dir, e) ||
-		    run_dir_remove_temps(s->out.dir, s->out.metrics, e))
+		    run_dir_remove_temps(s->out.dir, s->out.metrics, e) ||
+		    write_config(s, e))
 			return TRAIN_REPORT;
 		if (o->resume && akk_metrics_truncate_for(st->metrics, st->ck.pos.epoch,
 							  lr_columns(s),

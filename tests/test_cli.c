@@ -769,6 +769,23 @@ static void train_options(void **state)
 	tu_assert_contains(g_out, "\nschedule     wheels\n");
 	tu_assert_contains(g_out, "\noverride     --set output.keep=1\n");
 	tu_assert_contains(g_out, "\nposition     epoch 2, batch 0 ");
+	/* the config as run, options and --set applied, beside the metrics */
+	{
+		struct akk_spec sp;
+		struct akk_err e = { 0 };
+		size_t len;
+		char *text = tu_slurp(tu_path(o, "config.yaml"), &len);
+
+		assert_non_null(text);
+		if (akk_spec_parse(&sp, text, len, "config.yaml", NULL, NULL, 0, &e))
+			fail_msg("config.yaml: %s\n%s", e.msg, text);
+		assert_int_equal(sp.sched.mode, AKK_MODE_WHEELS);
+		assert_int_equal(sp.sched.epochs, 2);
+		assert_int_equal(sp.out.keep, 1);
+		akk_spec_release(&sp);
+		free(text);
+		assert_rc(ak("check", tu_path(o, "config.yaml"), NULL), 0);
+	}
 	/* short options too */
 	o = subdir("opts-short");
 	assert_rc(ak("train", g_cfg, "-q", "-m", "flip-flop", "-e", "1", "-o", o,

@@ -5,6 +5,7 @@
 #include <yaml.h>
 
 #include "config/explicit.h"
+#include "config/overrides.h"
 
 struct copy {
 	yaml_document_t *from, *to;
@@ -200,5 +201,81 @@ out_parser:
 	if (loaded)
 		yaml_document_delete(&from);
 	yaml_parser_delete(&parser);
+	return rc;
+}
+
+/* Emit doc (deleted, as yaml_emitter_dump does) as YAML text into *out. */
+static int emit(yaml_document_t *doc, char **out, size_t *len, struct akk_err *e)
+{
+	yaml_emitter_t emitter;
+	FILE *f = open_memstream(out, len);
+	int rc = -1;
+
+	if (!f) {
+		yaml_document_delete(doc);
+		return akk_err_set(e, "out of memory");
+	}
+	if (!yaml_emitter_initialize(&emitter)) {
+		yaml_document_delete(doc);
+		fclose(f);
+		free(*out);
+		*out = NULL;
+		return akk_err_set(e, "out of memory");
+	}
+	yaml_emitter_set_output(&emitter, write_out, f);
+	yaml_emitter_set_unicode(&emitter, 1);
+	yaml_emitter_set_width(&emitter, 100);
+	if (!yaml_emitter_dump(&emitter, doc) || !yaml_emitter_close(&emitter))
+		akk_err_set(e, "cannot write YAML: %s",
+			    emitter.problem ? emitter.problem : "unknown error");
+	else
+		rc = 0;
+	yaml_emitter_delete(&emitter);
+	if (fclose(f) && !rc)
+		rc = akk_err_set(e, "out of memory");
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
+			   struct akk_err *e)
+{
+	struct ctx c;
+	int rc = -1, have_doc = 0;
+
+	*out = NULL;
+	*len = 0;
+	memset(&c, 0, sizeof(c));
+	c.file = s->path ? s->path : "";
+	c.e = e;
+	c.sets = (const char *const *)s->sets;
+	c.max_bytes = AKK_SPEC_MAX_BYTES;
+	c.max_depth = AKK_SPEC_MAX_DEPTH;
+	if (s->nsets > 0 &&
+	    (!(c.set_lo = calloc((size_t)s->nsets, sizeof(int))) ||
+	     !(c.set_hi = calloc((size_t)s->nsets, sizeof(int))))) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	if (akk_overrides_load(&c, &c.doc, s->text, strlen(s->text), -1))
+		goto out;
+	have_doc = 1;
+	for (int i = 0; i < s->nsets; i++) {
+		c.set_lo[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
+		if (akk_overrides_apply(&c, i))
+			goto out;
+		c.set_hi[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
+	}
+	have_doc = 0;
+	rc = emit(&c.doc, out, len, e);
+out:
+	if (have_doc)
+		yaml_document_delete(&c.doc);
+	free(c.set_lo);
+	free(c.set_hi);
+	free(c.strs);
 	return rc;
 }

@@ -20,4 +20,12 @@
 int akk_spec_explicit_yaml(const struct akk_spec *s, char **out, size_t *len,
 			   struct akk_err *e);
 
+/* The YAML text (allocated, *len bytes) of the config as it was run: s's
+ * text with its --set overrides (s->sets) spliced in, every other key and
+ * value as written (paths too, relative to the config's directory);
+ * comments are not kept. `akkctl train` writes it to the run directory as
+ * config.yaml. */
+int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
+			   struct akk_err *e);
+
 #endif
