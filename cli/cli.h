@@ -83,6 +83,15 @@ int cli_check_split(const struct akk_spec *s, const struct akk_world *w,
 /* End every rank of the job at once (after a failure on this rank). */
 void cli_world_abort(struct akk_world *w, int code);
 
+/* The defaults that change the data, one line each on f ("data.scale 255
+ * (the default for byte data): ..."), for data of type xtype (0: bytes,
+ * 1: floats). Nothing when no default changes it. */
+void cli_print_data_defaults(FILE *f, const struct akk_data_spec *ds, int float_data);
+
+/* The program as the user typed it (main's argv[0]), for the commands the
+ * CLI prints for the user to run; "akkctl" until main sets it. */
+extern const char *cli_program;
+
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -11,6 +11,8 @@
 #include "nn/optim.h"
 #include "runtime/schedule.h"
 #include "config/spec.h"
+#include "data/open.h"
+#include "data/preprocess.h"
 #include "tensor/gemm_xsmm.h"
 #include "tensor/smallmm.h"
 
@@ -135,6 +137,53 @@ static void print_split(const struct akk_spec *s, const double *cost,
 	}
 }
 
+void cli_print_data_defaults(FILE *f, const struct akk_data_spec *ds, int float_data)
+{
+	float scale = akk_preprocess_scale(ds, float_data ? AKK_X_F32 : AKK_X_U8);
+
+	if (!ds->scale_given && scale != 1)
+		fprintf(f, "data.scale %g (the default for byte data): every input value is divided by %g; set data.scale to change it\n",
+			(double)scale, (double)scale);
+}
+
+/* Whether the training data is floats, for the defaults that depend on it:
+ * IDX and CIFAR-10 hold bytes, a table floats; a .npy file says in its
+ * header, so it is read (-1: it cannot be, e says why). */
+static int float_data(const struct akk_data_spec *ds, struct akk_err *e)
+{
+	struct akk_dataset d;
+	int f;
+
+	if (!strcmp(ds->format, "csv"))
+		return 1;
+	if (strcmp(ds->format, "npy") || ds->scale_given)
+		return 0;
+	if (akk_data_open(&d, ds, AKK_DATA_TRAIN, e))
+		return -1;
+	f = d.xtype == AKK_X_F32;
+	akk_dataset_release(&d);
+	return f;
+}
+
+/* The data's defaults, when they change it. */
+static void print_data(const struct akk_data_spec *ds)
+{
+	struct akk_err e = { 0 };
+	int f = float_data(ds, &e);
+
+	if (f < 0) {
+		char why[sizeof(e.file) + sizeof(e.msg)];
+
+		akk_err_format(&e, why, sizeof(why));
+		printf("\ndata.scale: by default 255 for byte features, none for float features; cannot read the training features to tell: %s\n",
+		       why);
+		return;
+	}
+	if (!ds->scale_given && akk_preprocess_scale(ds, f ? AKK_X_F32 : AKK_X_U8) != 1)
+		putchar('\n');
+	cli_print_data_defaults(stdout, ds, f);
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -191,6 +240,7 @@ int cmd_check(int argc, char **argv)
 		rc = cli_report(&e, EXIT_USAGE);
 	} else {
 		print_plan(&s, &m, &plan);
+		print_data(&s.data);
 		if (s.auto_gates)
 			print_split(&s, cost, profile);
 		rc = EXIT_OK;

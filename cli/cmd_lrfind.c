@@ -10,9 +10,7 @@
  * batch's loss comes from the progress observer (the epoch's running mean,
  * differenced). The loss is smoothed as fastai does (beta 0.98, debiased);
  * the run stops when the smoothed loss exceeds 4 times its best, or the
- * loss stops being finite. The suggestion is fastai's "steep": the rate
- * where the smoothed loss falls fastest against log(lr), the first tenth
- * and the last 5 points left out; the minimum's rate / 10 is printed too.
+ * loss stops being finite. The suggestion is lr_suggest.h's.
  * Nothing is written but --out FILE.csv. */
 #include <errno.h>
 #include <float.h>
@@ -23,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "lr_suggest.h"
 #include "data/batch.h"
 #include "data/open.h"
 #include "model/model.h"
@@ -80,36 +79,6 @@ static void on_batch(void *ctx, const struct akk_progress *p)
 		w->exploded = 1;
 	if (w->exploded || w->done == w->steps)
 		akk_run_interrupt(w->run);
-}
-
-/* fastai's suggestions: the steepest descent of the smoothed loss against
- * log(lr), and the minimum's rate, over the points without the first
- * tenth and the last 5. 0 when too few points. */
-static int suggest(const struct sweep *w, double *steep, double *minimum)
-{
-	int from = w->done / 10, to = w->done - 5, best = -1, low = -1;
-	double g, gbest = 0;
-
-	if (to - from < 2)
-		return 0;
-	for (int i = from; i < to; i++) {
-		if (!isfinite(w->smooth[i]))
-			continue;
-		if (low < 0 || w->smooth[i] < w->smooth[low])
-			low = i;
-		if (i + 1 < to && isfinite(w->smooth[i + 1])) {
-			g = (w->smooth[i + 1] - w->smooth[i]) / (log(w->lr[i + 1]) - log(w->lr[i]));
-			if (best < 0 || g < gbest) {
-				best = i;
-				gbest = g;
-			}
-		}
-	}
-	if (best < 0 || low < 0)
-		return 0;
-	*steep = w->lr[best];
-	*minimum = w->lr[low];
-	return 1;
 }
 
 static int parse_lr(const char *opt, const char *arg, double *out)
@@ -193,7 +162,7 @@ static int sweep_run(struct sweep *w, const struct akk_spec *s, const struct akk
 		.obs = { w, on_batch, NULL },
 	};
 	struct akk_err e = { 0 };
-	double steep, minimum;
+	struct lr_suggestion sg;
 
 	if (!(w->run = akk_run_create(m, train, NULL, &cfg, &e)))
 		return cli_report(&e, EXIT_RUNTIME);
@@ -218,12 +187,11 @@ static int sweep_run(struct sweep *w, const struct akk_spec *s, const struct akk
 		if (!f || write_csv(f, w) || fclose(f))
 			return cli_errorf(EXIT_RUNTIME, "cannot write '%s': %s", out, strerror(errno));
 	}
-	if (suggest(w, &steep, &minimum))
-		fprintf(stderr, "suggested lr: %.3g (steepest descent of the smoothed loss); the smoothed loss is lowest at lr %.3g, a tenth of it: %.3g\n",
-			steep, minimum, minimum / 10);
+	if (lr_suggest(w->lr, w->smooth, w->done, &sg))
+		fprintf(stderr, "suggested lr: %.3g (the smaller of the steepest descent before the smoothed minimum, at lr %.3g, and a tenth of the minimum's lr %.3g)\n",
+			sg.lr, sg.steep, sg.minimum);
 	else
-		fprintf(stderr, "no suggested lr: %d steps are too few (the first tenth and the last 5 are left out)\n",
-			w->done);
+		fprintf(stderr, "no suggested lr after %d steps: %s\n", w->done, sg.why);
 	return EXIT_OK;
 }
 

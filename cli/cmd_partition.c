@@ -2,6 +2,7 @@
  * written back with its gates written out; and the split every command that
  * runs a network makes (cli_auto_split). */
 #include <getopt.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ int cmd_partition(int argc, char **argv)
 	struct akk_spec s = { 0 };
 	struct akk_err e = { 0 };
 	const char *out = NULL;
-	char *text = NULL;
+	char *text = NULL, *outdir = NULL;
 	size_t len = 0;
 	int c, profile = 1, rc = EXIT_OK;
 	FILE *f;
@@ -123,8 +124,14 @@ int cmd_partition(int argc, char **argv)
 				argv[optind]);
 		goto out;
 	}
+	/* written elsewhere than beside the config: its relative paths are
+	 * rewritten to stay valid from the new file's directory */
+	if (out && !(outdir = strdup(out))) {
+		rc = cli_errorf(EXIT_RUNTIME, "out of memory");
+		goto out;
+	}
 	if (akk_balance(&s, profile, NULL, &e) ||
-	    akk_spec_explicit_yaml(&s, &text, &len, &e)) {
+	    akk_spec_explicit_yaml(&s, outdir ? dirname(outdir) : NULL, &text, &len, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 		goto out;
 	}
@@ -139,6 +146,7 @@ int cmd_partition(int argc, char **argv)
 			rc = cli_errorf(EXIT_RUNTIME, "cannot write '%s'", out);
 	}
 out:
+	free(outdir);
 	free(text);
 	akk_spec_release(&s);
 	return rc;

@@ -25,7 +25,7 @@
 
 const char cmd_predict_usage[] =
 	"usage: akkctl predict CHECKPOINT|DIR INPUT... [--out FILE] [--top K]\n"
-	"                      [--format FORMAT]\n"
+	"                      [--format FORMAT] [--csv-header yes|no]\n"
 	"\n"
 	"  -o, --out FILE         write the CSV to FILE instead of stdout\n"
 	"  -k, --top K            also the K best classes and their probabilities\n"
@@ -33,7 +33,11 @@ const char cmd_predict_usage[] =
 	"                         cifar10 or images (default: pnm for names ending\n"
 	"                         in .pgm, .ppm or .pnm, images for .png, .jpg,\n"
 	"                         .jpeg and folders, else the checkpoint's\n"
-	"                         data.format)\n";
+	"                         data.format)\n"
+	"      --csv-header yes|no whether a CSV INPUT starts with a header row\n"
+	"                         (default: as the model was trained; then a first\n"
+	"                         row of numbers only, where a header is expected,\n"
+	"                         is an error)\n";
 
 const char cmd_predict_details[] =
 	"\n"
@@ -172,12 +176,13 @@ int cmd_predict(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'k' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "csv-header", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *outpath = NULL, *format = NULL;
 	char *ckpath = NULL, msg[8192];	/* akk_open's error */
-	int top = 1, c, rc = EXIT_USAGE, made_out = 0;
+	int top = 1, c, rc = EXIT_USAGE, made_out = 0, header = -1;
 	akk_model *m = NULL;
 	struct akk_dataset d = { 0 };
 	struct akk_checkpoint ck = { 0 };
@@ -197,6 +202,14 @@ int cmd_predict(int argc, char **argv)
 				return cli_usage_error("predict");
 			break;
 		case 'f': format = optarg; break;	/* data/open.c knows the formats */
+		case 'H':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
+				cli_errorf(EXIT_USAGE, "option '--csv-header' needs yes or no, got '%s'",
+					   optarg);
+				return cli_usage_error("predict");
+			}
+			header = !strcmp(optarg, "yes") ? AKK_CSV_HEADER_ANY : 0;
+			break;
 		case 'h': return cli_help("predict");
 		default: return cli_bad_option("predict", c, argv);
 		}
@@ -207,6 +220,8 @@ int cmd_predict(int argc, char **argv)
 	 * its readers take them (csv options, layout) */
 	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &spec, &e))
 		goto report;
+	if (header >= 0)
+		spec.data.csv.header = header;
 	if (!(m = akk_open(ckpath, msg, sizeof(msg)))) {
 		akk_err_set(&e, "%s", msg);
 		goto report;

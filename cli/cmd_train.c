@@ -24,6 +24,7 @@
 #include "base/file.h"
 #include "ckpt_files.h"
 #include "cli.h"
+#include "config/explicit.h"
 #include "data/open.h"
 #include "data/split.h"
 #include "io/metrics.h"
@@ -196,12 +197,14 @@ static int put_shell_word(FILE *f, const char *arg)
 	return fputc('\'', f) == EOF ? -1 : 0;
 }
 
-/* The command that resumes an interrupted run, as one line: 0, or -1 when
+/* The command that resumes an interrupted run, as one line, with the
+ * program as the user typed it (./akkctl, a full path): 0, or -1 when
  * it could not be written (then the user cannot know it: an error). */
 static int put_resume_command(FILE *f, const char *config, const char *dir,
 			      char *const *opts, int nopts)
 {
-	if (fputs("to resume: akkctl train ", f) < 0 || put_shell_word(f, config) ||
+	if (fputs("to resume: ", f) < 0 || put_shell_word(f, cli_program) ||
+	    fputs(" train ", f) < 0 || put_shell_word(f, config) ||
 	    fputs(" --resume ", f) < 0 || put_shell_word(f, dir))
 		return -1;
 	for (int i = 0; i < nopts; i++)
@@ -761,6 +764,23 @@ static enum train_next train_load(struct train_state *st)
 	return TRAIN_GO_ON;
 }
 
+/* The config as this run runs it (--set, --mode and --epochs applied) as
+ * config.yaml in the run directory, so that the run explains itself. */
+static int write_config(const struct akk_spec *s, struct akk_err *e)
+{
+	char *text = NULL, *path;
+	size_t len;
+	int rc;
+
+	if (!(path = ckpt_join(s->out.dir, "config.yaml", e)))
+		return -1;
+	rc = akk_spec_resolved_yaml(s, &text, &len, e) ||
+	     akk_file_replace(path, text, len, e) ? -1 : 0;
+	free(text);
+	free(path);
+	return rc;
+}
+
 /* The run directory: cleared for --force, created, rid of temporary files
  * a kill left, and its metrics cut back to the checkpoint; then the
  * checkpoint policy. */
@@ -776,7 +796,8 @@ static enum train_next train_prepare(struct train_state *st)
 	if (st->world.rank == 0) {
 		if ((o->force && run_dir_clear(s->out.dir, s->out.metrics, e)) ||
 		    mkdirs(s->out.dir, e) ||
-		    run_dir_remove_temps(s->out.dir, s->out.metrics, e))
+		    run_dir_remove_temps(s->out.dir, s->out.metrics, e) ||
+		    write_config(s, e))
 			return TRAIN_REPORT;
 		if (o->resume && akk_metrics_truncate_for(st->metrics, st->ck.pos.epoch,
 							  lr_columns(s),
@@ -886,6 +907,7 @@ static void train_announce(const struct train_state *st)
 	fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
 		s->name, akk_mode_name(s->sched.mode), st->m.ngates, st->m.nparams,
 		st->train.n, st->have_val ? st->val.n : 0, threads, threads == 1 ? "" : "s");
+	cli_print_data_defaults(stderr, &s->data, st->train.xtype == AKK_X_F32);
 	if (st->dp)
 		fprintf(stderr, "data parallel: %d ranks, each %d of every %d samples\n",
 			st->world.size, s->sched.batch_size, s->sched.batch_size * st->world.size);
@@ -1072,7 +1094,8 @@ static int train_all_folds(const struct train_opts *o, const struct akk_spec *s)
 	if ((rc = train_folds_check(s, o->resume)) != EXIT_OK)
 		goto out;
 	for (int i = 0; i < k; i++) {
-		fprintf(stderr, "fold %d of %d: %s/fold-%d\n", i + 1, k, dir, i + 1);
+		if (!o->quiet)
+			fprintf(stderr, "fold %d of %d: %s/fold-%d\n", i + 1, k, dir, i + 1);
 		if ((rc = train_one(o, i + 1, &r[i])) != EXIT_OK)
 			goto out;
 		if (!r[i].have_val) {
@@ -1080,7 +1103,7 @@ static int train_all_folds(const struct train_opts *o, const struct akk_spec *s)
 			goto out;
 		}
 	}
-	rc = train_folds_summary(dir, r, k, s->data.task == AKK_TASK_REGRESSION);
+	rc = train_folds_summary(dir, r, k, s->data.task == AKK_TASK_REGRESSION, o->quiet);
 out:
 	free(r);
 	return rc;

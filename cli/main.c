@@ -386,11 +386,15 @@ int cmd_help(int argc, char **argv)
 	return cli_help(argv[1]);
 }
 
+const char *cli_program = "akkctl";
+
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
 	struct akk_err e;
 
+	if (argc > 0 && argv[0] && *argv[0])
+		cli_program = argv[0];
 	/* before anything computes: OpenBLAS's kernel table is the process's */
 	if (akk_kernels_choose(&cli_kernels, &e))
 		return cli_report(&e, EXIT_USAGE);

@@ -31,7 +31,7 @@ static void stats(const double *v, int n, double out[4])
 /* folds.csv: a row a fold, then mean, std, min and max. */
 static int write_csv(const char *dir, const struct train_fold_result *r, int k,
 		     int regression, const double loss[4], const double score[4],
-		     struct akk_err *e)
+		     int quiet, struct akk_err *e)
 {
 	static const char *const names[4] = { "mean", "std", "min", "max" };
 	char *buf = NULL, *path = NULL;
@@ -54,7 +54,7 @@ static int write_csv(const char *dir, const struct train_fold_result *r, int k,
 	}
 	if ((path = ckpt_join(dir, "folds.csv", e)))
 		rc = akk_file_replace(path, buf, len, e);
-	if (!rc)
+	if (!rc && !quiet)
 		fprintf(stderr, "  folds:   %s\n", path);
 	free(path);
 	free(buf);
@@ -75,7 +75,7 @@ int train_folds_check(const struct akk_spec *s, const char *resume)
 }
 
 int train_folds_summary(const char *dir, const struct train_fold_result *r, int k,
-			int regression)
+			int regression, int quiet)
 {
 	double *v = malloc(2 * (size_t)k * sizeof(*v)), loss[4], score[4];
 	struct akk_err e = { 0 };
@@ -91,6 +91,8 @@ int train_folds_summary(const char *dir, const struct train_fold_result *r, int 
 	}
 	stats(v, k, loss);
 	stats(v + k, k, score);
+	if (quiet)
+		goto write;
 	fprintf(stderr, "%d-fold cross-validation: validation %s", k,
 		regression ? "r2" : "accuracy");
 	for (int i = 0; i < k; i++)
@@ -102,7 +104,8 @@ int train_folds_summary(const char *dir, const struct train_fold_result *r, int 
 	else
 		fprintf(stderr, "; mean %.2f%% std %.2f%% (min %.2f%%, max %.2f%%)\n",
 			100 * score[0], 100 * score[1], 100 * score[2], 100 * score[3]);
-	if (write_csv(dir, r, k, regression, loss, score, &e))
+write:
+	if (write_csv(dir, r, k, regression, loss, score, quiet, &e))
 		rc = cli_report(&e, EXIT_RUNTIME);
 	free(v);
 	return rc;

@@ -26,8 +26,9 @@ struct train_fold_result {
  * or the usage error that forbids folds here (--resume, mpirun). */
 int train_folds_check(const struct akk_spec *s, const char *resume);
 /* After the K folds' runs r: the per-fold scores, their mean, std, min
- * and max on stderr and in dir/folds.csv. Returns the exit status. */
+ * and max in dir/folds.csv, and on stderr unless quiet. Returns the exit
+ * status. */
 int train_folds_summary(const char *dir, const struct train_fold_result *r, int k,
-			int regression);
+			int regression, int quiet);
 
 #endif

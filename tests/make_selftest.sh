@@ -4,7 +4,8 @@
 #   1. `make test` runs every test program, whatever fails, then names the
 #      failed ones and exits non-zero;
 #   2. `make install DESTDIR=... PREFIX=...` installs the binary, the man
-#      pages and the example configs;
+#      pages, the bash completion and the example configs, and `make
+#      uninstall` with the same variables removes them all;
 #   3. one `make deps all` builds when pkg-config finds nothing until deps
 #      has run (as on a fresh root): nothing is detected at parse time.
 # Exit status 0 when all pass, 1 otherwise.
@@ -38,6 +39,7 @@ stage=$tmp/stage
 if make --no-print-directory install DESTDIR="$stage" PREFIX=/opt/akk >"$tmp/install.out" 2>&1; then
 	missing=
 	for f in bin/akkctl share/man/man1/akkctl.1 share/man/man5/akkctl.5 \
+		 share/bash-completion/completions/akkctl \
 		 $(cd configs && ls *.yaml | sed 's|^|share/akkctl/configs/|'); do
 		[ -f "$stage/opt/akk/$f" ] || missing="$missing $f"
 	done
@@ -49,6 +51,18 @@ if make --no-print-directory install DESTDIR="$stage" PREFIX=/opt/akk >"$tmp/ins
 else
 	bad "make install failed:"
 	cat "$tmp/install.out" >&2
+fi
+# ... and make uninstall removes every file install put there.
+if make --no-print-directory uninstall DESTDIR="$stage" PREFIX=/opt/akk >"$tmp/uninstall.out" 2>&1; then
+	left=$(find "$stage" ! -type d | sed "s|^$stage||")
+	if [ -z "$left" ]; then
+		ok "make uninstall removes every installed file"
+	else
+		bad "make uninstall left:" $left
+	fi
+else
+	bad "make uninstall failed:"
+	cat "$tmp/uninstall.out" >&2
 fi
 
 # 3. pkg-config finds nothing (an empty PKG_CONFIG_LIBDIR) until the

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/spec.h"
 #include "model/balance.h"
@@ -313,6 +314,22 @@ static void partition_round_trip(void **state)
 	assert_string_equal(a, b);
 	free(a);
 	free(b);
+	/* written into another directory: the relative paths are rewritten
+	 * to name the same files from there, so the new file trains */
+	{
+		char sub[700], moved[800], run[800];
+
+		snprintf(sub, sizeof(sub), "%s", tu_path(g_dir, "elsewhere"));
+		assert_int_equal(mkdir(sub, 0755), 0);
+		snprintf(moved, sizeof(moved), "%s/moved.yaml", sub);
+		snprintf(run, sizeof(run), "%s/run", sub);
+		assert_rc(ak("partition", "--no-profile", cfg, "-o", moved, NULL), 0);
+		text = tu_slurp(moved, NULL);
+		assert_non_null(text);
+		tu_assert_contains(text, "train: {images: ../train-images, labels: ../train-labels}");
+		free(text);
+		assert_rc(ak("train", moved, "--quiet", "--out", run, NULL), 0);
+	}
 	/* to standard output, and refused for explicit gates */
 	assert_rc(ak("partition", "--no-profile", cfg, NULL), 0);
 	tu_assert_contains(g_out, "name: bal\n");

@@ -769,6 +769,23 @@ static void train_options(void **state)
 	tu_assert_contains(g_out, "\nschedule     wheels\n");
 	tu_assert_contains(g_out, "\noverride     --set output.keep=1\n");
 	tu_assert_contains(g_out, "\nposition     epoch 2, batch 0 ");
+	/* the config as run, options and --set applied, beside the metrics */
+	{
+		struct akk_spec sp;
+		struct akk_err e = { 0 };
+		size_t len;
+		char *text = tu_slurp(tu_path(o, "config.yaml"), &len);
+
+		assert_non_null(text);
+		if (akk_spec_parse(&sp, text, len, "config.yaml", NULL, NULL, 0, &e))
+			fail_msg("config.yaml: %s\n%s", e.msg, text);
+		assert_int_equal(sp.sched.mode, AKK_MODE_WHEELS);
+		assert_int_equal(sp.sched.epochs, 2);
+		assert_int_equal(sp.out.keep, 1);
+		akk_spec_release(&sp);
+		free(text);
+		assert_rc(ak("check", tu_path(o, "config.yaml"), NULL), 0);
+	}
 	/* short options too */
 	o = subdir("opts-short");
 	assert_rc(ak("train", g_cfg, "-q", "-m", "flip-flop", "-e", "1", "-o", o,
@@ -1303,7 +1320,7 @@ static void train_folds_cross_validates(void **state)
 					       "0,0,0\n0,1,0\n0,2,0\n1,0,1\n1,1,1\n1,2,1\n2,0,2\n2,1,2\n",
 					       48), 0);
 	}
-	assert_rc(ak("train", cfg, "--quiet", NULL), 0);
+	assert_rc(ak("train", cfg, NULL), 0);
 	for (int f = 1; f <= 3; f++) {
 		char name[24];
 		snprintf(name, sizeof(name), "fold-%d", f);
@@ -1336,6 +1353,7 @@ static void train_folds_cross_validates(void **state)
 	assert_rc(ak("train", cfg, "--quiet", NULL), 2);
 	tu_assert_contains(g_err, "fold-1");
 	assert_rc(ak("train", cfg, "--quiet", "--force", NULL), 0);
+	assert_string_equal(g_err, "");	/* --quiet: quiet for folds too */
 	/* stratified folds need every class in every fold */
 	assert_rc(ak("train", cfg2, "--quiet", "--out", tu_path(dir, "few"), NULL), 2);
 	snprintf(table, sizeof(table), "akkctl: %s:5:3: class 2 has 2 samples, fewer than the 3 folds (stratified: every fold holds each class)",

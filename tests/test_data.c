@@ -117,6 +117,49 @@ static void per_channel_lists_checked(void **unused)
 	    "t.yaml:3:16: 'standardize' must be true or false, got '1'");
 }
 
+/* data.scale's default follows the data's type: bytes (pixels) are divided
+ * by 255, float features are taken as they are; a scale the config gives,
+ * in its text or by --set, applies to either. */
+static void scale_default_by_type(void **unused)
+{
+	static const char *npy =
+		"data:\n  format: npy\n  train: {features: a, labels: b}\n"
+		"network:\n  input: [2]\n  gates:\n    - layers: [{dense: 2}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n";
+	const char *sets[] = { "data.scale=4" };
+	const float x[2] = { 3, 5 };
+	uint8_t x8[2] = { 3, 5 };
+	struct akk_dataset f = { .n = 1, .in = 2, .c = 1, .h = 1, .w = 2,
+				 .xtype = AKK_X_F32, .xf = (float *)x };
+	struct akk_dataset b = { .n = 1, .in = 2, .c = 1, .h = 1, .w = 2,
+				 .xtype = AKK_X_U8, .x8 = x8 };
+	struct akk_preprocess p;
+	struct akk_spec s;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	if (parse(&s, npy, &e))
+		fail_msg("%s", e.msg);
+	assert_false(s.data.scale_given);
+	assert_true(akk_preprocess_scale(&s.data, AKK_X_F32) == 1);
+	assert_true(akk_preprocess_scale(&s.data, AKK_X_U8) == 255);
+	assert_int_equal(akk_preprocess_init(&p, &s.data, 2, 1, &f, &e), 0);
+	assert_true(p.a[0] == 1 && p.a[1] == 1 && p.b[0] == 0);
+	akk_preprocess_release(&p);
+	assert_int_equal(akk_preprocess_init(&p, &s.data, 2, 1, &b, &e), 0);
+	assert_true(p.a[0] == (float)(1.0 / 255));
+	akk_preprocess_release(&p);
+	akk_spec_release(&s);
+	/* given by --set: floats divided too */
+	if (akk_spec_parse(&s, npy, strlen(npy), "t.yaml", NULL, sets, 1, &e))
+		fail_msg("%s", e.msg);
+	assert_true(s.data.scale_given);
+	assert_int_equal(akk_preprocess_init(&p, &s.data, 2, 1, &f, &e), 0);
+	assert_true(p.a[0] == 0.25f);
+	akk_preprocess_release(&p);
+	akk_spec_release(&s);
+}
+
 /* Standardisation: per-feature mean 0 and std 1 over the data it is
  * computed from (the training split), a constant feature centred with
  * std 1, and nothing from any other data. */
@@ -998,6 +1041,7 @@ int main(void)
 		cmocka_unit_test(per_channel_normalize_values),
 		cmocka_unit_test(per_channel_lists_checked),
 		cmocka_unit_test(standardize_values),
+		cmocka_unit_test(scale_default_by_type),
 		cmocka_unit_test(split_stratified_and_seeded),
 		cmocka_unit_test(folds_partition_stratified),
 		cmocka_unit_test(subset_partitions),

@@ -680,6 +680,52 @@ static void test_cli_npy(void **state)
 	}
 }
 
+/* The default that changes the data is said: check and train print
+ * data.scale's 255 for byte features, and nothing for float features,
+ * which it leaves as they are. */
+static void test_cli_scale_default(void **state)
+{
+	static const char *line =
+		"data.scale 255 (the default for byte data): every input value is divided by 255; set data.scale to change it";
+	float x[12 * 6];
+	uint8_t x8[12 * 6];
+	int64_t y[12];
+	const char *fcfg, *bcfg;
+
+	(void)state;
+	for (int i = 0; i < 12; i++) {
+		y[i] = i % 3;
+		for (int k = 0; k < 6; k++) {
+			x[i * 6 + k] = (float)(k == y[i]);
+			x8[i * 6 + k] = (uint8_t)(k == y[i] ? 200 : 10);
+		}
+	}
+	write_npy("sd-f.npy", "<f4", "(12, 6)", x, sizeof(x));
+	write_npy("sd-b.npy", "|u1", "(12, 6)", x8, sizeof(x8));
+	write_npy("sd-y.npy", "<i8", "(12,)", y, sizeof(y));
+	fcfg = write_config("sd-f.yaml",
+			    "  format: npy\n"
+			    "  train: {features: sd-f.npy, labels: sd-y.npy}\n",
+			    "[6]", "run-sd-f");
+	bcfg = write_config("sd-b.yaml",
+			    "  format: npy\n"
+			    "  train: {features: sd-b.npy, labels: sd-y.npy}\n",
+			    "[6]", "run-sd-b");
+	assert_int_equal(ak("check", fcfg, NULL), 0);
+	assert_null(strstr(g_out, "data.scale"));
+	assert_int_equal(ak("check", bcfg, NULL), 0);
+	tu_assert_line(g_out, line);
+	if (ak("train", fcfg, NULL) != 0)
+		fail_msg("train: %s", g_err);
+	assert_null(strstr(g_err, "data.scale"));
+	if (ak("train", bcfg, NULL) != 0)
+		fail_msg("train: %s", g_err);
+	tu_assert_line(g_err, line);
+	/* given, it is not a default: nothing said */
+	assert_int_equal(ak("check", bcfg, "--set", "data.scale=255", NULL), 0);
+	assert_null(strstr(g_out, "data.scale"));
+}
+
 static void test_cli_cifar(void **state)
 {
 	const char *cfg, *bad;
@@ -732,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_open_idx_layout),
 		cmocka_unit_test(test_cli_npy),
 		cmocka_unit_test(test_cli_cifar),
+		cmocka_unit_test(test_cli_scale_default),
 	};
 
 	dir = tu_tmpdir();

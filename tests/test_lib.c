@@ -351,6 +351,7 @@ static void lib_install_example(void **state)
 	const char *stage = tu_path(g_dir, "stage"), *ex = tu_path(g_dir, "akk-example");
 	const char *build = getenv("AKK_BUILD") ? getenv("AKK_BUILD") : "build";
 	char cmd[4096], bset[600], dset[600], *nm, *tok, *save = NULL;
+	char lib[700], pc[720], triplet[128] = "";
 	float *out;
 	int n = 0;
 
@@ -367,14 +368,24 @@ static void lib_install_example(void **state)
 		if (tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)))
 			fail_msg("make install failed:\n%s%s", g_out, g_err);
 	}
+	/* the library in Debian's multiarch directory, PREFIX/lib/TRIPLET */
+	{
+		const char *argv[] = { "sh", "-c", "dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || "
+				       "cc -print-multiarch", NULL };
+
+		if (!tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)))
+			snprintf(triplet, sizeof(triplet), "%.*s", (int)strcspn(g_out, "\n"), g_out);
+	}
+	snprintf(lib, sizeof(lib), "%s/usr/local/lib%s%s", stage, *triplet ? "/" : "", triplet);
+	snprintf(pc, sizeof(pc), "%s/pkgconfig", lib);
 	assert_true(tu_exists(tu_path(stage, "usr/local/include/akk.h")));
-	assert_true(tu_exists(tu_path(stage, "usr/local/lib/libakk.so.0.1.0")));
+	assert_true(tu_exists(tu_path(lib, "libakk.so.0.1.0")));
 	assert_true(tu_exists(tu_path(stage, "usr/local/share/man/man3/akk.3")));
 	/* the soname, and no symbol of core/ beyond akk.h's */
 	{
 		const char *argv[] = { "sh", "-c", "readelf -d \"$0\" | grep SONAME; "
 				       "nm -D --defined-only \"$0\" | awk '$2 == \"T\" { print $3 }' | sort",
-				       tu_path(stage, "usr/local/lib/libakk.so"), NULL };
+				       tu_path(lib, "libakk.so"), NULL };
 
 		assert_int_equal(tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)), 0);
 		tu_assert_contains(g_out, "Library soname: [libakk.so.0]");
@@ -394,11 +405,11 @@ static void lib_install_example(void **state)
 	SKIP_WITHOUT_MNIST();
 	/* build the example as akk(3) says, against the staged copy */
 	snprintf(cmd, sizeof(cmd),
-		 "PKG_CONFIG_SYSROOT_DIR='%s' PKG_CONFIG_PATH='%s/usr/local/lib/pkgconfig' "
+		 "PKG_CONFIG_SYSROOT_DIR='%s' PKG_CONFIG_PATH='%s' "
 		 "PKG_CONFIG_LIBDIR=/nonexistent "
 		 "&& export PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH PKG_CONFIG_LIBDIR "
 		 "&& cc -Wall -Wextra -Werror man/akk-example.c $(pkg-config --cflags --libs akk) -o '%s'",
-		 stage, stage, ex);
+		 stage, pc, ex);
 	{
 		const char *argv[] = { "sh", "-c", cmd, NULL };
 
@@ -406,8 +417,8 @@ static void lib_install_example(void **state)
 			fail_msg("building the example failed:\n%s", g_err);
 	}
 	/* run it on the test images: its %.9g equal akkctl predict's */
-	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s/usr/local/lib' exec \"$0\" \"$1\" \"$2\" > '%s'",
-		 stage, tu_path(g_dir, "example.out"));
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' exec \"$0\" \"$1\" \"$2\" > '%s'",
+		 lib, tu_path(g_dir, "example.out"));
 	{
 		const char *argv[] = { "sh", "-c", cmd, ex, g_ckpt, g_images, NULL };
 		char *text, *line;

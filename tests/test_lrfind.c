@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "../cli/lr_suggest.c"
 
 static char g_dir[512], g_cfg[700];
 static char g_out[1 << 17], g_err[1 << 16];
@@ -80,7 +81,7 @@ static void prints_csv_and_a_suggestion(void **state)
 	assert_true(r[0][1] == r[0][2]);	/* the first smoothed loss is the loss */
 	tu_assert_prefix(g_err, "lr-find: lrf, 30 steps of batch 20, lr from 0.0001 to 1\n");
 	tu_assert_contains(g_err, "\nsuggested lr: ");
-	tu_assert_contains(g_err, " (steepest descent of the smoothed loss); the smoothed loss is lowest at lr ");
+	tu_assert_contains(g_err, " (the smaller of the steepest descent before the smoothed minimum, at lr ");
 	/* nothing written, unless --out */
 	assert_false(tu_exists(tu_path(g_dir, "out-lrf")));
 	first = strdup(g_out);
@@ -138,7 +139,7 @@ static void first_steps_train_as_train(void **state)
 	(void)state;
 	assert_rc(ak("lr-find", g_cfg, "--min", "0.05", "--max", "3", "--steps", "2", NULL), 0);
 	assert_int_equal(rows(g_out, r, 4), 2);
-	tu_assert_contains(g_err, "no suggested lr: 2 steps are too few");
+	tu_assert_line(g_err, "no suggested lr after 2 steps: too few steps (the first tenth and the last 5 are left out)");
 	write_cfg(cfg, "two", "two");
 	assert_rc(ak("train", cfg, "--mode", "flip-flop", "--epochs", "1", "--set",
 		     "optimizer.lr=0.05", NULL), 0);
@@ -147,6 +148,117 @@ static void first_steps_train_as_train(void **state)
 	assert_int_equal(sscanf(p, "epoch 1/1: train loss %lf", &loss), 1);
 	if (fabs(loss - (r[0][1] + r[1][1]) / 2) > 1e-4)
 		fail_msg("train: %g, lr-find's two steps: %g and %g", loss, r[0][1], r[1][1]);
+}
+
+/* A sweep of n rates from 1e-7 to 10 (lr-find's defaults). */
+static void sweep_rates(double *lr, int n)
+{
+	for (int i = 0; i < n; i++)
+		lr[i] = 1e-7 * pow(1e8, (double)i / (n - 1));
+}
+
+/* The shape lr-find shows on MNIST with Adam: flat, a descent to a
+ * minimum, then a divergence whose spike the smoothing spreads over the
+ * later points, which fall back fastest of all. The suggestion comes from
+ * the descent (at most a tenth of the minimum's rate), never from the
+ * fall after the spike. */
+static void suggestion_comes_from_the_descent(void **state)
+{
+	enum { N = 95 };
+	double lr[N], sm[N];
+	struct lr_suggestion s;
+
+	(void)state;
+	sweep_rates(lr, N);
+	for (int i = 0; i < N; i++) {
+		if (i < 50)
+			sm[i] = 2.30;
+		else if (i <= 72)	/* steepest near 60 */
+			sm[i] = 2.30 - 1.3 / (1 + exp(-(i - 60) / 3.0));
+		else if (i <= 76)
+			sm[i] = sm[72] + (i - 72) * 1.4;	/* the spike */
+		else
+			sm[i] = sm[76] - (i - 76) * 0.2;	/* falling back */
+	}
+	assert_int_equal(lr_suggest(lr, sm, N, &s), 1);
+	assert_true(s.minimum == lr[72]);
+	assert_true(s.steep >= lr[57] && s.steep <= lr[61]);
+	assert_true(s.lr == fmin(s.steep, s.minimum / 10));
+	assert_true(s.lr < lr[72]);
+	assert_null(s.why);
+}
+
+/* When the sweep shows no working range it says so, and why. */
+static void no_suggestion_without_a_range(void **state)
+{
+	enum { N = 100 };
+	double lr[N], sm[N];
+	struct lr_suggestion s;
+
+	(void)state;
+	sweep_rates(lr, N);
+	for (int i = 0; i < N; i++)	/* a loss that barely moves */
+		sm[i] = 2.30 - 0.001 * i / N;
+	assert_int_equal(lr_suggest(lr, sm, N, &s), 0);
+	assert_string_equal(s.why, "the smoothed loss falls by less than 2% before its minimum: try more --steps, or another --min and --max");
+	/* still falling at --max: a tenth of the last kept rate at most */
+	for (int i = 0; i < N; i++)
+		sm[i] = 2.30 - 2.0 * i / N;
+	assert_int_equal(lr_suggest(lr, sm, N, &s), 1);
+	assert_true(s.minimum == lr[N - 6] && s.lr <= lr[N - 6] / 10);
+	assert_int_equal(lr_suggest(lr, sm, 6, &s), 0);
+	assert_string_equal(s.why, "too few steps (the first tenth and the last 5 are left out)");
+}
+
+/* The last validation accuracy of the run in dir (metrics.csv). */
+static double final_accuracy(const char *dir)
+{
+	char path[800], *text, *p, *last = NULL;
+	double acc = -1;
+
+	snprintf(path, sizeof(path), "%s/metrics.csv", dir);
+	text = tu_slurp(path, NULL);
+	assert_non_null(text);
+	for (p = text; (p = strstr(p, ",validation,")); p++)
+		last = p;
+	assert_non_null(last);
+	assert_int_equal(sscanf(last, ",validation,%*[^,],%*[^,],%lf", &acc), 1);
+	free(text);
+	return acc;
+}
+
+/* lr-find's suggestion trains at least as well over 2 epochs as the
+ * config's own rate, less 1 point, for three optimizers. */
+static void suggestion_trains_as_well(void **state)
+{
+	static const char *const opt[3] = {
+		"optimizer={type: momentum, lr: 0.1}",
+		"optimizer={type: adam, lr: 0.001}",
+		"optimizer={type: sgd, lr: 0.05}",
+	};
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		char own[700], sug[700], set[64];
+		const char *p;
+		double lr, a, b;
+
+		assert_rc(ak("lr-find", g_cfg, "--set", opt[k], NULL), 0);
+		p = strstr(g_err, "suggested lr: ");
+		if (!p || sscanf(p, "suggested lr: %lf", &lr) != 1)
+			fail_msg("%s: no suggestion:\n%s", opt[k], g_err);
+		snprintf(own, sizeof(own), "%s/own-%d", g_dir, k);
+		snprintf(sug, sizeof(sug), "%s/sug-%d", g_dir, k);
+		snprintf(set, sizeof(set), "optimizer.lr=%.9g", lr);
+		assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--set", opt[k], "--set",
+			     "data.validation={split: 0.2}", "--out", own, NULL), 0);
+		assert_rc(ak("train", g_cfg, "--quiet", "--epochs", "2", "--set", opt[k], "--set",
+			     "data.validation={split: 0.2}", "--set", set, "--out", sug, NULL), 0);
+		a = final_accuracy(own);
+		b = final_accuracy(sug);
+		if (b < a - 0.01)
+			fail_msg("%s: the suggested lr %g ends at %.4f, the own rate at %.4f", opt[k], lr, b, a);
+	}
 }
 
 static void bad_flags_exit_2(void **state)
@@ -221,6 +333,9 @@ int main(void)
 		cmocka_unit_test(stops_when_the_loss_explodes),
 		cmocka_unit_test(first_steps_train_as_train),
 		cmocka_unit_test(bad_flags_exit_2),
+		cmocka_unit_test(suggestion_comes_from_the_descent),
+		cmocka_unit_test(no_suggestion_without_a_range),
+		cmocka_unit_test(suggestion_trains_as_well),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -62,6 +62,16 @@ static const char *line_of(const char *text, long n, char *buf, size_t size)
 	return buf;
 }
 
+/* The rows of predict's CSV output, its header left out. */
+static long count_rows(const char *text)
+{
+	long n = -1;
+
+	for (; *text; text++)
+		n += *text == '\n';
+	return n;
+}
+
 /* The 28 x 28 pixels of MNIST test image i. */
 static void test_image(long i, unsigned char *px)
 {
@@ -346,6 +356,37 @@ static void predict_bad_checkpoint(void **state)
 	tu_assert_prefix(g_out, "usage: akkctl predict CHECKPOINT|DIR INPUT...");
 }
 
+/* The header rule the model was trained with (csv header: true) holds in
+ * predict: a file without the header is refused at its first row, not
+ * read with its first sample taken for the header; --csv-header no reads
+ * every row, --csv-header yes takes the first row as the header whatever
+ * it holds. */
+static void predict_csv_header_rule(const char *run, float (*v)[2], int n,
+				    const char *want)
+{
+	char path[1200], msg[1600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s", tu_path(g_dir, "nohdr.csv"));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%.9g,%.9g\n", v[i][0], v[i][1]);
+	assert_int_equal(fclose(f), 0);
+	assert_rc(ak("predict", run, path, NULL), 2);
+	snprintf(msg, sizeof(msg), "akkctl: %s:1:1: a header row is expected (the model was trained with data.csv.header: true), but this row holds numbers only: it is data; add the header row, or give --csv-header no (the file has none) or --csv-header yes (it is the header)",
+		 path);
+	tu_assert_line(g_err, msg);
+	assert_string_equal(g_out, "");
+	assert_rc(ak("predict", run, path, "--csv-header", "no", NULL), 0);
+	assert_string_equal(g_out, want);
+	/* yes: the first sample is taken for a header, as asked */
+	assert_rc(ak("predict", run, path, "--csv-header", "yes", NULL), 0);
+	assert_int_equal(count_rows(g_out), n - 1);
+	assert_rc(ak("predict", run, path, "--csv-header", "maybe", NULL), 2);
+	tu_assert_line(g_err, "akkctl: option '--csv-header' needs yes or no, got 'maybe'");
+}
+
 /* A table trained from CSV with named classes: predict takes rows without
  * the label column (the checkpoint's csv options, its names in the
  * output), and the same values as a features-only .npy give the same
@@ -425,6 +466,7 @@ static void predict_csv_and_npy(void **state)
 	free(buf);
 	assert_rc(ak("predict", run, npy, "--format", "npy", NULL), 0);
 	assert_string_equal(g_out, csv_out);
+	predict_csv_header_rule(run, v, N, csv_out);
 	free(csv_out);
 }
 

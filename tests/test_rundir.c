@@ -628,8 +628,9 @@ static void interrupted_run_says_how_to_resume(void **state)
 	err = tu_slurp(errf, NULL);
 	assert_non_null(err);
 	tu_assert_contains(err, "summary: interrupted in epoch ");
-	snprintf(want, sizeof(want), "to resume: akkctl train %s --resume %s --set output.keep=1 "
-		 "--set 'name=a b'\n", g_long, d);
+	/* the program as typed: the test's path to the binary */
+	snprintf(want, sizeof(want), "to resume: %s train %s --resume %s --set output.keep=1 "
+		 "--set 'name=a b'\n", tu_akkctl(), g_long, d);
 	assert_string_equal(err + strlen(err) - strlen(want), want);
 	free(err);
 	/* Mid-epoch: last.bin is inside epoch E+1; a resumed run that ended

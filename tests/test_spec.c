@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/spec.h"
 #include "testutil.h"
@@ -512,6 +514,40 @@ static void test_paths(void **ctx)
 	snprintf(want, sizeof(want), "%s/out", dir);
 	assert_string_equal(s.out.dir, want);
 	akk_spec_release(&s);
+
+	/* "../" taken back from a real directory, so that messages name
+	 * dir/out, not dir/cfg/../out; through a symbolic link it stays, as
+	 * link/.. is the link target's parent, not dir. */
+	{
+		static const char up[] =
+			"data:\n  train: {images: ../ti, labels: ../../tl}\n"
+			NET OPT "output: {dir: ../out}\n";
+		char sub[600], link[600], *base = strdup(dir), *slash;
+
+		assert_non_null(base);
+		slash = strrchr(base, '/');
+		*(slash == base ? slash + 1 : slash) = '\0';
+		snprintf(sub, sizeof(sub), "%s/cfg", dir);
+		snprintf(link, sizeof(link), "%s/link", dir);
+		assert_int_equal(mkdir(sub, 0755), 0);
+		assert_int_equal(symlink(sub, link), 0);
+		snprintf(path, sizeof(path), "%s/up.yaml", sub);
+		assert_int_equal(tu_write_file(path, up, strlen(up)), 0);
+		assert_int_equal(akk_spec_load(&s, path, NULL, 0, &e), 0);
+		snprintf(want, sizeof(want), "%s/ti", dir);
+		assert_string_equal(s.data.train_images, want);
+		snprintf(want, sizeof(want), "%s%stl", base, strcmp(base, "/") ? "/" : "");
+		assert_string_equal(s.data.train_labels, want);
+		snprintf(want, sizeof(want), "%s/out", dir);
+		assert_string_equal(s.out.dir, want);
+		akk_spec_release(&s);
+		snprintf(path, sizeof(path), "%s/up.yaml", link);
+		assert_int_equal(akk_spec_load(&s, path, NULL, 0, &e), 0);
+		snprintf(want, sizeof(want), "%s/../ti", link);
+		assert_string_equal(s.data.train_images, want);
+		akk_spec_release(&s);
+		free(base);
+	}
 
 	/* No output.dir: runs/<name>, relative to the current directory. */
 	snprintf(path, sizeof(path), "%s/run2.yaml", dir);

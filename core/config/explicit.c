@@ -1,15 +1,30 @@
 /* explicit.c - a config with its gates written out (explicit.h). */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "config/explicit.h"
+#include "config/overrides.h"
 
 struct copy {
 	yaml_document_t *from, *to;
 	const struct akk_spec *s;
 	int bad;		/* 1: out of memory or a shape we do not know */
+	/* Relative paths move from the config's directory to the written
+	 * file's (both canonical, absolute); up: the "../"s from the new
+	 * directory to their common ancestor, down: the rest of the old one
+	 * below it ("" or "a/b/"). rebase 0: paths stay as written. */
+	int rebase;
+	char up[4096], down[4096];
+};
+
+/* The keys whose values (a string, or a list of them) are paths. */
+static const char *const path_keys[] = {
+	"images", "labels", "file", "targets_file", "features", "files", "dir", NULL
 };
 
 static yaml_node_t *get(yaml_document_t *d, int id)
@@ -33,6 +48,97 @@ static int scalar(struct copy *c, const char *v)
 }
 
 static int copy_node(struct copy *c, int id, int depth);
+
+/* c->up and c->down for moving relative paths from directory from to
+ * directory to (both canonical): 0, or -1 when they do not fit. */
+static int plan_rebase(struct copy *c, const char *from, const char *to)
+{
+	size_t common = 0, i;
+	int n;
+
+	/* the longest common prefix of whole components */
+	for (i = 0; from[i] && from[i] == to[i]; i++)
+		if (from[i] == '/')
+			common = i + 1;
+	if ((!from[i] || from[i] == '/') && (!to[i] || to[i] == '/'))
+		common = i;
+	c->up[0] = c->down[0] = '\0';
+	for (const char *p = to + common; *p; p++)
+		if (*p != '/' && (p == to + common || p[-1] == '/') &&
+		    strlen(c->up) + 4 < sizeof(c->up))
+			strcat(c->up, "../");
+	while (from[common] == '/')
+		common++;
+	n = snprintf(c->down, sizeof(c->down), "%s%s", from + common,
+		     from[common] ? "/" : "");
+	c->rebase = 1;
+	return n < (int)sizeof(c->down) ? 0 : -1;
+}
+
+/* A path scalar of from, moved as c says when relative. */
+static int path_scalar(struct copy *c, yaml_node_t *n)
+{
+	const char *v = (const char *)n->data.scalar.value;
+	char *moved;
+	size_t len;
+	int id;
+
+	if (!c->rebase || v[0] == '/' || !v[0])
+		return yaml_document_add_scalar(c->to, NULL, n->data.scalar.value,
+						(int)n->data.scalar.length,
+						n->data.scalar.style);
+	char down[sizeof(c->down)];
+	size_t dl;
+
+	/* each leading "../" of v takes back a component of down: the old
+	 * directory is canonical, so its components are real directories */
+	snprintf(down, sizeof(down), "%s", c->down);
+	for (dl = strlen(down); dl && !strncmp(v, "../", 3); v += 3) {
+		down[--dl] = '\0';
+		while (dl && down[dl - 1] != '/')
+			down[--dl] = '\0';
+	}
+	len = strlen(c->up) + dl + strlen(v) + 2;
+	if (!(moved = malloc(len)))
+		return 0;
+	snprintf(moved, len, "%s%s%s", c->up, down, *v || *c->up || dl ? v : ".");
+	id = yaml_document_add_scalar(c->to, NULL, (yaml_char_t *)moved, -1,
+				      n->data.scalar.style);
+	free(moved);
+	return id;
+}
+
+/* The value of a path key: a scalar, or a list of scalars (files). */
+static int path_value(struct copy *c, int id)
+{
+	yaml_node_t *n = get(c->from, id);
+	int out;
+
+	if (!n)
+		return 0;
+	if (n->type == YAML_SCALAR_NODE)
+		return path_scalar(c, n);
+	if (n->type != YAML_SEQUENCE_NODE)
+		return copy_node(c, id, 2);
+	out = yaml_document_add_sequence(c->to, NULL, n->data.sequence.style);
+	for (yaml_node_item_t *i = n->data.sequence.items.start;
+	     out && i < n->data.sequence.items.top; i++) {
+		yaml_node_t *item = get(c->from, *i);
+		int v = item && item->type == YAML_SCALAR_NODE ? path_scalar(c, item) :
+			copy_node(c, *i, 2);
+		if (!v || !yaml_document_append_sequence_item(c->to, out, v))
+			return 0;
+	}
+	return out;
+}
+
+static int is_path_key(yaml_node_t *k)
+{
+	for (int i = 0; path_keys[i]; i++)
+		if (is_key(k, path_keys[i]))
+			return 1;
+	return 0;
+}
 
 /* The gates: one mapping {layers: [...]} per gate, over the items of the
  * flat list. */
@@ -112,6 +218,7 @@ static int copy_node(struct copy *c, int id, int depth)
 				continue;
 			kid = copy_node(c, p->key, depth + 1);
 			vid = network && is_key(k, "gates") ? gates(c, flat) :
+				depth >= 1 && is_path_key(k) ? path_value(c, p->value) :
 				copy_node(c, p->value, depth + 1);
 			if (!kid || !vid ||
 			    !yaml_document_append_mapping_pair(c->to, out, kid, vid))
@@ -132,13 +239,36 @@ static int write_out(void *data, unsigned char *buf, size_t size)
 	return fwrite(buf, 1, size, data) == size;
 }
 
-int akk_spec_explicit_yaml(const struct akk_spec *s, char **out, size_t *len,
-			   struct akk_err *e)
+/* The plan that moves the config's relative paths to directory to_dir. */
+static int rebase_to(struct copy *c, const struct akk_spec *s, const char *to_dir,
+		     struct akk_err *e)
+{
+	char *from = NULL, *to = NULL, *cfg = s->path ? strdup(s->path) : NULL;
+	int rc = -1;
+
+	if (!cfg)
+		return akk_err_set(e, "the config has no file to move its paths from");
+	if (!(from = realpath(dirname(cfg), NULL)))
+		akk_err_set(e, "cannot resolve the directory of '%s': %s", s->path, strerror(errno));
+	else if (!(to = realpath(to_dir, NULL)))
+		akk_err_set(e, "cannot resolve '%s': %s", to_dir, strerror(errno));
+	else if (plan_rebase(c, from, to))
+		akk_err_set(e, "the path from '%s' to '%s' is too long", to, from);
+	else
+		rc = 0;
+	free(from);
+	free(to);
+	free(cfg);
+	return rc;
+}
+
+int akk_spec_explicit_yaml(const struct akk_spec *s, const char *to_dir,
+			   char **out, size_t *len, struct akk_err *e)
 {
 	yaml_parser_t parser;
 	yaml_emitter_t emitter;
 	yaml_document_t from, to;
-	struct copy c = { &from, &to, s, 0 };
+	struct copy c = { .from = &from, .to = &to, .s = s };
 	FILE *f;
 	int rc = -1, loaded = 0, made = 0;
 
@@ -146,6 +276,8 @@ int akk_spec_explicit_yaml(const struct akk_spec *s, char **out, size_t *len,
 	*len = 0;
 	if (!s->auto_gates || !s->auto_split)
 		return akk_err_set(e, "the config has no gates: {auto: N} to write out");
+	if (to_dir && rebase_to(&c, s, to_dir, e))
+		return -1;
 	if (!yaml_parser_initialize(&parser))
 		return akk_err_set(e, "out of memory");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)s->text,
@@ -200,5 +332,81 @@ out_parser:
 	if (loaded)
 		yaml_document_delete(&from);
 	yaml_parser_delete(&parser);
+	return rc;
+}
+
+/* Emit doc (deleted, as yaml_emitter_dump does) as YAML text into *out. */
+static int emit(yaml_document_t *doc, char **out, size_t *len, struct akk_err *e)
+{
+	yaml_emitter_t emitter;
+	FILE *f = open_memstream(out, len);
+	int rc = -1;
+
+	if (!f) {
+		yaml_document_delete(doc);
+		return akk_err_set(e, "out of memory");
+	}
+	if (!yaml_emitter_initialize(&emitter)) {
+		yaml_document_delete(doc);
+		fclose(f);
+		free(*out);
+		*out = NULL;
+		return akk_err_set(e, "out of memory");
+	}
+	yaml_emitter_set_output(&emitter, write_out, f);
+	yaml_emitter_set_unicode(&emitter, 1);
+	yaml_emitter_set_width(&emitter, 100);
+	if (!yaml_emitter_dump(&emitter, doc) || !yaml_emitter_close(&emitter))
+		akk_err_set(e, "cannot write YAML: %s",
+			    emitter.problem ? emitter.problem : "unknown error");
+	else
+		rc = 0;
+	yaml_emitter_delete(&emitter);
+	if (fclose(f) && !rc)
+		rc = akk_err_set(e, "out of memory");
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
+			   struct akk_err *e)
+{
+	struct akk_yaml_ctx c;
+	int rc = -1, have_doc = 0;
+
+	*out = NULL;
+	*len = 0;
+	memset(&c, 0, sizeof(c));
+	c.file = s->path ? s->path : "";
+	c.e = e;
+	c.sets = (const char *const *)s->sets;
+	c.max_bytes = AKK_SPEC_MAX_BYTES;
+	c.max_depth = AKK_SPEC_MAX_DEPTH;
+	if (s->nsets > 0 &&
+	    (!(c.set_lo = calloc((size_t)s->nsets, sizeof(int))) ||
+	     !(c.set_hi = calloc((size_t)s->nsets, sizeof(int))))) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	if (akk_overrides_load(&c, &c.doc, s->text, strlen(s->text), -1))
+		goto out;
+	have_doc = 1;
+	for (int i = 0; i < s->nsets; i++) {
+		c.set_lo[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
+		if (akk_overrides_apply(&c, i))
+			goto out;
+		c.set_hi[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
+	}
+	have_doc = 0;
+	rc = emit(&c.doc, out, len, e);
+out:
+	if (have_doc)
+		yaml_document_delete(&c.doc);
+	free(c.set_lo);
+	free(c.set_hi);
+	free(c.strs);
 	return rc;
 }

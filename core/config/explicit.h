@@ -16,8 +16,21 @@
 
 /* The YAML text (allocated, NUL-terminated, *len bytes) of s->text with
  * gates of s->gates[i].nlayers layers each. s must come from a config with
- * gates: {auto: N}, split, and no override of network.layers. */
-int akk_spec_explicit_yaml(const struct akk_spec *s, char **out, size_t *len,
+ * gates: {auto: N}, split, and no override of network.layers. to_dir: the
+ * directory the text will be written to, when not the config's own: each
+ * relative path (the values of images, labels, file, targets_file,
+ * features, files and dir) is rewritten to name the same file from there
+ * ("../" up to the directories' common ancestor, then down the config's);
+ * NULL keeps them as written. */
+int akk_spec_explicit_yaml(const struct akk_spec *s, const char *to_dir,
+			   char **out, size_t *len, struct akk_err *e);
+
+/* The YAML text (allocated, *len bytes) of the config as it was run: s's
+ * text with its --set overrides (s->sets) spliced in, every other key and
+ * value as written (paths too, relative to the config's directory);
+ * comments are not kept. `akkctl train` writes it to the run directory as
+ * config.yaml. */
+int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
 			   struct akk_err *e);
 
 #endif

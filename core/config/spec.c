@@ -32,6 +32,8 @@
 static int h_channels(struct akk_yaml_ctx *c, const struct key *k,
 		      const struct section *sec, yaml_node_t *key,
 		      yaml_node_t *val);
+static int h_scale(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
+		   yaml_node_t *key, yaml_node_t *val);
 
 /* Each key's default (def) into obj, sub-sections included. Strings, lists
  * and the special keys have theirs in defaults(). */
@@ -40,7 +42,8 @@ static void apply_defaults(const struct key *keys, void *obj)
 	for (const struct key *k = keys; k->name; k++) {
 		if (k->fn == akk_yaml_h_section)
 			apply_defaults(k->keys, (char *)obj + k->off);
-		else if (k->fn == akk_yaml_h_float || k->fn == h_channels)
+		else if (k->fn == akk_yaml_h_float || k->fn == h_channels ||
+			 k->fn == h_scale)
 			*FIELD(obj, k, float) = (float)k->def;
 		else if (k->fn == akk_yaml_h_int || k->fn == akk_yaml_h_bool ||
 			 (k->fn == akk_yaml_h_names && !(k->flags & F_NOSTORE)))
@@ -855,6 +858,17 @@ static int h_format(struct akk_yaml_ctx *c, const struct key *k,
 	return 0;
 }
 
+/* data.scale: a number, remembered as given (the default depends on the
+ * data's type: akk_data_scale). */
+static int h_scale(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
+		   yaml_node_t *key, yaml_node_t *val)
+{
+	if (akk_yaml_h_float(c, k, sec, key, val))
+		return -1;
+	((DATA *)sec->obj)->scale_given = 1;
+	return 0;
+}
+
 /* validation: a mapping with split is a split, with folds
  * K-fold cross-validation; any other, files. */
 static int h_validation(struct akk_yaml_ctx *c, const struct key *k,
@@ -901,7 +915,8 @@ static const struct key data_keys[] = {
 	{ .name = "csv", .type = YAML_MAPPING_NODE, .fn = h_csv,
 	  .what = "a mapping", .off = offsetof(DATA, csv), .keys = csv_keys,
 	  .mark_off = MARK(DATA, csv.mark) },
-	FLOAT("scale", DATA, scale, F_LO | F_LO_OPEN, 0, 0, 0, 255),
+	{ .name = "scale", .type = YAML_SCALAR_NODE, .fn = h_scale, .what = "a number",
+	  .off = offsetof(DATA, scale), .flags = F_LO | F_LO_OPEN, .def = 255 },
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = normalize_keys,
 	  .set_off = MARK(DATA, normalize) },

@@ -71,8 +71,12 @@ struct akk_csv_col {
 enum akk_csv_delim { AKK_CSV_COMMA, AKK_CSV_WHITESPACE, AKK_CSV_SEMICOLON };
 
 /* data.csv: how the table is read. */
+#define AKK_CSV_HEADER_ANY 2
 struct akk_csv_spec {
-	int header;			/* 1: a header row names the columns */
+	int header;			/* 1: a header row names the columns;
+					 * AKK_CSV_HEADER_ANY: a header row,
+					 * whatever it holds (predict's
+					 * --csv-header yes) */
 	int skip;			/* lines skipped before header or data */
 	int delimiter;			/* enum akk_csv_delim, default comma */
 	struct akk_csv_col label;	/* default: the last column */
@@ -112,7 +116,10 @@ struct akk_data_spec {
 					 * "images" */
 	struct akk_data_files train, val;	/* validation may be absent */
 	struct akk_csv_spec csv;
-	float scale;			/* x = pixel / scale (default 255) */
+	float scale;			/* x = pixel / scale: the value given, else
+					 * 255 for byte data and 1 for float data
+					 * (akk_data_scale) */
+	int scale_given;		/* 1: data.scale is in the config */
 	int normalize;			/* 1: x = (pixel/scale - mean) / std */
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* --- nodes and reports --------------------------------------------------- */
 
@@ -424,6 +425,46 @@ int akk_yaml_h_str(struct akk_yaml_ctx *c, const struct key *k, const struct sec
 	return 0;
 }
 
+/* dir/rel as one path, each leading "../" of rel taken back from dir's
+ * last component while that component is a directory and no symbolic
+ * link (then "d/.." is exactly d's parent, so the path names the same
+ * file): "configs" and "../runs/x" give "runs/x", not "configs/../runs/x".
+ * NULL when out of memory. */
+static char *join_path(const char *dir, const char *rel)
+{
+	size_t n = strlen(dir) + strlen(rel) + 3;
+	char *b = malloc(n), *out;
+	size_t bl;
+
+	if (!b)
+		return NULL;
+	snprintf(b, n, "%s", dir);
+	for (bl = strlen(b); bl > 1 && b[bl - 1] == '/'; )
+		b[--bl] = '\0';
+	while (!strncmp(rel, "../", 3) && bl > 0) {
+		char *last = strrchr(b, '/');
+		const char *comp = last ? last + 1 : b;
+		struct stat st;
+
+		if (!*comp || !strcmp(comp, ".") || !strcmp(comp, "..") ||
+		    lstat(b, &st) || !S_ISDIR(st.st_mode))
+			break;
+		if (last)
+			*(last == b ? last + 1 : last) = '\0';
+		else
+			b[0] = '\0';
+		bl = strlen(b);
+		for (rel += 3; *rel == '/'; rel++)
+			;
+	}
+	out = malloc(n);
+	if (out)
+		snprintf(out, n, "%s%s%s", b, !bl || b[bl - 1] == '/' ? "" : "/",
+			 *rel || bl ? rel : ".");
+	free(b);
+	return out;
+}
+
 /* A path, resolved against the config file's directory when relative. */
 int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		  yaml_node_t *key, yaml_node_t *val)
@@ -436,11 +477,8 @@ int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct se
 	v = *FIELD(sec->obj, k, char *);
 	if (v[0] == '/' || !b || !b[0] || !strcmp(b, "."))
 		return 0;
-	size_t n = strlen(b) + strlen(v) + 2;
-	joined = malloc(n);
-	if (!joined)
+	if (!(joined = join_path(b, v)))
 		return akk_err_set(c->e, "out of memory");
-	snprintf(joined, n, "%s%s%s", b, b[strlen(b) - 1] == '/' ? "" : "/", v);
 	free(v);
 	*FIELD(sec->obj, k, char *) = joined;
 	return 0;

@@ -760,6 +760,23 @@ static void table_release(struct table *t)
 
 /* --- one file ------------------------------------------------------------- */
 
+/* read_rows' `features` for unlabelled input: every column a feature, and
+ * a header row of numbers alone refused, since it is far likelier a data
+ * row of a file without a header than a header. */
+#define FEATURES_INPUTS 2
+
+static int numbers_only(const struct src *s, int ncells)
+{
+	for (int i = 0; i < ncells; i++) {
+		char *end;
+
+		strtod(s->cells[i], &end);
+		if (end == s->cells[i] || *end)
+			return 0;
+	}
+	return 1;
+}
+
 static int read_rows(struct src *s, struct table *t,
 		     const struct akk_csv_spec *o, int regression, int select,
 		     int features)
@@ -783,6 +800,9 @@ static int read_rows(struct src *s, struct table *t,
 			return -1;
 		if (!t->role) {
 			t->count_line = s->lineno;
+			if (o->header && features == FEATURES_INPUTS &&
+			    numbers_only(s, ncells))
+				return fail(s, 1, "a header row is expected (the model was trained with data.csv.header: true), but this row holds numbers only: it is data; add the header row, or give --csv-header no (the file has none) or --csv-header yes (it is the header)");
 			if (o->header)
 				header_line = s->lineno;
 			else
@@ -991,7 +1011,8 @@ int akk_csv_inputs(struct akk_dataset *d, const char *path,
 	struct table a;
 
 	memset(d, 0, sizeof(*d));
-	if (read_table(&a, path, o, 0, 0, 1, e) < 0)
+	if (read_table(&a, path, o, 0, 0,
+		       o->header == AKK_CSV_HEADER_ANY ? 1 : FEATURES_INPUTS, e) < 0)
 		return -1;
 	d->n = a.n;
 	d->in = a.nfeat;

@@ -48,7 +48,11 @@ int akk_csv_dataset(struct akk_dataset *d, const char *path,
 		    int regression, struct akk_err *e);
 
 /* Unlabelled input (akkctl predict): every column of the table at path is
- * a feature (read with o's header, skip and delimiter); d has no labels. */
+ * a feature (read with o's header, skip and delimiter); d has no labels.
+ * With o->header 1, a first row of numbers only is an error (a file
+ * without the header the model was trained with would lose its first
+ * sample); o->header AKK_CSV_HEADER_ANY takes the first row as the header
+ * whatever it holds. */
 int akk_csv_inputs(struct akk_dataset *d, const char *path,
 		   const struct akk_csv_spec *o, struct akk_err *e);
 

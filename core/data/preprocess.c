@@ -69,11 +69,18 @@ static int standardize(struct akk_preprocess *p, const struct akk_dataset *d,
 	return 0;
 }
 
+float akk_preprocess_scale(const struct akk_data_spec *ds, enum akk_xtype t)
+{
+	return ds->scale_given || t == AKK_X_U8 || (ds->format && !strcmp(ds->format, "csv")) ?
+	       ds->scale : 1;
+}
+
 int akk_preprocess_init(struct akk_preprocess *p, const struct akk_data_spec *ds,
 			size_t in, int channels, const struct akk_dataset *train,
 			struct akk_err *e)
 {
 	size_t per;
+	double scale = akk_preprocess_scale(ds, train ? train->xtype : AKK_X_U8);
 
 	if (channels < 1 || in % (size_t)channels)
 		return akk_err_set(e, "%zu input values do not split into %d channels",
@@ -93,7 +100,7 @@ int akk_preprocess_init(struct akk_preprocess *p, const struct akk_data_spec *ds
 		double std = !ds->normalize ? 1 : ds->std_ch.n ? ds->std_ch.v[c] : ds->std;
 
 		/* (v / scale - mean) / std as one multiply-add */
-		p->a[k] = (float)(1.0 / ((double)ds->scale * std));
+		p->a[k] = (float)(1.0 / (scale * std));
 		p->b[k] = (float)(-mean / std);
 	}
 	if (ds->standardize && standardize(p, train, e)) {

@@ -24,10 +24,16 @@ struct akk_preprocess {
 	float *b;		/* (in) offset, owned */
 };
 
+/* The divisor data.scale applies to values of type t: the config's value
+ * when it gives one (a CSV table's default is 1), else 255 for bytes
+ * (pixels) and 1 for floats, which are features as they are, not pixels. */
+float akk_preprocess_scale(const struct akk_data_spec *ds, enum akk_xtype t);
+
 /* The map of spec ds for samples of `in` values in `channels` channels
  * (in a multiple of channels). With ds->standardize, train (the training
  * split, exactly what is trained on) gives the statistics; train may be
- * NULL otherwise. */
+ * NULL otherwise. The scale is akk_preprocess_scale for train's type (bytes
+ * when train is NULL). */
 int akk_preprocess_init(struct akk_preprocess *p, const struct akk_data_spec *ds,
 			size_t in, int channels, const struct akk_dataset *train,
 			struct akk_err *e);
