@@ -535,16 +535,16 @@ static void test_paths(void **ctx)
 		assert_int_equal(tu_write_file(path, up, strlen(up)), 0);
 		assert_int_equal(akk_spec_load(&s, path, NULL, 0, &e), 0);
 		snprintf(want, sizeof(want), "%s/ti", dir);
-		assert_string_equal(s.data.train_images, want);
+		assert_string_equal(s.data.train.images, want);
 		snprintf(want, sizeof(want), "%s%stl", base, strcmp(base, "/") ? "/" : "");
-		assert_string_equal(s.data.train_labels, want);
+		assert_string_equal(s.data.train.labels, want);
 		snprintf(want, sizeof(want), "%s/out", dir);
 		assert_string_equal(s.out.dir, want);
 		akk_spec_release(&s);
 		snprintf(path, sizeof(path), "%s/up.yaml", link);
 		assert_int_equal(akk_spec_load(&s, path, NULL, 0, &e), 0);
 		snprintf(want, sizeof(want), "%s/../ti", link);
-		assert_string_equal(s.data.train_images, want);
+		assert_string_equal(s.data.train.images, want);
 		akk_spec_release(&s);
 		free(base);
 	}

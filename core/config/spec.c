@@ -1063,58 +1063,6 @@ static int defaults(struct akk_spec *s, const char *name)
 	return s->data.format && s->out.metrics && s->name ? 0 : -1;
 }
 
-/* Early stopping and the plateau schedule watch validation metrics: a
- * config that has them needs validation data; a gate may use plateau
- * only when the global optimizer does (one watch decides for all). */
-/* Whether the config validates: a validation part in any format, or a
- * split held out of the training data. */
-static int has_validation(const struct akk_data_spec *d)
-{
-	return d->val.images || d->val.features || d->val.files.n > 0 ||
-	       d->val.folder || d->val.list ||
-	       d->split > 0 || d->folds > 0;
-}
-
-static int check_watch(const struct akk_spec *s, const char *file,
-		       struct akk_err *e)
-{
-	const struct akk_mark *gm = &s->optim.sched.mark;
-	int plateau = s->optim.sched.kind == AKK_LR_PLATEAU;
-
-	if (s->sched.early.on && !has_validation(&s->data))
-		return akk_err_at(e, file, s->sched.early.mark.line,
-				  s->sched.early.mark.col,
-				  "'early_stopping' watches validation data, but the config has no data.validation");
-	if (plateau && !has_validation(&s->data))
-		return akk_err_at(e, file, gm->line, gm->col,
-				  "schedule 'plateau' watches validation data, but the config has no data.validation");
-	for (int i = 0; !plateau && i < s->ngates; i++) {
-		const struct akk_lr_spec *l = &s->gates[i].optim.sched;
-		if (s->gates[i].has_optim && l->kind == AKK_LR_PLATEAU)
-			return akk_err_at(e, file, l->mark.line, l->mark.col,
-					  "gate %d's schedule 'plateau' needs the global optimizer's schedule to be 'plateau' too",
-					  i + 1);
-	}
-	return 0;
-}
-
-/* Augmentation crops, flips and shifts images: a table (a CSV file, or
- * .npy features of one dimension a sample, network.input [N]) has no
- * image shape to do it in. */
-static int check_augment(const struct akk_spec *s, const char *file,
-			 struct akk_err *e)
-{
-	const struct akk_data_spec *d = &s->data;
-	int csv = !strcmp(d->format, "csv");
-
-	if (!d->augment || !(csv || (!strcmp(d->format, "npy") && s->input.rank < 2)))
-		return 0;
-	return akk_err_at(e, file, d->augment_mark.line, d->augment_mark.col,
-			  "'augment' needs images, but data format '%s' gives a table (%s)",
-			  d->format, csv ? "one row of features a sample" :
-			  "network.input has one dimension");
-}
-
 void akk_spec_scale_lr(struct akk_spec *s, int replicas)
 {
 	float k = s->sched.lr_scaling ? (float)(replicas > 1 ? replicas : 1) : 0;
@@ -1122,29 +1070,6 @@ void akk_spec_scale_lr(struct akk_spec *s, int replicas)
 	s->optim.lr_scale = k;
 	for (int i = 0; i < s->ngates; i++)
 		s->gates[i].optim.lr_scale = k;
-}
-
-/* The pipeline schedule's micro-batches split one batch, and gradient
- * accumulation needs a schedule that steps once per batch group: wheels
- * steps after every batch on stale weights. Data parallelism reduces the
- * gradient of every batch, so neither mixes with it (yet). */
-static int check_pipeline(const struct akk_spec *s, const char *file,
-			  struct akk_err *e)
-{
-	const struct akk_schedule_spec *k = &s->sched;
-
-	if (k->mode == AKK_MODE_PIPELINE && k->micro_batches > k->batch_size)
-		return akk_err_at(e, file, k->mark.line, k->mark.col,
-				  "schedule.micro_batches %d is more than schedule.batch_size %d: every micro-batch needs a sample",
-				  k->micro_batches, k->batch_size);
-	if (k->mode == AKK_MODE_WHEELS && k->accumulate > 1)
-		return akk_err_at(e, file, k->mark.line, k->mark.col,
-				  "schedule.accumulate needs mode flip-flop or pipeline: wheels steps after every batch");
-	if (k->data_parallel && (k->mode == AKK_MODE_PIPELINE || k->accumulate > 1))
-		return akk_err_at(e, file, k->mark.line, k->mark.col,
-				  "schedule.parallel: data does not work with %s yet",
-				  k->mode == AKK_MODE_PIPELINE ? "mode pipeline" : "schedule.accumulate");
-	return 0;
 }
 
 int akk_spec_watches(const struct akk_spec *s)
@@ -1239,68 +1164,11 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
 	return 0;
 }
 
-/* data.task against the loss, the per-channel lists against the input,
- * and the pixel map's floats. */
-static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
-{
-	/* regression takes the losses that compare with float targets;
-	 * best.bin is best by loss unless told */
-	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
-	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
-		struct akk_mark at = s->loss_mark.line ? s->loss_mark : s->data.mark;
-		return akk_err_at(e, file, at.line, at.col,
-				  "data.task regression needs loss mse, mae or huber, not '%s'",
-				  akk_loss_name(s->loss));
-	}
-	if (s->input.rank == 3 && (s->input.d[0] == 1 || s->input.d[0] == 3))
-		s->data.image = s->input;	/* PNG and JPEG files are read so */
-	else if (!strcmp(s->data.format, "images"))
-		return akk_err_at(e, file, s->input_mark.line, s->input_mark.col,
-				  "data format 'images' needs network.input [C, H, W] with 1 or 3 channels");
-	if (s->out.best_by < 0)
-		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
-								      : AKK_BEST_ACCURACY;
-	/* per-channel lists have one value per channel of network.input (its
-	 * first dimension; of a rank-1 input, each feature is a channel) */
-	for (int i = 0; i < 2; i++) {
-		const struct akk_channels *ch = i ? &s->data.std_ch : &s->data.mean_ch;
-		if (ch->n && ch->n != s->input.d[0])
-			return akk_err_at(e, file, ch->mark.line, ch->mark.col,
-					  "'%s' has %d value%s, but network.input has %d channel%s",
-					  i ? "std" : "mean", ch->n, ch->n == 1 ? "" : "s",
-					  s->input.d[0], s->input.d[0] == 1 ? "" : "s");
-	}
-	/* values that overflow together: the pixel map (data/preprocess.h),
-	 * per channel */
-	for (int ci = 0; ci < s->input.d[0]; ci++) {
-		const struct akk_data_spec *d = &s->data;
-		double mean = !d->normalize ? 0 : d->mean_ch.n ? d->mean_ch.v[ci] : d->mean;
-		double std = !d->normalize ? 1 : d->std_ch.n ? d->std_ch.v[ci] : d->std;
-		double a = 1.0 / ((double)d->scale * std);
-		double b = -mean / std;
-		if (!(fabs(a) <= FLT_MAX) || !(fabs(b) <= FLT_MAX))
-			return akk_err_at(e, file, d->mark.line, d->mark.col,
-					  "pixels would become (pixel / %g - %g) / %g, which overflows a float",
-					  (double)d->scale, mean, std);
-		if (!d->normalize || (!d->mean_ch.n && !d->std_ch.n))
-			break;
-	}
-	return 0;
-}
-
 /* The keys that contradict each other across sections, file being the
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
 {
-	if (check_data(s, file, e))
-		return -1;
-	for (int i = 0; s->sched.data_parallel && i < s->ngates; i++)
-		if (s->gates[i].rank >= 0)
-			return akk_err_at(e, file, s->gates[i].mark.line, s->gates[i].mark.col,
-					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
-					  i + 1);
-	return check_augment(s, file, e) || check_watch(s, file, e) ||
-	       check_auto(s, file, e) || check_pipeline(s, file, e) ? -1 : 0;
+	return akk_spec_check_sections(s, file, e) || check_auto(s, file, e) ? -1 : 0;
 }
 
 int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,

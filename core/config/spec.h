@@ -252,4 +252,14 @@ void akk_spec_scale_lr(struct akk_spec *s, int replicas);
 int akk_spec_place(const struct akk_spec *s, int nranks, int *gate_rank,
 		   struct akk_err *e);
 
+/* The keys of s that contradict each other across sections (spec.c's
+ * parse calls it once every section is read; spec_checks.c): data.task
+ * against the loss, per-channel lists and the pixel map against
+ * network.input, early stopping and plateau without validation data,
+ * augmentation of a table, the pipeline's and accumulation's limits, gate
+ * ranks under data parallelism. Fills the defaults that depend on other
+ * sections (best_by, the image shape). file names the config in reports.
+ * Returns 0, or -1 with e set at the key's place. */
+int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err *e);
+
 #endif
