@@ -435,7 +435,21 @@ static void full_disk_at_metrics_and_checkpoint(void **state)
 			"or no tmpfs can be mounted here\n");
 		skip();
 	}
+	/* no room at all: the first file, config.yaml, fails, and nothing is
+	 * left that refuses the next run */
 	fill_fs(d, 0);
+	assert_rc(ak("train", g_cfg, "--quiet", "--out", run, NULL), 1);
+	tu_assert_contains(g_err, "config.yaml");
+	tu_assert_contains(g_err, "No space left on device");
+	assert_int_equal(unlink(tu_path(d, "filler")), 0);
+	{
+		char *files = NULL;
+		struct akk_err e = { 0 };
+		assert_int_equal(run_dir_files(run, "metrics.csv", &files, &e), 0);
+		assert_null(files);
+	}
+	/* a page for config.yaml, none for the metrics */
+	fill_fs(d, 4096);
 	assert_rc(ak("train", g_cfg, "--quiet", "--out", run, NULL), 1);
 	snprintf(want, sizeof(want), "akkctl: cannot write '%s/metrics.csv': "
 		 "No space left on device\n", run);
@@ -448,8 +462,9 @@ static void full_disk_at_metrics_and_checkpoint(void **state)
 		assert_int_equal(run_dir_files(run, "metrics.csv", &files, &e), 0);
 		assert_null(files);
 	}
-	/* a page for the rows, none for a checkpoint (some 10 KB) */
-	fill_fs(d, 4096);
+	/* a page for config.yaml and one for the rows, none for a
+	 * checkpoint (some 10 KB) */
+	fill_fs(d, 8192);
 	assert_rc(ak("train", g_cfg, "--quiet", "--out", run, NULL), 1);
 	tu_assert_contains(g_err, "epoch-0001.bin");
 	tu_assert_contains(g_err, "No space left on device");
