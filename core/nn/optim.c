@@ -324,8 +324,11 @@ INLINE uint32_t update(const struct akk_optim_spec *o, float *w, float *g,
 /* Two bodies each, AVX2 and the baseline, chosen when the program loads:
  * the elementwise arithmetic is IEEE single precision either way (no
  * fused multiply-add: neither body enables FMA), so both give the same
- * bits; AVX2 runs 8 lanes of the divisions and square roots at a time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * bits; AVX2 runs 8 lanes of the divisions and square roots at a time.
+ * Not under ThreadSanitizer: the loader runs the clones' resolver before
+ * its runtime is up, and the resolver, instrumented, crashes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_THREAD__)
 #define CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define CLONES
