@@ -222,6 +222,41 @@ static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 	return in;
 }
 
+/* Whether a live tape (t not yet counted) reads buffer b. */
+static int stash_in_use(const struct akk_gate *g, const float *b)
+{
+	for (int i = 0; i < g->count; i++)
+		if (g->tapes[(g->head + i) % g->ntapes].w == b)
+			return 1;
+	return 0;
+}
+
+/* The weights of t's backward. Forwards between two steps see the same
+ * weights: the newest live tape already holds them when its version is
+ * the current step, and t shares its buffer. Otherwise t copies them
+ * into a buffer no live tape reads: at most ntapes - 1 are live, so one
+ * of the ntapes buffers is free; t's slot takes it in trade for its own. */
+static void stash(struct akk_gate *g, struct akk_tape *t)
+{
+	struct akk_tape *last = g->count ?
+		&g->tapes[(g->head + g->count - 1) % g->ntapes] : NULL;
+
+	if (last && last->version == g->step) {
+		t->w = last->w;
+		return;
+	}
+	for (int i = 0; stash_in_use(g, t->stash) && i < g->ntapes; i++) {
+		float *b = g->tapes[i].stash;
+
+		if (!stash_in_use(g, b)) {
+			g->tapes[i].stash = t->stash;
+			t->stash = b;
+		}
+	}
+	memcpy(t->stash, g->params, g->plan->nparams * sizeof(float));
+	t->w = t->stash;
+}
+
 const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 			      long id, struct akk_err *e)
 {
@@ -241,13 +276,13 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 		return NULL;
 	}
 	t = &g->tapes[(g->head + g->count) % g->ntapes];
+	if (t->stash)
+		stash(g, t);
 	g->count++;
 	t->x = x;
 	t->B = B;
 	t->id = id;
 	t->version = g->step;
-	if (t->stash)
-		memcpy(t->stash, g->params, g->plan->nparams * sizeof(float));
 	y = run_forward(g, t, x, g->params, B, 1);
 	/* one pass over the output, small next to the products that made
 	 * it: a non-finite value is named here, in the gate it came from */
@@ -281,7 +316,7 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 		return NULL;
 	}
 	t = &g->tapes[g->head];
-	params = t->stash ? t->stash : g->params;
+	params = t->stash ? t->w : g->params;
 	for (int i = p->nlayers - 1; i >= 0; i--) {
 		const struct akk_layer *l = &g->layers[i];
 		if (akk_gate_fused_away(g, i))

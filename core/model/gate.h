@@ -23,7 +23,10 @@ struct akk_tape {
 	float *aux;		/* (B, plan->aux) */
 	float *dx;		/* (max_batch, in): the input gradient sent upstream;
 				 * lent to the upstream gate until this tape is reused */
-	float *stash;		/* (nparams) weights the forward used; NULL when not stashing */
+	float *stash;		/* (nparams) a buffer of the gate's stash pool (the
+				 * tapes' buffers trade places); NULL when not stashing */
+	const float *w;		/* the weights the forward used: a pool buffer,
+				 * shared by the live tapes of one version */
 	const float *x;		/* the input, lent by upstream until the backward */
 	int B;
 	long id;		/* batch sequence number */
