@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "runtime/run_internal.h"
+#include "runtime/gate_actor.h"
 
 static int fail(struct akk_run *r, struct akk_err *e)
 {

@@ -7,6 +7,8 @@
 
 #include "data/open.h"
 #include "io/metrics.h"
+#include "runtime/gate_actor.h"
+#include "runtime/sentinel.h"
 #include "runtime/world.h"
 
 static int check_one(const struct akk_model *m, const struct akk_dataset *d,
@@ -368,26 +370,6 @@ int akk_run_agree_position(struct akk_run *r, struct akk_world *w)
 	return akk_world_bcast(w, &r->pos.id, 1);
 }
 
-void akk_run_fail(struct akk_run *r, const struct akk_err *e)
-{
-	pthread_mutex_lock(&r->mu);
-	if (!r->failed) {
-		r->failed = 1;
-		r->err = *e;
-	}
-	pthread_mutex_unlock(&r->mu);
-	akk_transport_close(&r->tr);
-	akk_workers_poke(&r->workers);	/* the run's end is near */
-	if (!r->root)
-		return;
-	akk_mailbox_close(&r->tprov.ready);
-	akk_mailbox_close(&r->tprov.free);
-	if (r->val) {
-		akk_mailbox_close(&r->vprov.ready);
-		akk_mailbox_close(&r->vprov.free);
-	}
-}
-
 void akk_run_interrupt(struct akk_run *r)
 {
 	struct akk_msg m = { .kind = AKK_MSG_INTERRUPT };
@@ -402,12 +384,8 @@ void akk_run_interrupt(struct akk_run *r)
 static int all_done(void *arg)
 {
 	struct akk_run *r = arg;
-	int failed;
 
-	pthread_mutex_lock(&r->mu);
-	failed = r->failed;
-	pthread_mutex_unlock(&r->mu);
-	if (failed)
+	if (akk_run_failed(r))
 		return 1;
 	for (int i = 0; i < r->model->ngates; i++)
 		if (r->gates[i].local && !atomic_load(&r->gates[i].done))
@@ -438,7 +416,7 @@ int akk_run_train(struct akk_run *r, struct akk_err *e)
 			struct akk_msg stop = { .kind = AKK_MSG_STOP };
 			for (int i = 0; i < G; i++)
 				akk_send(&r->tr, i + 1, &stop);
-		} else if (!r->failed) {
+		} else if (!akk_run_failed(r)) {
 			akk_run_fail(r, &se);
 		}
 	}

@@ -34,7 +34,7 @@
 
 #include "nn/loss.h"
 #include "io/metrics.h"
-#include "runtime/run_internal.h"
+#include "runtime/sentinel.h"
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
 
