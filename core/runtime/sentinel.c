@@ -21,7 +21,7 @@
  * (K = gates: the 1F1B bound); the next group's first waits until every
  * chunk is back, so every gate has stepped once on the group's gradient
  * (the flush, schedule.flush). Each chunk's loss gradient is scaled by its
- * share of the group's samples; its Backward's slot says whether more of
+ * share of the group's samples; its Backward's `more` says whether more of
  * the group follows. Stops (Ctrl-C, checkpoints) fall between groups only,
  * where the accumulated gradients are zero. Wheels has no flush: a group
  * is one batch, the next goes out whenever one of the K credits is free,
@@ -181,7 +181,7 @@ static int issue_val(struct akk_run *r, struct phase *ph,
 		return protocol(r, e, "validation data out of order");
 	vslots[slot] = b;
 	m.B = b->B;
-	m.slot = slot;
+	m.eval_slot = slot;
 	m.data = b->x;
 	m.n = b->B * akk_shape_size(r->spec->input);
 	ph->vissued++;
@@ -303,7 +303,7 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 			dl[i] = (float)(dl[i] * c->scale);
 	akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m->id, -1, tl, akk_now());
 	back.kind = AKK_MSG_BACKWARD;
-	back.slot = c->hold;
+	back.more = c->hold;
 	back.data = dl;
 	back.n = (long)c->B * classes;
 	ph->state = STARTPOINT;
@@ -342,7 +342,7 @@ static void take_validation(struct akk_run *r, struct phase *ph,
 {
 	const struct akk_spec *s = r->spec;
 	int classes = r->model->classes;
-	struct akk_batch *b = vslots[m->slot];
+	struct akk_batch *b = vslots[m->eval_slot];
 
 	ph->vloss_sum += (s->data.task == AKK_TASK_REGRESSION ?
 		akk_loss_targets(s->loss, s->huber_delta, NULL, m->data,
@@ -355,7 +355,7 @@ static void take_validation(struct akk_run *r, struct phase *ph,
 		ph->vmin = m->vmin;
 	if (m->vmax > ph->vmax)
 		ph->vmax = m->vmax;
-	vslots[m->slot] = NULL;
+	vslots[m->eval_slot] = NULL;
 	akk_provider_recycle(&r->vprov, b);
 	ph->vdone++;
 	ph->vinflight--;
@@ -427,10 +427,10 @@ static int gather(struct akk_run *r, struct akk_err *e)
 			return -1;
 		if (took_interrupt(r, &m))
 			continue;
-		if (m.kind != AKK_MSG_STATE || m.slot < 1 || m.slot > r->model->ngates ||
-		    m.n != akk_gate_pack_len(&r->model->gates[m.slot - 1]))
+		if (m.kind != AKK_MSG_STATE || m.gate < 1 || m.gate > r->model->ngates ||
+		    m.n != akk_gate_pack_len(&r->model->gates[m.gate - 1]))
 			return protocol(r, e, "unexpected message while gathering gate states");
-		akk_gate_unpack(&r->gates[m.slot - 1].gate, m.data);
+		akk_gate_unpack(&r->gates[m.gate - 1].gate, m.data);
 		want--;
 	}
 	return 0;
