@@ -6,7 +6,7 @@
  * every kind accepted, the gate's tape FIFO pairing each Backward with its
  * Forward. Backward sends the input gradient upstream first and then takes
  * the optimizer step, so the upstream gate works while this one updates.
- * Pipeline and gradient accumulation: a Backward whose slot is set is not
+ * Pipeline and gradient accumulation: a Backward whose `more` is set is not
  * the last chunk of its step group, and only adds to the gradient; the
  * group's last one steps, once, on the sum (the sentinel weighted each
  * chunk's loss gradient by its share of the group's samples). */
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "runtime/run_internal.h"
+#include "runtime/gate_actor.h"
 
 static int fail(struct akk_run *r, struct akk_err *e)
 {
@@ -149,9 +149,9 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		if (post(a, up, &o))
 			return -1;
 		*backward_state = 0;
-		/* slot: more chunks of the step's group follow (pipeline,
+		/* more chunks of the step's group follow (pipeline,
 		 * accumulate): the gradient only accumulates */
-		if (m->slot)
+		if (m->more)
 			return 0;
 		/* the upstream gate's backward, just sent, runs on an idle
 		 * worker while this one steps */
@@ -165,7 +165,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		*backward_state = 0;
 		return 0;
 	case AKK_MSG_VALIDATE:
-		o.data = akk_gate_eval(g, m->slot, m->data, m->B);
+		o.data = akk_gate_eval(g, m->eval_slot, m->data, m->B);
 		akk_trace_add(&a->trace, AKK_TRACE_VALIDATE, -1, g->step, t0, akk_now());
 		o.n = m->B * out;
 		if (g->step < o.vmin)
@@ -181,7 +181,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
 		akk_gate_pack(g, a->pack);
 		o.kind = AKK_MSG_STATE;
-		o.slot = a->self;
+		o.gate = a->self;
 		o.data = a->pack;
 		o.n = a->pack_len;
 		return post(a, 0, &o);

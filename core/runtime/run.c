@@ -7,6 +7,8 @@
 
 #include "data/open.h"
 #include "io/metrics.h"
+#include "runtime/gate_actor.h"
+#include "runtime/sentinel.h"
 #include "runtime/world.h"
 
 static int check_one(const struct akk_model *m, const struct akk_dataset *d,
@@ -98,61 +100,58 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 	return rc;
 }
 
-int akk_run_init(struct akk_run *r, const struct akk_model *m,
-		 const struct akk_dataset *train, const struct akk_dataset *val,
-		 const struct akk_run_config *cfg, struct akk_err *e)
+/* What the schedule decides, the batches of an epoch, where to start, and
+ * whether the data fits: everything before memory is taken. */
+static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
+		    struct akk_err *e)
 {
+	const struct akk_model *m = r->model;
 	const struct akk_spec *s = m->spec;
 	int G = m->ngates, bs = s->sched.batch_size;
-	size_t in = akk_shape_size(s->input);
 
-	memset(r, 0, sizeof(*r));
-	pthread_mutex_init(&r->mu, NULL);
-	r->model = m;
-	r->spec = s;
-	r->train = train;
-	r->val = val;
-	r->cfg = *cfg;
-	r->pos = cfg->start;
 	/* OpenBLAS itself stays on one thread (its threaded driver allocates
 	 * per call): the gate's large products are split across the workers
 	 * instead. */
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
-		goto fail;
+		return -1;
 	r->K = r->sched.K;
-	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1)) {
-		akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
-		goto fail;
-	}
+	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1))
+		return akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
 	r->V = r->sched.V;
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
-	r->per_epoch = akk_batches_per_epoch(train->n, bs * r->shards);
-	if (akk_world_check_split(train->n, bs, r->shards, e))
-		goto fail;
+	r->per_epoch = akk_batches_per_epoch(r->train->n, bs * r->shards);
+	if (akk_world_check_split(r->train->n, bs, r->shards, e))
+		return -1;
 	/* A position past the epoch's batches would leave the sentinel
 	 * waiting for batches that never come (akk_checkpoint_position
 	 * converts and checks a checkpoint's position before). */
 	if (cfg->start.index < 0 || cfg->start.index > r->per_epoch ||
-	    cfg->start.epoch < 0 || cfg->start.id < 0) {
-		akk_err_set(e, "cannot start at epoch %d, batch %ld, step %ld: an epoch has %ld batches",
-			    cfg->start.epoch + 1, cfg->start.index, cfg->start.id,
-			    r->per_epoch);
-		goto fail;
-	}
-	r->val_batches = val ? akk_batches_per_epoch(val->n, bs) : 0;
+	    cfg->start.epoch < 0 || cfg->start.id < 0)
+		return akk_err_set(e, "cannot start at epoch %d, batch %ld, step %ld: an epoch has %ld batches",
+				   cfg->start.epoch + 1, cfg->start.index, cfg->start.id,
+				   r->per_epoch);
+	r->val_batches = r->val ? akk_batches_per_epoch(r->val->n, bs) : 0;
 	r->root = !cfg->gate_rank || cfg->rank == 0;
-	if (r->root && akk_run_check_data(m, train, val, e))
-		goto fail;
+	if (r->root && akk_run_check_data(m, r->train, r->val, e))
+		return -1;
 	r->blas_threads = r->sched.compute_threads;
 	akk_blas_threads(1);
-	/* The workers: every usable core (or the threads asked for). Under
-	 * data parallelism a gate's reduction blocks its worker until the
-	 * other ranks reach it, in whatever order their actors ran: one
+	return 0;
+}
+
+/* The workers: every usable core (or the threads asked for), and the
+ * compute pool that splits a gate's large products across them. */
+static int start_workers(struct akk_run *r, struct akk_err *e)
+{
+	int G = r->model->ngates;
+
+	/* Under data parallelism a gate's reduction blocks its worker until
+	 * the other ranks reach it, in whatever order their actors ran: one
 	 * worker per local gate and one more, so that a blocked reduction
 	 * never holds up the actor another rank waits for. */
 	int W = r->sched.compute_threads;
-	if (!cfg->blas_threads && W < akk_cores())
+	if (!r->cfg.blas_threads && W < akk_cores())
 		W = akk_cores();
 	if (r->shards > 1 && W < G + 1)
 		W = G + 1;
@@ -165,18 +164,25 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	if (W < r->sched.busy_gates && W < akk_cores())
 		W = r->sched.busy_gates < akk_cores() ? r->sched.busy_gates : akk_cores();
 	if (akk_workers_init(&r->workers, W, e))
-		goto fail;
+		return -1;
 	r->workers.on_start = akk_float_mode;
 	if (parts > 1 && !(r->pool = akk_pool_on(&r->workers, parts, e)))
-		goto fail;
+		return -1;
+	return 0;
+}
+
+/* A process holds the gates it runs; rank 0 also holds a mirror of every
+ * other rank's gates (parameters and all, no threads) for its
+ * checkpoints. So a pipeline over ranks spreads memory as well. */
+static int make_gates(struct akk_run *r, struct akk_err *e)
+{
+	const struct akk_model *m = r->model;
+	const struct akk_run_config *cfg = &r->cfg;
+	int G = m->ngates, bs = m->spec->sched.batch_size;
+
 	r->gates = calloc(G, sizeof(*r->gates));
-	if (!r->gates) {
-		akk_err_set(e, "out of memory");
-		goto fail;
-	}
-	/* A process holds the gates it runs; rank 0 also holds a mirror of
-	 * every other rank's gates (parameters and all, no threads) for its
-	 * checkpoints. So a pipeline over ranks spreads memory as well. */
+	if (!r->gates)
+		return akk_err_set(e, "out of memory");
 	for (int i = 0; i < G; i++) {
 		struct akk_gate_actor *a = &r->gates[i];
 		a->run = r;
@@ -192,42 +198,54 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 					   akk_gate_needs_stash(&m->gates[i]),
 				  .steps_per_epoch = (r->per_epoch + r->sched.accumulate - 1) /
 						     r->sched.accumulate,
-				  .epochs = cfg->epochs, .seed = s->seed }, e))
-			goto fail;
+				  .epochs = cfg->epochs, .seed = m->spec->seed }, e))
+			return -1;
 		if (a->local)
 			akk_gate_use_pool(&a->gate, r->pool);
 		if (cfg->gate_rank && a->local) {
 			a->pack_len = akk_gate_pack_len(&m->gates[i]);
-			if (!(a->pack = akk_alloc(a->pack_len))) {
-				akk_err_set(e, "out of memory");
-				goto fail;
-			}
+			if (!(a->pack = akk_alloc(a->pack_len)))
+				return akk_err_set(e, "out of memory");
 		}
 	}
-	if (r->root && (cfg->pre ? akk_preprocess_set(&r->pre, cfg->pre->in, cfg->pre->a,
-						      cfg->pre->b, e)
-			      : akk_preprocess_init(&r->pre, &s->data, in, s->input.d[0],
-						    train, e)))
-		goto fail;
-	if (r->root && r->pre.in != in) {
-		akk_err_set(e, "the input map has %zu values, but network.input needs %zu",
-			    r->pre.in, in);
-		goto fail;
-	}
-	if (r->root && akk_provider_init(&r->tprov, train, &r->pre, &(struct akk_provider_config){
+	return 0;
+}
+
+/* Rank 0's data: the input map and the two providers. */
+static int make_providers(struct akk_run *r, struct akk_err *e)
+{
+	const struct akk_model *m = r->model;
+	const struct akk_spec *s = m->spec;
+	const struct akk_run_config *cfg = &r->cfg;
+	int bs = s->sched.batch_size;
+	size_t in = akk_shape_size(s->input);
+
+	if (cfg->pre ? akk_preprocess_set(&r->pre, cfg->pre->in, cfg->pre->a, cfg->pre->b, e)
+		     : akk_preprocess_init(&r->pre, &s->data, in, s->input.d[0], r->train, e))
+		return -1;
+	if (r->pre.in != in)
+		return akk_err_set(e, "the input map has %zu values, but network.input needs %zu",
+				   r->pre.in, in);
+	if (akk_provider_init(&r->tprov, r->train, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .shuffle = 1, .seed = s->seed, .bs = bs, .in = in,
 			.classes = m->classes, .npool = r->K + 2, .epoch = cfg->start.epoch,
 			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
-		goto fail;
-	if (r->root && val &&
-	    akk_provider_init(&r->vprov, val, &r->pre, &(struct akk_provider_config){
+		return -1;
+	if (r->val &&
+	    akk_provider_init(&r->vprov, r->val, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .seed = s->seed, .bs = bs, .in = in,
 			.classes = m->classes, .npool = r->V + 2, .shards = 1 }, e))
-		goto fail;
-	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap)) {
-		akk_err_set(e, "out of memory");
-		goto fail;
-	}
+		return -1;
+	return 0;
+}
+
+/* The mailboxes, the actors on them, and under MPI the link. */
+static int make_mail(struct akk_run *r, struct akk_err *e)
+{
+	int G = r->model->ngates;
+
+	if (akk_transport_init(&r->tr, G + 1, r->sched.mailbox_cap))
+		return akk_err_set(e, "out of memory");
 	/* before the link starts: it may deliver mail before the run does */
 	r->tr.workers = &r->workers;
 	for (int i = 0; i < G; i++)
@@ -236,33 +254,57 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	if (r->root) {
 		akk_mailbox_help(&r->tr.boxes[0], &r->workers);
 		akk_mailbox_help(&r->tprov.ready, &r->workers);
-		if (val)
+		if (r->val)
 			akk_mailbox_help(&r->vprov.ready, &r->workers);
 	}
-	if (cfg->gate_rank && start_link(r, e))
-		goto fail;
+	if (r->cfg.gate_rank && start_link(r, e))
+		return -1;
 	if (r->shards > 1) {
 		/* a reduction channel per gate, one for the metrics, and one
 		 * per gate for batchnorm's forward sums */
-		struct akk_link_plan plan = { .K = r->K, .V = r->V, .max_batch = bs,
+		struct akk_link_plan plan = { .K = r->K, .V = r->V,
+					      .max_batch = r->model->spec->sched.batch_size,
 					      .channels = 2 * G + 1 };
 		if (akk_mpi_link_start(&r->tr, &plan, e))
-			goto fail;
+			return -1;
 		for (int i = 0; i < G; i++)
 			if (akk_gate_actor_sync(&r->gates[i], e))
-				goto fail;
+				return -1;
 	}
-	if (cfg->trace_events > 0) {
-		for (int i = 0; i <= G; i++) {
-			struct akk_trace *t = i < G ? &r->gates[i].trace : &r->sentinel_trace;
-			t->ev = calloc(cfg->trace_events, sizeof(*t->ev));
-			t->cap = cfg->trace_events;
-			if (!t->ev) {
-				akk_err_set(e, "out of memory for the trace");
-				goto fail;
-			}
-		}
+	return 0;
+}
+
+/* Each actor's trace buffer, when tracing. */
+static int make_traces(struct akk_run *r, struct akk_err *e)
+{
+	int G = r->model->ngates;
+
+	for (int i = 0; r->cfg.trace_events > 0 && i <= G; i++) {
+		struct akk_trace *t = i < G ? &r->gates[i].trace : &r->sentinel_trace;
+		t->ev = calloc(r->cfg.trace_events, sizeof(*t->ev));
+		t->cap = r->cfg.trace_events;
+		if (!t->ev)
+			return akk_err_set(e, "out of memory for the trace");
 	}
+	return 0;
+}
+
+int akk_run_init(struct akk_run *r, const struct akk_model *m,
+		 const struct akk_dataset *train, const struct akk_dataset *val,
+		 const struct akk_run_config *cfg, struct akk_err *e)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	r->model = m;
+	r->spec = m->spec;
+	r->train = train;
+	r->val = val;
+	r->cfg = *cfg;
+	r->pos = cfg->start;
+	if (plan_run(r, cfg, e) || start_workers(r, e) || make_gates(r, e) ||
+	    (r->root && make_providers(r, e)) || make_mail(r, e) ||
+	    make_traces(r, e))
+		goto fail;
 	if (r->root && cfg->metrics_path && !(r->metrics = akk_metrics_open(cfg->metrics_path, e)))
 		goto fail;
 	return 0;
@@ -368,26 +410,6 @@ int akk_run_agree_position(struct akk_run *r, struct akk_world *w)
 	return akk_world_bcast(w, &r->pos.id, 1);
 }
 
-void akk_run_fail(struct akk_run *r, const struct akk_err *e)
-{
-	pthread_mutex_lock(&r->mu);
-	if (!r->failed) {
-		r->failed = 1;
-		r->err = *e;
-	}
-	pthread_mutex_unlock(&r->mu);
-	akk_transport_close(&r->tr);
-	akk_workers_poke(&r->workers);	/* the run's end is near */
-	if (!r->root)
-		return;
-	akk_mailbox_close(&r->tprov.ready);
-	akk_mailbox_close(&r->tprov.free);
-	if (r->val) {
-		akk_mailbox_close(&r->vprov.ready);
-		akk_mailbox_close(&r->vprov.free);
-	}
-}
-
 void akk_run_interrupt(struct akk_run *r)
 {
 	struct akk_msg m = { .kind = AKK_MSG_INTERRUPT };
@@ -402,12 +424,8 @@ void akk_run_interrupt(struct akk_run *r)
 static int all_done(void *arg)
 {
 	struct akk_run *r = arg;
-	int failed;
 
-	pthread_mutex_lock(&r->mu);
-	failed = r->failed;
-	pthread_mutex_unlock(&r->mu);
-	if (failed)
+	if (akk_run_failed(r))
 		return 1;
 	for (int i = 0; i < r->model->ngates; i++)
 		if (r->gates[i].local && !atomic_load(&r->gates[i].done))
@@ -438,7 +456,7 @@ int akk_run_train(struct akk_run *r, struct akk_err *e)
 			struct akk_msg stop = { .kind = AKK_MSG_STOP };
 			for (int i = 0; i < G; i++)
 				akk_send(&r->tr, i + 1, &stop);
-		} else if (!r->failed) {
+		} else if (!akk_run_failed(r)) {
 			akk_run_fail(r, &se);
 		}
 	}

@@ -21,7 +21,7 @@
  * (K = gates: the 1F1B bound); the next group's first waits until every
  * chunk is back, so every gate has stepped once on the group's gradient
  * (the flush, schedule.flush). Each chunk's loss gradient is scaled by its
- * share of the group's samples; its Backward's slot says whether more of
+ * share of the group's samples; its Backward's `more` says whether more of
  * the group follows. Stops (Ctrl-C, checkpoints) fall between groups only,
  * where the accumulated gradients are zero. Wheels has no flush: a group
  * is one batch, the next goes out whenever one of the K credits is free,
@@ -34,7 +34,7 @@
 
 #include "nn/loss.h"
 #include "io/metrics.h"
-#include "runtime/run_internal.h"
+#include "runtime/sentinel.h"
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
 
@@ -181,7 +181,7 @@ static int issue_val(struct akk_run *r, struct phase *ph,
 		return protocol(r, e, "validation data out of order");
 	vslots[slot] = b;
 	m.B = b->B;
-	m.slot = slot;
+	m.eval_slot = slot;
 	m.data = b->x;
 	m.n = b->B * akk_shape_size(r->spec->input);
 	ph->vissued++;
@@ -216,57 +216,172 @@ static int flipflop_accepts(int state, int kind)
 	}
 }
 
+/* An interrupt arrived in the sentinel's mailbox: remember it (set here
+ * too: it may come from another rank). Whether m was one. */
+static int took_interrupt(struct akk_run *r, const struct akk_msg *m)
+{
+	if (m->kind != AKK_MSG_INTERRUPT)
+		return 0;
+	atomic_store(&r->stop, 1);
+	return 1;
+}
+
+/* Send out what the credits allow: training chunks (or, with data
+ * parallelism, the stop vote before one) and validation batches. */
+static int issue_more(struct akk_run *r, struct phase *ph, int epoch,
+		      struct chunk *slots, struct akk_batch **vslots,
+		      struct ids *ids, struct akk_err *e)
+{
+	/* with data parallelism only the vote decides */
+	if (r->shards == 1 && atomic_load(&r->stop))
+		ph->stopping = 1;
+	/* a started step group is finished even when stopping */
+	if (!ph->stopping || mid_group(ph)) {
+		if (r->shards > 1) {
+			if (!ph->voting && ph->inflight < r->K &&
+			    ph->issued < ph->ntrain && post_vote(r, ph, e))
+				return -1;
+		} else {
+			while (can_issue(r, ph))
+				if (issue_train(r, ph, epoch, slots, ids, e))
+					return -1;
+		}
+	}
+	/* flip-flop validates after the epoch's last backward */
+	if (!ph->stopping && (r->sched.validate_during || ph->done == ph->ntrain)) {
+		if (ph->vissued < ph->nval)
+			ph->state = VALIDATION;
+		while (ph->vinflight < r->V && ph->vissued < ph->nval)
+			if (issue_val(r, ph, vslots, e))
+				return -1;
+	}
+	return 0;
+}
+
+/* The last gate's output of a training chunk: its loss, and the loss
+ * gradient sent back through the gates. */
+static int take_output(struct akk_run *r, struct phase *ph, int epoch,
+		       struct chunk *slots, struct ids *ids,
+		       const struct akk_msg *m, struct akk_err *e)
+{
+	const struct akk_spec *s = r->spec;
+	int G = r->model->ngates, classes = r->model->classes;
+	struct chunk *c = &slots[m->id % r->K];
+	struct akk_batch *b = c->b;
+	float *dl = b->dlogits + (size_t)c->off * classes;
+	struct akk_msg back = *m;
+	double tl = akk_now();
+	double loss = s->data.task == AKK_TASK_REGRESSION ?
+		akk_loss_targets(s->loss, s->huber_delta, dl, m->data,
+				 b->targets + (size_t)c->off * classes,
+				 c->B, classes, &ph->treg) :
+		akk_loss(s->loss, s->huber_delta, dl, m->data,
+			 b->labels + c->off, c->B, classes,
+			 &ph->correct);
+
+	/* a gate's non-finite output stops the run in that gate; finite
+	 * logits can still overflow the loss */
+	if (!isfinite(loss)) {
+		akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld) from the output of gate %d",
+			    epoch + 1, b->index + 1, ids->steps + 1, G);
+		akk_run_fail(r, e);
+		return -1;
+	}
+	if (s->sched.max_loss > 0 && loss > s->sched.max_loss) {
+		akk_err_set(e, "training loss %.4g at epoch %d, batch %ld (step %ld) is above schedule.max_loss %g: the run diverged",
+			    loss, epoch + 1, b->index + 1, ids->steps + 1,
+			    s->sched.max_loss);
+		akk_run_fail(r, e);
+		return -1;
+	}
+	ph->loss_sum += loss * c->B;
+	ph->samples += c->B;
+	/* the group's mean gradient is the chunks' means weighted by their
+	 * share of its samples */
+	if (c->scale != 1.0)
+		for (long i = 0; i < (long)c->B * classes; i++)
+			dl[i] = (float)(dl[i] * c->scale);
+	akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m->id, -1, tl, akk_now());
+	back.kind = AKK_MSG_BACKWARD;
+	back.more = c->hold;
+	back.data = dl;
+	back.n = (long)c->B * classes;
+	ph->state = STARTPOINT;
+	return akk_send(&r->tr, G, &back);
+}
+
+/* A training chunk's backward is back through the first gate: its credit
+ * returns, and the batch's last chunk counts the batch as done. */
+static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
+			  struct chunk *slots, struct ids *ids,
+			  const struct akk_msg *m, double t0)
+{
+	struct chunk *c = &slots[m->id % r->K];
+
+	ph->inflight--;
+	if (!c->hold)	/* the group's last: the gates stepped */
+		ids->steps++;
+	if (!c->last)
+		return;
+	akk_provider_recycle(&r->tprov, c->b);
+	ph->done++;
+	if (r->cfg.obs.progress) {
+		double dt = akk_now() - t0;
+		struct akk_progress p = {
+			epoch + 1, r->cfg.epochs, ph->done, ph->ntrain,
+			ph->samples ? ph->loss_sum / ph->samples : 0,
+			dt > 0 ? ph->samples / dt : 0, dt,
+		};
+		r->cfg.obs.progress(r->cfg.obs.ctx, &p);
+	}
+}
+
+/* A validation batch's output: its loss and accuracy. */
+static void take_validation(struct akk_run *r, struct phase *ph,
+			    struct akk_batch **vslots, const struct akk_msg *m)
+{
+	const struct akk_spec *s = r->spec;
+	int classes = r->model->classes;
+	struct akk_batch *b = vslots[m->eval_slot];
+
+	ph->vloss_sum += (s->data.task == AKK_TASK_REGRESSION ?
+		akk_loss_targets(s->loss, s->huber_delta, NULL, m->data,
+				 b->targets, b->B, classes, &ph->vreg) :
+		akk_loss(s->loss, s->huber_delta, NULL, m->data,
+			 b->labels, b->B, classes,
+			 &ph->vcorrect)) * b->B;
+	ph->vsamples += b->B;
+	if (m->vmin < ph->vmin)
+		ph->vmin = m->vmin;
+	if (m->vmax > ph->vmax)
+		ph->vmax = m->vmax;
+	vslots[m->eval_slot] = NULL;
+	akk_provider_recycle(&r->vprov, b);
+	ph->vdone++;
+	ph->vinflight--;
+}
+
 /* Run one phase: ntrain training batches of `epoch` and a validation pass.
  * Returns 0 when done (or interrupted and drained), -1 on failure. */
 static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		     struct chunk *slots, struct akk_batch **vslots,
 		     struct ids *ids, double t0, struct akk_err *e)
 {
-	const struct akk_spec *s = r->spec;
-	int during = r->sched.validate_during;
-	int G = r->model->ngates, classes = r->model->classes;
-	int reg = s->data.task == AKK_TASK_REGRESSION;
 	struct akk_msg m;
 
 	ph->vmin = LONG_MAX;
 	ph->vmax = -1;
 	ph->state = STARTPOINT;
 	for (;;) {
-		/* with data parallelism only the vote below decides */
-		if (r->shards == 1 && atomic_load(&r->stop))
-			ph->stopping = 1;
-		/* a started step group is finished even when stopping */
-		if (!ph->stopping || mid_group(ph)) {
-			if (r->shards > 1) {
-				if (!ph->voting && ph->inflight < r->K &&
-				    ph->issued < ph->ntrain && post_vote(r, ph, e))
-					return -1;
-			} else {
-				while (can_issue(r, ph))
-					if (issue_train(r, ph, epoch, slots, ids, e))
-						return -1;
-			}
-		}
-		if (!ph->stopping) {
-			/* flip-flop validates after the epoch's last backward */
-			if (!ph->stopping && (during || ph->done == ph->ntrain)) {
-				if (ph->vissued < ph->nval)
-					ph->state = VALIDATION;
-				while (ph->vinflight < r->V && ph->vissued < ph->nval)
-					if (issue_val(r, ph, vslots, e))
-						return -1;
-			}
-		}
+		if (issue_more(r, ph, epoch, slots, vslots, ids, e))
+			return -1;
 		if (!ph->inflight && !ph->vinflight && !ph->voting && !mid_group(ph) &&
 		    (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval)))
 			return 0;
 		if (akk_recv(&r->tr, 0, &m))
 			return -1;
-		if (m.kind == AKK_MSG_INTERRUPT) {
-			/* set here too: it may come from another rank */
-			atomic_store(&r->stop, 1);
+		if (took_interrupt(r, &m))
 			continue;
-		}
 		if (m.kind == AKK_MSG_REDUCED) {	/* the stop vote is in */
 			ph->voting = 0;
 			if (ph->vote > 0)
@@ -278,90 +393,16 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 		if (r->sched.strict_states && !flipflop_accepts(ph->state, m.kind))
 			return protocol(r, e, "message out of turn in flip-flop");
 		switch (m.kind) {
-		case AKK_MSG_FORWARD: {
-			struct chunk *c = &slots[m.id % r->K];
-			struct akk_batch *b = c->b;
-			float *dl = b->dlogits + (size_t)c->off * classes;
-			struct akk_msg back = m;
-			double tl = akk_now();
-			double loss = reg ?
-				akk_loss_targets(s->loss, s->huber_delta, dl, m.data,
-						 b->targets + (size_t)c->off * classes,
-						 c->B, classes, &ph->treg) :
-				akk_loss(s->loss, s->huber_delta, dl, m.data,
-					 b->labels + c->off, c->B, classes,
-					 &ph->correct);
-			/* a gate's non-finite output stops the run in that
-			 * gate; finite logits can still overflow the loss */
-			if (!isfinite(loss)) {
-				akk_err_set(e, "non-finite training loss at epoch %d, batch %ld (step %ld) from the output of gate %d",
-					    epoch + 1, b->index + 1, ids->steps + 1, G);
-				akk_run_fail(r, e);
-				return -1;
-			}
-			if (s->sched.max_loss > 0 && loss > s->sched.max_loss) {
-				akk_err_set(e, "training loss %.4g at epoch %d, batch %ld (step %ld) is above schedule.max_loss %g: the run diverged",
-					    loss, epoch + 1, b->index + 1, ids->steps + 1,
-					    s->sched.max_loss);
-				akk_run_fail(r, e);
-				return -1;
-			}
-			ph->loss_sum += loss * c->B;
-			ph->samples += c->B;
-			/* the group's mean gradient is the chunks' means
-			 * weighted by their share of its samples */
-			if (c->scale != 1.0)
-				for (long i = 0; i < (long)c->B * classes; i++)
-					dl[i] = (float)(dl[i] * c->scale);
-			akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m.id, -1, tl, akk_now());
-			back.kind = AKK_MSG_BACKWARD;
-			back.slot = c->hold;
-			back.data = dl;
-			back.n = (long)c->B * classes;
-			ph->state = STARTPOINT;
-			if (akk_send(&r->tr, G, &back))
+		case AKK_MSG_FORWARD:
+			if (take_output(r, ph, epoch, slots, ids, &m, e))
 				return -1;
 			break;
-		}
-		case AKK_MSG_BACKWARD: {
-			struct chunk *c = &slots[m.id % r->K];
-			ph->inflight--;
-			if (!c->hold)	/* the group's last: the gates stepped */
-				ids->steps++;
-			if (!c->last)
-				break;
-			akk_provider_recycle(&r->tprov, c->b);
-			ph->done++;
-			if (r->cfg.obs.progress) {
-				double dt = akk_now() - t0;
-				struct akk_progress p = {
-					epoch + 1, r->cfg.epochs, ph->done, ph->ntrain,
-					ph->samples ? ph->loss_sum / ph->samples : 0,
-					dt > 0 ? ph->samples / dt : 0, dt,
-				};
-				r->cfg.obs.progress(r->cfg.obs.ctx, &p);
-			}
+		case AKK_MSG_BACKWARD:
+			take_backward(r, ph, epoch, slots, ids, &m, t0);
 			break;
-		}
-		case AKK_MSG_VALIDATE: {
-			struct akk_batch *b = vslots[m.slot];
-			ph->vloss_sum += (reg ?
-				akk_loss_targets(s->loss, s->huber_delta, NULL, m.data,
-						 b->targets, b->B, classes, &ph->vreg) :
-				akk_loss(s->loss, s->huber_delta, NULL, m.data,
-					 b->labels, b->B, classes,
-					 &ph->vcorrect)) * b->B;
-			ph->vsamples += b->B;
-			if (m.vmin < ph->vmin)
-				ph->vmin = m.vmin;
-			if (m.vmax > ph->vmax)
-				ph->vmax = m.vmax;
-			vslots[m.slot] = NULL;
-			akk_provider_recycle(&r->vprov, b);
-			ph->vdone++;
-			ph->vinflight--;
+		case AKK_MSG_VALIDATE:
+			take_validation(r, ph, vslots, &m);
 			break;
-		}
 		default:
 			return protocol(r, e, "unexpected message");
 		}
@@ -384,15 +425,12 @@ static int gather(struct akk_run *r, struct akk_err *e)
 	while (want) {
 		if (akk_recv(&r->tr, 0, &m))
 			return -1;
-		if (m.kind == AKK_MSG_INTERRUPT) {
-			/* set here too: it may come from another rank */
-			atomic_store(&r->stop, 1);
+		if (took_interrupt(r, &m))
 			continue;
-		}
-		if (m.kind != AKK_MSG_STATE || m.slot < 1 || m.slot > r->model->ngates ||
-		    m.n != akk_gate_pack_len(&r->model->gates[m.slot - 1]))
+		if (m.kind != AKK_MSG_STATE || m.gate < 1 || m.gate > r->model->ngates ||
+		    m.n != akk_gate_pack_len(&r->model->gates[m.gate - 1]))
 			return protocol(r, e, "unexpected message while gathering gate states");
-		akk_gate_unpack(&r->gates[m.slot - 1].gate, m.data);
+		akk_gate_unpack(&r->gates[m.gate - 1].gate, m.data);
 		want--;
 	}
 	return 0;
@@ -412,11 +450,8 @@ static int drain(struct akk_run *r, struct akk_err *e)
 			return -1;
 		if (m.kind == AKK_MSG_SYNC)
 			return r->actor_rank ? gather(r, e) : 0;
-		if (m.kind == AKK_MSG_INTERRUPT) {
-			/* set here too: it may come from another rank */
-			atomic_store(&r->stop, 1);
+		if (took_interrupt(r, &m))
 			continue;
-		}
 		return protocol(r, e, "message after the drain");
 	}
 }

@@ -20,7 +20,7 @@ enum akk_msg_kind {
 	AKK_MSG_INTERRUPT,	/* to the sentinel: stop cleanly */
 	AKK_MSG_STOP,		/* the actor leaves its loop */
 	AKK_MSG_SNAPSHOT,	/* to a gate on another rank: send your state */
-	AKK_MSG_STATE,		/* its reply to the sentinel (slot = the gate) */
+	AKK_MSG_STATE,		/* its reply to the sentinel (gate = the gate) */
 	AKK_MSG_REDUCED,	/* a posted reduction finished (data parallelism) */
 	AKK_MSG_NKINDS		/* how many kinds there are; keep it last */
 };
@@ -31,9 +31,13 @@ const char *akk_msg_name(int kind);
 struct akk_msg {
 	int kind;
 	int B;			/* samples */
-	int slot;		/* VALIDATE: evaluation slot (sentinel's and gates') */
-				/* BACKWARD: 1 when more chunks of its step group
-				 * follow (no optimizer step yet) */
+	union {			/* one int, named by the kind */
+		int eval_slot;	/* VALIDATE: evaluation slot (sentinel's
+				 * and gates') */
+		int more;	/* BACKWARD: 1 when more chunks of its step
+				 * group follow (no optimizer step yet) */
+		int gate;	/* STATE: the gate (1..G) whose state it is */
+	};
 	long id;		/* FORWARD/BACKWARD: training batch sequence number;
 				 * SYNC: the lr plateau reductions so far */
 	/* FORWARD/VALIDATE: the sender's output (B x n/B floats), lent until the

@@ -200,10 +200,10 @@ static float *recv_buffer(struct akk_mpi_link *l, const struct out *o)
 	case AKK_MSG_BACKWARD:
 		return slot(&l->bwd[o->to], m->id, m->n);
 	case AKK_MSG_VALIDATE:
-		return slot(&l->val[o->to], m->slot, m->n);
+		return slot(&l->val[o->to], m->eval_slot, m->n);
 	case AKK_MSG_STATE:
-		return m->slot > 0 && m->slot < l->nactors ?
-			slot(&l->state[m->slot], 0, m->n) : NULL;
+		return m->gate > 0 && m->gate < l->nactors ?
+			slot(&l->state[m->gate], 0, m->n) : NULL;
 	default:
 		return NULL;
 	}
