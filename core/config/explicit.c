@@ -262,79 +262,6 @@ static int rebase_to(struct copy *c, const struct akk_spec *s, const char *to_di
 	return rc;
 }
 
-int akk_spec_explicit_yaml(const struct akk_spec *s, const char *to_dir,
-			   char **out, size_t *len, struct akk_err *e)
-{
-	yaml_parser_t parser;
-	yaml_emitter_t emitter;
-	yaml_document_t from, to;
-	struct copy c = { .from = &from, .to = &to, .s = s };
-	FILE *f;
-	int rc = -1, loaded = 0, made = 0;
-
-	*out = NULL;
-	*len = 0;
-	if (!s->auto_gates || !s->auto_split)
-		return akk_err_set(e, "the config has no gates: {auto: N} to write out");
-	if (to_dir && rebase_to(&c, s, to_dir, e))
-		return -1;
-	if (!yaml_parser_initialize(&parser))
-		return akk_err_set(e, "out of memory");
-	yaml_parser_set_input_string(&parser, (const unsigned char *)s->text,
-				     strlen(s->text));
-	if (!yaml_parser_load(&parser, &from) ||
-	    !yaml_document_get_root_node(&from)) {
-		akk_err_set(e, "cannot read the config again");
-		goto out_parser;
-	}
-	loaded = 1;
-	if (!yaml_document_initialize(&to, NULL, NULL, NULL, 1, 1)) {
-		akk_err_set(e, "out of memory");
-		goto out_parser;
-	}
-	made = 1;
-	copy_node(&c, 1, 0);
-	if (c.bad) {
-		int n = 0;
-		for (int g = 0; g < s->ngates; g++)
-			n += s->gates[g].nlayers;
-		akk_err_set(e, "cannot write the gates out: network.layers in the config's text does not hold the %d layers split", n);
-		goto out_parser;
-	}
-	if (!(f = open_memstream(out, len))) {
-		akk_err_set(e, "out of memory");
-		goto out_parser;
-	}
-	if (!yaml_emitter_initialize(&emitter)) {
-		fclose(f);
-		akk_err_set(e, "out of memory");
-		goto out_parser;
-	}
-	yaml_emitter_set_output(&emitter, write_out, f);
-	yaml_emitter_set_unicode(&emitter, 1);
-	yaml_emitter_set_width(&emitter, 100);
-	made = 0;	/* dump deletes the document */
-	if (!yaml_emitter_dump(&emitter, &to) || !yaml_emitter_close(&emitter))
-		akk_err_set(e, "cannot write YAML: %s",
-			    emitter.problem ? emitter.problem : "unknown error");
-	else
-		rc = 0;
-	yaml_emitter_delete(&emitter);
-	if (fclose(f) && !rc)
-		rc = akk_err_set(e, "out of memory");
-	if (rc) {
-		free(*out);
-		*out = NULL;
-	}
-out_parser:
-	if (made)
-		yaml_document_delete(&to);
-	if (loaded)
-		yaml_document_delete(&from);
-	yaml_parser_delete(&parser);
-	return rc;
-}
-
 /* Emit doc (deleted, as yaml_emitter_dump does) as YAML text into *out. */
 static int emit(yaml_document_t *doc, char **out, size_t *len, struct akk_err *e)
 {
@@ -368,6 +295,54 @@ static int emit(yaml_document_t *doc, char **out, size_t *len, struct akk_err *e
 		free(*out);
 		*out = NULL;
 	}
+	return rc;
+}
+
+int akk_spec_explicit_yaml(const struct akk_spec *s, const char *to_dir,
+			   char **out, size_t *len, struct akk_err *e)
+{
+	yaml_parser_t parser;
+	yaml_document_t from, to;
+	struct copy c = { .from = &from, .to = &to, .s = s };
+	int rc = -1, loaded = 0, made = 0;
+
+	*out = NULL;
+	*len = 0;
+	if (!s->auto_gates || !s->auto_split)
+		return akk_err_set(e, "the config has no gates: {auto: N} to write out");
+	if (to_dir && rebase_to(&c, s, to_dir, e))
+		return -1;
+	if (!yaml_parser_initialize(&parser))
+		return akk_err_set(e, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)s->text,
+				     strlen(s->text));
+	if (!yaml_parser_load(&parser, &from) ||
+	    !yaml_document_get_root_node(&from)) {
+		akk_err_set(e, "cannot read the config again");
+		goto out_parser;
+	}
+	loaded = 1;
+	if (!yaml_document_initialize(&to, NULL, NULL, NULL, 1, 1)) {
+		akk_err_set(e, "out of memory");
+		goto out_parser;
+	}
+	made = 1;
+	copy_node(&c, 1, 0);
+	if (c.bad) {
+		int n = 0;
+		for (int g = 0; g < s->ngates; g++)
+			n += s->gates[g].nlayers;
+		akk_err_set(e, "cannot write the gates out: network.layers in the config's text does not hold the %d layers split", n);
+		goto out_parser;
+	}
+	made = 0;	/* emit deletes the document */
+	rc = emit(&to, out, len, e);
+out_parser:
+	if (made)
+		yaml_document_delete(&to);
+	if (loaded)
+		yaml_document_delete(&from);
+	yaml_parser_delete(&parser);
 	return rc;
 }
 
