@@ -5,7 +5,8 @@
 # (which runs shape inference), use the default opset 13 or later, and
 # have one input "input" and one output, "probabilities" (a classifier)
 # or "values" (a regression network), whose first dimension is the
-# symbolic "N". Prints "ok FILE" per model; exit status
+# symbolic "N". Prints "ok FILE: last node OP" per model, OP being the
+# operator that computes the output (Softmax, Sigmoid, Identity); exit status
 # 0 all pass, 1 one fails (the reason on stderr), 3 when python3-onnx is
 # not installed (the test then skips).
 import sys
@@ -31,13 +32,17 @@ def check(path):
         dim0 = vals[0].type.tensor_type.shape.dim[0]
         if dim0.dim_param != "N":
             raise ValueError(f"{what} batch dimension {dim0}, want 'N'")
+    last = [n for n in g.node if g.output[0].name in n.output]
+    if len(last) != 1:
+        raise ValueError(f"{len(last)} nodes write the output, want 1")
+    return last[0].op_type
 
 
 status = 0
 for path in sys.argv[1:]:
     try:
-        check(path)
-        print(f"ok {path}")
+        op = check(path)
+        print(f"ok {path}: last node {op}")
     except Exception as err:  # the checker raises its own error types
         print(f"check.py: {path}: {type(err).__name__}: {err}", file=sys.stderr)
         status = 1
