@@ -432,7 +432,7 @@ static void steady_state(const char *yaml, const char *mode,
 	fprintf(stderr, "# %s %s, %d BLAS thread(s)%s: %ld steps, %ld batches, "
 		"%ld validations in the window, %ld allocation(s)\n", mode,
 		yaml == conv_yaml ? "conv" : yaml == wide_yaml ? "wide" :
-		yaml == remainder_yaml ? "remainder" : "dense", r.blas_threads,
+		yaml == remainder_yaml ? "remainder" : "dense", r.sched.compute_threads,
 		metrics_path ? ", metrics CSV" : "", w.step1 - w.step0, w.batches,
 		w.val1 - w.val0, count);
 	if (count)

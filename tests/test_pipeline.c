@@ -165,7 +165,7 @@ static void pipeline_equals_flipflop(void **unused)
 				setup(&fp, nets[n], optims[o], sched);
 				train(&fp, &r, 1);
 				assert_int_equal(r.sched.micro, Ms[k]);
-				assert_true(r.K <= n + 1);	/* the 1F1B bound */
+				assert_true(r.sched.K <= n + 1);	/* the 1F1B bound */
 				for (int g = 0; g <= n; g++)
 					assert_true(r.gates[g].forwards ==
 						    r.gates[g].backwards);
@@ -344,7 +344,7 @@ static void tapes_bounded_by_gates(void **unused)
 	setup(&f, nets[1], "{type: momentum, lr: 0.05}",
 	      "{mode: pipeline, micro_batches: 16, epochs: 1, batch_size: 32}");
 	train(&f, &r, 1);
-	assert_int_equal(r.K, 2);
+	assert_int_equal(r.sched.K, 2);
 	for (int g = 0; g < 2; g++) {
 		assert_int_equal(r.gates[g].gate.ntapes, 2);
 		/* and each holds one micro-batch, not the batch */

@@ -268,7 +268,7 @@ static void pipeline_runs_1f1b(void **unused)
 
 	(void)unused;
 	train(&f, "{mode: pipeline, micro_batches: 4, epochs: 1, batch_size: 16}");
-	assert_int_equal(f.r.K, K);
+	assert_int_equal(f.r.sched.K, K);
 	assert_complete(&f.r, (long)NBATCH * M);
 	for (long b = 0; b < NBATCH; b++) {
 		long c0 = b * M;

@@ -46,11 +46,11 @@ struct akk_gate_actor {
 
 struct akk_run {
 	const struct akk_model *model;	/* not owned */
-	const struct akk_spec *spec;
 	const struct akk_dataset *train, *val;	/* val may be NULL */
 	struct akk_run_config cfg;
-	struct akk_schedule sched;	/* what the schedule decided */
-	int K, V;		/* training / validation batches in flight */
+	struct akk_schedule sched;	/* what the schedule decided: the
+					 * batches in flight (K, V), the
+					 * compute threads of a busy gate */
 	int shards;		/* ranks sharing every batch (data parallelism) */
 	long per_epoch, val_batches;
 	struct akk_gate_actor *gates;	/* ngates */
@@ -68,8 +68,8 @@ struct akk_run {
 	struct akk_watch watch;	/* early stopping and lr plateau (sentinel
 				 * thread; restored by akk_run_restore) */
 	struct akk_workers workers;	/* every actor runs on them */
-	int blas_threads;	/* compute threads a busy gate uses */
-	struct akk_pool *pool;	/* for them, when more than one */
+	struct akk_pool *pool;	/* splits a busy gate's products over
+				 * them (sched.compute_threads > 1) */
 	struct akk_trace sentinel_trace;
 	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
 	struct akk_link_stats link_stats;	/* its MPI link's, after the run */

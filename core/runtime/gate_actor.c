@@ -176,7 +176,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		return post(a, down, &o);
 	case AKK_MSG_SYNC:
 		/* between epochs: the plateau schedule's reductions so far */
-		g->lr_reductions = (int)m->id;
+		g->lr_reductions = m->reductions;
 		return post(a, down, &o);
 	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
 		akk_gate_pack(g, a->pack);

@@ -91,7 +91,7 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 	}
 	r->tr.actor_rank = r->actor_rank;
 	r->tr.rank = r->cfg.rank;
-	struct akk_link_plan plan = { .K = r->K, .V = r->V,
+	struct akk_link_plan plan = { .K = r->sched.K, .V = r->sched.V,
 				      .max_batch = m->spec->sched.batch_size,
 				      .fwd_width = w, .bwd_width = w + n,
 				      .state_len = w + 2 * n };
@@ -115,10 +115,8 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
 		return -1;
-	r->K = r->sched.K;
 	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1))
 		return akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
-	r->V = r->sched.V;
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
 	r->per_epoch = akk_batches_per_epoch(r->train->n, bs * r->shards);
 	if (akk_world_check_split(r->train->n, bs, r->shards, e))
@@ -135,7 +133,6 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 	r->root = !cfg->gate_rank || cfg->rank == 0;
 	if (r->root && akk_run_check_data(m, r->train, r->val, e))
 		return -1;
-	r->blas_threads = r->sched.compute_threads;
 	akk_blas_threads(1);
 	return 0;
 }
@@ -193,7 +190,7 @@ static int make_gates(struct akk_run *r, struct akk_err *e)
 			continue;
 		if (akk_gate_init(&a->gate, &m->gates[i], &(struct akk_gate_config){
 				  .max_batch = bs, .tape_batch = r->sched.chunk_max,
-				  .ntapes = a->local ? r->K : 1, .nevals = a->local ? r->V : 1,
+				  .ntapes = a->local ? r->sched.K : 1, .nevals = a->local ? r->sched.V : 1,
 				  .stash = a->local && r->sched.stash &&
 					   akk_gate_needs_stash(&m->gates[i]),
 				  .steps_per_epoch = (r->per_epoch + r->sched.accumulate - 1) /
@@ -228,13 +225,13 @@ static int make_providers(struct akk_run *r, struct akk_err *e)
 				   r->pre.in, in);
 	if (akk_provider_init(&r->tprov, r->train, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .shuffle = 1, .seed = s->seed, .bs = bs, .in = in,
-			.classes = m->classes, .npool = r->K + 2, .epoch = cfg->start.epoch,
+			.classes = m->classes, .npool = r->sched.K + 2, .epoch = cfg->start.epoch,
 			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
 		return -1;
 	if (r->val &&
 	    akk_provider_init(&r->vprov, r->val, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .seed = s->seed, .bs = bs, .in = in,
-			.classes = m->classes, .npool = r->V + 2, .shards = 1 }, e))
+			.classes = m->classes, .npool = r->sched.V + 2, .shards = 1 }, e))
 		return -1;
 	return 0;
 }
@@ -262,7 +259,7 @@ static int make_mail(struct akk_run *r, struct akk_err *e)
 	if (r->shards > 1) {
 		/* a reduction channel per gate, one for the metrics, and one
 		 * per gate for batchnorm's forward sums */
-		struct akk_link_plan plan = { .K = r->K, .V = r->V,
+		struct akk_link_plan plan = { .K = r->sched.K, .V = r->sched.V,
 					      .max_batch = r->model->spec->sched.batch_size,
 					      .channels = 2 * G + 1 };
 		if (akk_mpi_link_start(&r->tr, &plan, e))
@@ -296,7 +293,6 @@ int akk_run_init(struct akk_run *r, const struct akk_model *m,
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
 	r->model = m;
-	r->spec = m->spec;
 	r->train = train;
 	r->val = val;
 	r->cfg = *cfg;
@@ -360,7 +356,7 @@ struct akk_run_stats akk_run_stats(const struct akk_run *r)
 	struct akk_run_stats st = {
 		.pos = r->pos, .epochs = r->cfg.epochs,
 		.interrupted = atomic_load(&r->interrupted),
-		.has_val = r->val != NULL, .compute_threads = r->blas_threads,
+		.has_val = r->val != NULL, .compute_threads = r->sched.compute_threads,
 		.per_epoch = r->per_epoch, .ngates = r->model->ngates,
 		.link = r->link_stats,
 	};

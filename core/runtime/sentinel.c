@@ -84,7 +84,7 @@ static int protocol(struct akk_run *r, struct akk_err *e, const char *what)
 /* Samples in training batch `index` of an epoch (one process). */
 static long batch_samples(const struct akk_run *r, long index)
 {
-	long bs = r->spec->sched.batch_size;
+	long bs = r->model->spec->sched.batch_size;
 	long left = (long)r->train->n - index * bs;
 
 	return left < bs ? left : bs;
@@ -103,7 +103,7 @@ static int mid_group(const struct phase *ph)
  * stepped, without it (wheels) as soon as a credit is free. */
 static int can_issue(const struct akk_run *r, const struct phase *ph)
 {
-	if (ph->inflight >= r->K)
+	if (ph->inflight >= r->sched.K)
 		return 0;
 	if (ph->cur)
 		return 1;
@@ -117,7 +117,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 		       struct akk_err *e)
 {
 	struct akk_msg m = { .kind = AKK_MSG_FORWARD };
-	long in = akk_shape_size(r->spec->input);
+	long in = akk_shape_size(r->model->spec->input);
 	struct akk_batch *b;
 	struct chunk *c;
 	int j;
@@ -143,7 +143,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	}
 	b = ph->cur;
 	j = ph->cur_next++;
-	c = &slots[ids->chunks % r->K];
+	c = &slots[ids->chunks % r->sched.K];
 	c->b = b;
 	c->off = ph->cur_off;
 	/* sizes differ by at most one: the first B % chunks get one more */
@@ -172,7 +172,7 @@ static int issue_val(struct akk_run *r, struct phase *ph,
 
 	if (!b)
 		return -1;
-	for (int i = 0; i < r->V; i++)
+	for (int i = 0; i < r->sched.V; i++)
 		if (!vslots[i]) {
 			slot = i;
 			break;
@@ -183,7 +183,7 @@ static int issue_val(struct akk_run *r, struct phase *ph,
 	m.B = b->B;
 	m.eval_slot = slot;
 	m.data = b->x;
-	m.n = b->B * akk_shape_size(r->spec->input);
+	m.n = b->B * akk_shape_size(r->model->spec->input);
 	ph->vissued++;
 	ph->vinflight++;
 	return akk_send(&r->tr, 1, &m);
@@ -238,7 +238,7 @@ static int issue_more(struct akk_run *r, struct phase *ph, int epoch,
 	/* a started step group is finished even when stopping */
 	if (!ph->stopping || mid_group(ph)) {
 		if (r->shards > 1) {
-			if (!ph->voting && ph->inflight < r->K &&
+			if (!ph->voting && ph->inflight < r->sched.K &&
 			    ph->issued < ph->ntrain && post_vote(r, ph, e))
 				return -1;
 		} else {
@@ -251,7 +251,7 @@ static int issue_more(struct akk_run *r, struct phase *ph, int epoch,
 	if (!ph->stopping && (r->sched.validate_during || ph->done == ph->ntrain)) {
 		if (ph->vissued < ph->nval)
 			ph->state = VALIDATION;
-		while (ph->vinflight < r->V && ph->vissued < ph->nval)
+		while (ph->vinflight < r->sched.V && ph->vissued < ph->nval)
 			if (issue_val(r, ph, vslots, e))
 				return -1;
 	}
@@ -264,9 +264,9 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 		       struct chunk *slots, struct ids *ids,
 		       const struct akk_msg *m, struct akk_err *e)
 {
-	const struct akk_spec *s = r->spec;
+	const struct akk_spec *s = r->model->spec;
 	int G = r->model->ngates, classes = r->model->classes;
-	struct chunk *c = &slots[m->id % r->K];
+	struct chunk *c = &slots[m->id % r->sched.K];
 	struct akk_batch *b = c->b;
 	float *dl = b->dlogits + (size_t)c->off * classes;
 	struct akk_msg back = *m;
@@ -316,7 +316,7 @@ static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
 			  struct chunk *slots, struct ids *ids,
 			  const struct akk_msg *m, double t0)
 {
-	struct chunk *c = &slots[m->id % r->K];
+	struct chunk *c = &slots[m->id % r->sched.K];
 
 	ph->inflight--;
 	if (!c->hold)	/* the group's last: the gates stepped */
@@ -340,7 +340,7 @@ static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
 static void take_validation(struct akk_run *r, struct phase *ph,
 			    struct akk_batch **vslots, const struct akk_msg *m)
 {
-	const struct akk_spec *s = r->spec;
+	const struct akk_spec *s = r->model->spec;
 	int classes = r->model->classes;
 	struct akk_batch *b = vslots[m->eval_slot];
 
@@ -441,7 +441,7 @@ static int gather(struct akk_run *r, struct akk_err *e)
 static int drain(struct akk_run *r, struct akk_err *e)
 {
 	/* the SYNC tells every gate the plateau reductions so far */
-	struct akk_msg m = { .kind = AKK_MSG_SYNC, .id = r->watch.reductions };
+	struct akk_msg m = { .kind = AKK_MSG_SYNC, .reductions = r->watch.reductions };
 
 	if (akk_send(&r->tr, 1, &m))
 		return -1;
@@ -463,7 +463,7 @@ static int drain(struct akk_run *r, struct akk_err *e)
 static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
 		       struct akk_err *e)
 {
-	const struct akk_spec *s = r->spec;
+	const struct akk_spec *s = r->model->spec;
 	const struct akk_lr_spec *pl = &s->optim.sched;
 	const struct akk_early_stop_spec *es = &s->sched.early;
 	struct akk_watch *w = &r->watch;
@@ -494,7 +494,7 @@ static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
 static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		  const char *phase, double seconds, struct akk_err *e)
 {
-	int reg = r->spec->data.task == AKK_TASK_REGRESSION;
+	int reg = r->model->spec->data.task == AKK_TASK_REGRESSION;
 	struct akk_epoch_report rep = {
 		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
 		.samples = ph->samples,
@@ -533,7 +533,7 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 				akk_lr_at(gt->plan->optim, ((double)gt->step - 0.5) /
 					  (gt->steps_per_epoch > 0 ? gt->steps_per_epoch : 1),
 					  gt->epochs), r->watch.reductions);
-		if (r->spec->gates[g].has_optim)
+		if (r->model->spec->gates[g].has_optim)
 			nlr = r->model->ngates;
 	}
 	rep.lr = lrs[0];	/* gate 1 may run on another rank */
@@ -562,8 +562,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 {
-	struct chunk *slots = calloc(r->K, sizeof(*slots));
-	struct akk_batch **vslots = calloc(r->V, sizeof(*vslots));
+	struct chunk *slots = calloc(r->sched.K, sizeof(*slots));
+	struct akk_batch **vslots = calloc(r->sched.V, sizeof(*vslots));
 	struct ids ids = { r->cfg.start.id, r->cfg.start.id };
 	int rc = -1, epoch, reductions;
 	struct phase ph;

@@ -37,9 +37,9 @@ struct akk_msg {
 		int more;	/* BACKWARD: 1 when more chunks of its step
 				 * group follow (no optimizer step yet) */
 		int gate;	/* STATE: the gate (1..G) whose state it is */
+		int reductions;	/* SYNC: the lr plateau's reductions so far */
 	};
-	long id;		/* FORWARD/BACKWARD: training batch sequence number;
-				 * SYNC: the lr plateau reductions so far */
+	long id;		/* FORWARD/BACKWARD: training chunk sequence number */
 	/* FORWARD/VALIDATE: the sender's output (B x n/B floats), lent until the
 	 * batch's backward reaches the sentinel (training) or the batch comes
 	 * back to the sentinel (validation). BACKWARD: the gradient, lent until
