@@ -23,6 +23,16 @@
 #include "runtime/transport.h"
 #include "runtime/transport_mpi.h"
 
+/* What a handler of an actor's message says to do next (as CAF's
+ * resumable states do), rather than an int code. */
+enum akk_next {
+	AKK_NEXT_MESSAGE,	/* take the next message */
+	AKK_NEXT_DONE,		/* finished: it took STOP, or what it waited
+				 * for has come */
+	AKK_NEXT_FAILED,	/* the run failed: the error is recorded
+				 * (akk_run_fail), or its mailboxes closed */
+};
+
 struct akk_gate_actor {
 	struct akk_gate gate;
 	struct akk_run *run;

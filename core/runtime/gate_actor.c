@@ -16,15 +16,15 @@
 
 #include "runtime/gate_actor.h"
 
-static int fail(struct akk_run *r, struct akk_err *e)
+static enum akk_next fail(struct akk_run *r, struct akk_err *e)
 {
 	akk_run_fail(r, e);
-	return -1;
+	return AKK_NEXT_FAILED;
 }
 
 /* A send from a worker never blocks: a full mailbox is a planning bug
  * (schedule.c counts what can be in flight), said rather than hung. */
-static int post(struct akk_gate_actor *a, int to, const struct akk_msg *m)
+static enum akk_next post(struct akk_gate_actor *a, int to, const struct akk_msg *m)
 {
 	int rc = akk_send(&a->run->tr, to, m);
 	struct akk_err e = { 0 };
@@ -34,7 +34,7 @@ static int post(struct akk_gate_actor *a, int to, const struct akk_msg *m)
 			    a->self, to, akk_msg_name(m->kind));
 		return fail(a->run, &e);
 	}
-	return rc;
+	return rc ? AKK_NEXT_FAILED : AKK_NEXT_MESSAGE;
 }
 
 /* Data parallelism: the gradient of the whole batch from every rank's
@@ -103,8 +103,8 @@ static int sync_failed(struct akk_gate_actor *a, struct akk_err *e)
 	return akk_err_set(e, "gate %d: the batch-norm reduction failed", a->self);
 }
 
-static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
-		  int *backward_state)
+static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *m,
+			    int *backward_state)
 {
 	struct akk_run *r = a->run;
 	struct akk_gate *g = &a->gate;
@@ -146,13 +146,13 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		a->backwards++;
 		t1 = akk_now();
 		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, version, t0, t1);
-		if (post(a, up, &o))
-			return -1;
+		if (post(a, up, &o) != AKK_NEXT_MESSAGE)
+			return AKK_NEXT_FAILED;
 		*backward_state = 0;
 		/* more chunks of the step's group follow (pipeline,
 		 * accumulate): the gradient only accumulates */
 		if (m->more)
-			return 0;
+			return AKK_NEXT_MESSAGE;
 		/* the upstream gate's backward, just sent, runs on an idle
 		 * worker while this one steps */
 		akk_workers_flush(&r->workers);
@@ -163,7 +163,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 			return fail(r, &e);
 		akk_trace_add(&a->trace, AKK_TRACE_OPTIMIZER, m->id, g->step, t0, akk_now());
 		*backward_state = 0;
-		return 0;
+		return AKK_NEXT_MESSAGE;
 	case AKK_MSG_VALIDATE:
 		o.data = akk_gate_eval(g, m->eval_slot, m->data, m->B);
 		akk_trace_add(&a->trace, AKK_TRACE_VALIDATE, -1, g->step, t0, akk_now());
@@ -186,7 +186,7 @@ static int handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		o.n = a->pack_len;
 		return post(a, 0, &o);
 	case AKK_MSG_STOP:
-		return 1;
+		return AKK_NEXT_DONE;
 	default:
 		akk_err_set(&e, "gate %d: unexpected message kind %d", a->self, m->kind);
 		return fail(r, &e);
@@ -201,6 +201,7 @@ static int gate_run(struct akk_actor *t)
 	struct akk_gate_actor *a = (struct akk_gate_actor *)
 		((char *)t - offsetof(struct akk_gate_actor, task));
 	struct akk_mailbox *box = &a->run->tr.boxes[a->self];
+	enum akk_next next = AKK_NEXT_FAILED;	/* its mailbox closed */
 	struct akk_msg m;
 	int rc;
 
@@ -212,10 +213,10 @@ static int gate_run(struct akk_actor *t)
 	if (rc == 0) {
 		double t0 = akk_now();
 
-		rc = handle(a, &m, &a->backward_state);
+		next = handle(a, &m, &a->backward_state);
 		a->busy += akk_now() - t0;
 	}
-	if (rc) {
+	if (next != AKK_NEXT_MESSAGE) {
 		atomic_store(&a->done, 1);
 		akk_workers_poke(&a->run->workers);
 		return 0;

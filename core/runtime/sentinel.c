@@ -361,6 +361,52 @@ static void take_validation(struct akk_run *r, struct phase *ph,
 	ph->vinflight--;
 }
 
+/* A message of a phase: the stop vote's result, a training chunk's output
+ * or backward, a validation batch's output. */
+static enum akk_next take(struct akk_run *r, struct phase *ph, int epoch,
+			  struct chunk *slots, struct akk_batch **vslots,
+			  struct ids *ids, const struct akk_msg *m, double t0,
+			  struct akk_err *e)
+{
+	if (took_interrupt(r, m))
+		return AKK_NEXT_MESSAGE;
+	if (m->kind == AKK_MSG_REDUCED) {	/* the stop vote is in */
+		ph->voting = 0;
+		if (ph->vote > 0)
+			ph->stopping = 1;
+		else if (issue_train(r, ph, epoch, slots, ids, e))
+			return AKK_NEXT_FAILED;
+		return AKK_NEXT_MESSAGE;
+	}
+	if (r->sched.strict_states && !flipflop_accepts(ph->state, m->kind)) {
+		protocol(r, e, "message out of turn in flip-flop");
+		return AKK_NEXT_FAILED;
+	}
+	switch (m->kind) {
+	case AKK_MSG_FORWARD:
+		if (take_output(r, ph, epoch, slots, ids, m, e))
+			return AKK_NEXT_FAILED;
+		return AKK_NEXT_MESSAGE;
+	case AKK_MSG_BACKWARD:
+		take_backward(r, ph, epoch, slots, ids, m, t0);
+		return AKK_NEXT_MESSAGE;
+	case AKK_MSG_VALIDATE:
+		take_validation(r, ph, vslots, m);
+		return AKK_NEXT_MESSAGE;
+	default:
+		protocol(r, e, "unexpected message");
+		return AKK_NEXT_FAILED;
+	}
+}
+
+/* Everything of the phase is back (or, stopping, everything in flight)
+ * and no step group is half sent. */
+static int phase_over(const struct phase *ph)
+{
+	return !ph->inflight && !ph->vinflight && !ph->voting && !mid_group(ph) &&
+	       (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval));
+}
+
 /* Run one phase: ntrain training batches of `epoch` and a validation pass.
  * Returns 0 when done (or interrupted and drained), -1 on failure. */
 static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
@@ -375,38 +421,28 @@ static int run_phase(struct akk_run *r, struct phase *ph, int epoch,
 	for (;;) {
 		if (issue_more(r, ph, epoch, slots, vslots, ids, e))
 			return -1;
-		if (!ph->inflight && !ph->vinflight && !ph->voting && !mid_group(ph) &&
-		    (ph->stopping || (ph->done == ph->ntrain && ph->vdone == ph->nval)))
+		if (phase_over(ph))
 			return 0;
-		if (akk_recv(&r->tr, 0, &m))
+		if (akk_recv(&r->tr, 0, &m) ||
+		    take(r, ph, epoch, slots, vslots, ids, &m, t0, e) != AKK_NEXT_MESSAGE)
 			return -1;
-		if (took_interrupt(r, &m))
-			continue;
-		if (m.kind == AKK_MSG_REDUCED) {	/* the stop vote is in */
-			ph->voting = 0;
-			if (ph->vote > 0)
-				ph->stopping = 1;
-			else if (issue_train(r, ph, epoch, slots, ids, e))
-				return -1;
-			continue;
-		}
-		if (r->sched.strict_states && !flipflop_accepts(ph->state, m.kind))
-			return protocol(r, e, "message out of turn in flip-flop");
-		switch (m.kind) {
-		case AKK_MSG_FORWARD:
-			if (take_output(r, ph, epoch, slots, ids, &m, e))
-				return -1;
-			break;
-		case AKK_MSG_BACKWARD:
-			take_backward(r, ph, epoch, slots, ids, &m, t0);
-			break;
-		case AKK_MSG_VALIDATE:
-			take_validation(r, ph, vslots, &m);
-			break;
-		default:
-			return protocol(r, e, "unexpected message");
-		}
 	}
+}
+
+/* A message while gathering: a remote gate's state, copied into rank
+ * 0's mirror of it, is one gate done. */
+static enum akk_next take_state(struct akk_run *r, const struct akk_msg *m,
+				struct akk_err *e)
+{
+	if (took_interrupt(r, m))
+		return AKK_NEXT_MESSAGE;
+	if (m->kind != AKK_MSG_STATE || m->gate < 1 || m->gate > r->model->ngates ||
+	    m->n != akk_gate_pack_len(&r->model->gates[m->gate - 1])) {
+		protocol(r, e, "unexpected message while gathering gate states");
+		return AKK_NEXT_FAILED;
+	}
+	akk_gate_unpack(&r->gates[m->gate - 1].gate, m->data);
+	return AKK_NEXT_DONE;
 }
 
 /* Under MPI: copy every remote gate's state into rank 0's mirror of it,
@@ -425,15 +461,29 @@ static int gather(struct akk_run *r, struct akk_err *e)
 	while (want) {
 		if (akk_recv(&r->tr, 0, &m))
 			return -1;
-		if (took_interrupt(r, &m))
-			continue;
-		if (m.kind != AKK_MSG_STATE || m.gate < 1 || m.gate > r->model->ngates ||
-		    m.n != akk_gate_pack_len(&r->model->gates[m.gate - 1]))
-			return protocol(r, e, "unexpected message while gathering gate states");
-		akk_gate_unpack(&r->gates[m.gate - 1].gate, m.data);
-		want--;
+		switch (take_state(r, &m, e)) {
+		case AKK_NEXT_DONE:
+			want--;
+			break;
+		case AKK_NEXT_MESSAGE:
+			break;
+		case AKK_NEXT_FAILED:
+			return -1;
+		}
 	}
 	return 0;
+}
+
+/* A message while draining: the SYNC back through every gate ends it. */
+static enum akk_next take_drained(struct akk_run *r, const struct akk_msg *m,
+				  struct akk_err *e)
+{
+	if (m->kind == AKK_MSG_SYNC)
+		return AKK_NEXT_DONE;
+	if (took_interrupt(r, m))
+		return AKK_NEXT_MESSAGE;
+	protocol(r, e, "message after the drain");
+	return AKK_NEXT_FAILED;
 }
 
 /* Send SYNC through every gate and wait for it: afterwards every gate is
@@ -443,17 +493,15 @@ static int drain(struct akk_run *r, struct akk_err *e)
 	/* the SYNC tells every gate the plateau reductions so far */
 	struct akk_msg m = { .kind = AKK_MSG_SYNC, .reductions = r->watch.reductions };
 
+	enum akk_next next = AKK_NEXT_MESSAGE;
+
 	if (akk_send(&r->tr, 1, &m))
 		return -1;
-	for (;;) {
-		if (akk_recv(&r->tr, 0, &m))
-			return -1;
-		if (m.kind == AKK_MSG_SYNC)
-			return r->actor_rank ? gather(r, e) : 0;
-		if (took_interrupt(r, &m))
-			continue;
-		return protocol(r, e, "message after the drain");
-	}
+	while (next == AKK_NEXT_MESSAGE)
+		next = akk_recv(&r->tr, 0, &m) ? AKK_NEXT_FAILED : take_drained(r, &m, e);
+	if (next == AKK_NEXT_FAILED)
+		return -1;
+	return r->actor_rank ? gather(r, e) : 0;
 }
 
 /* Early stopping and the plateau lr schedule after an epoch's validation
