@@ -1,19 +1,18 @@
 /* csv.c - reading a CSV table, plain or gzip, one line at a time.
  *
- * The file is read through one input buffer, as data/idx.c reads it: when
- * it starts with the gzip magic (1f 8b) it is inflated with zlib, member
- * after member, into a second buffer. Text is taken a line at a time into a
- * line buffer that grows up to AKK_CSV_MAX_LINE; the line is cut into cells
- * in place (NUL-terminated pointers into it), and each cell is converted at
- * once into the growing arrays of the table, so memory is the data's own
- * size plus one line. A gzip stream that inflates to more than
+ * The file is read through data/gzip.h's reader, as data/idx.c reads it:
+ * plain, or inflated member after member when it starts with the gzip
+ * magic (1f 8b). Text is taken a line at a time into a line buffer that
+ * grows up to AKK_CSV_MAX_LINE; the line is cut into cells in place
+ * (NUL-terminated pointers into it), and each cell is converted at once
+ * into the growing arrays of the table, so memory is the data's own size
+ * plus one line. A gzip stream that inflates to more than
  * AKK_CSV_GZ_RATIO times the bytes it was inflated from (plus 1 MiB) is
  * stopped as a bomb as soon as it does. Errors are reported at the file's
  * own line number and the 1-based cell. */
 #include "data/csv.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -22,14 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "base/checked.h"
+#include "data/gzip.h"
 
-#define IN_CHUNK ((size_t)1 << 17)
-#define GZ_SLACK ((unsigned long long)1 << 20)
 
 /* A column's part in the table: a feature, ignored, the class label, or
  * (0 and up) which target it is. */
@@ -38,18 +33,9 @@
 #define ROLE_LABEL (-3)
 
 struct src {
-	int fd;
+	struct akk_gz_reader f;		/* the file's bytes, plain or inflated */
 	const char *path;
 	struct akk_err *e;
-	uint8_t *in;			/* IN_CHUNK bytes read from the file */
-	size_t in_pos, in_len;		/* unread input: in[in_pos, in_len) */
-	int in_eof;
-	int gz, member_end;
-	z_stream z;
-	unsigned long long in_used;	/* compressed bytes inflated */
-	unsigned long long out_total;	/* bytes they inflated to */
-	uint8_t *out;			/* IN_CHUNK inflated bytes (gz) */
-	size_t out_pos, out_len;
 	char *line;			/* the current line, NUL-terminated */
 	size_t line_len, line_cap;
 	int lineno;			/* of the current line, 1-based */
@@ -93,118 +79,6 @@ static int fail(struct src *s, int col, const char *fmt, ...)
 	return akk_err_at(s->e, s->path, s->lineno, col, "%s", msg);
 }
 
-/* --- bytes: plain or inflated --------------------------------------------- */
-
-static int fill(struct src *s)
-{
-	ssize_t n;
-
-	if (s->in_pos < s->in_len || s->in_eof)
-		return 0;
-	s->in_pos = s->in_len = 0;
-	do
-		n = read(s->fd, s->in, IN_CHUNK);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return akk_err_at(s->e, s->path, 0, 0, "read error: %s",
-				  strerror(errno));
-	if (n == 0)
-		s->in_eof = 1;
-	s->in_len = (size_t)n;
-	return 0;
-}
-
-/* After a gzip member: 1 when another follows, 0 at the end of the file,
- * -1 (error reported) for anything else. */
-static int next_member(struct src *s)
-{
-	if (fill(s) < 0)
-		return -1;
-	if (s->in_pos == s->in_len)
-		return 0;
-	if (s->in[s->in_pos] != 0x1f ||
-	    (s->in_pos + 1 < s->in_len && s->in[s->in_pos + 1] != 0x8b))
-		return akk_err_at(s->e, s->path, 0, 0,
-				  "junk after the gzip stream at byte %llu",
-				  s->in_used);
-	if (inflateReset(&s->z) != Z_OK)
-		return akk_err_at(s->e, s->path, 0, 0,
-				  "corrupt gzip stream: cannot restart");
-	s->member_end = 0;
-	return 1;
-}
-
-/* Some inflated bytes into out; none at the end of the stream. */
-static int inflate_some(struct src *s)
-{
-	s->out_pos = s->out_len = 0;
-	while (!s->out_len) {
-		if (s->member_end) {
-			int more = next_member(s);
-			if (more <= 0)
-				return more;
-		}
-		if (fill(s) < 0)
-			return -1;
-		s->z.next_in = s->in + s->in_pos;
-		s->z.avail_in = (uInt)(s->in_len - s->in_pos);
-		s->z.next_out = s->out;
-		s->z.avail_out = (uInt)IN_CHUNK;
-		int rc = inflate(&s->z, Z_NO_FLUSH);
-		size_t used = (s->in_len - s->in_pos) - s->z.avail_in;
-		size_t made = IN_CHUNK - s->z.avail_out;
-		s->in_pos += used;
-		s->in_used += used;
-		s->out_len = made;
-		s->out_total += made;
-		if (s->out_total > AKK_CSV_GZ_RATIO * s->in_used + GZ_SLACK)
-			return akk_err_at(s->e, s->path, 0, 0,
-					  "gzip bomb: inflates to more than %d times its compressed size",
-					  AKK_CSV_GZ_RATIO);
-		if (rc == Z_STREAM_END) {
-			s->member_end = 1;
-			continue;
-		}
-		if (rc == Z_MEM_ERROR)
-			return akk_err_at(s->e, s->path, 0, 0,
-					  "out of memory while inflating");
-		if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT ||
-		    rc == Z_STREAM_ERROR)
-			return akk_err_at(s->e, s->path, 0, 0,
-					  "corrupt gzip stream: %s",
-					  s->z.msg ? s->z.msg : "invalid data");
-		if (!used && !made && s->in_eof && s->in_pos == s->in_len)
-			return akk_err_at(s->e, s->path, 0, 0,
-					  "corrupt gzip stream: unexpected end of file");
-	}
-	return 0;
-}
-
-/* The text not yet taken: *n bytes at *p, 0 at the end. */
-static int text(struct src *s, const char **p, size_t *n)
-{
-	if (s->gz) {
-		if (s->out_pos == s->out_len && inflate_some(s) < 0)
-			return -1;
-		*p = (const char *)s->out + s->out_pos;
-		*n = s->out_len - s->out_pos;
-		return 0;
-	}
-	if (fill(s) < 0)
-		return -1;
-	*p = (const char *)s->in + s->in_pos;
-	*n = s->in_len - s->in_pos;
-	return 0;
-}
-
-static void take(struct src *s, size_t n)
-{
-	if (s->gz)
-		s->out_pos += n;
-	else
-		s->in_pos += n;
-}
-
 /* --- lines and cells ------------------------------------------------------ */
 
 /* The next line into s->line (no newline, no CR before it): 1, or 0 at
@@ -218,7 +92,7 @@ static int read_line(struct src *s)
 		const char *p, *nl;
 		size_t n, k;
 
-		if (text(s, &p, &n) < 0)
+		if (akk_gz_peek(&s->f, (const uint8_t **)&p, &n) < 0)
 			return -1;
 		if (!n)
 			break;
@@ -246,7 +120,7 @@ static int read_line(struct src *s)
 		}
 		memcpy(s->line + s->line_len, p, k);
 		s->line_len += k;
-		take(s, nl ? k + 1 : k);
+		akk_gz_take(&s->f, nl ? k + 1 : k);
 		if (nl)
 			break;
 	}
@@ -860,65 +734,27 @@ static int read_table(struct table *t, const char *path,
 		      const struct akk_csv_spec *o, int regression,
 		      int select, int features, struct akk_err *e)
 {
-	struct src s = { .fd = -1, .path = path, .e = e };
-	struct stat st;
+	struct src s = { .path = path, .e = e };
 	int rc = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->names_mode = -1;
 	if (select && check_names(path, o, regression, e) < 0)
 		return -1;
-	s.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s.fd < 0)
-		return akk_err_at(e, path, 0, 0, "cannot open: %s",
-				  strerror(errno));
-	if (fstat(s.fd, &st) < 0) {
-		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(EISDIR));
-		goto out;
-	}
-	s.in = malloc(IN_CHUNK);
+	if (akk_gz_open(&s.f, path, AKK_CSV_GZ_RATIO, e) < 0)
+		return -1;
 	s.cells = malloc(AKK_CSV_MAX_COLS * sizeof(*s.cells));
-	if (!s.in || !s.cells) {
+	if (!s.cells) {
 		akk_err_at(e, path, 0, 0, "out of memory opening the file");
 		goto out;
-	}
-	/* The gzip magic decides, whatever the name. */
-	while (s.in_len < 2 && !s.in_eof) {
-		ssize_t n = read(s.fd, s.in + s.in_len, IN_CHUNK - s.in_len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			akk_err_at(e, path, 0, 0, "read error: %s",
-				   strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			s.in_eof = 1;
-		s.in_len += (size_t)n;
-	}
-	if (s.in_len >= 2 && s.in[0] == 0x1f && s.in[1] == 0x8b) {
-		if (!(s.out = malloc(IN_CHUNK)) ||
-		    inflateInit2(&s.z, 16 + MAX_WBITS) != Z_OK) {
-			akk_err_at(e, path, 0, 0, "out of memory opening the file");
-			goto out;
-		}
-		s.gz = 1;
 	}
 	rc = read_rows(&s, t, o, regression, select, features);
 	if (!rc && t->names_mode == 1)
 		rc = sort_names(&s, t);
-	if (s.gz)
-		inflateEnd(&s.z);
 out:
-	free(s.in);
-	free(s.out);
+	akk_gz_close(&s.f);
 	free(s.line);
 	free(s.cells);
-	close(s.fd);
 	if (rc < 0)
 		table_release(t);
 	return rc;

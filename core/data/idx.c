@@ -1,52 +1,30 @@
 /* idx.c - reading IDX files, plain or gzip, into one uint8 block.
  *
- * The file is read through one input buffer; when it starts with the gzip
- * magic (1f 8b) it is inflated with zlib, member after member, and anything
- * after the last member that is not another gzip member is an error. Every
- * size is bounded before memory or time is spent on it: the header's
- * declared size must be at most AKK_IDX_MAX_BYTES; a plain regular file
- * must hold exactly the header and the declared bytes (known from its size,
- * before reading), and a gzip file no more than deflate can pack into its
- * size; the data buffer grows only as data arrives, and at most
- * TRAIL_SLACK bytes past the declared size are inflated or read to report
- * trailing data, so neither a gzip bomb nor an endless FIFO is read
- * through. Every failure is reported at the file (line 0). */
+ * The file is read through data/gzip.h's reader: plain, or inflated member
+ * after member when it starts with the gzip magic, anything after the last
+ * member that is not another one an error. Every size is bounded before
+ * memory or time is spent on it: the header's declared size must be at
+ * most AKK_IDX_MAX_BYTES; a plain regular file must hold exactly the
+ * header and the declared bytes (known from its size, before reading), and
+ * a gzip file no more than deflate can pack into its size; the data buffer
+ * grows only as data arrives, and at most TRAIL_SLACK bytes past the
+ * declared size are inflated or read to report trailing data, so neither a
+ * gzip bomb nor an endless FIFO is read through. Every failure is reported
+ * at the file (line 0). */
 #include "data/idx.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "base/checked.h"
+#include "data/gzip.h"
 
 #define IDX_UBYTE 0x08
 #define IDX_MAX_RANK 4
-#define IN_CHUNK ((size_t)1 << 17)
 /* How far past the declared data trailing bytes are counted. */
 #define TRAIL_SLACK ((size_t)1 << 16)
-/* Deflate packs at most about 1032 bytes into one; a gzip file of n bytes
- * cannot inflate to more than this many per byte. */
-#define GZ_MAX_RATIO 1032
-
-struct reader {
-	int fd;
-	const char *path;
-	off_t file_size;	/* bytes on disk, -1 when not a regular file */
-	uint8_t *in;		/* IN_CHUNK bytes of input */
-	size_t in_pos, in_len;	/* unread input is in[in_pos, in_len) */
-	int in_eof;		/* read() returned 0 */
-	unsigned long long in_off;	/* file offset of in[0] */
-	int gz;			/* inflating */
-	int member_end;		/* a gzip member ended; what follows? */
-	z_stream z;
-	struct akk_err *e;
-};
 
 static const char *type_name(int type)
 {
@@ -59,116 +37,6 @@ static const char *type_name(int type)
 	case 0x0e: return "double";
 	default: return "unknown";
 	}
-}
-
-/* Refill the input buffer when it is empty (keeping nothing). Returns -1
- * (error reported) on a read error; at end of file sets in_eof. */
-static int fill(struct reader *r)
-{
-	ssize_t n;
-
-	if (r->in_pos < r->in_len || r->in_eof)
-		return 0;
-	r->in_off += r->in_len;
-	r->in_pos = r->in_len = 0;
-	do
-		n = read(r->fd, r->in, IN_CHUNK);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return akk_err_at(r->e, r->path, 0, 0, "read error: %s",
-				  strerror(errno));
-	if (n == 0)
-		r->in_eof = 1;
-	r->in_len = (size_t)n;
-	return 0;
-}
-
-/* Up to len plain bytes. */
-static int read_plain(struct reader *r, uint8_t *buf, size_t len,
-		      size_t *got)
-{
-	while (*got < len) {
-		if (fill(r) < 0)
-			return -1;
-		if (r->in_pos == r->in_len)
-			break;
-		size_t n = r->in_len - r->in_pos;
-		if (n > len - *got)
-			n = len - *got;
-		memcpy(buf + *got, r->in + r->in_pos, n);
-		r->in_pos += n;
-		*got += n;
-	}
-	return 0;
-}
-
-/* After a gzip member: 1 when another member follows (zlib reset for
- * it), 0 at the end of the file, -1 (error reported) for anything else. */
-static int next_member(struct reader *r)
-{
-	if (fill(r) < 0)
-		return -1;
-	if (r->in_pos == r->in_len)
-		return 0;
-	if (r->in[r->in_pos] != 0x1f ||
-	    (r->in_pos + 1 < r->in_len && r->in[r->in_pos + 1] != 0x8b))
-		return akk_err_at(r->e, r->path, 0, 0,
-				  "junk after the gzip stream at byte %llu",
-				  r->in_off + r->in_pos);
-	if (inflateReset(&r->z) != Z_OK)
-		return akk_err_at(r->e, r->path, 0, 0,
-				  "corrupt gzip stream: cannot restart");
-	r->member_end = 0;
-	return 1;
-}
-
-/* Up to len inflated bytes. */
-static int read_gz(struct reader *r, uint8_t *buf, size_t len, size_t *got)
-{
-	while (*got < len) {
-		if (r->member_end) {
-			int more = next_member(r);
-			if (more <= 0)
-				return more;
-		}
-		if (fill(r) < 0)
-			return -1;
-		size_t want = len - *got < UINT_MAX ? len - *got : UINT_MAX;
-		r->z.next_in = r->in + r->in_pos;
-		r->z.avail_in = (uInt)(r->in_len - r->in_pos);
-		r->z.next_out = buf + *got;
-		r->z.avail_out = (uInt)want;
-		int rc = inflate(&r->z, Z_NO_FLUSH);
-		size_t used = (r->in_len - r->in_pos) - r->z.avail_in;
-		size_t made = want - r->z.avail_out;
-		r->in_pos += used;
-		*got += made;
-		if (rc == Z_STREAM_END) {
-			r->member_end = 1;
-			continue;
-		}
-		if (rc == Z_MEM_ERROR)
-			return akk_err_at(r->e, r->path, 0, 0,
-					  "out of memory while inflating");
-		if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR)
-			return akk_err_at(r->e, r->path, 0, 0,
-					  "corrupt gzip stream: %s",
-					  r->z.msg ? r->z.msg : "invalid data");
-		/* Z_OK or Z_BUF_ERROR: no progress only when the input ran
-		 * out in the middle of a member. */
-		if (!used && !made && r->in_eof && r->in_pos == r->in_len)
-			return akk_err_at(r->e, r->path, 0, 0,
-					  "corrupt gzip stream: unexpected end of file");
-	}
-	return 0;
-}
-
-/* Read up to len bytes; *got is how many arrived before end of file.
- * Returns -1 (error reported) on a read or inflate error. */
-static int read_some(struct reader *r, uint8_t *buf, size_t len, size_t *got)
-{
-	*got = 0;
-	return r->gz ? read_gz(r, buf, len, got) : read_plain(r, buf, len, got);
 }
 
 /* "60000 x 28 x 28" */
@@ -185,7 +53,7 @@ static void format_dims(char *buf, size_t size, const uint32_t *dims, int rank)
 /* Read exactly `declared` bytes into one allocation that grows (by
  * doubling, capped at `declared`) as data arrives, so a header that
  * lies about a huge size cannot make us allocate it up front. */
-static int read_data(struct reader *r, size_t declared, size_t hint,
+static int read_data(struct akk_gz_reader *r, size_t declared, size_t hint,
 		     uint8_t **out)
 {
 	size_t cap = hint < declared ? hint : declared;
@@ -201,7 +69,7 @@ static int read_data(struct reader *r, size_t declared, size_t hint,
 	for (;;) {
 		size_t got;
 
-		if (read_some(r, buf + have, cap - have, &got) < 0)
+		if (akk_gz_read(r, buf + have, cap - have, &got) < 0)
 			goto fail;
 		have += got;
 		if (have < cap) {
@@ -231,13 +99,13 @@ fail:
 
 /* Anything after the declared data is an error: counted up to
  * TRAIL_SLACK bytes for the message, and no further. */
-static int check_eof(struct reader *r, size_t declared)
+static int check_eof(struct akk_gz_reader *r, size_t declared)
 {
 	uint8_t scratch[4096];
 	size_t extra = 0, got;
 
 	do {
-		if (read_some(r, scratch, sizeof(scratch), &got) < 0)
+		if (akk_gz_read(r, scratch, sizeof(scratch), &got) < 0)
 			return -1;
 		extra += got;
 	} while (got == sizeof(scratch) && extra <= TRAIL_SLACK);
@@ -254,7 +122,7 @@ static int check_eof(struct reader *r, size_t declared)
 
 /* The declared size against what the file can hold, before any of it is
  * read. */
-static int plausible(struct reader *r, size_t declared, size_t hdr_len,
+static int plausible(struct akk_gz_reader *r, size_t declared, size_t hdr_len,
 		     const char *dims)
 {
 	if (!r->gz && r->file_size >= 0) {
@@ -274,7 +142,7 @@ static int plausible(struct reader *r, size_t declared, size_t hdr_len,
 				  dims, declared, (size_t)AKK_IDX_MAX_BYTES);
 	if (r->gz && r->file_size >= 0) {
 		size_t most;
-		if (akk_mul_ok((size_t)r->file_size, GZ_MAX_RATIO, &most) &&
+		if (akk_mul_ok((size_t)r->file_size, AKK_GZ_DEFLATE_MAX_RATIO, &most) &&
 		    declared > most)
 			return akk_err_at(r->e, r->path, 0, 0,
 					  "implausible: header declares %zu bytes of data, more than a gzip file of %lld bytes can hold",
@@ -283,14 +151,14 @@ static int plausible(struct reader *r, size_t declared, size_t hdr_len,
 	return 0;
 }
 
-static int load(struct akk_idx *x, struct reader *r)
+static int load(struct akk_idx *x, struct akk_gz_reader *r)
 {
 	uint8_t hdr[4 + 4 * IDX_MAX_RANK];
 	size_t got, hdr_len, declared = 1, hint;
 	char dims[128];
 	int type;
 
-	if (read_some(r, hdr, 4, &got) < 0)
+	if (akk_gz_read(r, hdr, 4, &got) < 0)
 		return -1;
 	if (got == 0)
 		return akk_err_at(r->e, r->path, 0, 0,
@@ -314,7 +182,7 @@ static int load(struct akk_idx *x, struct reader *r)
 				  "unsupported rank %d: expected 1 to %d dimensions",
 				  x->rank, IDX_MAX_RANK);
 	hdr_len = 4 + 4 * (size_t)x->rank;
-	if (read_some(r, hdr + 4, hdr_len - 4, &got) < 0)
+	if (akk_gz_read(r, hdr + 4, hdr_len - 4, &got) < 0)
 		return -1;
 	if (got < hdr_len - 4)
 		return akk_err_at(r->e, r->path, 0, 0,
@@ -361,54 +229,14 @@ static int load(struct akk_idx *x, struct reader *r)
 
 int akk_idx_load(struct akk_idx *x, const char *path, struct akk_err *e)
 {
-	struct reader r = { .fd = -1, .path = path, .file_size = -1, .e = e };
-	struct stat st;
-	int rc = -1;
+	struct akk_gz_reader r;
+	int rc;
 
 	memset(x, 0, sizeof(*x));
-	r.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r.fd < 0)
-		return akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
-	if (fstat(r.fd, &st) < 0) {
-		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(errno));
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		akk_err_at(e, path, 0, 0, "cannot open: %s", strerror(EISDIR));
-		goto out;
-	}
-	if (S_ISREG(st.st_mode))
-		r.file_size = st.st_size;
-	if (!(r.in = malloc(IN_CHUNK))) {
-		akk_err_at(e, path, 0, 0, "out of memory opening the file");
-		goto out;
-	}
-	/* The gzip magic decides, whatever the name. */
-	while (r.in_len < 2 && !r.in_eof) {
-		ssize_t n = read(r.fd, r.in + r.in_len, IN_CHUNK - r.in_len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			akk_err_at(e, path, 0, 0, "read error: %s", strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			r.in_eof = 1;
-		r.in_len += (size_t)n;
-	}
-	if (r.in_len >= 2 && r.in[0] == 0x1f && r.in[1] == 0x8b) {
-		if (inflateInit2(&r.z, 16 + MAX_WBITS) != Z_OK) {
-			akk_err_at(e, path, 0, 0, "out of memory opening the file");
-			goto out;
-		}
-		r.gz = 1;
-	}
+	if (akk_gz_open(&r, path, AKK_GZ_DEFLATE_MAX_RATIO, e) < 0)
+		return -1;
 	rc = load(x, &r);
-	if (r.gz)
-		inflateEnd(&r.z);
-out:
-	free(r.in);
-	close(r.fd);
+	akk_gz_close(&r);
 	if (rc < 0)
 		memset(x, 0, sizeof(*x));
 	return rc;
