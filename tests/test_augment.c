@@ -276,6 +276,7 @@ static void test_provider_train_only(void **state)
 	struct akk_dataset d;
 	struct akk_data_spec s = spec(2, 1, 0);
 	struct akk_provider p, q;
+	struct akk_workers w;
 	struct akk_preprocess pre;
 	struct akk_err e;
 	struct akk_batch *b;
@@ -290,19 +291,19 @@ static void test_provider_train_only(void **state)
 			.ds = &s, .shuffle = 0, .seed = 42, .bs = 4, .in = in, .classes = 2,
 			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_null(q.aug.tmp);
-	assert_int_equal(akk_provider_start(&q, &e), 0);
+	tu_workers_start(&w, 2);
+	akk_provider_start(&q, &w);
 	b = akk_provider_next(&q);
 	for (int j = 0; j < 4; j++)
 		for (size_t k = 0; k < in; k++)
 			assert_true(b->x[j * in + k] == (float)d.x8[j * in + k]);
 	akk_provider_recycle(&q, b);
-	akk_provider_release(&q);
 	/* training: some batch of the first epoch differs from its pixels */
 	assert_int_equal(akk_provider_init(&p, &d, &pre, &(struct akk_provider_config){
 			.ds = &s, .shuffle = 1, .seed = 42, .bs = 4, .in = in, .classes = 2,
 			.npool = 2, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
 	assert_non_null(p.aug.tmp);
-	assert_int_equal(akk_provider_start(&p, &e), 0);
+	akk_provider_start(&p, &w);
 	{
 		struct akk_augment ref;
 		int changed = 0;
@@ -327,7 +328,10 @@ static void test_provider_train_only(void **state)
 		assert_true(changed);
 		akk_augment_release(&ref);
 	}
+	akk_workers_stop(&w);
+	akk_provider_release(&q);
 	akk_provider_release(&p);
+	akk_workers_release(&w);
 	akk_preprocess_release(&pre);
 	akk_dataset_release(&d);
 }
@@ -339,6 +343,7 @@ static void test_resume_same_stream(void **state)
 	struct akk_dataset d;
 	struct akk_data_spec s = spec(2, 1, 1);
 	struct akk_provider p, q;
+	struct akk_workers w;
 	struct akk_preprocess pre;
 	struct akk_err e;
 	struct akk_batch *b, *c;
@@ -354,8 +359,9 @@ static void test_resume_same_stream(void **state)
 	assert_int_equal(akk_provider_init(&q, &d, &pre, &(struct akk_provider_config){
 			.ds = &s, .shuffle = 1, .seed = 7, .bs = 4, .in = in, .classes = 2,
 			.npool = 2, .epoch = 1, .index = 2, .shards = 1, .shard = 0 }, &e), 0);
-	assert_int_equal(akk_provider_start(&p, &e), 0);
-	assert_int_equal(akk_provider_start(&q, &e), 0);
+	tu_workers_start(&w, 2);
+	akk_provider_start(&p, &w);
+	akk_provider_start(&q, &w);
 	for (int i = 0; i < 5 + 2; i++) {	/* 5 batches per epoch */
 		b = akk_provider_next(&p);
 		akk_provider_recycle(&p, b);
@@ -369,8 +375,10 @@ static void test_resume_same_stream(void **state)
 		akk_provider_recycle(&p, b);
 		akk_provider_recycle(&q, c);
 	}
+	akk_workers_stop(&w);
 	akk_provider_release(&p);
 	akk_provider_release(&q);
+	akk_workers_release(&w);
 	akk_preprocess_release(&pre);
 	akk_dataset_release(&d);
 }

@@ -272,6 +272,7 @@ static void provider_covers_every_sample(void **unused)
 {
 	struct fixture f;
 	struct akk_provider p;
+	struct akk_workers w;
 	struct akk_preprocess pre;
 	struct akk_err e = { 0 };
 	int *seen = calloc(1000, sizeof(int));
@@ -284,7 +285,8 @@ static void provider_covers_every_sample(void **unused)
 	assert_int_equal(akk_provider_init(&p, &f.train, &pre, &(struct akk_provider_config){
 			.ds = NULL, .shuffle = 1, .seed = 42, .bs = 16, .in = 64, .classes = 4,
 			.npool = 3, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);
-	assert_int_equal(akk_provider_start(&p, &e), 0);
+	tu_workers_start(&w, 2);
+	akk_provider_start(&p, &w);
 	for (int epoch = 0; epoch < 2; epoch++) {
 		memset(seen, 0, 1000 * sizeof(int));
 		for (long i = 0; i < 63; i++) {
@@ -306,7 +308,9 @@ static void provider_covers_every_sample(void **unused)
 			assert_int_equal(seen[i], 1);
 	}
 	assert_int_not_equal(first[0], first[1]);
+	akk_workers_stop(&w);
 	akk_provider_release(&p);
+	akk_workers_release(&w);
 	akk_preprocess_release(&pre);
 	free(seen);
 	teardown_net(&f);

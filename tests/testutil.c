@@ -443,6 +443,14 @@ void tu_write_set(const char *dir, const char *name, size_t n, int side,
 	akk_dataset_release(&d);
 }
 
+void tu_workers_start(struct akk_workers *w, int n)
+{
+	struct akk_err e = { 0 };
+
+	if (akk_workers_init(w, n, &e) || akk_workers_start(w, &e))
+		fail_msg("workers: %s", e.msg);
+}
+
 struct akk_pool *tu_pool_new(struct tu_pool *tp, int n)
 {
 	struct akk_err e = { 0 };

@@ -103,6 +103,12 @@ int tu_lenet_run(const char *dir, int ntrain);
 void tu_write_set(const char *dir, const char *name, size_t n, int side,
 		  int classes, uint32_t seed);
 
+/* Workers as a run starts them: n, the calling thread worker 0 (it runs
+ * actors while it waits, as the sentinel's thread does), threads 1..n-1
+ * started. Stop them (akk_workers_stop, from this thread) before
+ * releasing what runs on them, then akk_workers_release. */
+void tu_workers_start(struct akk_workers *w, int n);
+
 /* A pool as a run builds one: workers (threads 1..n-1 started; the
  * caller is none of them) and a pool on them splitting products n ways.
  * tu_pool_free stops the workers, then frees both (nothing on a zeroed

@@ -1,4 +1,4 @@
-/* provider.c - prefetching batches: an actor on the workers, or a thread. */
+/* provider.c - prefetching batches: an actor on the run's workers. */
 #include "runtime/provider.h"
 
 #include <stddef.h>
@@ -84,26 +84,6 @@ static int fill_one(struct akk_provider *p, struct akk_batch *b)
 	return akk_mailbox_send(&p->ready, &b) ? -1 : 0;
 }
 
-static void *provider_main(void *arg)
-{
-	struct akk_provider *p = arg;
-	struct akk_batch *b;
-
-	akk_float_mode();	/* it computes the pixel map: flush denormals */
-	while (!akk_mailbox_recv(&p->free, &b))
-		if (fill_one(p, b))
-			break;
-	return NULL;
-}
-
-int akk_provider_start(struct akk_provider *p, struct akk_err *e)
-{
-	if (pthread_create(&p->thread, NULL, provider_main, p))
-		return akk_err_set(e, "cannot start the data provider thread");
-	p->started = 1;
-	return 0;
-}
-
 /* The actor's message is "fill this free batch" (recycle sends it). */
 static int provider_run(struct akk_actor *t)
 {
@@ -111,18 +91,23 @@ static int provider_run(struct akk_actor *t)
 		((char *)t - offsetof(struct akk_provider, task));
 	struct akk_batch *b;
 
-	if (akk_mailbox_tryrecv(&p->free, &b) || fill_one(p, b))
+	if (akk_mailbox_tryrecv(&p->free, &b))
+		return 0;
+	/* it computes the pixel map: denormals flushed on whatever worker
+	 * runs it (a run's workers are so already) */
+	akk_float_mode();
+	if (fill_one(p, b))
 		return 0;
 	return akk_mailbox_pending(&p->free);
 }
 
-void akk_provider_start_on(struct akk_provider *p, struct akk_workers *w)
+void akk_provider_start(struct akk_provider *p, struct akk_workers *w)
 {
 	akk_actor_init(&p->task, w, provider_run);
 	p->task.background = 1;	/* prefetch: for an idle worker */
 	akk_mailbox_attach(&p->free, &p->task);
 	akk_mailbox_help(&p->ready, w);
-	p->started = 2;
+	p->started = 1;
 	akk_actor_post(&p->task);	/* the pool's batches are already free */
 }
 
@@ -144,8 +129,6 @@ void akk_provider_stop(struct akk_provider *p)
 		return;
 	akk_mailbox_close(&p->free);
 	akk_mailbox_close(&p->ready);
-	if (p->started == 1)	/* a thread; an actor's workers have stopped */
-		pthread_join(p->thread, NULL);
 	p->started = 0;
 }
 

@@ -1,15 +1,13 @@
 /* provider.h - the data provider actor: batches prefetched ahead of use.
  *
  * A provider owns a pool of batches. Free batches sit in its `free` mailbox;
- * its thread takes one, fills it with the next batch of the stream (training:
- * epoch after epoch, each in a fresh seeded order; validation: pass after
- * pass in file order) and puts it in `ready`. The sentinel takes ready
- * batches and gives each back when its last reader is done, so the pool size
- * bounds both the prefetch depth and the memory. */
+ * its actor, on the run's workers, takes one, fills it with the next batch
+ * of the stream (training: epoch after epoch, each in a fresh seeded order;
+ * validation: pass after pass in file order) and puts it in `ready`. The
+ * sentinel takes ready batches and gives each back when its last reader is
+ * done, so the pool size bounds both the prefetch depth and the memory. */
 #ifndef AKK_PROVIDER_H
 #define AKK_PROVIDER_H
-
-#include <pthread.h>
 
 #include "data/augment.h"
 #include "data/batch.h"
@@ -31,9 +29,8 @@ struct akk_provider {
 					 * every batch of shards * bs samples */
 	int epoch;			/* position of the next batch to fill */
 	long index;
-	pthread_t thread;
-	int started;		/* 1: its thread runs, 2: its actor */
-	struct akk_actor task;	/* or its actor (akk_provider_start_on) */
+	int started;		/* its actor is on the workers */
+	struct akk_actor task;	/* its actor (akk_provider_start) */
 };
 
 /* Stream starting at batch `index` of `epoch` (the next epoch's first
@@ -57,17 +54,16 @@ struct akk_provider_config {
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      const struct akk_preprocess *pre,
 		      const struct akk_provider_config *c, struct akk_err *e);
-/* Fill batches on a thread of the provider's own. */
-int akk_provider_start(struct akk_provider *p, struct akk_err *e);
-/* Or as an actor on the workers w (a run's): each recycled batch is a
- * message, filled on whichever worker runs it, so providers add no thread.
- * Stopping it closes its boxes; the workers must stop first. */
-void akk_provider_start_on(struct akk_provider *p, struct akk_workers *w);
+/* Fill batches as an actor on the workers w (a run's): each recycled
+ * batch is a message, filled on whichever worker runs it (which it puts in
+ * flush-to-zero mode, tensor.h's akk_float_mode), so providers add no
+ * thread. Stopping it closes its boxes; the workers must stop first. */
+void akk_provider_start(struct akk_provider *p, struct akk_workers *w);
 /* The next batch, in stream order; NULL once stopped. */
 struct akk_batch *akk_provider_next(struct akk_provider *p);
 /* Give b back to the pool: 0, or -1 once stopped (b is not queued). */
 int akk_provider_recycle(struct akk_provider *p, struct akk_batch *b);
-/* Stop the thread (if started) and wait for it. */
+/* Close its boxes (after its workers have stopped). */
 void akk_provider_stop(struct akk_provider *p);
 void akk_provider_release(struct akk_provider *p);
 

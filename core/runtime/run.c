@@ -442,9 +442,9 @@ int akk_run_train(struct akk_run *r, struct akk_err *e)
 		goto join;
 	}
 	if (r->root) {	/* the data providers are actors too */
-		akk_provider_start_on(&r->tprov, &r->workers);
+		akk_provider_start(&r->tprov, &r->workers);
 		if (r->val)
-			akk_provider_start_on(&r->vprov, &r->workers);
+			akk_provider_start(&r->vprov, &r->workers);
 	}
 	if (r->root) {
 		rc = akk_sentinel_run(r, &se);
