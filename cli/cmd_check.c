@@ -63,12 +63,11 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	       "FLOPs/sample", "activations", "weight stash");
 	for (int g = 0; g < m->ngates; g++) {
 		const struct akk_gate_plan *gp = &m->gates[g];
-		/* K training tapes of one chunk (the batch, or a pipeline
-		 * micro-batch) and V evaluation tapes of a batch, as the run
-		 * builds the gate */
-		struct akk_gate_memory gm = akk_gate_memory(gp, &(struct akk_gate_config){
-			.max_batch = bs, .tape_batch = chunk, .ntapes = K, .nevals = V,
-			.stash = stash && akk_gate_needs_stash(gp) });
+		/* the gate as the run builds it: K training tapes of one
+		 * chunk (the batch, or a pipeline micro-batch) and V
+		 * evaluation tapes of a batch */
+		struct akk_gate_config gc = akk_schedule_gate_config(p, gp, bs);
+		struct akk_gate_memory gm = akk_gate_memory(gp, &gc);
 		double mem = gm.train + gm.eval, st = gm.stash;
 		print_count(flops, sizeof(flops), gp->flops);
 		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,

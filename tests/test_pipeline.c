@@ -354,6 +354,46 @@ static void tapes_bounded_by_gates(void **unused)
 	teardown(&f);
 }
 
+/* The run builds every gate as akk_schedule_gate_config says, which is
+ * what `akkctl check` reports the memory of: wheels' K tapes with the
+ * weights stashed where a gate needs them (not the first gate, whose only
+ * layer with weights is the network's first), the pipeline's tapes of a
+ * micro-batch. */
+static void gates_built_as_check_counts(void **unused)
+{
+	static const char *const scheds[] = {
+		"{mode: wheels, concurrency: {train: 3, validation: 2}, weight_stashing: true, epochs: 1, batch_size: 32}",
+		"{mode: pipeline, micro_batches: 4, epochs: 1, batch_size: 30}",
+	};
+
+	(void)unused;
+	for (int k = 0; k < 2; k++) {
+		struct fixture f;
+		struct akk_run r;
+		struct akk_err e = { 0 };
+		struct akk_run_config cfg = { .epochs = 1, .blas_threads = 1 };
+
+		setup(&f, nets[2], "{type: momentum, lr: 0.05}", scheds[k]);
+		cfg.mode = f.spec.sched.mode;
+		if (akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e))
+			fail_msg("run: %s", e.msg);
+		for (int g = 0; g < 3; g++) {
+			const struct akk_gate *gt = &r.gates[g].gate;
+			struct akk_gate_config gc = akk_schedule_gate_config(
+				&r.sched, &f.model.gates[g], f.spec.sched.batch_size);
+			assert_int_equal(gt->ntapes, gc.ntapes);
+			assert_int_equal(gt->nevals, gc.nevals);
+			assert_int_equal(gt->tape_batch, gc.tape_batch);
+			assert_int_equal(gt->tapes[0].stash != NULL, gc.stash);
+			assert_int_equal(gc.stash, k == 0 && g > 0);
+		}
+		assert_int_equal(r.gates[0].gate.ntapes, 3);	/* K: 3 credits, 3 gates */
+		assert_int_equal(r.gates[0].gate.tape_batch, k == 0 ? 32 : 8);
+		akk_run_release(&r);
+		teardown(&f);
+	}
+}
+
 static char g_out[16384], g_err[4096];
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
@@ -462,6 +502,7 @@ int main(void)
 		cmocka_unit_test(batchnorm_trains),
 		cmocka_unit_test(interrupt_and_resume_bit_for_bit),
 		cmocka_unit_test(tapes_bounded_by_gates),
+		cmocka_unit_test(gates_built_as_check_counts),
 		cmocka_unit_test(check_prints_the_plan),
 		cmocka_unit_test(mpi_placement_bit_for_bit),
 	};

@@ -188,14 +188,15 @@ static int make_gates(struct akk_run *r, struct akk_err *e)
 		a->ready = a->local || r->root;
 		if (!a->ready)
 			continue;
-		if (akk_gate_init(&a->gate, &m->gates[i], &(struct akk_gate_config){
-				  .max_batch = bs, .tape_batch = r->sched.chunk_max,
-				  .ntapes = a->local ? r->sched.K : 1, .nevals = a->local ? r->sched.V : 1,
-				  .stash = a->local && r->sched.stash &&
-					   akk_gate_needs_stash(&m->gates[i]),
-				  .steps_per_epoch = (r->per_epoch + r->sched.accumulate - 1) /
-						     r->sched.accumulate,
-				  .epochs = cfg->epochs, .seed = m->spec->seed }, e))
+		struct akk_gate_config gc = akk_schedule_gate_config(&r->sched, &m->gates[i], bs);
+		if (!a->local) {	/* rank 0's mirror: state only */
+			gc.ntapes = gc.nevals = 1;
+			gc.stash = 0;
+		}
+		gc.steps_per_epoch = (r->per_epoch + r->sched.accumulate - 1) / r->sched.accumulate;
+		gc.epochs = cfg->epochs;
+		gc.seed = m->spec->seed;
+		if (akk_gate_init(&a->gate, &m->gates[i], &gc, e))
 			return -1;
 		if (a->local)
 			akk_gate_use_pool(&a->gate, r->pool);

@@ -72,6 +72,17 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 	return 0;
 }
 
+struct akk_gate_config akk_schedule_gate_config(const struct akk_schedule *p,
+						const struct akk_gate_plan *g,
+						int batch_size)
+{
+	return (struct akk_gate_config){
+		.max_batch = batch_size, .tape_batch = p->chunk_max,
+		.ntapes = p->K, .nevals = p->V,
+		.stash = p->stash && akk_gate_needs_stash(g),
+	};
+}
+
 /* ---- The schedules' names, for the command line ---------------------- */
 
 int akk_mode_parse(const char *name, enum akk_mode *mode)

@@ -36,6 +36,7 @@
 #define AKK_SCHEDULE_H
 
 #include "config/spec.h"
+#include "model/gate.h"
 
 struct akk_schedule {
 	enum akk_mode mode;
@@ -73,6 +74,16 @@ struct akk_schedule {
 int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 		      const struct akk_schedule_spec *s, int ngates,
 		      int threads, int cores, struct akk_err *e);
+
+/* What gate g is built for under plan p with batches of batch_size: K
+ * training tapes of the largest chunk, V evaluation tapes of a batch, the
+ * weights stashed when the plan stashes and g has parameters to stash.
+ * The run builds its gates with it (adding the lr schedule's fields and
+ * the seed) and `akkctl check` reports their memory from it
+ * (akk_gate_memory), so the two cannot disagree. */
+struct akk_gate_config akk_schedule_gate_config(const struct akk_schedule *p,
+						const struct akk_gate_plan *g,
+						int batch_size);
 
 /* The schedule called name (its akk_mode_name): 0 and *mode (when mode is
  * not NULL), or -1 for a name no schedule has. */
