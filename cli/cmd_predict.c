@@ -170,7 +170,17 @@ static int predict_rows(struct out_ctx *o, const struct akk_dataset *d, const ch
 	return 0;
 }
 
-int cmd_predict(int argc, char **argv)
+/* What the command line asks of predict besides its operands. */
+struct predict_opts {
+	const char *outpath, *format;	/* NULL: stdout; the input's own format */
+	int top;			/* classes a row lists, most probable first */
+	int header;			/* --csv-header: AKK_CSV_HEADER_ANY or 0;
+					 * -1: as the checkpoint's config says */
+};
+
+/* Parse the options into po: -1 to go on, or the exit code (--help, a
+ * usage error). */
+static int parse_options(int argc, char **argv, struct predict_opts *po)
 {
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, 'o' },
@@ -180,9 +190,39 @@ int cmd_predict(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *outpath = NULL, *format = NULL;
+	int c;
+
+	*po = (struct predict_opts){ .top = 1, .header = -1 };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:k:f:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': po->outpath = optarg; break;
+		case 'k':
+			if (cli_parse_int("--top", optarg, 1, 1 << 20, &po->top))
+				return cli_usage_error("predict");
+			break;
+		case 'f': po->format = optarg; break;	/* data/open.c knows the formats */
+		case 'H':
+			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
+				cli_errorf(EXIT_USAGE, "option '--csv-header' needs yes or no, got '%s'",
+					   optarg);
+				return cli_usage_error("predict");
+			}
+			po->header = !strcmp(optarg, "yes") ? AKK_CSV_HEADER_ANY : 0;
+			break;
+		case 'h': return cli_help("predict");
+		default: return cli_bad_option("predict", c, argv);
+		}
+	}
+	return -1;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+	struct predict_opts po;
+	const char *outpath;
 	char *ckpath = NULL, msg[8192];	/* akk_open's error */
-	int top = 1, c, rc = EXIT_USAGE, made_out = 0, header = -1;
+	int rc = EXIT_USAGE, made_out = 0;
 	akk_model *m = NULL;
 	struct akk_dataset d = { 0 };
 	struct akk_checkpoint ck = { 0 };
@@ -193,42 +233,25 @@ int cmd_predict(int argc, char **argv)
 	size_t in;
 	long index = 0;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:k:f:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': outpath = optarg; break;
-		case 'k':
-			if (cli_parse_int("--top", optarg, 1, 1 << 20, &top))
-				return cli_usage_error("predict");
-			break;
-		case 'f': format = optarg; break;	/* data/open.c knows the formats */
-		case 'H':
-			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
-				cli_errorf(EXIT_USAGE, "option '--csv-header' needs yes or no, got '%s'",
-					   optarg);
-				return cli_usage_error("predict");
-			}
-			header = !strcmp(optarg, "yes") ? AKK_CSV_HEADER_ANY : 0;
-			break;
-		case 'h': return cli_help("predict");
-		default: return cli_bad_option("predict", c, argv);
-		}
-	}
+	if ((rc = parse_options(argc, argv, &po)) >= 0)
+		return rc;
+	rc = EXIT_USAGE;
+	outpath = po.outpath;
 	if (cli_operands("predict", argc, argv))
 		return EXIT_USAGE;
 	/* the stored config's data: the default format of the inputs and how
 	 * its readers take them (csv options, layout) */
 	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &spec, &e))
 		goto report;
-	if (header >= 0)
-		spec.data.csv.header = header;
+	if (po.header >= 0)
+		spec.data.csv.header = po.header;
 	if (!(m = akk_open(ckpath, msg, sizeof(msg)))) {
 		akk_err_set(&e, "%s", msg);
 		goto report;
 	}
 	o.m = m;
 	o.C = akk_outputs(m);
-	o.top = top > o.C ? o.C : top;
+	o.top = po.top > o.C ? o.C : po.top;
 	in = akk_input_size(m);
 	rc = EXIT_RUNTIME;
 	o.order = malloc(o.C * sizeof(int));
@@ -248,7 +271,7 @@ int cmd_predict(int argc, char **argv)
 	for (int i = optind + 1; i < argc; i++) {
 		const char *path = argv[i];
 
-		if (akk_data_open_inputs(&d, format ? format :
+		if (akk_data_open_inputs(&d, po.format ? po.format :
 					 akk_data_input_format(path, spec.data.format),
 					 path, &spec.data, &e) ||
 		    check_shape(&d, m, path, &e)) {
