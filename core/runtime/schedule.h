@@ -7,7 +7,8 @@
  * forward/backward states, whether gates stash weights, how many compute
  * threads a busy gate uses and how deep every mailbox must be. The runtime
  * (run.c, sentinel.c, gate_actor.c) and `akkctl check` read the plan; no
- * other file compares AKK_MODE_* values.
+ * other file compares AKK_MODE_* values but the config's own checks
+ * across its keys (config/spec_checks.c, below the runtime).
  *
  * Pipeline (PipeDream-Flush, 1F1B): each batch is split into `micro`
  * chunks and K = ngates chunks are in flight, so each gate holds at most
@@ -21,8 +22,7 @@
  *                         config, --mode, the checkpoint's check and every
  *                         message that lists the schedules take the names
  *                         from there: akk_mode_name, akk_mode_parse,
- *                         akk_mode_list), and in check_pipeline any rule
- *                         it has against other schedule keys;
+ *                         akk_mode_list);
  *   core/runtime/schedule.c  its case in akk_schedule_plan, filling every
  *                         field of struct akk_schedule;
  *   tests/test_schedule.c its plan, and what overlapped what when it runs;
@@ -30,8 +30,10 @@
  *   and the --mode lines of the train and bench usage in cli/main.c.
  * That is 3 source files, its test and the docs (8 files). The spec keeps
  * the names because it sits below the runtime (core/README's floors).
- * Only when its sentinel needs a policy the fields cannot express: one more
- * field here, read by sentinel.c's run_phase (10 files). */
+ * Only when it has a rule against other schedule keys: its line in
+ * check_pipeline (core/config/spec_checks.c, 9 files); only when its
+ * sentinel needs a policy the fields cannot express: one more field here,
+ * read by sentinel.c's run_phase (schedule.h, sentinel.c: 2 more). */
 #ifndef AKK_SCHEDULE_H
 #define AKK_SCHEDULE_H
 
