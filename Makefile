@@ -293,7 +293,7 @@ clean:
 	rm -rf build akkctl
 
 # The headers each object was built with (see -MMD above).
--include $(wildcard $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TESTS:=.d) $(LIB_OBJ:.o=.d))
+-include $(wildcard $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(B)/tests/*.d)
 
 # The include graph of core/ and cli/ from their #include lines, one
 # "a -> b" edge per line; fails on a circle or an include from a floor of

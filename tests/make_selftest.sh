@@ -7,7 +7,9 @@
 #      pages, the bash completion and the example configs, and `make
 #      uninstall` with the same variables removes them all;
 #   3. one `make deps all` builds when pkg-config finds nothing until deps
-#      has run (as on a fresh root): nothing is detected at parse time.
+#      has run (as on a fresh root): nothing is detected at parse time;
+#   4. a changed header rebuilds every object that includes it, the tests'
+#      shared testutil.o included (the compiler's -MMD lists).
 # Exit status 0 when all pass, 1 otherwise.
 set -eu
 
@@ -81,6 +83,25 @@ if PKG_CONFIG_LIBDIR=$tmp/pc PKG_CONFIG_PATH= make --no-print-directory -j2 \
 else
 	bad "make deps all, with pkg-config finding the packages only after deps:"
 	grep -v '^cc \|^rm -f\|overriding recipe\|ignoring old recipe' "$tmp/deps.out" | tail -n 15 >&2
+fi
+
+# 4. After a build, make's database (make -p) holds each object's
+# headers from the compiler's lists: testutil.o includes base/workers.h
+# through tensor/pool.h, and an old testutil.o beside a new libakk.a
+# crashes.
+if make --no-print-directory -j2 B="$tmp/build" "$tmp/build/tests/test_tensor" \
+	>"$tmp/dep.out" 2>&1; then
+	make --no-print-directory -pqn B="$tmp/build" "$tmp/build/tests/test_tensor" \
+		>"$tmp/dep.out" 2>/dev/null || true
+	if grep -q "^$tmp/build/tests/testutil.o:.*core/base/workers.h" "$tmp/dep.out" &&
+	   grep -q "^$tmp/build/core/base/workers.o:.*core/base/workers.h" "$tmp/dep.out"; then
+		ok "a changed header rebuilds the objects that include it, testutil.o too"
+	else
+		bad "make does not know that testutil.o and workers.o include core/base/workers.h"
+	fi
+else
+	bad "building test_tensor failed:"
+	tail -n 15 "$tmp/dep.out" >&2
 fi
 
 exit $failed

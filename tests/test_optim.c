@@ -346,11 +346,14 @@ static void test_update_in_parts(void **ctx)
  * state bit for bit for every optimizer (with and without clipping and
  * decay), leaves the range's gradients zero and the rest untouched, and
  * says whether the range held an inf or a NaN: one bad gradient, at any
- * lane of a vector, in or out of the range. */
+ * lane of a vector, in or out of the range. Out of place (the weights
+ * read from one buffer, written to another, as a stashing gate steps),
+ * the same bits land in the other buffer and the first stays as it was. */
 static void test_update_zero(void **ctx)
 {
 	enum { N = 203 };
 	static float w0[N], g0[N], s0[2 * N], w1[N], g1[N], s1[2 * N];
+	static float pp[2][N], was[N], g2[N], s2[2 * N];
 	const size_t lo = 5, hi = 197;
 
 	(void)ctx;
@@ -370,16 +373,30 @@ static void test_update_zero(void **ctx)
 			tu_fill(s0, 2 * N, 0, 1, 11 + k);
 			memcpy(w1, w0, sizeof w0);
 			memcpy(s1, s0, sizeof s0);
+			memcpy(pp[0], w0, sizeof w0);
+			memcpy(pp[1], w0, sizeof w0);
+			memcpy(s2, s0, sizeof s0);
 			for (long t = 1; t <= 3; t++) {
+				float *from = pp[(t - 1) % 2], *to = pp[t % 2];
 				tu_fill(g0, N, -1, 1, 100 * t + k);
 				memcpy(g1, g0, sizeof g0);
+				memcpy(g2, g0, sizeof g0);
+				memcpy(was, from, sizeof was);
 				double c = akk_optim_clip(&o, g0, N);
 				akk_optim_update(&o, w0, g0, s0, N, lo, hi, t,
 						 0.01f, c);
-				assert_int_equal(akk_optim_update_zero(&o, w1, g1,
+				assert_int_equal(akk_optim_update_zero(&o, w1, w1, g1,
 						 s1, N, lo, hi, t, 0.01f, c), 1);
 				assert_memory_equal(w0, w1, sizeof w0);
 				assert_memory_equal(s0, s1, sizeof s0);
+				assert_int_equal(akk_optim_update_zero(&o, from, to, g2,
+						 s2, N, lo, hi, t, 0.01f, c), 1);
+				assert_memory_equal(to + lo, w0 + lo, (hi - lo) * sizeof(float));
+				assert_memory_equal(from, was, sizeof was);
+				assert_memory_equal(s2, s0, sizeof s0);
+				/* the range only: the next step's source is whole */
+				memcpy(to, w0, lo * sizeof(float));
+				memcpy(to + hi, w0 + hi, (N - hi) * sizeof(float));
 				for (size_t i = 0; i < N; i++)
 					if (i >= lo && i < hi)
 						assert_true(g1[i] == 0 &&
@@ -400,7 +417,7 @@ static void test_update_zero(void **ctx)
 			tu_fill(g1, N, -1, 1, 5);
 			g1[at] = nan ? NAN : -INFINITY;
 			memset(s1, 0, sizeof s1);
-			int ok = akk_optim_update_zero(&o, w1, g1, s1, N, lo, hi,
+			int ok = akk_optim_update_zero(&o, w1, w1, g1, s1, N, lo, hi,
 						       1, 0.01f, 1);
 			assert_int_equal(ok, !(at >= lo && at < hi));
 		}
@@ -408,7 +425,7 @@ static void test_update_zero(void **ctx)
 	for (size_t i = 0; i < N; i++)
 		g1[i] = i % 2 ? FLT_MAX : -FLT_MAX;
 	memset(s1, 0, sizeof s1);
-	assert_int_equal(akk_optim_update_zero(&o, w1, g1, s1, N, 0, N, 1,
+	assert_int_equal(akk_optim_update_zero(&o, w1, w1, g1, s1, N, 0, N, 1,
 					       0.01f, 1), 1);
 }
 

@@ -1,7 +1,7 @@
 /* test_stash.c - weight stashing in a gate (model/gate.c): each backward
  * computes its input gradient with the weights its own forward saw, while
- * the forwards of one weight version share one stash buffer and a new
- * version is copied into a buffer that no batch in flight still reads. */
+ * the forwards of one weight version share one buffer and a step writes
+ * the new version into a buffer that no batch in flight still reads. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -34,9 +34,9 @@ static void reference_dx(const struct akk_gate_plan *p, const float *w,
 }
 
 /* Three tapes; forwards F and backwards+steps S in the order
- * F0 F1 F2 S0 F3 S1 F4 S2 F5 S3 S4 S5: F0-F2 share version 0, so F3 (in
- * the slot of F0, whose buffer F1 and F2 still read) must copy version 1
- * elsewhere, and F4 lands in a slot whose buffer is still read in turn. */
+ * F0 F1 F2 S0 F3 S1 F4 S2 F5 S3 S4 S5: F0-F2 share version 0, so S0 must
+ * write version 1 into a buffer other than the one F1 and F2 still read,
+ * and each later step finds another free buffer in turn. */
 static void t_backward_sees_its_forward_weights(void **state)
 {
 	static const char *text =
@@ -96,8 +96,49 @@ static void t_backward_sees_its_forward_weights(void **state)
 	assert_ptr_not_equal(shared[3], shared[0]);
 	/* the weights did change between the versions */
 	assert_memory_not_equal(w, w + 3 * np, np * sizeof(float));
+	/* the pool besides the gate's own weights: one buffer per tape */
+	assert_int_equal(akk_gate_stash_bytes(&g), NT * np * sizeof(float));
 	akk_gate_release(&g);
 	free(x), free(dy), free(w), free(dx), free(ref);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
+/* A step while every tape is in flight, each on a version of its own
+ * (the gate API allows it, the runtime never does it: a step follows a
+ * backward): no buffer is free, and the step says so instead of
+ * overwriting weights a batch in flight reads. */
+static void t_step_with_every_buffer_read_fails(void **state)
+{
+	static const char *text =
+		"data:\n  train: {images: ti, labels: tl}\n"
+		"optimizer: {type: sgd, lr: 0.1}\n"
+		"network:\n  input: [5]\n  gates:\n    - layers: [{dense: 3}]\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_gate g;
+	struct akk_err e = { 0 };
+	float x[B * 5] = { 0 };
+
+	(void)state;
+	if (akk_spec_parse(&s, text, strlen(text), "t.yaml", NULL, NULL, 0, &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	if (akk_gate_init(&g, &m.gates[0], &(struct akk_gate_config){ .max_batch = B,
+			  .ntapes = NT, .nevals = 1, .stash = 1, .steps_per_epoch = 10,
+			  .epochs = 1, .seed = 5 }, &e))
+		fail_msg("gate: %s", e.msg);
+	for (int i = 0; i < NT; i++) {
+		if (!akk_gate_forward(&g, x, B, i, &e))
+			fail_msg("forward %d: %s", i, e.msg);
+		if (i < NT - 1 && akk_gate_step(&g, &e))
+			fail_msg("step %d: %s", i, e.msg);
+	}
+	assert_int_equal(akk_gate_step(&g, &e), 0);	/* the fourth buffer */
+	assert_int_equal(akk_gate_step(&g, &e), -1);
+	assert_string_equal(e.msg, "gate 1: a step with 3 batches in flight, "
+			    "every weight buffer in use");
+	akk_gate_release(&g);
 	akk_model_release(&m);
 	akk_spec_release(&s);
 }
@@ -106,6 +147,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_backward_sees_its_forward_weights),
+		cmocka_unit_test(t_step_with_every_buffer_read_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

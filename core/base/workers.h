@@ -16,7 +16,10 @@
  * thread), goes to the shared queue and wakes the sleepers; an idle
  * worker takes it (steals). A blocking wait on a worker helps: it runs
  * runnable tasks until what it waits for is there, and sleeps on the
- * condition variable only when nothing is runnable. */
+ * condition variable only when nothing is runnable: at once, or after
+ * polling for a while (akk_workers_spin), when the hand-offs between
+ * workers are on the critical path and a futex wake-up on a VM costs tens
+ * of microseconds. */
 #ifndef AKK_WORKERS_H
 #define AKK_WORKERS_H
 
@@ -45,6 +48,8 @@ struct akk_worker_stats {
 	long steals;		/* runs taken from the shared queue */
 	long sleeps;		/* times it slept on the condition variable */
 	long wakes;		/* times it woke up from there */
+	long spins;		/* polls (akk_workers_spin) that found work
+				 * and saved a sleep */
 };
 
 struct akk_worker {
@@ -53,6 +58,9 @@ struct akk_worker {
 	pthread_t tid;		/* written by workers_start, read by stop */
 	struct akk_actor *next;	/* the LIFO slot: touched by its worker only */
 	struct akk_worker_stats st;	/* written by its worker only */
+	double short_gaps;	/* akk_workers_spin: moving average of its idle
+				 * gaps a poll catches (1) or not (0); it polls
+				 * while that is at least a half. Its own. */
 };
 
 struct akk_workers {
@@ -69,6 +77,8 @@ struct akk_workers {
 	int idlers, waiters;	/* sleeping on each, under mu */
 	int stop;		/* under mu */
 	int started;		/* threads 1..n-1 running */
+	double spin;		/* seconds a worker with nothing to run polls
+				 * before it sleeps; set before start */
 	void (*on_start)(void);	/* each worker thread calls it first, or NULL */
 };
 
@@ -105,6 +115,11 @@ void akk_workers_help(struct akk_workers *w, int (*done)(void *), void *arg);
 void akk_workers_wait(struct akk_workers *w, int (*done)(void *), void *arg);
 /* Wake every thread waiting in akk_workers_help/wait to check again. */
 void akk_workers_poke(struct akk_workers *w);
+/* Before the workers start: a worker with nothing to run polls for up to
+ * `seconds` (0, the default: sleeps at once), as long as most of its
+ * recent idle gaps were that short. Costs CPU time, buys the latency of
+ * a wake-up: for schedules whose gates compute at once. */
+void akk_workers_spin(struct akk_workers *w, double seconds);
 /* Before a handler blocks (an MPI reduction): hand this worker's next
  * slot to the shared queue, so that another worker runs it. */
 void akk_workers_flush(struct akk_workers *w);

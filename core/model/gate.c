@@ -19,32 +19,39 @@ static size_t widest_input(const struct akk_gate_plan *p)
 	return w;
 }
 
-/* The floats of one tape of up to max_batch samples: activations, aux,
- * the input gradient (with_dx) and the stashed weights (stash). */
+/* The floats of one tape of up to max_batch samples: activations, aux
+ * and the input gradient (with_dx). */
 struct tape_size {
-	size_t act, aux, dx, stash;
+	size_t act, aux, dx;
 };
 
 static struct tape_size tape_size(const struct akk_gate_plan *p, int max_batch,
-				  int with_dx, int stash)
+				  int with_dx)
 {
 	return (struct tape_size){
 		.act = p->act * max_batch, .aux = p->aux * max_batch,
 		.dx = with_dx ? (size_t)akk_shape_size(p->in) * max_batch : 0,
-		.stash = stash ? p->nparams : 0,
 	};
 }
 
 static int tape_alloc(struct akk_tape *t, const struct akk_gate_plan *p,
-		      int max_batch, int with_dx, int stash)
+		      int max_batch, int with_dx)
 {
-	struct tape_size n = tape_size(p, max_batch, with_dx, stash);
+	struct tape_size n = tape_size(p, max_batch, with_dx);
 
 	t->act = akk_alloc(n.act);
 	t->aux = akk_alloc(n.aux);
 	t->dx = with_dx ? akk_alloc(n.dx) : NULL;
-	t->stash = stash ? akk_alloc(n.stash) : NULL;
-	return !t->act || !t->aux || (with_dx && !t->dx) || (stash && !t->stash);
+	return !t->act || !t->aux || (with_dx && !t->dx);
+}
+
+/* With weight stashing, the weight versions live in a pool of buffers:
+ * the current one (params), one per batch in flight at a step (at most
+ * ntapes - 1, each keeping the version its forward saw) and the one the
+ * step writes the next version into. */
+static int weight_buffers(int ntapes)
+{
+	return ntapes + 1;
 }
 
 struct akk_gate_memory akk_gate_memory(const struct akk_gate_plan *p,
@@ -52,13 +59,15 @@ struct akk_gate_memory akk_gate_memory(const struct akk_gate_plan *p,
 {
 	int tape_batch = c->tape_batch > 0 && c->tape_batch < c->max_batch ? c->tape_batch :
 			 c->max_batch;
-	struct tape_size t = tape_size(p, tape_batch, 1, c->stash);
-	struct tape_size v = tape_size(p, c->max_batch, 0, 0);
+	struct tape_size t = tape_size(p, tape_batch, 1);
+	struct tape_size v = tape_size(p, c->max_batch, 0);
 
+	/* the stash: the pool's buffers besides the gate's own weights */
 	return (struct akk_gate_memory){
 		.train = (double)(t.act + t.aux + t.dx) * sizeof(float) * c->ntapes,
 		.eval = (double)(v.act + v.aux) * sizeof(float) * c->nevals,
-		.stash = (double)t.stash * sizeof(float) * c->ntapes,
+		.stash = c->stash ? (double)p->nparams * sizeof(float) *
+				    (weight_buffers(c->ntapes) - 1) : 0,
 	};
 }
 
@@ -67,7 +76,6 @@ static void tape_free(struct akk_tape *t)
 	akk_free(t->act);
 	akk_free(t->aux);
 	akk_free(t->dx);
-	akk_free(t->stash);
 }
 
 /* Mark the fused pairs of g's layers and lend the dense/conv2d layers
@@ -135,9 +143,15 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	       !g->dbuf[0] || !g->dbuf[1] || !g->act_off || !g->aux_off ||
 	       !g->tapes || !g->evals || !g->layers;
 	for (int i = 0; !fail && i < ntapes; i++)
-		fail = tape_alloc(&g->tapes[i], p, g->tape_batch, 1, stash);
+		fail = tape_alloc(&g->tapes[i], p, g->tape_batch, 1);
 	for (int i = 0; !fail && i < nevals; i++)
-		fail = tape_alloc(&g->evals[i], p, max_batch, 0, 0);
+		fail = tape_alloc(&g->evals[i], p, max_batch, 0);
+	if (!fail && stash) {
+		g->nwbuf = weight_buffers(ntapes);
+		fail = !(g->wbuf = calloc(g->nwbuf, sizeof(*g->wbuf)));
+		for (int i = 0; !fail && i < g->nwbuf; i++)
+			fail = !(g->wbuf[i] = i ? akk_alloc(p->nparams) : g->params);
+	}
 	if (fail) {
 		akk_gate_release(g);
 		return akk_err_set(e, "out of memory allocating gate %d", p->index + 1);
@@ -169,7 +183,12 @@ void akk_gate_release(struct akk_gate *g)
 	free(g->act_off);
 	free(g->aux_off);
 	free(g->layers);
-	akk_free(g->params);
+	/* params is one of the pool's buffers, when there is a pool */
+	for (int i = 0; g->wbuf && i < g->nwbuf; i++)
+		akk_free(g->wbuf[i]);
+	if (!g->wbuf)
+		akk_free(g->params);
+	free(g->wbuf);
 	akk_free(g->grads);
 	akk_free(g->state);
 	akk_free(g->opt);
@@ -222,39 +241,25 @@ static const float *run_forward(struct akk_gate *g, struct akk_tape *t,
 	return in;
 }
 
-/* Whether a live tape (t not yet counted) reads buffer b. */
-static int stash_in_use(const struct akk_gate *g, const float *b)
+/* Whether the current weights or a live tape's read buffer b. */
+static int weights_in_use(const struct akk_gate *g, const float *b)
 {
+	if (b == g->params)
+		return 1;
 	for (int i = 0; i < g->count; i++)
 		if (g->tapes[(g->head + i) % g->ntapes].w == b)
 			return 1;
 	return 0;
 }
 
-/* The weights of t's backward. Forwards between two steps see the same
- * weights: the newest live tape already holds them when its version is
- * the current step, and t shares its buffer. Otherwise t copies them
- * into a buffer no live tape reads: at most ntapes - 1 are live, so one
- * of the ntapes buffers is free; t's slot takes it in trade for its own. */
-static void stash(struct akk_gate *g, struct akk_tape *t)
+/* The pool's buffer the next version goes to: one that neither the
+ * current weights nor a batch in flight reads. */
+static float *free_weights(const struct akk_gate *g)
 {
-	struct akk_tape *last = g->count ?
-		&g->tapes[(g->head + g->count - 1) % g->ntapes] : NULL;
-
-	if (last && last->version == g->step) {
-		t->w = last->w;
-		return;
-	}
-	for (int i = 0; stash_in_use(g, t->stash) && i < g->ntapes; i++) {
-		float *b = g->tapes[i].stash;
-
-		if (!stash_in_use(g, b)) {
-			g->tapes[i].stash = t->stash;
-			t->stash = b;
-		}
-	}
-	memcpy(t->stash, g->params, g->plan->nparams * sizeof(float));
-	t->w = t->stash;
+	for (int i = 0; i < g->nwbuf; i++)
+		if (!weights_in_use(g, g->wbuf[i]))
+			return g->wbuf[i];
+	return NULL;
 }
 
 const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
@@ -276,8 +281,8 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 		return NULL;
 	}
 	t = &g->tapes[(g->head + g->count) % g->ntapes];
-	if (t->stash)
-		stash(g, t);
+	/* stashing: the version stays where it is until no tape reads it */
+	t->w = g->params;
 	g->count++;
 	t->x = x;
 	t->B = B;
@@ -316,7 +321,7 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 		return NULL;
 	}
 	t = &g->tapes[g->head];
-	params = t->stash ? t->w : g->params;
+	params = g->wbuf ? t->w : g->params;
 	for (int i = p->nlayers - 1; i >= 0; i--) {
 		const struct akk_layer *l = &g->layers[i];
 		if (akk_gate_fused_away(g, i))
@@ -343,6 +348,7 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 
 struct step_job {
 	struct akk_gate *g;
+	float *to;		/* the new weights: g->params, or a free buffer */
 	float lr;
 	double clip;		/* akk_optim_clip of the whole gradient */
 	atomic_int bad;		/* a part met a non-finite gradient */
@@ -360,8 +366,8 @@ static void step_part(void *arg, int part, int n)
 	size_t lo = (N * part / n) & ~(size_t)15;
 	size_t hi = part + 1 == n ? N : (N * (part + 1) / n) & ~(size_t)15;
 
-	if (!akk_optim_update_zero(g->plan->optim, g->params, g->grads, g->opt,
-				   N, lo, hi, g->step, j->lr, j->clip))
+	if (!akk_optim_update_zero(g->plan->optim, g->params, j->to, g->grads,
+				   g->opt, N, lo, hi, g->step, j->lr, j->clip))
 		atomic_store(&j->bad, 1);
 }
 
@@ -378,9 +384,14 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 	lr = akk_lr_reduced(p->optim, akk_lr_at(p->optim, epoch, g->epochs),
 			    g->lr_reductions);
 	g->last_lr = lr;
-	struct step_job j = { .g = g, .lr = lr,
-		.clip = akk_optim_clip(p->optim, g->grads, p->nparams) };
+	/* stashing: the new version goes to a free buffer of the pool, the
+	 * old stays for the batches in flight that read it; no copy */
+	struct step_job j = { .g = g, .to = g->wbuf ? free_weights(g) : g->params,
+		.lr = lr, .clip = akk_optim_clip(p->optim, g->grads, p->nparams) };
 
+	if (!j.to)
+		return akk_err_set(e, "gate %d: a step with %d batches in flight, "
+				   "every weight buffer in use", p->index + 1, g->count);
 	atomic_init(&j.bad, 0);
 	/* a large step is shared with idle workers, like a product */
 	if (p->nparams >= SPLIT_PARAMS && p->nlayers)
@@ -393,6 +404,7 @@ int akk_gate_step(struct akk_gate *g, struct akk_err *e)
 	if (atomic_load(&j.bad))
 		return akk_err_set(e, "non-finite gradient in gate %d at step %ld",
 				   p->index + 1, g->step);
+	g->params = j.to;
 	return 0;
 }
 
@@ -405,13 +417,12 @@ long akk_gate_backward_version(const struct akk_gate *g)
 {
 	if (!g->count)
 		return -1;
-	return g->tapes[g->head].stash ? g->tapes[g->head].version : g->step;
+	return g->wbuf ? g->tapes[g->head].version : g->step;
 }
 
 size_t akk_gate_stash_bytes(const struct akk_gate *g)
 {
-	return g->ntapes && g->tapes[0].stash ?
-		g->plan->nparams * sizeof(float) * g->ntapes : 0;
+	return g->wbuf ? g->plan->nparams * sizeof(float) * (g->nwbuf - 1) : 0;
 }
 
 long akk_gate_pack_len(const struct akk_gate_plan *p)

@@ -8,8 +8,10 @@
  * Memory is planned at init: one block each for parameters, gradients, state
  * and optimizer moments (llm.c style), a ring of training tapes used as a FIFO
  * (a forward pushes, a backward pops: the Akkordeon wheels queue), a ring of
- * evaluation tapes, and with weight stashing one parameter copy per training
- * tape. Nothing is allocated after akk_gate_init. */
+ * evaluation tapes, and with weight stashing a pool of ntapes + 1 weight
+ * buffers: a forward notes the buffer of the current version, and a step
+ * writes the next version into a buffer no batch in flight reads (never a
+ * copy). Nothing is allocated after akk_gate_init. */
 #ifndef AKK_GATE_H
 #define AKK_GATE_H
 
@@ -23,10 +25,9 @@ struct akk_tape {
 	float *aux;		/* (B, plan->aux) */
 	float *dx;		/* (max_batch, in): the input gradient sent upstream;
 				 * lent to the upstream gate until this tape is reused */
-	float *stash;		/* (nparams) a buffer of the gate's stash pool (the
-				 * tapes' buffers trade places); NULL when not stashing */
-	const float *w;		/* the weights the forward used: a pool buffer,
-				 * shared by the live tapes of one version */
+	const float *w;		/* the weights the forward used: with stashing,
+				 * the pool buffer of its version, shared by the
+				 * live tapes of that version */
 	const float *x;		/* the input, lent by upstream until the backward */
 	int B;
 	long id;		/* batch sequence number */
@@ -39,7 +40,11 @@ struct akk_gate {
 					 * layers carrying this gate's pool */
 	int max_batch;
 	int tape_batch;		/* samples a training tape holds (<= max_batch) */
-	float *params;		/* (nparams) */
+	float *params;		/* (nparams) the current weights; with stashing
+				 * one of wbuf, another after each step */
+	float **wbuf;		/* with stashing: the nwbuf weight buffers
+				 * (gate.c), params among them; NULL without */
+	int nwbuf;
 	float *grads;		/* (nparams + 1) accumulated by backward, zeroed by
 				 * step; the extra float carries a sample count
 				 * in data-parallel reductions */
@@ -118,7 +123,8 @@ const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 			       long id, int need_dx, struct akk_err *e);
 /* One optimizer step on the accumulated gradient, which is then zeroed.
  * Fails (naming the gate and step) on a non-finite gradient; the weights
- * are then spoilt and the run must stop. */
+ * are then spoilt and the run must stop. With stashing, at most ntapes - 1
+ * batches may be in flight (a step follows a backward). */
 int akk_gate_step(struct akk_gate *g, struct akk_err *e);
 /* The weight version the next backward (of the oldest tape) computes its
  * input gradient with: the forward's with a stash, else the current one;

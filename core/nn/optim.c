@@ -142,21 +142,21 @@ struct pass {
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE void sgd(float *w, float *g, size_t n, float lr, float wd,
+INLINE void sgd(const float *w0, float *w, float *g, size_t n, float lr, float wd,
 		struct pass *ps)
 {
 	uint32_t bad = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		GRAD(gi, g, i, (*ps));
-		w[i] -= lr * (gi + wd * w[i]);
+		w[i] = w0[i] - lr * (gi + wd * w0[i]);
 	}
 	ps->bad |= bad;
 }
 
 /* v = mu v + g; w -= lr v, or lr (g + mu v) for Nesterov. torch starts
  * the buffer at g, which is mu*0 + g: the same. */
-INLINE void momentum(float *w, float *g, float *v, size_t n, float lr,
+INLINE void momentum(const float *w0, float *w, float *g, float *v, size_t n, float lr,
 		     float wd, float mu, int nesterov, struct pass *ps)
 {
 	uint32_t bad = 0;
@@ -164,22 +164,22 @@ INLINE void momentum(float *w, float *g, float *v, size_t n, float lr,
 	if (nesterov) {
 		for (size_t i = 0; i < n; i++) {
 			GRAD(g0, g, i, (*ps));
-			float gi = g0 + wd * w[i];
+			float gi = g0 + wd * w0[i];
 			v[i] = mu * v[i] + gi;
-			w[i] -= lr * (gi + mu * v[i]);
+			w[i] = w0[i] - lr * (gi + mu * v[i]);
 		}
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			GRAD(g0, g, i, (*ps));
-			v[i] = mu * v[i] + (g0 + wd * w[i]);
-			w[i] -= lr * v[i];
+			v[i] = mu * v[i] + (g0 + wd * w0[i]);
+			w[i] = w0[i] - lr * v[i];
 		}
 	}
 	ps->bad |= bad;
 }
 
 /* s = rho s + (1-rho) g^2; w -= lr g / (sqrt(s) + eps). */
-INLINE void rmsprop(float *w, float *g, float *s, size_t n, float lr,
+INLINE void rmsprop(const float *w0, float *w, float *g, float *s, size_t n, float lr,
 		    float wd, float rho, float eps, struct pass *ps)
 {
 	float c = (float)(1.0 - (double)rho);
@@ -187,9 +187,9 @@ INLINE void rmsprop(float *w, float *g, float *s, size_t n, float lr,
 
 	for (size_t i = 0; i < n; i++) {
 		GRAD(g0, g, i, (*ps));
-		float gi = g0 + wd * w[i];
+		float gi = g0 + wd * w0[i];
 		s[i] = rho * s[i] + c * gi * gi;
-		w[i] -= lr * gi / (sqrtf(s[i]) + eps);
+		w[i] = w0[i] - lr * gi / (sqrtf(s[i]) + eps);
 	}
 	ps->bad |= bad;
 }
@@ -203,7 +203,7 @@ INLINE void rmsprop(float *w, float *g, float *s, size_t n, float lr,
  * Adam step waits for). keep = 1 - lr wd is AdamW's decoupled decay,
  * applied to w before the update as torch does (1 for Adam, an exact
  * no-op). */
-INLINE void adam(float *w, float *g, float *m, float *v, size_t n,
+INLINE void adam(const float *w0, float *w, float *g, float *m, float *v, size_t n,
 		 float wd, float keep, float b1, float b2, float eps2,
 		 float step, struct pass *ps)
 {
@@ -212,7 +212,7 @@ INLINE void adam(float *w, float *g, float *m, float *v, size_t n,
 
 	for (size_t i = 0; i < n; i++) {
 		GRAD(g0, g, i, (*ps));
-		float gi = g0 + wd * w[i], wi = w[i] * keep;
+		float gi = g0 + wd * w0[i], wi = w0[i] * keep;
 		m[i] = b1 * m[i] + c1 * gi;
 		v[i] = b2 * v[i] + c2 * gi * gi;
 		w[i] = wi - step * m[i] / (sqrtf(v[i]) + eps2);
@@ -223,7 +223,7 @@ INLINE void adam(float *w, float *g, float *m, float *v, size_t n,
 /* RAdam, torch's form: moments as Adam; with r the rectification term,
  * w -= lr r sqrt(1 - b2^t) mhat / (sqrt(v) + eps) once rho_t > 5, else
  * w -= lr mhat (plain momentum, no second moment). mhat = m / bc1. */
-INLINE void radam(float *w, float *g, float *m, float *v, size_t n,
+INLINE void radam(const float *w0, float *w, float *g, float *m, float *v, size_t n,
 		  float lr, float wd, float b1, float b2, float eps,
 		  float bc1, int rectify, float rect_bc2s, struct pass *ps)
 {
@@ -233,19 +233,19 @@ INLINE void radam(float *w, float *g, float *m, float *v, size_t n,
 	if (rectify) {
 		for (size_t i = 0; i < n; i++) {
 			GRAD(g0, g, i, (*ps));
-			float gi = g0 + wd * w[i];
+			float gi = g0 + wd * w0[i];
 			m[i] = b1 * m[i] + c1 * gi;
 			v[i] = b2 * v[i] + c2 * gi * gi;
-			w[i] -= m[i] / bc1 * lr * (rect_bc2s /
+			w[i] = w0[i] - m[i] / bc1 * lr * (rect_bc2s /
 						   (sqrtf(v[i]) + eps));
 		}
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			GRAD(g0, g, i, (*ps));
-			float gi = g0 + wd * w[i];
+			float gi = g0 + wd * w0[i];
 			m[i] = b1 * m[i] + c1 * gi;
 			v[i] = b2 * v[i] + c2 * gi * gi;
-			w[i] -= m[i] / bc1 * lr;
+			w[i] = w0[i] - m[i] / bc1 * lr;
 		}
 	}
 	ps->bad |= bad;
@@ -266,9 +266,9 @@ double akk_optim_clip(const struct akk_optim_spec *o, const float *g, size_t n)
 
 /* akk_optim_update's body, for one kind of pass: zero is a constant at
  * each call, so each kernel's loop is compiled once per pass. */
-INLINE uint32_t update(const struct akk_optim_spec *o, float *w, float *g,
-		       float *state, size_t n, size_t lo, size_t hi, long t,
-		       float lr, double clip, const int zero)
+INLINE uint32_t update(const struct akk_optim_spec *o, const float *w0,
+		       float *w, float *g, float *state, size_t n, size_t lo,
+		       size_t hi, long t, float lr, double clip, const int zero)
 {
 	float wd = o->weight_decay;
 	double b1 = o->beta1, b2 = o->beta2;
@@ -277,27 +277,28 @@ INLINE uint32_t update(const struct akk_optim_spec *o, float *w, float *g,
 	struct pass ps = { clip < 1 ? (float)clip : 1.0f, zero, 0 };
 
 	assert(t >= 1 && lo <= hi && hi <= n);
+	w0 += lo;
 	w += lo;
 	g += lo;
 	state += lo;
 	switch (o->kind) {
 	case AKK_OPT_SGD:
-		sgd(w, g, m, lr, wd, &ps);
+		sgd(w0, w, g, m, lr, wd, &ps);
 		break;
 	case AKK_OPT_MOMENTUM:
 	case AKK_OPT_NESTEROV:
-		momentum(w, g, state, m, lr, wd, o->momentum,
+		momentum(w0, w, g, state, m, lr, wd, o->momentum,
 			 o->kind == AKK_OPT_NESTEROV, &ps);
 		break;
 	case AKK_OPT_RMSPROP:
-		rmsprop(w, g, state, m, lr, wd, o->rho, o->eps, &ps);
+		rmsprop(w0, w, g, state, m, lr, wd, o->rho, o->eps, &ps);
 		break;
 	case AKK_OPT_ADAM:
 	case AKK_OPT_ADAMW: {
 		int decoupled = o->kind == AKK_OPT_ADAMW;
 		double bc2s = sqrt(1 - pow(b2, t));
 
-		adam(w, g, state, s2, m, decoupled ? 0 : wd,
+		adam(w0, w, g, state, s2, m, decoupled ? 0 : wd,
 		     decoupled ? (float)(1.0 - (double)lr * wd) : 1,
 		     o->beta1, o->beta2, (float)(o->eps * bc2s),
 		     (float)(lr * bc2s / (1 - pow(b1, t))), &ps);
@@ -312,7 +313,7 @@ INLINE uint32_t update(const struct akk_optim_spec *o, float *w, float *g,
 		if (rho_t > 5)
 			rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
 				    ((rho_inf - 4) * (rho_inf - 2) * rho_t));
-		radam(w, g, state, s2, m, lr, wd, o->beta1, o->beta2,
+		radam(w0, w, g, state, s2, m, lr, wd, o->beta1, o->beta2,
 		      o->eps, (float)(1 - pow(b1, t)), rho_t > 5,
 		      (float)(rect * sqrt(bc2)), &ps);
 		break;
@@ -339,15 +340,15 @@ void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
 		      float *state, size_t n, size_t lo, size_t hi, long t,
 		      float lr, double clip)
 {
-	update(o, w, g, state, n, lo, hi, t, lr, clip, 0);
+	update(o, w, w, g, state, n, lo, hi, t, lr, clip, 0);
 }
 
 CLONES
-int akk_optim_update_zero(const struct akk_optim_spec *o, float *w, float *g,
-			  float *state, size_t n, size_t lo, size_t hi, long t,
-			  float lr, double clip)
+int akk_optim_update_zero(const struct akk_optim_spec *o, const float *from,
+			  float *w, float *g, float *state, size_t n, size_t lo,
+			  size_t hi, long t, float lr, double clip)
 {
-	return !(update(o, w, g, state, n, lo, hi, t, lr, clip, 1) & 0x80000000u);
+	return !(update(o, from, w, g, state, n, lo, hi, t, lr, clip, 1) & 0x80000000u);
 }
 
 void akk_optim_step(const struct akk_optim_spec *o, float *w, float *g,

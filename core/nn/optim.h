@@ -119,12 +119,14 @@ void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
 		      float lr, double clip);
 
 /* akk_optim_update on [lo, hi) that leaves g zero there instead of
- * clipped, ready for the next batch's gradients, in the same pass: w and
+ * clipped, ready for the next batch's gradients, in the same pass, and
+ * reads the weights from `from` (w itself, or another buffer: the new
+ * weights then go to w without a copy, and from is left as it was): w and
  * state get akk_optim_update's bits. Returns 1 when every gradient in the
  * range was finite, 0 when one was inf or NaN (w is then spoilt). */
-int akk_optim_update_zero(const struct akk_optim_spec *o, float *w, float *g,
-			  float *state, size_t n, size_t lo, size_t hi, long t,
-			  float lr, double clip);
+int akk_optim_update_zero(const struct akk_optim_spec *o, const float *from,
+			  float *w, float *g, float *state, size_t n, size_t lo,
+			  size_t hi, long t, float lr, double clip);
 
 /* L2 norm of g (double accumulation). */
 double akk_norm2(const float *g, size_t n);
