@@ -384,7 +384,7 @@ static void gates_built_as_check_counts(void **unused)
 			assert_int_equal(gt->ntapes, gc.ntapes);
 			assert_int_equal(gt->nevals, gc.nevals);
 			assert_int_equal(gt->tape_batch, gc.tape_batch);
-			assert_int_equal(gt->tapes[0].stash != NULL, gc.stash);
+			assert_int_equal(gt->wbuf != NULL, gc.stash);
 			assert_int_equal(gc.stash, k == 0 && g > 0);
 		}
 		assert_int_equal(r.gates[0].gate.ntapes, 3);	/* K: 3 credits, 3 gates */
