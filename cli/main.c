@@ -25,14 +25,17 @@ const struct cli_command cli_commands[] = {
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "train a network described by a YAML config", NULL },
 	{ "eval", cmd_eval, CLI_CHECKPOINT,
-	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
+	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F [--labels F]]\n"
 	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
 	  "                   [--confusion-svg FILE.svg]\n"
 	  "\n"
 	  "  -d, --data DIR         the test set in DIR: t10k-images-idx3-ubyte and\n"
 	  "                         t10k-labels-idx1-ubyte, each plain or .gz\n"
-	  "  -i, --images F         the IDX image file to evaluate on, with --labels\n"
-	  "  -l, --labels F         the IDX label file to evaluate on, with --images\n"
+	  "  -i, --images F         the samples to evaluate on, in the checkpoint's\n"
+	  "                         data.format: IDX images, .npy features, a CSV\n"
+	  "                         table, a CIFAR-10 file, an image folder or list\n"
+	  "  -l, --labels F         their labels (IDX, .npy; CSV: a targets table);\n"
+	  "                         not needed when the samples' file holds them\n"
 	  "  -b, --batch N          samples per forward pass, 1 to 65536 (default 256)\n"
 	  "  -c, --confusion        also print the confusion matrix\n"
 	  "  -p, --predictions FILE.csv\n"
