@@ -187,7 +187,7 @@ static int sweep_run(struct sweep *w, const struct akk_spec *s, const struct akk
 		if (!f || write_csv(f, w) || fclose(f))
 			return cli_errorf(EXIT_RUNTIME, "cannot write '%s': %s", out, strerror(errno));
 	}
-	if (lr_suggest(w->lr, w->smooth, w->done, &sg))
+	if (lr_suggest(w->lr, w->loss, w->smooth, w->done, &sg))
 		fprintf(stderr, "suggested lr: %.3g (the smaller of the steepest descent before the smoothed minimum, at lr %.3g, and a tenth of the minimum's lr %.3g)\n",
 			sg.lr, sg.steep, sg.minimum);
 	else
