@@ -153,6 +153,10 @@ struct akk_data_spec {
 	struct akk_shape image;
 };
 
+/* Whether f names any file, in whichever format's keys: the one test of
+ * "this part has data" (config checks and data/open.c both ask it). */
+int akk_data_files_named(const struct akk_data_files *f);
+
 struct akk_schedule_spec {
 	enum akk_mode mode;		/* default wheels */
 	int epochs;			/* default 10 */

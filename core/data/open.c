@@ -16,10 +16,7 @@
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	const struct akk_data_files *f = part == AKK_DATA_TRAIN ? &s->train : &s->val;
-
-	return f->images || f->features || f->files.n > 0 || f->file ||
-	       f->folder || f->list;
+	return akk_data_files_named(part == AKK_DATA_TRAIN ? &s->train : &s->val);
 }
 
 /* ---- the formats -------------------------------------------------------- */
