@@ -339,8 +339,16 @@ static int eval_run(struct eval *v)
 	akk_float_mode();
 	pfile = (struct pred_file){ v->pf, v->ck.class_names, v->ck.nclass_names };
 	if (akk_evaluate(v->gp, m, &v->d, &v->pre, v->bs, &v->res,
-			 v->pf ? write_prediction : NULL, &pfile, e))
-		return -1;
+			 v->pf ? write_prediction : NULL, &pfile, e)) {
+		char msg[sizeof(e->msg)];
+
+		if (!v->res.not_finite)
+			return -1;
+		/* the checkpoint's weights are at fault: name it, exit 2 */
+		v->rc = EXIT_USAGE;
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, v->ckpath, 0, 0, "%s", msg);
+	}
 	if (v->pf && fclose(v->pf)) {
 		v->pf = NULL;
 		return akk_err_set(e, "cannot write '%s': %s", v->preds, strerror(errno));
