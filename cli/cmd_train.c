@@ -24,6 +24,7 @@
 #include "base/file.h"
 #include "ckpt_files.h"
 #include "cli.h"
+#include "data_search.h"
 #include "config/explicit.h"
 #include "data/open.h"
 #include "data/split.h"
@@ -529,6 +530,7 @@ static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
 struct train_opts {
 	const char *config;		/* the CONFIG operand */
 	const char *out, *resume;	/* --out, --resume, or NULL */
+	const char *data_dir;		/* --data-dir, or NULL */
 	const char **sets;		/* the overrides, nsets of them */
 	char **words;			/* the same options as given, nwords,
 					 * for the command that resumes */
@@ -584,6 +586,7 @@ static int train_parse(int argc, char **argv, struct train_opts *o)
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-profile", no_argument, NULL, 'P' },
+		{ "data-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -626,6 +629,11 @@ static int train_parse(int argc, char **argv, struct train_opts *o)
 			break;
 		case 'P':
 			o->profile = 0;
+			break;
+		case 'D':
+			o->data_dir = optarg;
+			o->words[o->nwords++] = "--data-dir";
+			o->words[o->nwords++] = optarg;
 			break;
 		case 'h':
 			return cli_help("train");
@@ -725,7 +733,8 @@ static enum train_next train_load(struct train_state *st)
 		return TRAIN_REPORT;
 	}
 	if (st->world.rank == 0 &&
-	    (run_lock_take(&st->lock, s->out.dir, s->out.metrics, e) ||
+	    (akk_spec_check_data(s, e) ||
+	     run_lock_take(&st->lock, s->out.dir, s->out.metrics, e) ||
 	     check_run_dir(s, &st->m, o->resume, o->resume ? st->resume_dir : NULL, &st->ck,
 			   o->force, e) ||
 	     akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
@@ -774,7 +783,7 @@ static int write_config(const struct akk_spec *s, struct akk_err *e)
 
 	if (!(path = ckpt_join(s->out.dir, "config.yaml", e)))
 		return -1;
-	rc = akk_spec_resolved_yaml(s, &text, &len, e) ||
+	rc = akk_spec_resolved_yaml(s, s->out.dir, &text, &len, e) ||
 	     akk_file_replace(path, text, len, e) ? -1 : 0;
 	free(text);
 	free(path);
@@ -827,7 +836,18 @@ static enum train_next train_prepare(struct train_state *st)
 		akk_err_set(e, "cannot resolve '%s': %s", o->config, strerror(errno));
 		return TRAIN_REPORT;
 	}
-	if (!(st->base_dir = strdup(dirname(st->cfgdir)))) {
+	/* the config's folder as the checkpoints store it: from the run
+	 * directory, so that the two moved together still find the data
+	 * (absolute when the run directory cannot be resolved) */
+	{
+		char *run = realpath(s->out.dir, NULL), *cfg = dirname(st->cfgdir);
+
+		st->base_dir = run ? cli_path_from(run, cfg) : NULL;
+		if (!st->base_dir)
+			st->base_dir = strdup(cfg);
+		free(run);
+	}
+	if (!st->base_dir) {
 		akk_err_set(e, "out of memory");
 		return TRAIN_REPORT;
 	}
@@ -1052,8 +1072,11 @@ static int train_one(const struct train_opts *o, int fold, struct train_fold_res
 	enum train_next next;
 
 	st.ui.quiet = st.user_quiet = o->quiet;
-	if (akk_spec_load(&st.s, o->config, o->sets, o->nsets, &st.e))
+	if (akk_spec_load(&st.s, o->config, o->sets, o->nsets, &st.e) ||
+	    cli_find_data(&st.s, o->data_dir, &st.e) || cli_runs_here(&st.s, o->config, &st.e)) {
+		akk_spec_release(&st.s);
 		return cli_report(&st.e, EXIT_USAGE);
+	}
 	if (st.s.data.folds && !fold) {
 		st.rc = train_all_folds(o, &st.s);
 		train_release(&st);

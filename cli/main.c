@@ -22,7 +22,9 @@ const struct cli_command cli_commands[] = {
 	  "  -f, --force            start over in an output directory that holds a run\n"
 	  "  -s, --set KEY=VALUE    override any config key, e.g. schedule.batch_size=128\n"
 	  "  -q, --quiet            print nothing but errors\n"
-	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n"
+	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n"
+	  "                         (then the working directory, then $AKKCTL_DATA)\n",
 	  "train a network described by a YAML config", NULL },
 	{ "eval", cmd_eval, CLI_CHECKPOINT,
 	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F [--labels F]]\n"
@@ -113,7 +115,10 @@ const struct cli_command cli_commands[] = {
 	  "and forward FLOPs per sample, then the memory each gate plans. Trains nothing.\n"
 	  "\n"
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
-	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n"
+	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n"
+	  "                         (then the working directory, then $AKKCTL_DATA); a\n"
+	  "                         data file found nowhere is an error at FILE:LINE:COL\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
 	{ "partition", cmd_partition, CLI_CONFIG, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
 	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
@@ -167,7 +172,8 @@ const struct cli_command cli_commands[] = {
 	  "  --min LR, --max LR     the rates swept, exponentially (default 1e-7 and 10)\n"
 	  "  --steps N              batches, at least 2 (default 100)\n"
 	  "  -o, --out FILE.csv     write the CSV to FILE.csv too\n"
-	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
+	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
+	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n",
 	  "the learning-rate range test: loss against lr, and a suggested lr",
 	  "\n"
 	  "From a fresh model, trains N batches in flip-flop with the lr growing\n"

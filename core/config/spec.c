@@ -598,6 +598,8 @@ static int h_paths(struct akk_yaml_ctx *c, const struct key *k,
 		if (akk_yaml_h_path(c, &one, &sub, NULL, item))
 			return -1;
 		l->v[l->n++] = slot.p;
+		/* the record made points at slot: point it at the list's item */
+		c->s->paths[c->s->npaths - 1].at = &l->v[l->n - 1];
 	}
 	return 0;
 }
@@ -1347,6 +1349,9 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; s->sets && i < s->nsets; i++)
 		free(s->sets[i]);
 	free(s->sets);
+	for (int i = 0; s->paths && i < s->npaths; i++)
+		free(s->paths[i].given);
+	free(s->paths);
 	memset(s, 0, sizeof(*s));
 }
 
