@@ -566,6 +566,28 @@ static const struct key network_keys[] = {
 
 #define DATA struct akk_data_spec
 
+/* Record the path now at *at (a field of c->s) as written, with val's
+ * place, in c->s->paths (akk_path_ref): akk_yaml_ctx's note_path. */
+static int note_path(struct akk_yaml_ctx *c, char **at, yaml_node_t *val)
+{
+	struct akk_spec *s = c->s;
+	struct akk_path_ref *r;
+
+	if (!s)
+		return 0;
+	r = realloc(s->paths, (size_t)(s->npaths + 1) * sizeof(*r));
+	if (!r)
+		return akk_err_set(c->e, "out of memory");
+	s->paths = r;
+	r += s->npaths;
+	if (!(r->given = strdup(*at)))
+		return akk_err_set(c->e, "out of memory");
+	r->at = at;
+	r->mark = akk_yaml_mark_of(c, val);
+	s->npaths++;
+	return 0;
+}
+
 /* a list of paths (data.train.files), each resolved like
  * akk_yaml_h_path. */
 static int h_paths(struct akk_yaml_ctx *c, const struct key *k,
@@ -1187,6 +1209,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 	c.max_bytes = AKK_SPEC_MAX_BYTES;
 	c.max_depth = AKK_SPEC_MAX_DEPTH;
 	c.base_dir = base_dir;
+	c.note_path = note_path;
 	c.s = s;
 	c.e = e;
 	c.sets = sets;

@@ -2,8 +2,6 @@
  * (yaml_keys.h). */
 #include "config/yaml_keys.h"
 
-#include "config/spec.h"
-
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -477,7 +475,7 @@ int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct se
 	if (akk_yaml_h_str(c, k, sec, key, val))
 		return -1;
 	v = *FIELD(sec->obj, k, char *);
-	if (akk_yaml_note_path(c, FIELD(sec->obj, k, char *), val))
+	if (c->note_path && c->note_path(c, FIELD(sec->obj, k, char *), val))
 		return -1;
 	if (v[0] == '/' || !b || !b[0] || !strcmp(b, "."))
 		return 0;
@@ -485,26 +483,6 @@ int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct se
 		return akk_err_set(c->e, "out of memory");
 	free(v);
 	*FIELD(sec->obj, k, char *) = joined;
-	return 0;
-}
-
-int akk_yaml_note_path(struct akk_yaml_ctx *c, char **at, yaml_node_t *val)
-{
-	struct akk_spec *s = c->s;
-	struct akk_path_ref *r;
-
-	if (!s)
-		return 0;
-	r = realloc(s->paths, (size_t)(s->npaths + 1) * sizeof(*r));
-	if (!r)
-		return akk_err_set(c->e, "out of memory");
-	s->paths = r;
-	r += s->npaths;
-	if (!(r->given = strdup(*at)))
-		return akk_err_set(c->e, "out of memory");
-	r->at = at;
-	r->mark = akk_yaml_mark_of(c, val);
-	s->npaths++;
 	return 0;
 }
 

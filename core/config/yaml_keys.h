@@ -120,9 +120,6 @@ int akk_yaml_h_int(struct akk_yaml_ctx *c, const struct key *k, const struct sec
 		   yaml_node_t *key, yaml_node_t *val);
 int akk_yaml_h_names(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		     yaml_node_t *key, yaml_node_t *val);
-/* Record the path now at *at (a field of c->s) as written, with val's
- * place, in c->s->paths (akk_path_ref). */
-int akk_yaml_note_path(struct akk_yaml_ctx *c, char **at, yaml_node_t *val);
 int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		    yaml_node_t *key, yaml_node_t *val);
 int akk_yaml_h_section(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
