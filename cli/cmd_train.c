@@ -29,6 +29,7 @@
 #include "data/open.h"
 #include "data/split.h"
 #include "io/metrics.h"
+#include "io/steps.h"
 #include "model/model.h"
 #include "progress.h"
 #include "run_lock.h"
@@ -542,6 +543,7 @@ struct train_opts {
 /* One run's state, from the spec to the summary; train_release frees it. */
 struct train_state {
 	const struct train_opts *o;
+	struct akk_steps steps;		/* output.log_every_steps, rank 0 */
 	int fold;			/* 0, or the fold held out */
 	struct akk_spec s;
 	struct akk_model m;
@@ -885,6 +887,17 @@ static enum train_next train_configure(struct train_state *st)
 			return TRAIN_REPORT;
 		cfg.blas_threads = plan.compute_threads;
 	}
+	if (rank == 0 && s->out.log_every_steps) {	/* steps.csv */
+		char *path = ckpt_join(s->out.dir, "steps.csv", &st->e);
+
+		if (!path || akk_steps_open(&st->steps, path, s->out.log_every_steps,
+					    resumed ? st->ck.pos.id : 0, &st->e)) {
+			free(path);
+			return TRAIN_REPORT;
+		}
+		free(path);
+		cfg.steps = &st->steps;
+	}
 	st->ui.tty = progress_enabled(2);
 	/* the data was checked before: what fails here is the run's own
 	 * setup (memory, threads, the metrics file) */
@@ -954,6 +967,11 @@ static enum train_next train_execute(struct train_state *st)
 	st->ui.start = st->ui.epoch_mark = akk_now();
 	st->rc = akk_run_train(run, &st->e) ? EXIT_RUNTIME :
 		 akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+	if (st->steps.f && akk_steps_close(&st->steps, st->rc == EXIT_RUNTIME ? &(struct akk_err){ 0 } : &st->e) &&
+	    st->rc != EXIT_RUNTIME) {
+		st->rc = EXIT_RUNTIME;
+		return TRAIN_REPORT;
+	}
 	/* where training stopped, which only rank 0's sentinel knows in a
 	 * pipeline (every rank reaches here: failures abort) */
 	if (st->world.size > 1 && st->rc != EXIT_RUNTIME &&
@@ -1043,6 +1061,8 @@ static void train_release(struct train_state *st)
 {
 	signals_stop(st->sigthread);
 	akk_run_free(st->run);
+	if (st->steps.f)
+		akk_steps_close(&st->steps, &(struct akk_err){ 0 });
 	run_lock_release(&st->lock);
 	akk_checkpoint_release(&st->ck);
 	akk_dataset_release(&st->train);

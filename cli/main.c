@@ -200,9 +200,13 @@ const struct cli_command cli_commands[] = {
 	  "Values that are not finite are left out and counted in a note. Given a\n"
 	  "metrics file instead of a directory, the chart goes beside it.\n"
 	  "\n"
-	  "Exit status: 0 success; 1 the chart cannot be written; 2 bad usage, or a\n"
-	  "directory that is not a run, or a metrics file that is not one or is\n"
-	  "damaged (the message names the file and the line).\n" },
+	  "A run directory with per-step metrics (steps.csv, written with\n"
+	  "output.log_every_steps) also gets RUNDIR/steps.svg: the training loss of\n"
+	  "every steps.csv row against its optimizer step (not with -o -).\n"
+	  "\n"
+	  "Exit status: 0 success; 1 a chart cannot be written; 2 bad usage, or a\n"
+	  "directory that is not a run, or a metrics or steps file that is not one\n"
+	  "or is damaged (the message names the file and the line).\n" },
 	{ "help", cmd_help, CLI_ANY_OPERANDS,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },

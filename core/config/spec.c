@@ -1021,6 +1021,7 @@ static const struct key output_keys[] = {
 	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
 	INT("keep", OUT, keep, F_LO, 1, 0, 3),
 	STR("metrics", h_metrics, OUT, metrics, 0),
+	INT("log_every_steps", OUT, log_every_steps, F_LO | F_HI, 0, INT_MAX, 0),
 	/* -1 until resolved by data.task */
 	NAMES("best_by", OUT, best_by, 0, best_by_names, "best_by", -1),
 	END,

@@ -185,6 +185,9 @@ struct akk_output_spec {
 	int checkpoint_every;		/* epochs; 0 = only the last; default 1 */
 	int keep;			/* newest epoch checkpoints kept; default 3 */
 	char *metrics;			/* file name inside dir; default "metrics.csv" */
+	int log_every_steps;		/* N: a row of steps.csv every N
+					 * optimizer steps (io/steps.h); 0
+					 * (default): none */
 	int best_by;			/* enum akk_best_by: what best.bin is best
 					 * by; default accuracy for classification,
 					 * loss for regression */
