@@ -120,8 +120,55 @@ const struct cli_command cli_commands[] = {
 	  "                         (then the working directory, then $AKKCTL_DATA); a\n"
 	  "                         data file found nowhere is an error at FILE:LINE:COL\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
-	{ "partition", cmd_partition, CLI_CONFIG, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
-	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
+	{ "partition", cmd_partition, CLI_CONFIG,
+	  "usage: akkctl partition CONFIG [-o FILE] [--no-profile]\n"
+	  "\n"
+	  "  -o, --out FILE         write the config to FILE (default: standard output)\n"
+	  "  -P, --no-profile       split by FLOP counts instead of measured times\n",
+	  "split a gates: {auto: N} config and write its gates out",
+	  "\nSplits the flat network.layers list of a config with network.gates:\n"
+	  "{auto: N} as `akkctl train` would, and writes the config back as YAML with\n"
+	  "the gates written out, for editing by hand: it parses to the same network.\n"
+	  "Comments are not kept.\n"
+	  "\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
+	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS,
+	  "usage: akkctl predict CHECKPOINT|DIR INPUT... [--out FILE] [--top K]\n"
+	  "                      [--format FORMAT] [--csv-header yes|no]\n"
+	  "\n"
+	  "  -o, --out FILE         write the CSV to FILE instead of stdout\n"
+	  "  -k, --top K            also the K best classes and their probabilities\n"
+	  "  -f, --format FORMAT    read every INPUT as FORMAT: idx, pnm, csv, npy,\n"
+	  "                         cifar10 or images (default: pnm for names ending\n"
+	  "                         in .pgm, .ppm or .pnm, images for .png, .jpg,\n"
+	  "                         .jpeg and folders, else the checkpoint's\n"
+	  "                         data.format)\n"
+	  "      --csv-header yes|no whether a CSV INPUT starts with a header row\n"
+	  "                         (default: as the model was trained; then a first\n"
+	  "                         row of numbers only, where a header is expected,\n"
+	  "                         is an error)\n",
+	  "predict classes for unlabelled input",
+	  "\n"
+	  "Rebuilds the network from CHECKPOINT (a run directory: its best.bin, else\n"
+	  "last.bin, else the newest epoch-NNNN.bin, as eval) and predicts every\n"
+	  "sample of every INPUT: an IDX image file (no label file needed), one\n"
+	  "PGM (P5, P2) or PPM (P6) image with maxval 255, a CSV table whose every\n"
+	  "column is a feature (the label column left out; read with the\n"
+	  "checkpoint's csv options), a .npy file of features alone, a CIFAR-10\n"
+	  "batch file (its labels ignored), a PNG or JPEG image, or a folder of\n"
+	  "them (its images, then its sub-folders', in byte order; each must have\n"
+	  "the network's height and width: grey and colour are converted, sizes\n"
+	  "are not). The input preprocessing (scale, normalize, standardize) is\n"
+	  "the checkpoint's.\n"
+	  "\n"
+	  "Output, CSV: the header, then one row per sample, in input order:\n"
+	  "  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"
+	  "      index counts from 0 across all INPUTs; predicted is the most\n"
+	  "      probable class (its name when the checkpoint names its classes),\n"
+	  "      probability its softmax probability (loss sigmoid_cross_entropy: the\n"
+	  "      sigmoid of its own output; %.9g: the float exactly);\n"
+	  "      with --top K the next K-1 classes by probability.\n"
+	  "  index,value1,...,valueN\n"
+	  "      for a regression network: the N predicted values.\n" },
 	{ "inspect", cmd_inspect, CLI_CHECKPOINT,
 	  "usage: akkctl inspect CHECKPOINT|DIR\n",
 	  "show what a checkpoint holds",
@@ -164,7 +211,37 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
 	  "corrupt or not a checkpoint.\n" },
-	{ "export", cmd_export, CLI_CHECKPOINT, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
+	{ "export", cmd_export, CLI_CHECKPOINT,
+	  "usage: akkctl export CHECKPOINT|DIR --onnx FILE.onnx\n"
+	  "\n"
+	  "  -o, --onnx FILE.onnx   write the inference graph as an ONNX model\n",
+	  "write a checkpoint's inference graph as ONNX",
+	  "\n"
+	  "Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
+	  "weights and writes its inference graph as ONNX (opset 13), whole or not\n"
+	  "at all. CHECKPOINT may be a run directory: export then takes the file eval\n"
+	  "takes (best.bin, else last.bin, else the newest epoch-NNNN.bin) and names\n"
+	  "it on stderr: using 'DIR/best.bin'.\n"
+	  "\n"
+	  "The model's input 'input' is float32 [N, network.input] of raw values\n"
+	  "(pixels 0 to 255), N any batch size; its first nodes apply the checkpoint's\n"
+	  "preprocessing (Mul, Add), then every layer in evaluation mode (batchnorm\n"
+	  "with its running statistics, dropout as Identity), and last what predict\n"
+	  "prints: a Softmax into the output 'probabilities', float32 [N, classes]\n"
+	  "(a Sigmoid per output for loss sigmoid_cross_entropy), or for a regression\n"
+	  "network the last layer's output as it is (Identity) into 'values',\n"
+	  "float32 [N, outputs]. akkctl(1), EXPORT, lists the ONNX operators of each\n"
+	  "layer kind.\n"
+	  "\n"
+	  "Weights so large that the outputs overflow are refused: two probe samples\n"
+	  "(every network input -1, every one +1) must give finite values in every\n"
+	  "layer; else the error names the first layer that overflows.\n"
+	  "\n"
+	  "Prints one line on stdout: the file written, its input and output.\n"
+	  "\n"
+	  "Exit status: 0 success; 2 bad usage, a checkpoint that is missing, corrupt\n"
+	  "or not a checkpoint, weights that overflow, a layer kind that cannot be\n"
+	  "exported (named), or an output file that cannot be written.\n" },
 	{ "lr-find", cmd_lrfind, CLI_CONFIG,
 	  "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N] [--out FILE.csv]\n"
 	  "                     [--set KEY=VALUE]...\n"
