@@ -63,6 +63,9 @@ static void check_reports_missing_data(void **state)
 	snprintf(want, sizeof(want), "akkctl: %s:4:19: data file 'nowhere/set-images' does not exist: not as '%s' (against the config's folder), nor under the data search (--data-dir, the working directory, AKKCTL_DATA)",
 		 in("missing.yaml"), in("nowhere/set-images"));
 	tu_assert_line(g_err, want);
+	/* a path from --set: named at the override */
+	assert_rc(ak("check", in("missing.yaml"), "--set", "data.train.images=/nonexistent/x", NULL), 2);
+	tu_assert_line(g_err, "akkctl: --set data.train.images=/nonexistent/x: data file '/nonexistent/x' does not exist");
 	/* train says the same before it opens anything */
 	assert_rc(ak("train", in("missing.yaml"), "--quiet", NULL), 2);
 	tu_assert_line(g_err, want);

@@ -84,13 +84,22 @@ int akk_spec_check_data(const struct akk_spec *s, struct akk_err *e)
 {
 	for (int i = 0; i < s->npaths; i++) {
 		const struct akk_path_ref *ref = &s->paths[i];
+		char where[sizeof(e->file)];
+		int line = ref->mark.line, col = ref->mark.col;
 
 		if (!is_data(s, ref) || !*ref->at || !access(*ref->at, F_OK))
 			continue;
+		/* at the --set argument when the path came from one */
+		if (ref->set >= 0 && ref->set < s->nsets) {
+			snprintf(where, sizeof(where), "--set %s", s->sets[ref->set]);
+			line = col = 0;
+		} else {
+			snprintf(where, sizeof(where), "%s", s->path ? s->path : "");
+		}
 		if (ref->given[0] == '/' || !strcmp(ref->given, *ref->at))
-			return akk_err_at(e, s->path, ref->mark.line, ref->mark.col,
-					  "data file '%s' does not exist", ref->given);
-		return akk_err_at(e, s->path, ref->mark.line, ref->mark.col,
+			return akk_err_at(e, where, line, col, "data file '%s' does not exist",
+					  ref->given);
+		return akk_err_at(e, where, line, col,
 				  "data file '%s' does not exist: not as '%s' (against the config's folder), nor under the data search (--data-dir, the working directory, AKKCTL_DATA)",
 				  ref->given, *ref->at);
 	}

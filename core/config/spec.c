@@ -584,6 +584,7 @@ static int note_path(struct akk_yaml_ctx *c, char **at, yaml_node_t *val)
 		return akk_err_set(c->e, "out of memory");
 	r->at = at;
 	r->mark = akk_yaml_mark_of(c, val);
+	r->set = akk_yaml_node_set(c, val);
 	s->npaths++;
 	return 0;
 }

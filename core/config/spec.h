@@ -200,6 +200,7 @@ struct akk_path_ref {
 	char **at;			/* points into the spec: do not free */
 	char *given;			/* owned */
 	struct akk_mark mark;
+	int set;			/* from the override sets[set]; -1: the file */
 };
 
 struct akk_spec {
