@@ -967,10 +967,16 @@ static enum train_next train_execute(struct train_state *st)
 	st->ui.start = st->ui.epoch_mark = akk_now();
 	st->rc = akk_run_train(run, &st->e) ? EXIT_RUNTIME :
 		 akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
-	if (st->steps.f && akk_steps_close(&st->steps, st->rc == EXIT_RUNTIME ? &(struct akk_err){ 0 } : &st->e) &&
-	    st->rc != EXIT_RUNTIME) {
-		st->rc = EXIT_RUNTIME;
-		return TRAIN_REPORT;
+	/* steps.csv: a row that could not be written fails the run (after a
+	 * failed run, the run's own error is the one reported) */
+	if (st->steps.f) {
+		struct akk_err se = { 0 };
+
+		if (akk_steps_close(&st->steps, &se) && st->rc != EXIT_RUNTIME) {
+			st->e = se;
+			st->rc = EXIT_RUNTIME;
+			return TRAIN_REPORT;
+		}
 	}
 	/* where training stopped, which only rank 0's sentinel knows in a
 	 * pipeline (every rank reaches here: failures abort) */
@@ -1061,8 +1067,11 @@ static void train_release(struct train_state *st)
 {
 	signals_stop(st->sigthread);
 	akk_run_free(st->run);
-	if (st->steps.f)
-		akk_steps_close(&st->steps, &(struct akk_err){ 0 });
+	if (st->steps.f) {	/* a run that failed before its end */
+		struct akk_err ignored = { 0 };
+
+		akk_steps_close(&st->steps, &ignored);
+	}
 	run_lock_release(&st->lock);
 	akk_checkpoint_release(&st->ck);
 	akk_dataset_release(&st->train);
