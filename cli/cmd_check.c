@@ -244,15 +244,15 @@ int cmd_check(int argc, char **argv)
 	} else if (akk_model_plan(&m, &s, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 	} else if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
-				     s.sched.threads, akk_cores(), &e) ||
-		   akk_spec_check_data(&s, &e)) {
+				     s.sched.threads, akk_cores(), &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 	} else {
 		print_plan(&s, &m, &plan);
 		print_data(&s.data);
 		if (s.auto_gates)
 			print_split(&s, cost, profile);
-		rc = EXIT_OK;
+		/* the plan stands; the data must be there to train it */
+		rc = akk_spec_check_data(&s, &e) ? cli_report(&e, EXIT_USAGE) : EXIT_OK;
 	}
 	free(cost);
 	akk_model_release(&m);
