@@ -160,12 +160,35 @@ static void moved_run_finds_its_data(void **state)
 	tu_assert_contains(g_out, "(paths relative to ");
 }
 
+/* partition -o writes a config elsewhere whose data paths still name the
+ * files, image folders and lists included. */
+static void partition_keeps_paths(void **state)
+{
+	static const char cfg[] =
+		"name: pt\n"
+		"data:\n  format: images\n  train: {folder: imgs}\n  validation: {list: list.txt}\n"
+		"network:\n  input: [1, 6, 6]\n  gates: {auto: 2}\n"
+		"  layers: [flatten, {dense: 8}, relu, {dense: 3}]\n"
+		"optimizer: {type: adam, lr: 0.01}\n";
+
+	(void)state;
+	assert_int_equal(mkdir(in("pt"), 0755), 0);
+	assert_int_equal(mkdir(in("pt/imgs"), 0755), 0);
+	assert_int_equal(mkdir(in("elsewhere"), 0755), 0);
+	assert_int_equal(tu_write_file(in("pt/list.txt"), "", 0), 0);
+	assert_int_equal(tu_write_file(in("pt/pt.yaml"), cfg, strlen(cfg)), 0);
+	assert_rc(ak("partition", in("pt/pt.yaml"), "--no-profile", "-o", in("elsewhere/pt.yaml"),
+		     NULL), 0);
+	assert_rc(ak("check", in("elsewhere/pt.yaml"), NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(check_reports_missing_data),
 		cmocka_unit_test(installed_config_finds_data_and_runs_here),
 		cmocka_unit_test(moved_run_finds_its_data),
+		cmocka_unit_test(partition_keeps_paths),
 	};
 	const char *d = tu_tmpdir();
 	char akkctl[PATH_MAX];
