@@ -1,6 +1,7 @@
 /* ckpt_files.c - which checkpoint files a run writes and keeps, which run a
  * directory holds, and which checkpoint a resume takes. */
 #include "ckpt_files.h"
+#include "data_search.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -626,5 +627,5 @@ int ckpt_load(const char *arg, int prefer_best, char **path,
 		akk_err_format(e, msg, sizeof(msg));
 		return akk_err_at(e, *path, 0, 0, "the stored config no longer parses: %s", msg);
 	}
-	return 0;
+	return cli_find_data(s, NULL, e);
 }

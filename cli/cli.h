@@ -98,10 +98,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_export(int argc, char **argv);
-extern const char cmd_export_usage[], cmd_export_details[];
 int cmd_lrfind(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
-extern const char cmd_partition_usage[], cmd_partition_details[];
 /* gates: {auto: N} not yet split: split it (model/balance.h), measured or
  * (profile 0) by FLOPs; a resumed run (resume: the --resume argument)
  * takes the split its checkpoint recorded. */
@@ -109,7 +107,6 @@ int cli_auto_split(struct akk_spec *s, const char *resume, int profile,
 		   struct akk_err *e);
 int cmd_plot(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
-extern const char cmd_predict_usage[], cmd_predict_details[];
 int cmd_help(int argc, char **argv);
 
 #endif

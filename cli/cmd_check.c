@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "data_search.h"
 #include "model/balance.h"
 #include "model/gate.h"
 #include "model/model.h"
@@ -188,6 +189,7 @@ int cmd_check(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "set", required_argument, NULL, 's' },
 		{ "no-profile", no_argument, NULL, 'P' },
+		{ "data-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -196,6 +198,7 @@ int cmd_check(int argc, char **argv)
 	struct akk_model m = { 0 };
 	struct akk_schedule plan;
 	struct akk_err e = { 0 };
+	const char *data_dir = NULL;
 	int nsets = 0, c, rc, profile = 1;
 	double *cost = NULL;
 
@@ -210,6 +213,9 @@ int cmd_check(int argc, char **argv)
 		case 'P':
 			profile = 0;
 			break;
+		case 'D':
+			data_dir = optarg;
+			break;
 		case 'h':
 			free(sets);
 			return cli_help("check");
@@ -222,8 +228,10 @@ int cmd_check(int argc, char **argv)
 		free(sets);
 		return EXIT_USAGE;
 	}
-	if (akk_spec_load(&s, argv[optind], sets, nsets, &e)) {
+	if (akk_spec_load(&s, argv[optind], sets, nsets, &e) ||
+	    cli_find_data(&s, data_dir, &e)) {
 		free(sets);
+		akk_spec_release(&s);
 		return cli_report(&e, EXIT_USAGE);
 	}
 	free(sets);
@@ -242,7 +250,8 @@ int cmd_check(int argc, char **argv)
 		print_data(&s.data);
 		if (s.auto_gates)
 			print_split(&s, cost, profile);
-		rc = EXIT_OK;
+		/* the plan stands; the data must be there to train it */
+		rc = akk_spec_check_data(&s, &e) ? cli_report(&e, EXIT_USAGE) : EXIT_OK;
 	}
 	free(cost);
 	akk_model_release(&m);

@@ -4,7 +4,8 @@
  * the data comes from that config's validation set (read through its
  * data.format; with a validation split, the checkpoint's held-out part of
  * the training data), from --data DIR (t10k-images-idx3-ubyte and
- * t10k-labels-idx1-ubyte, plain or .gz) or from --images/--labels (IDX).
+ * t10k-labels-idx1-ubyte, plain or .gz) or from --images/--labels, read
+ * as the checkpoint's data.format reads its data (data/open.h).
  * Values become the network's input through the checkpoint's stored
  * input map. CHECKPOINT may be a run directory: see ckpt_pick. */
 #include <errno.h>
@@ -240,8 +241,8 @@ static int eval_parse(struct eval *v, int argc, char **argv)
 		return EXIT_USAGE;
 	if (v->dir && (v->images || v->labels))
 		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
-	if (!v->images != !v->labels)
-		return cli_errorf(EXIT_USAGE, "--images and --labels go together");
+	if (v->labels && !v->images)
+		return cli_errorf(EXIT_USAGE, "--labels needs --images");
 	v->operand = argv[optind];
 	return -1;
 }
@@ -252,6 +253,7 @@ static int eval_load(struct eval *v)
 {
 	struct akk_spec *s = &v->s;
 	struct akk_err *e = &v->e;
+	int rc;
 
 	if (ckpt_load(v->operand, 1, &v->ckpath, &v->ck, s, e))
 		return -1;
@@ -264,13 +266,26 @@ static int eval_load(struct eval *v)
 		v->images = v->ipath;
 		v->labels = v->lpath;
 	}
-	if (v->images ? akk_idx_dataset(&v->d, v->images, v->labels, e) :
-			load_own_validation(&v->d, s, &v->ck, v->ckpath, e))
+	if (v->images && !v->labels && !akk_data_labels_inside(s->data.format))
+		return akk_err_set(e, "--images in data format '%s' needs --labels: its labels are a file of their own",
+				   s->data.format ? s->data.format : "idx");
+	if (v->images && v->dir)	/* --data: the IDX test set */
+		rc = akk_idx_dataset(&v->d, v->images, v->labels, e);
+	else if (v->images)	/* files in the checkpoint's data.format */
+		rc = akk_data_open_given(&v->d, &s->data, v->images, v->labels,
+					 v->ck.class_names, v->ck.nclass_names, e);
+	else
+		rc = load_own_validation(&v->d, s, &v->ck, v->ckpath, e);
+	if (rc)
 		return -1;
+	if (!v->images && akk_data_has(&s->data, AKK_DATA_VAL)) {	/* for messages */
+		v->images = akk_data_file(&s->data, AKK_DATA_VAL);
+		v->labels = akk_data_label_file(&s->data, AKK_DATA_VAL);
+	}
 	if (!v->images)
-		v->images = s->data.val.images ? s->data.val.images : s->path;
+		v->images = s->path;
 	if (!v->labels)
-		v->labels = s->data.val.labels ? s->data.val.labels : s->path;
+		v->labels = v->images;
 	if ((long)v->d.in != akk_shape_size(s->input))
 		return akk_err_at(e, v->images, 0, 0, "images have %zu values each, but the network takes %ld",
 				  v->d.in, akk_shape_size(s->input));
@@ -324,8 +339,16 @@ static int eval_run(struct eval *v)
 	akk_float_mode();
 	pfile = (struct pred_file){ v->pf, v->ck.class_names, v->ck.nclass_names };
 	if (akk_evaluate(v->gp, m, &v->d, &v->pre, v->bs, &v->res,
-			 v->pf ? write_prediction : NULL, &pfile, e))
-		return -1;
+			 v->pf ? write_prediction : NULL, &pfile, e)) {
+		char msg[sizeof(e->msg)];
+
+		if (!v->res.not_finite)
+			return -1;
+		/* the checkpoint's weights are at fault: name it, exit 2 */
+		v->rc = EXIT_USAGE;
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, v->ckpath, 0, 0, "%s", msg);
+	}
 	if (v->pf && fclose(v->pf)) {
 		v->pf = NULL;
 		return akk_err_set(e, "cannot write '%s': %s", v->preds, strerror(errno));

@@ -16,38 +16,7 @@
 #include "model/model.h"
 #include "config/spec.h"
 
-const char cmd_export_usage[] =
-	"usage: akkctl export CHECKPOINT|DIR --onnx FILE.onnx\n"
-	"\n"
-	"  -o, --onnx FILE.onnx   write the inference graph as an ONNX model\n";
 
-const char cmd_export_details[] =
-	"\n"
-	"Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
-	"weights and writes its inference graph as ONNX (opset 13), whole or not\n"
-	"at all. CHECKPOINT may be a run directory: export then takes the file eval\n"
-	"takes (best.bin, else last.bin, else the newest epoch-NNNN.bin) and names\n"
-	"it on stderr: using 'DIR/best.bin'.\n"
-	"\n"
-	"The model's input 'input' is float32 [N, network.input] of raw values\n"
-	"(pixels 0 to 255), N any batch size; its first nodes apply the checkpoint's\n"
-	"preprocessing (Mul, Add), then every layer in evaluation mode (batchnorm\n"
-	"with its running statistics, dropout as Identity), and last what predict\n"
-	"prints: a Softmax into the output 'probabilities', float32 [N, classes]\n"
-	"(a Sigmoid per output for loss sigmoid_cross_entropy), or for a regression\n"
-	"network the last layer's output as it is (Identity) into 'values',\n"
-	"float32 [N, outputs]. akkctl(1), EXPORT, lists the ONNX operators of each\n"
-	"layer kind.\n"
-	"\n"
-	"Weights so large that the outputs overflow are refused: two probe samples\n"
-	"(every network input -1, every one +1) must give finite values in every\n"
-	"layer; else the error names the first layer that overflows.\n"
-	"\n"
-	"Prints one line on stdout: the file written, its input and output.\n"
-	"\n"
-	"Exit status: 0 success; 2 bad usage, a checkpoint that is missing, corrupt\n"
-	"or not a checkpoint, weights that overflow, a layer kind that cannot be\n"
-	"exported (named), or an output file that cannot be written.\n";
 
 int cmd_export(int argc, char **argv)
 {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "data_search.h"
 #include "lr_suggest.h"
 #include "data/batch.h"
 #include "data/open.h"
@@ -187,7 +188,7 @@ static int sweep_run(struct sweep *w, const struct akk_spec *s, const struct akk
 		if (!f || write_csv(f, w) || fclose(f))
 			return cli_errorf(EXIT_RUNTIME, "cannot write '%s': %s", out, strerror(errno));
 	}
-	if (lr_suggest(w->lr, w->smooth, w->done, &sg))
+	if (lr_suggest(w->lr, w->loss, w->smooth, w->done, &sg))
 		fprintf(stderr, "suggested lr: %.3g (the smaller of the steepest descent before the smoothed minimum, at lr %.3g, and a tenth of the minimum's lr %.3g)\n",
 			sg.lr, sg.steep, sg.minimum);
 	else
@@ -203,11 +204,12 @@ int cmd_lrfind(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'n' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "set", required_argument, NULL, 's' },
+		{ "data-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char **sets = calloc(argc + 1, sizeof(*sets));
-	const char *out = NULL;
+	const char *out = NULL, *data_dir = NULL;
 	struct akk_spec s = { 0 };
 	struct akk_model m = { 0 };
 	struct akk_dataset train = { 0 };
@@ -235,6 +237,7 @@ int cmd_lrfind(int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 's': sets[nsets++] = optarg; break;
+		case 'D': data_dir = optarg; break;
 		case 'h':
 			rc = cli_help("lr-find");
 			goto out;
@@ -252,7 +255,9 @@ int cmd_lrfind(int argc, char **argv)
 	/* the sweep is a flip-flop run, whatever the config says */
 	sets[nsets++] = "schedule.mode=flip-flop";
 	if (akk_spec_load(&s, argv[optind], sets, nsets, &e) ||
+	    cli_find_data(&s, data_dir, &e) ||
 	    akk_model_plan(&m, &s, &e) ||
+	    akk_spec_check_data(&s, &e) ||
 	    akk_data_open(&train, &s.data, AKK_DATA_TRAIN, &e) ||
 	    akk_run_check_data(&m, &train, NULL, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);

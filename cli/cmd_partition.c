@@ -13,17 +13,6 @@
 #include "io/checkpoint.h"
 #include "model/balance.h"
 
-const char cmd_partition_usage[] =
-	"usage: akkctl partition CONFIG [-o FILE] [--no-profile]\n"
-	"\n"
-	"  -o, --out FILE         write the config to FILE (default: standard output)\n"
-	"  -P, --no-profile       split by FLOP counts instead of measured times\n";
-const char cmd_partition_details[] =
-	"\nSplits the flat network.layers list of a config with network.gates:\n"
-	"{auto: N} as `akkctl train` would, and writes the config back as YAML with\n"
-	"the gates written out, for editing by hand: it parses to the same network.\n"
-	"Comments are not kept.\n"
-	"\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n";
 
 /* The split recorded in the checkpoint resume picks, if any: read into
  * sizes (s->auto_gates entries). Returns 1 when found, 0 when not. */

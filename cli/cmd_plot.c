@@ -20,6 +20,7 @@
 #include "io/checkpoint.h"
 #include "io/curves.h"
 #include "io/plot.h"
+#include "io/plot_steps.h"
 #include "pictures.h"
 
 /* The base name of dir's real path ("runs/mnist/." -> "mnist"), in buf. */
@@ -71,6 +72,47 @@ static void from_checkpoint(const char *dir, char *name, size_t nsize,
 	akk_spec_release(&s);
 	akk_checkpoint_release(&ck);
 	free(path);
+}
+
+/* A run with per-step metrics (steps.csv, output.log_every_steps): its
+ * training loss per step as dir/steps.svg. The exit status: 0 also when
+ * the run has none. */
+static int plot_steps(const char *dir, const char *name, struct akk_err *e)
+{
+	char path[PATH_MAX + 16], svg[PATH_MAX + 16], title[300], *buf = NULL;
+	struct akk_step_rows r = { 0 };
+	size_t len = 0;
+	FILE *mem;
+	int rc = EXIT_USAGE;
+
+	snprintf(path, sizeof(path), "%s/steps.csv", dir);
+	snprintf(svg, sizeof(svg), "%s/steps.svg", dir);
+	if (access(path, F_OK))
+		return EXIT_OK;
+	if (akk_steps_load(&r, path, e))
+		return EXIT_USAGE;
+	snprintf(title, sizeof(title), "%s: training loss per step", name);
+	rc = EXIT_RUNTIME;
+	if (!(mem = open_memstream(&buf, &len))) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	if (akk_plot_steps(mem, &r, title, svg, e)) {
+		fclose(mem);
+		goto out;
+	}
+	if (fclose(mem)) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	if (cli_write_svg(svg, buf, len, e))
+		goto out;
+	fprintf(stderr, "wrote '%s'\n", svg);
+	rc = EXIT_OK;
+out:
+	free(buf);
+	akk_steps_release(&r);
+	return rc;
 }
 
 int cmd_plot(int argc, char **argv)
@@ -153,6 +195,8 @@ int cmd_plot(int argc, char **argv)
 		goto report;
 	if (strcmp(out, "-"))
 		fprintf(stderr, "wrote '%s'\n", out);
+	if (S_ISDIR(st.st_mode) && strcmp(out, "-") && (rc = plot_steps(dir, name, &e)) != EXIT_OK)
+		goto report;
 	rc = EXIT_OK;
 	goto done;
 report:

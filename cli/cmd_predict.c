@@ -23,45 +23,7 @@
  * internal batch, so the batches equal those of one call on a whole file. */
 #define PREDICT_BLOCK 4096
 
-const char cmd_predict_usage[] =
-	"usage: akkctl predict CHECKPOINT|DIR INPUT... [--out FILE] [--top K]\n"
-	"                      [--format FORMAT] [--csv-header yes|no]\n"
-	"\n"
-	"  -o, --out FILE         write the CSV to FILE instead of stdout\n"
-	"  -k, --top K            also the K best classes and their probabilities\n"
-	"  -f, --format FORMAT    read every INPUT as FORMAT: idx, pnm, csv, npy,\n"
-	"                         cifar10 or images (default: pnm for names ending\n"
-	"                         in .pgm, .ppm or .pnm, images for .png, .jpg,\n"
-	"                         .jpeg and folders, else the checkpoint's\n"
-	"                         data.format)\n"
-	"      --csv-header yes|no whether a CSV INPUT starts with a header row\n"
-	"                         (default: as the model was trained; then a first\n"
-	"                         row of numbers only, where a header is expected,\n"
-	"                         is an error)\n";
 
-const char cmd_predict_details[] =
-	"\n"
-	"Rebuilds the network from CHECKPOINT (a run directory: its best.bin, else\n"
-	"last.bin, else the newest epoch-NNNN.bin, as eval) and predicts every\n"
-	"sample of every INPUT: an IDX image file (no label file needed), one\n"
-	"PGM (P5, P2) or PPM (P6) image with maxval 255, a CSV table whose every\n"
-	"column is a feature (the label column left out; read with the\n"
-	"checkpoint's csv options), a .npy file of features alone, a CIFAR-10\n"
-	"batch file (its labels ignored), a PNG or JPEG image, or a folder of\n"
-	"them (its images, then its sub-folders', in byte order; each must have\n"
-	"the network's height and width: grey and colour are converted, sizes\n"
-	"are not). The input preprocessing (scale, normalize, standardize) is\n"
-	"the checkpoint's.\n"
-	"\n"
-	"Output, CSV: the header, then one row per sample, in input order:\n"
-	"  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"
-	"      index counts from 0 across all INPUTs; predicted is the most\n"
-	"      probable class (its name when the checkpoint names its classes),\n"
-	"      probability its softmax probability (loss sigmoid_cross_entropy: the\n"
-	"      sigmoid of its own output; %.9g: the float exactly);\n"
-	"      with --top K the next K-1 classes by probability.\n"
-	"  index,value1,...,valueN\n"
-	"      for a regression network: the N predicted values.\n";
 
 struct out_ctx {
 	FILE *f;
@@ -170,17 +132,24 @@ static int predict_rows(struct out_ctx *o, const struct akk_dataset *d, const ch
 	return 0;
 }
 
-/* What the command line asks of predict besides its operands. */
-struct predict_opts {
-	const char *outpath, *format;	/* NULL: stdout; the input's own format */
-	int top;			/* classes a row lists, most probable first */
-	int header;			/* --csv-header: AKK_CSV_HEADER_ANY or 0;
-					 * -1: as the checkpoint's config says */
+/* One prediction run: its options, then what it opens and writes. */
+struct predict {
+	const char *outpath, *format;
+	int top, header;		/* --top; --csv-header: -1 as trained */
+	char *ckpath;
+	akk_model *m;
+	struct akk_checkpoint ck;
+	struct akk_spec spec;
+	struct akk_dataset d;
+	struct out_ctx o;
+	float *x, *prob;		/* a block's inputs and probabilities */
+	int made_out;			/* remove outpath on failure */
+	struct akk_err e;
+	int rc;
 };
 
-/* Parse the options into po: -1 to go on, or the exit code (--help, a
- * usage error). */
-static int parse_options(int argc, char **argv, struct predict_opts *po)
+/* The options: -1 to go on, else the exit status. */
+static int predict_parse(struct predict *p, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, 'o' },
@@ -192,126 +161,130 @@ static int parse_options(int argc, char **argv, struct predict_opts *po)
 	};
 	int c;
 
-	*po = (struct predict_opts){ .top = 1, .header = -1 };
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:k:f:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': po->outpath = optarg; break;
+		case 'o': p->outpath = optarg; break;
 		case 'k':
-			if (cli_parse_int("--top", optarg, 1, 1 << 20, &po->top))
+			if (cli_parse_int("--top", optarg, 1, 1 << 20, &p->top))
 				return cli_usage_error("predict");
 			break;
-		case 'f': po->format = optarg; break;	/* data/open.c knows the formats */
+		case 'f': p->format = optarg; break;	/* data/open.c knows the formats */
 		case 'H':
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
 				cli_errorf(EXIT_USAGE, "option '--csv-header' needs yes or no, got '%s'",
 					   optarg);
 				return cli_usage_error("predict");
 			}
-			po->header = !strcmp(optarg, "yes") ? AKK_CSV_HEADER_ANY : 0;
+			p->header = !strcmp(optarg, "yes") ? AKK_CSV_HEADER_ANY : 0;
 			break;
 		case 'h': return cli_help("predict");
 		default: return cli_bad_option("predict", c, argv);
 		}
 	}
+	if (cli_operands("predict", argc, argv))
+		return EXIT_USAGE;
 	return -1;
+}
+
+/* The checkpoint (its stored config's data: the default format of the
+ * inputs and how its readers take them), the model through the library,
+ * the buffers and the output file. */
+static int predict_open(struct predict *p, const char *operand)
+{
+	char msg[8192];	/* akk_open's error */
+	size_t in;
+
+	if (ckpt_load(operand, 1, &p->ckpath, &p->ck, &p->spec, &p->e))
+		return -1;
+	if (p->header >= 0)
+		p->spec.data.csv.header = p->header;
+	if (!(p->m = akk_open(p->ckpath, msg, sizeof(msg))))
+		return akk_err_set(&p->e, "%s", msg);
+	p->o.m = p->m;
+	p->o.C = akk_outputs(p->m);
+	p->o.top = p->top > p->o.C ? p->o.C : p->top;
+	in = akk_input_size(p->m);
+	p->rc = EXIT_RUNTIME;
+	p->o.order = malloc(p->o.C * sizeof(int));
+	p->x = malloc((size_t)PREDICT_BLOCK * in * sizeof(float));
+	p->prob = malloc((size_t)PREDICT_BLOCK * p->o.C * sizeof(float));
+	if (!p->o.order || !p->x || !p->prob)
+		return akk_err_set(&p->e, "out of memory");
+	if (!p->outpath) {
+		p->o.f = stdout;
+	} else if (!(p->o.f = fopen(p->outpath, "w"))) {
+		return akk_err_set(&p->e, "cannot open '%s': %s", p->outpath, strerror(errno));
+	}
+	p->made_out = p->outpath != NULL;
+	return 0;
+}
+
+/* Every input in turn: read, checked against the network, predicted;
+ * the header once the first has proved readable. */
+static int predict_inputs(struct predict *p, char **inputs, int n)
+{
+	long index = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *path = inputs[i];
+
+		if (akk_data_open_inputs(&p->d, p->format ? p->format :
+					 akk_data_input_format(path, p->spec.data.format),
+					 path, &p->spec.data, &p->e) ||
+		    check_shape(&p->d, p->m, path, &p->e)) {
+			p->rc = EXIT_USAGE;
+			return -1;
+		}
+		if (i == 0)
+			write_header(&p->o);
+		if (predict_rows(&p->o, &p->d, path, p->x, p->prob, &index, &p->e))
+			return -1;
+		akk_dataset_release(&p->d);
+	}
+	return 0;
+}
+
+/* The output flushed and closed: a write that failed is an error. */
+static int predict_finish(struct predict *p)
+{
+	if (fflush(p->o.f) || ferror(p->o.f) || (p->made_out && fclose(p->o.f))) {
+		if (p->made_out)
+			p->o.f = NULL;
+		return akk_err_set(&p->e, "cannot write '%s': %s",
+				   p->outpath ? p->outpath : "standard output", strerror(errno));
+	}
+	p->o.f = NULL;
+	p->rc = EXIT_OK;
+	return 0;
 }
 
 int cmd_predict(int argc, char **argv)
 {
-	struct predict_opts po;
-	const char *outpath;
-	char *ckpath = NULL, msg[8192];	/* akk_open's error */
-	int rc = EXIT_USAGE, made_out = 0;
-	akk_model *m = NULL;
-	struct akk_dataset d = { 0 };
-	struct akk_checkpoint ck = { 0 };
-	struct akk_spec spec = { 0 };
-	struct akk_err e = { 0 };
-	struct out_ctx o = { 0 };
-	float *x = NULL, *prob = NULL;
-	size_t in;
-	long index = 0;
+	struct predict p = { .top = 1, .header = -1, .rc = EXIT_USAGE };
+	int rc = predict_parse(&p, argc, argv);
 
-	if ((rc = parse_options(argc, argv, &po)) >= 0)
+	if (rc >= 0)
 		return rc;
-	rc = EXIT_USAGE;
-	outpath = po.outpath;
-	if (cli_operands("predict", argc, argv))
-		return EXIT_USAGE;
-	/* the stored config's data: the default format of the inputs and how
-	 * its readers take them (csv options, layout) */
-	if (ckpt_load(argv[optind], 1, &ckpath, &ck, &spec, &e))
-		goto report;
-	if (po.header >= 0)
-		spec.data.csv.header = po.header;
-	if (!(m = akk_open(ckpath, msg, sizeof(msg)))) {
-		akk_err_set(&e, "%s", msg);
-		goto report;
-	}
-	o.m = m;
-	o.C = akk_outputs(m);
-	o.top = po.top > o.C ? o.C : po.top;
-	in = akk_input_size(m);
-	rc = EXIT_RUNTIME;
-	o.order = malloc(o.C * sizeof(int));
-	x = malloc((size_t)PREDICT_BLOCK * in * sizeof(float));
-	prob = malloc((size_t)PREDICT_BLOCK * o.C * sizeof(float));
-	if (!o.order || !x || !prob) {
-		akk_err_set(&e, "out of memory");
-		goto report;
-	}
-	if (!outpath)
-		o.f = stdout;
-	else if (!(o.f = fopen(outpath, "w"))) {
-		akk_err_set(&e, "cannot open '%s': %s", outpath, strerror(errno));
-		goto report;
-	} else
-		made_out = 1;
-	for (int i = optind + 1; i < argc; i++) {
-		const char *path = argv[i];
-
-		if (akk_data_open_inputs(&d, po.format ? po.format :
-					 akk_data_input_format(path, spec.data.format),
-					 path, &spec.data, &e) ||
-		    check_shape(&d, m, path, &e)) {
-			rc = EXIT_USAGE;
-			goto report;
+	if (predict_open(&p, argv[optind]) ||
+	    predict_inputs(&p, argv + optind + 1, argc - optind - 1) || predict_finish(&p)) {
+		cli_report(&p.e, p.rc);
+		if (p.made_out) {	/* no partial output */
+			if (p.o.f)
+				fclose(p.o.f);
+			p.o.f = NULL;
+			unlink(p.outpath);
 		}
-		if (i == optind + 1)	/* after the first input proved readable */
-			write_header(&o);
-		if (predict_rows(&o, &d, path, x, prob, &index, &e))
-			goto report;
-		akk_dataset_release(&d);
 	}
-	if (fflush(o.f) || ferror(o.f) || (made_out && fclose(o.f))) {
-		if (made_out)
-			o.f = NULL;
-		akk_err_set(&e, "cannot write '%s': %s", outpath ? outpath : "standard output",
-			    strerror(errno));
-		goto report;
-	}
-	o.f = NULL;
-	rc = EXIT_OK;
-	goto out;
-report:
-	cli_report(&e, rc);
-	if (made_out) {
-		if (o.f)
-			fclose(o.f);
-		o.f = NULL;
-		unlink(outpath);
-	}
-out:
-	if (o.f && o.f != stdout)
-		fclose(o.f);
-	akk_dataset_release(&d);
-	free(x);
-	free(prob);
-	free(o.order);
-	akk_close(m);
-	akk_spec_release(&spec);
-	akk_checkpoint_release(&ck);
-	free(ckpath);
-	return rc;
+	if (p.o.f && p.o.f != stdout)
+		fclose(p.o.f);
+	akk_dataset_release(&p.d);
+	free(p.x);
+	free(p.prob);
+	free(p.o.order);
+	akk_close(p.m);
+	akk_spec_release(&p.spec);
+	akk_checkpoint_release(&p.ck);
+	free(p.ckpath);
+	return p.rc;
 }

@@ -24,10 +24,12 @@
 #include "base/file.h"
 #include "ckpt_files.h"
 #include "cli.h"
+#include "data_search.h"
 #include "config/explicit.h"
 #include "data/open.h"
 #include "data/split.h"
 #include "io/metrics.h"
+#include "io/steps.h"
 #include "model/model.h"
 #include "progress.h"
 #include "run_lock.h"
@@ -529,6 +531,7 @@ static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
 struct train_opts {
 	const char *config;		/* the CONFIG operand */
 	const char *out, *resume;	/* --out, --resume, or NULL */
+	const char *data_dir;		/* --data-dir, or NULL */
 	const char **sets;		/* the overrides, nsets of them */
 	char **words;			/* the same options as given, nwords,
 					 * for the command that resumes */
@@ -540,6 +543,7 @@ struct train_opts {
 /* One run's state, from the spec to the summary; train_release frees it. */
 struct train_state {
 	const struct train_opts *o;
+	struct akk_steps steps;		/* output.log_every_steps, rank 0 */
 	int fold;			/* 0, or the fold held out */
 	struct akk_spec s;
 	struct akk_model m;
@@ -584,6 +588,7 @@ static int train_parse(int argc, char **argv, struct train_opts *o)
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-profile", no_argument, NULL, 'P' },
+		{ "data-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -626,6 +631,11 @@ static int train_parse(int argc, char **argv, struct train_opts *o)
 			break;
 		case 'P':
 			o->profile = 0;
+			break;
+		case 'D':
+			o->data_dir = optarg;
+			o->words[o->nwords++] = "--data-dir";
+			o->words[o->nwords++] = optarg;
 			break;
 		case 'h':
 			return cli_help("train");
@@ -725,7 +735,8 @@ static enum train_next train_load(struct train_state *st)
 		return TRAIN_REPORT;
 	}
 	if (st->world.rank == 0 &&
-	    (run_lock_take(&st->lock, s->out.dir, s->out.metrics, e) ||
+	    (akk_spec_check_data(s, e) ||
+	     run_lock_take(&st->lock, s->out.dir, s->out.metrics, e) ||
 	     check_run_dir(s, &st->m, o->resume, o->resume ? st->resume_dir : NULL, &st->ck,
 			   o->force, e) ||
 	     akk_data_open(&st->train, &s->data, AKK_DATA_TRAIN, e) ||
@@ -774,7 +785,7 @@ static int write_config(const struct akk_spec *s, struct akk_err *e)
 
 	if (!(path = ckpt_join(s->out.dir, "config.yaml", e)))
 		return -1;
-	rc = akk_spec_resolved_yaml(s, &text, &len, e) ||
+	rc = akk_spec_resolved_yaml(s, s->out.dir, &text, &len, e) ||
 	     akk_file_replace(path, text, len, e) ? -1 : 0;
 	free(text);
 	free(path);
@@ -827,7 +838,18 @@ static enum train_next train_prepare(struct train_state *st)
 		akk_err_set(e, "cannot resolve '%s': %s", o->config, strerror(errno));
 		return TRAIN_REPORT;
 	}
-	if (!(st->base_dir = strdup(dirname(st->cfgdir)))) {
+	/* the config's folder as the checkpoints store it: from the run
+	 * directory, so that the two moved together still find the data
+	 * (absolute when the run directory cannot be resolved) */
+	{
+		char *run = realpath(s->out.dir, NULL), *cfg = dirname(st->cfgdir);
+
+		st->base_dir = run ? cli_path_from(run, cfg) : NULL;
+		if (!st->base_dir)
+			st->base_dir = strdup(cfg);
+		free(run);
+	}
+	if (!st->base_dir) {
 		akk_err_set(e, "out of memory");
 		return TRAIN_REPORT;
 	}
@@ -864,6 +886,17 @@ static enum train_next train_configure(struct train_state *st)
 				      0, cores > 1 ? cores : 1, &st->e))
 			return TRAIN_REPORT;
 		cfg.blas_threads = plan.compute_threads;
+	}
+	if (rank == 0 && s->out.log_every_steps) {	/* steps.csv */
+		char *path = ckpt_join(s->out.dir, "steps.csv", &st->e);
+
+		if (!path || akk_steps_open(&st->steps, path, s->out.log_every_steps,
+					    resumed ? st->ck.pos.id : 0, &st->e)) {
+			free(path);
+			return TRAIN_REPORT;
+		}
+		free(path);
+		cfg.steps = &st->steps;
 	}
 	st->ui.tty = progress_enabled(2);
 	/* the data was checked before: what fails here is the run's own
@@ -934,6 +967,17 @@ static enum train_next train_execute(struct train_state *st)
 	st->ui.start = st->ui.epoch_mark = akk_now();
 	st->rc = akk_run_train(run, &st->e) ? EXIT_RUNTIME :
 		 akk_run_stats(run).interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+	/* steps.csv: a row that could not be written fails the run (after a
+	 * failed run, the run's own error is the one reported) */
+	if (st->steps.f) {
+		struct akk_err se = { 0 };
+
+		if (akk_steps_close(&st->steps, &se) && st->rc != EXIT_RUNTIME) {
+			st->e = se;
+			st->rc = EXIT_RUNTIME;
+			return TRAIN_REPORT;
+		}
+	}
 	/* where training stopped, which only rank 0's sentinel knows in a
 	 * pipeline (every rank reaches here: failures abort) */
 	if (st->world.size > 1 && st->rc != EXIT_RUNTIME &&
@@ -1023,6 +1067,11 @@ static void train_release(struct train_state *st)
 {
 	signals_stop(st->sigthread);
 	akk_run_free(st->run);
+	if (st->steps.f) {	/* a run that failed before its end */
+		struct akk_err ignored = { 0 };
+
+		akk_steps_close(&st->steps, &ignored);
+	}
 	run_lock_release(&st->lock);
 	akk_checkpoint_release(&st->ck);
 	akk_dataset_release(&st->train);
@@ -1052,8 +1101,11 @@ static int train_one(const struct train_opts *o, int fold, struct train_fold_res
 	enum train_next next;
 
 	st.ui.quiet = st.user_quiet = o->quiet;
-	if (akk_spec_load(&st.s, o->config, o->sets, o->nsets, &st.e))
+	if (akk_spec_load(&st.s, o->config, o->sets, o->nsets, &st.e) ||
+	    cli_find_data(&st.s, o->data_dir, &st.e) || cli_runs_here(&st.s, o->config, &st.e)) {
+		akk_spec_release(&st.s);
 		return cli_report(&st.e, EXIT_USAGE);
+	}
 	if (st.s.data.folds && !fold) {
 		st.rc = train_all_folds(o, &st.s);
 		train_release(&st);

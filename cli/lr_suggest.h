@@ -8,10 +8,15 @@
  * descent there is no sign of a good rate). The suggestion is the smaller
  * of that point's rate and a tenth of the minimum's (fastai's two rules of
  * thumb): the smoothing lags the raw loss, which has begun to rise before
- * the smoothed minimum. (A loss still falling at --max makes the minimum's
- * rate too low, never too high: the suggestion errs on the safe side.) No
- * suggestion when the smoothed loss does not fall by LR_SUGGEST_MIN_DROP of
- * its start before its minimum. */
+ * the smoothed minimum. The descent is searched from the last point whose
+ * smoothed loss is still within LR_SUGGEST_MIN_DROP of its start: the
+ * falls before are the loss wandering from batch to batch. No suggestion
+ * when the smoothed loss does not fall by LR_SUGGEST_MIN_DROP of its start
+ * before its minimum, or when the raw loss is still falling at the end of
+ * the sweep (the last tenth's mean below the tenth before by that drop):
+ * then the minimum lies past --max, and a tenth of the last rate can be far
+ * too low (a regression whose outputs must travel far to their targets,
+ * configs/diabetes.yaml: 7.7e-07 against its own 2). */
 #ifndef AKK_CLI_LR_SUGGEST_H
 #define AKK_CLI_LR_SUGGEST_H
 
@@ -25,8 +30,9 @@ struct lr_suggestion {
 	const char *why;	/* when not ok: why there is none */
 };
 
-/* n points lr[i], smooth[i]. Returns 1 with a suggestion, 0 with s->why. */
-int lr_suggest(const double *lr, const double *smooth, int n,
+/* n points lr[i], loss[i] (each batch's own) and smooth[i]. Returns 1
+ * with a suggestion, 0 with s->why. */
+int lr_suggest(const double *lr, const double *loss, const double *smooth, int n,
 	       struct lr_suggestion *s);
 
 #endif

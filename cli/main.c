@@ -22,17 +22,22 @@ const struct cli_command cli_commands[] = {
 	  "  -f, --force            start over in an output directory that holds a run\n"
 	  "  -s, --set KEY=VALUE    override any config key, e.g. schedule.batch_size=128\n"
 	  "  -q, --quiet            print nothing but errors\n"
-	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n"
+	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n"
+	  "                         (then the working directory, then $AKKCTL_DATA)\n",
 	  "train a network described by a YAML config", NULL },
 	{ "eval", cmd_eval, CLI_CHECKPOINT,
-	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F --labels F]\n"
+	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F [--labels F]]\n"
 	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
 	  "                   [--confusion-svg FILE.svg]\n"
 	  "\n"
 	  "  -d, --data DIR         the test set in DIR: t10k-images-idx3-ubyte and\n"
 	  "                         t10k-labels-idx1-ubyte, each plain or .gz\n"
-	  "  -i, --images F         the IDX image file to evaluate on, with --labels\n"
-	  "  -l, --labels F         the IDX label file to evaluate on, with --images\n"
+	  "  -i, --images F         the samples to evaluate on, in the checkpoint's\n"
+	  "                         data.format: IDX images, .npy features, a CSV\n"
+	  "                         table, a CIFAR-10 file, an image folder or list\n"
+	  "  -l, --labels F         their labels (IDX, .npy; CSV: a targets table);\n"
+	  "                         not needed when the samples' file holds them\n"
 	  "  -b, --batch N          samples per forward pass, 1 to 65536 (default 256)\n"
 	  "  -c, --confusion        also print the confusion matrix\n"
 	  "  -p, --predictions FILE.csv\n"
@@ -110,10 +115,60 @@ const struct cli_command cli_commands[] = {
 	  "and forward FLOPs per sample, then the memory each gate plans. Trains nothing.\n"
 	  "\n"
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
-	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n"
+	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n"
+	  "                         (then the working directory, then $AKKCTL_DATA); a\n"
+	  "                         data file found nowhere is an error at FILE:LINE:COL\n",
 	  "validate a config and print its gate/layer/shape table", NULL },
-	{ "partition", cmd_partition, CLI_CONFIG, cmd_partition_usage, "split a gates: {auto: N} config and write its gates out", cmd_partition_details },
-	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS, cmd_predict_usage, "predict classes for unlabelled input", cmd_predict_details },
+	{ "partition", cmd_partition, CLI_CONFIG,
+	  "usage: akkctl partition CONFIG [-o FILE] [--no-profile]\n"
+	  "\n"
+	  "  -o, --out FILE         write the config to FILE (default: standard output)\n"
+	  "  -P, --no-profile       split by FLOP counts instead of measured times\n",
+	  "split a gates: {auto: N} config and write its gates out",
+	  "\nSplits the flat network.layers list of a config with network.gates:\n"
+	  "{auto: N} as `akkctl train` would, and writes the config back as YAML with\n"
+	  "the gates written out, for editing by hand: it parses to the same network.\n"
+	  "Comments are not kept.\n"
+	  "\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
+	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS,
+	  "usage: akkctl predict CHECKPOINT|DIR INPUT... [--out FILE] [--top K]\n"
+	  "                      [--format FORMAT] [--csv-header yes|no]\n"
+	  "\n"
+	  "  -o, --out FILE         write the CSV to FILE instead of stdout\n"
+	  "  -k, --top K            also the K best classes and their probabilities\n"
+	  "  -f, --format FORMAT    read every INPUT as FORMAT: idx, pnm, csv, npy,\n"
+	  "                         cifar10 or images (default: pnm for names ending\n"
+	  "                         in .pgm, .ppm or .pnm, images for .png, .jpg,\n"
+	  "                         .jpeg and folders, else the checkpoint's\n"
+	  "                         data.format)\n"
+	  "      --csv-header yes|no whether a CSV INPUT starts with a header row\n"
+	  "                         (default: as the model was trained; then a first\n"
+	  "                         row of numbers only, where a header is expected,\n"
+	  "                         is an error)\n",
+	  "predict classes for unlabelled input",
+	  "\n"
+	  "Rebuilds the network from CHECKPOINT (a run directory: its best.bin, else\n"
+	  "last.bin, else the newest epoch-NNNN.bin, as eval) and predicts every\n"
+	  "sample of every INPUT: an IDX image file (no label file needed), one\n"
+	  "PGM (P5, P2) or PPM (P6) image with maxval 255, a CSV table whose every\n"
+	  "column is a feature (the label column left out; read with the\n"
+	  "checkpoint's csv options), a .npy file of features alone, a CIFAR-10\n"
+	  "batch file (its labels ignored), a PNG or JPEG image, or a folder of\n"
+	  "them (its images, then its sub-folders', in byte order; each must have\n"
+	  "the network's height and width: grey and colour are converted, sizes\n"
+	  "are not). The input preprocessing (scale, normalize, standardize) is\n"
+	  "the checkpoint's.\n"
+	  "\n"
+	  "Output, CSV: the header, then one row per sample, in input order:\n"
+	  "  index,predicted,probability[,top2,probability2,...,topK,probabilityK]\n"
+	  "      index counts from 0 across all INPUTs; predicted is the most\n"
+	  "      probable class (its name when the checkpoint names its classes),\n"
+	  "      probability its softmax probability (loss sigmoid_cross_entropy: the\n"
+	  "      sigmoid of its own output; %.9g: the float exactly);\n"
+	  "      with --top K the next K-1 classes by probability.\n"
+	  "  index,value1,...,valueN\n"
+	  "      for a regression network: the N predicted values.\n" },
 	{ "inspect", cmd_inspect, CLI_CHECKPOINT,
 	  "usage: akkctl inspect CHECKPOINT|DIR\n",
 	  "show what a checkpoint holds",
@@ -156,7 +211,37 @@ const struct cli_command cli_commands[] = {
 	  "\n"
 	  "Exit status: 0 success; 2 bad usage, or a checkpoint that is missing,\n"
 	  "corrupt or not a checkpoint.\n" },
-	{ "export", cmd_export, CLI_CHECKPOINT, cmd_export_usage, "write a checkpoint's inference graph as ONNX", cmd_export_details },
+	{ "export", cmd_export, CLI_CHECKPOINT,
+	  "usage: akkctl export CHECKPOINT|DIR --onnx FILE.onnx\n"
+	  "\n"
+	  "  -o, --onnx FILE.onnx   write the inference graph as an ONNX model\n",
+	  "write a checkpoint's inference graph as ONNX",
+	  "\n"
+	  "Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
+	  "weights and writes its inference graph as ONNX (opset 13), whole or not\n"
+	  "at all. CHECKPOINT may be a run directory: export then takes the file eval\n"
+	  "takes (best.bin, else last.bin, else the newest epoch-NNNN.bin) and names\n"
+	  "it on stderr: using 'DIR/best.bin'.\n"
+	  "\n"
+	  "The model's input 'input' is float32 [N, network.input] of raw values\n"
+	  "(pixels 0 to 255), N any batch size; its first nodes apply the checkpoint's\n"
+	  "preprocessing (Mul, Add), then every layer in evaluation mode (batchnorm\n"
+	  "with its running statistics, dropout as Identity), and last what predict\n"
+	  "prints: a Softmax into the output 'probabilities', float32 [N, classes]\n"
+	  "(a Sigmoid per output for loss sigmoid_cross_entropy), or for a regression\n"
+	  "network the last layer's output as it is (Identity) into 'values',\n"
+	  "float32 [N, outputs]. akkctl(1), EXPORT, lists the ONNX operators of each\n"
+	  "layer kind.\n"
+	  "\n"
+	  "Weights so large that the outputs overflow are refused: two probe samples\n"
+	  "(every network input -1, every one +1) must give finite values in every\n"
+	  "layer; else the error names the first layer that overflows.\n"
+	  "\n"
+	  "Prints one line on stdout: the file written, its input and output.\n"
+	  "\n"
+	  "Exit status: 0 success; 2 bad usage, a checkpoint that is missing, corrupt\n"
+	  "or not a checkpoint, weights that overflow, a layer kind that cannot be\n"
+	  "exported (named), or an output file that cannot be written.\n" },
 	{ "lr-find", cmd_lrfind, CLI_CONFIG,
 	  "usage: akkctl lr-find CONFIG [--min LR] [--max LR] [--steps N] [--out FILE.csv]\n"
 	  "                     [--set KEY=VALUE]...\n"
@@ -164,7 +249,8 @@ const struct cli_command cli_commands[] = {
 	  "  --min LR, --max LR     the rates swept, exponentially (default 1e-7 and 10)\n"
 	  "  --steps N              batches, at least 2 (default 100)\n"
 	  "  -o, --out FILE.csv     write the CSV to FILE.csv too\n"
-	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n",
+	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
+	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n",
 	  "the learning-rate range test: loss against lr, and a suggested lr",
 	  "\n"
 	  "From a fresh model, trains N batches in flip-flop with the lr growing\n"
@@ -191,9 +277,13 @@ const struct cli_command cli_commands[] = {
 	  "Values that are not finite are left out and counted in a note. Given a\n"
 	  "metrics file instead of a directory, the chart goes beside it.\n"
 	  "\n"
-	  "Exit status: 0 success; 1 the chart cannot be written; 2 bad usage, or a\n"
-	  "directory that is not a run, or a metrics file that is not one or is\n"
-	  "damaged (the message names the file and the line).\n" },
+	  "A run directory with per-step metrics (steps.csv, written with\n"
+	  "output.log_every_steps) also gets RUNDIR/steps.svg: the training loss of\n"
+	  "every steps.csv row against its optimizer step (not with -o -).\n"
+	  "\n"
+	  "Exit status: 0 success; 1 a chart cannot be written; 2 bad usage, or a\n"
+	  "directory that is not a run, or a metrics or steps file that is not one\n"
+	  "or is damaged (the message names the file and the line).\n" },
 	{ "help", cmd_help, CLI_ANY_OPERANDS,
 	  "usage: akkctl help [COMMAND]\n",
 	  "show help for a command", NULL },

@@ -7,7 +7,8 @@
 #
 #   sh tests/lrfind_configs.sh [-e EPOCHS] CONFIG...
 #
-# AKKCTL names the binary (default ./akkctl). Runs go to a temporary
+# AKKCTL names the binary (default ./akkctl); LRFIND_ARGS, extra lr-find
+# options (e.g. LRFIND_ARGS='--max 1000'). Runs go to a temporary
 # directory, removed at the end. One line per config:
 #   CONFIG own LR ACC suggested LR ACC (difference in points)
 set -eu
@@ -34,7 +35,8 @@ score() {
 
 for cfg in "$@"; do
 	own=$("$akkctl" check "$cfg" >/dev/null 2>&1 && sed -n 's/^optimizer:.*lr: *\([0-9.e+-]*\).*/\1/p' "$cfg" | head -n 1)
-	line=$("$akkctl" lr-find "$cfg" 2>&1 >/dev/null | grep -E '^(suggested|no suggested) lr' || true)
+	# shellcheck disable=SC2086 # LRFIND_ARGS is a list of options
+	line=$("$akkctl" lr-find "$cfg" ${LRFIND_ARGS:-} 2>&1 >/dev/null | grep -E '^(suggested|no suggested) lr' || true)
 	"$akkctl" train "$cfg" --quiet --set schedule.epochs="$epochs" --out "$tmp/own" >/dev/null 2>&1 ||
 		{ echo "$cfg: train at its own rate failed" >&2; exit 1; }
 	a=$(score "$tmp/own")

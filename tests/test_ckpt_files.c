@@ -13,6 +13,7 @@
 
 #include "testutil.h"
 #include "../cli/ckpt_files.c"
+#include "../cli/data_search.c"
 
 static char g_dir[600];
 

@@ -21,6 +21,7 @@
 
 #include "testutil.h"
 #include "../cli/ckpt_files.c"
+#include "../cli/data_search.c"
 #include "../cli/run_lock.c"
 
 #define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"

@@ -365,7 +365,8 @@ static void resume_at_another_batch_size(void **unused)
 }
 
 /* schedule.max_loss: a run whose loss is above it stops with exit 1 and
- * says so; eval refuses weights whose outputs overflow. */
+ * says so; eval refuses weights whose outputs overflow, with exit 2 and
+ * the checkpoint's name. */
 static void divergence_guard_and_overflowing_weights(void **unused)
 {
 	const char *guard[] = { "train", g_cfg, "--quiet", "--out", g_out, "--force",
@@ -400,10 +401,16 @@ static void divergence_guard_and_overflowing_weights(void **unused)
 	}
 	assert_int_equal(forge_save(&fg, g_ck), 0);
 	forge_release(&fg);
+	/* exit 2 naming the checkpoint, as the man page says */
 	rc = run_limited(eval);
-	if (rc != 1)
-		fail_msg("eval of overflowing weights: exit %d, expected 1\n%s", rc, g_err);
-	tu_assert_contains(g_err, "akkctl: non-finite output of gate 2 on sample ");
+	if (rc != 2)
+		fail_msg("eval of overflowing weights: exit %d, expected 2\n%s", rc, g_err);
+	{
+		char want[1200];
+
+		snprintf(want, sizeof(want), "akkctl: %s: non-finite output of gate 2 on sample ", g_ck);
+		tu_assert_contains(g_err, want);
+	}
 }
 
 /* The stored config forged, in place, to plan a network of 7.7 GB of

@@ -5,6 +5,8 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <png.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -759,6 +761,191 @@ static void test_cli_cifar(void **state)
 	}
 }
 
+/* ---- every command on every format -------------------------------------- */
+
+/* The set every format holds: 12 samples of 36 values, label i % 3, value
+ * k of sample i bright when k % 3 is its label. */
+#define SET_N 12
+static unsigned char set_value(int i, int k)
+{
+	return (unsigned char)((k % 3 == i % 3 ? 180 : 20) + (i * 7 + k) % 30);
+}
+
+static void write_grey_png(const char *path, const unsigned char *px, int w, int h)
+{
+	FILE *f = fopen(path, "wb");
+	png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+	png_infop info = png_create_info_struct(png);
+
+	assert_non_null(f);
+	if (setjmp(png_jmpbuf(png)))
+		fail_msg("cannot write %s", path);
+	png_init_io(png, f);
+	png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+		     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+	png_write_info(png, info);
+	for (int y = 0; y < h; y++)
+		png_write_row(png, (png_bytep)(px + y * w));
+	png_write_end(png, NULL);
+	png_destroy_write_struct(&png, &info);
+	fclose(f);
+}
+
+/* The set in every format: cmd-images/-labels (IDX), cmd-x.npy and
+ * cmd-y.npy, cmd.csv (features and class names, with a header) and
+ * cmd-in.csv (features alone, for predict), cmd.bin (CIFAR-10) and the
+ * folder cmd-img/{a,b,c}/NN.png. */
+static void write_every_format(void)
+{
+	static const char *names[] = { "a", "b", "c" };
+	unsigned char px[SET_N][36];
+	float x[SET_N * 36];
+	int64_t y[SET_N];
+	struct akk_dataset d = { .n = SET_N, .in = 36, .c = 1, .h = 6, .w = 6,
+				 .xtype = AKK_X_U8, .classes = 3 };
+	uint8_t labels[SET_N];
+	int32_t labels32[SET_N];
+	FILE *t, *in;
+
+	for (int i = 0; i < SET_N; i++) {
+		y[i] = labels32[i] = labels[i] = (uint8_t)(i % 3);
+		for (int k = 0; k < 36; k++)
+			x[i * 36 + k] = (float)(px[i][k] = set_value(i, k)) / 255;
+	}
+	d.x8 = &px[0][0];
+	d.labels = labels32;
+	tu_write_idx(in_dir("cmd-images"), &d, 1);
+	tu_write_idx(in_dir("cmd-labels"), &d, 0);
+	write_npy("cmd-x.npy", "<f4", "(12, 36)", x, sizeof(x));
+	write_npy("cmd-y.npy", "<i8", "(12,)", y, sizeof(y));
+	assert_non_null(t = fopen(in_dir("cmd.csv"), "w"));
+	assert_non_null(in = fopen(in_dir("cmd-in.csv"), "w"));
+	for (int k = 0; k < 36; k++) {
+		fprintf(t, "f%d,", k);
+		fprintf(in, "f%d%s", k, k < 35 ? "," : "\n");
+	}
+	fprintf(t, "class\n");
+	for (int i = 0; i < SET_N; i++) {
+		for (int k = 0; k < 36; k++) {
+			fprintf(t, "%g,", x[i * 36 + k]);
+			fprintf(in, "%g%s", x[i * 36 + k], k < 35 ? "," : "\n");
+		}
+		fprintf(t, "%s\n", names[i % 3]);
+	}
+	fclose(t);
+	fclose(in);
+	write_cifar("cmd.bin", SET_N, labels, 0);
+	mkdir(in_dir("cmd-img"), 0755);
+	for (int c = 0; c < 3; c++)
+		mkdir(tu_path(in_dir("cmd-img"), names[c]), 0755);
+	for (int i = 0; i < SET_N; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "cmd-img/%s/%02d.png", names[i % 3], i);
+		write_grey_png(in_dir(name), px[i], 6, 6);
+	}
+}
+
+/* One format: its config's data, its network input, the files eval
+ * --images and --labels name (labels NULL: inside the samples' file) and
+ * the file predict reads. */
+static const struct format_case {
+	const char *format, *data, *input, *samples, *labels, *inputs;
+} format_cases[] = {
+	{ "idx", "  train: {images: cmd-images, labels: cmd-labels}\n"
+		 "  validation: {images: cmd-images, labels: cmd-labels}\n",
+	  "[1, 6, 6]", "cmd-images", "cmd-labels", "cmd-images" },
+	{ "npy", "  format: npy\n"
+		 "  train: {features: cmd-x.npy, labels: cmd-y.npy}\n"
+		 "  validation: {features: cmd-x.npy, labels: cmd-y.npy}\n",
+	  "[36]", "cmd-x.npy", "cmd-y.npy", "cmd-x.npy" },
+	{ "csv", "  format: csv\n"
+		 "  train: {file: cmd.csv}\n"
+		 "  validation: {file: cmd.csv}\n"
+		 "  csv: {header: true}\n",
+	  "[36]", "cmd.csv", NULL, "cmd-in.csv" },
+	{ "cifar10", "  format: cifar10\n"
+		     "  train: {files: [cmd.bin]}\n"
+		     "  validation: {files: [cmd.bin]}\n",
+	  "[3, 32, 32]", "cmd.bin", NULL, "cmd.bin" },
+	{ "images", "  format: images\n"
+		    "  train: {folder: cmd-img}\n"
+		    "  validation: {folder: cmd-img}\n",
+	  "[1, 6, 6]", "cmd-img", NULL, "cmd-img" },
+};
+
+/* The first line of text (into line, size bytes). */
+static void first_line(char *line, size_t size, const char *text)
+{
+	size_t n = strcspn(text, "\n");
+
+	snprintf(line, size, "%.*s", (int)(n < size ? n : size - 1), text);
+}
+
+/* Every command that reads data reads every format train reads: eval on
+ * the config's validation set and on the same files named with --images
+ * (and --labels), giving the same figures through the checkpoint's
+ * preprocessing; predict on the format's unlabelled input; lr-find on the
+ * config; export of the checkpoint. */
+static void test_cli_every_command_every_format(void **state)
+{
+	int failures = 0;
+
+	(void)state;
+	write_every_format();
+	for (size_t i = 0; i < sizeof(format_cases) / sizeof(format_cases[0]); i++) {
+		const struct format_case *f = &format_cases[i];
+		char name[64], run[64], own[256], onnx[64];
+		const char *cfg, *rundir;
+		int rc;
+
+		snprintf(name, sizeof(name), "cmd-%s.yaml", f->format);
+		snprintf(run, sizeof(run), "run-cmd-%s", f->format);
+		snprintf(onnx, sizeof(onnx), "cmd-%s.onnx", f->format);
+		cfg = write_config(name, f->data, f->input, run);
+		rundir = in_dir(run);
+		if (ak("train", cfg, "--quiet", NULL) != 0)
+			fail_msg("%s: train: %s", f->format, g_err);
+		/* eval: the config's validation set */
+		if (ak("eval", rundir, NULL) != 0)
+			fail_msg("%s: eval: %s", f->format, g_err);
+		first_line(own, sizeof(own), g_out);
+		tu_assert_prefix(own, "samples 12 ");
+		/* eval: the same files named on the command line */
+		rc = f->labels ? ak("eval", rundir, "--images", in_dir(f->samples),
+				    "--labels", in_dir(f->labels), NULL)
+			       : ak("eval", rundir, "--images", in_dir(f->samples), NULL);
+		if (rc != 0 || !tu_check_prefix(g_out, own)) {
+			print_error("%s: eval --images: exit %d: %s\n", f->format, rc, g_err);
+			failures++;
+		}
+		/* predict: a header and one row per sample */
+		rc = ak("predict", rundir, in_dir(f->inputs), NULL);
+		{
+			int rows = 0;
+
+			for (const char *p = g_out; (p = strchr(p, '\n')); p++)
+				rows++;
+			if (rc != 0 || rows != SET_N + 1) {
+				print_error("%s: predict: exit %d, %d lines: %s\n", f->format, rc,
+					    rows, g_err);
+				failures++;
+			}
+		}
+		rc = ak("lr-find", cfg, "--steps", "6", NULL);
+		if (rc != 0 || !tu_check_prefix(g_out, "lr,loss,smoothed_loss\n")) {
+			print_error("%s: lr-find: exit %d: %s\n", f->format, rc, g_err);
+			failures++;
+		}
+		rc = ak("export", rundir, "--onnx", in_dir(onnx), NULL);
+		if (rc != 0 || !tu_exists(in_dir(onnx))) {
+			print_error("%s: export: exit %d: %s\n", f->format, rc, g_err);
+			failures++;
+		}
+	}
+	assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
 	int failed;
@@ -779,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_cli_npy),
 		cmocka_unit_test(test_cli_cifar),
 		cmocka_unit_test(test_cli_scale_default),
+		cmocka_unit_test(test_cli_every_command_every_format),
 	};
 
 	dir = tu_tmpdir();

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/cpu.h"
 #include "base/load.h"
@@ -485,6 +486,8 @@ static void akkctl_reports(void **state)
 
 	(void)state;
 	assert_int_equal(tu_write_file(cfg, yaml, strlen(yaml)), 0);
+	/* check looks for the data files: an empty one does */
+	assert_int_equal(tu_write_file(tu_path(dir, "nope"), "", 0), 0);
 	unsetenv("AKKCTL_KERNELS");
 	akk_kernels_report(&k);
 	assert_int_equal(ak("check", cfg, NULL), 0);
@@ -501,6 +504,8 @@ static void akkctl_reports(void **state)
 	assert_string_equal(g_err, "akkctl: AKKCTL_KERNELS='fastest': auto (akkctl chooses) or "
 			    "library (OpenBLAS's own choice)\n");
 	unsetenv("AKKCTL_KERNELS");
+	/* bench takes synthetic data when the files are missing */
+	assert_int_equal(unlink(tu_path(dir, "nope")), 0);
 
 	akk_cpu_this(&c);
 	if (c.features & AKK_CPU_AVX) {	/* Prescott is weaker than this CPU's best */

@@ -69,24 +69,24 @@ static void prints_csv_and_a_suggestion(void **state)
 	char csv[800], *first;
 
 	(void)state;
-	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "1", "--steps", "30", NULL), 0);
+	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "10", "--steps", "30", NULL), 0);
 	assert_int_equal(rows(g_out, r, 64), 30);
 	assert_true(fabs(r[0][0] - 1e-4) < 1e-10);
-	assert_true(fabs(r[29][0] - 1) < 1e-5);
+	assert_true(fabs(r[29][0] - 10) < 1e-4);
 	for (int i = 1; i < 30; i++) {
 		/* a geometric sweep: the same ratio at every step */
-		assert_true(fabs(r[i][0] / r[i - 1][0] - pow(1e4, 1.0 / 29)) < 1e-4);
+		assert_true(fabs(r[i][0] / r[i - 1][0] - pow(1e5, 1.0 / 29)) < 1e-4);
 		assert_true(isfinite(r[i][1]) && isfinite(r[i][2]));
 	}
 	assert_true(r[0][1] == r[0][2]);	/* the first smoothed loss is the loss */
-	tu_assert_prefix(g_err, "lr-find: lrf, 30 steps of batch 20, lr from 0.0001 to 1\n");
+	tu_assert_prefix(g_err, "lr-find: lrf, 30 steps of batch 20, lr from 0.0001 to 10\n");
 	tu_assert_contains(g_err, "\nsuggested lr: ");
 	tu_assert_contains(g_err, " (the smaller of the steepest descent before the smoothed minimum, at lr ");
 	/* nothing written, unless --out */
 	assert_false(tu_exists(tu_path(g_dir, "out-lrf")));
 	first = strdup(g_out);
 	snprintf(csv, sizeof(csv), "%s/sweep.csv", g_dir);
-	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "1", "--steps", "30",
+	assert_rc(ak("lr-find", g_cfg, "--min", "1e-4", "--max", "10", "--steps", "30",
 		     "--out", csv, NULL), 0);
 	assert_false(tu_exists(tu_path(g_dir, "out-lrf")));
 	/* reproducible, and --out holds what stdout shows */
@@ -180,12 +180,39 @@ static void suggestion_comes_from_the_descent(void **state)
 		else
 			sm[i] = sm[76] - (i - 76) * 0.2;	/* falling back */
 	}
-	assert_int_equal(lr_suggest(lr, sm, N, &s), 1);
+	assert_int_equal(lr_suggest(lr, sm, sm, N, &s), 1);
 	assert_true(s.minimum == lr[72]);
 	assert_true(s.steep >= lr[57] && s.steep <= lr[61]);
 	assert_true(s.lr == fmin(s.steep, s.minimum / 10));
 	assert_true(s.lr < lr[72]);
 	assert_null(s.why);
+}
+
+/* A loss that wanders from batch to batch before the rate moves anything
+ * (diabetes' mean squared error, far from its targets) has dips steeper
+ * than the real descent: the descent starts where the loss leaves its
+ * start for good, so a dip before is never the suggestion. */
+static void noise_before_the_descent_is_not_a_descent(void **state)
+{
+	enum { N = 100 };
+	double lr[N], sm[N];
+	struct lr_suggestion s;
+
+	(void)state;
+	sweep_rates(lr, N);
+	for (int i = 0; i < N; i++) {
+		if (i < 60)
+			sm[i] = 29000 + 600 * sin(i * 1.7);	/* the wandering */
+		else if (i <= 85)	/* the descent, steepest near 72 */
+			sm[i] = 29000 - 20000 / (1 + exp(-(i - 72) / 3.0));
+		else
+			sm[i] = sm[85] + (i - 85) * 3000;	/* the divergence */
+	}
+	sm[14] = 25000;	/* one dip, steeper than the descent */
+	assert_int_equal(lr_suggest(lr, sm, sm, N, &s), 1);
+	assert_true(s.minimum == lr[85]);
+	assert_true(s.steep >= lr[66] && s.steep <= lr[76]);
+	assert_true(s.lr == fmin(s.steep, s.minimum / 10));
 }
 
 /* When the sweep shows no working range it says so, and why. */
@@ -199,14 +226,33 @@ static void no_suggestion_without_a_range(void **state)
 	sweep_rates(lr, N);
 	for (int i = 0; i < N; i++)	/* a loss that barely moves */
 		sm[i] = 2.30 - 0.001 * i / N;
-	assert_int_equal(lr_suggest(lr, sm, N, &s), 0);
+	assert_int_equal(lr_suggest(lr, sm, sm, N, &s), 0);
 	assert_string_equal(s.why, "the smoothed loss falls by less than 2% before its minimum: try more --steps, or another --min and --max");
-	/* still falling at --max: a tenth of the last kept rate at most */
+	/* still falling at --max: the rates that train best lie past the
+	 * sweep (a regression far from its targets), so no suggestion */
 	for (int i = 0; i < N; i++)
 		sm[i] = 2.30 - 2.0 * i / N;
-	assert_int_equal(lr_suggest(lr, sm, N, &s), 1);
+	assert_int_equal(lr_suggest(lr, sm, sm, N, &s), 0);
+	assert_string_equal(s.why, "the loss is still falling at the end of the sweep (its minimum is past --max): try a larger --max");
+	/* falling to the last kept point, then rising in the last 5 (a run
+	 * stopped by its explosion): a minimum, so a suggestion */
+	for (int i = N - 5; i < N; i++)
+		sm[i] = sm[N - 6] + 0.5 * (i - N + 6);
+	assert_int_equal(lr_suggest(lr, sm, sm, N, &s), 1);
 	assert_true(s.minimum == lr[N - 6] && s.lr <= lr[N - 6] / 10);
-	assert_int_equal(lr_suggest(lr, sm, 6, &s), 0);
+	/* the smoothing still lagging down to a raw loss at its floor (an
+	 * easy set learnt whole): a minimum all the same */
+	{
+		double raw[N];
+
+		for (int i = 0; i < N; i++) {
+			raw[i] = i < 70 ? 2.30 - 2.0 * i / 70 : 0.0;
+			sm[i] = 2.30 - 2.0 * i / N;
+		}
+		assert_int_equal(lr_suggest(lr, raw, sm, N, &s), 1);
+		assert_true(s.minimum == lr[N - 6]);
+	}
+	assert_int_equal(lr_suggest(lr, sm, sm, 6, &s), 0);
 	assert_string_equal(s.why, "too few steps (the first tenth and the last 5 are left out)");
 }
 
@@ -263,6 +309,55 @@ static void suggestion_trains_as_well(void **state)
 		if (b < a - 0.01)
 			fail_msg("%s: the suggested lr %g ends at %.4f, the own rate at %.4f", opt[k], lr, b, a);
 	}
+}
+
+/* The mean R^2 of a cross-validated regression run in dir (folds.csv). */
+static double mean_r2(const char *dir)
+{
+	char path[800], *text, *p;
+	double r2 = -1e9;
+
+	snprintf(path, sizeof(path), "%s/folds.csv", dir);
+	text = tu_slurp(path, NULL);
+	assert_non_null(text);
+	p = strstr(text, "\nmean,");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "\nmean,,,%*[^,],%lf", &r2), 1);
+	free(text);
+	return r2;
+}
+
+/* A shipped regression config: configs/diabetes.yaml, whose mean squared
+ * error starts far from its targets (152 on average). Over the default
+ * range its loss is still falling at --max 10: lr-find says it cannot
+ * suggest (it suggested 7.7e-07 once, a rate that trains nothing); over a
+ * range reaching past its minimum, the suggestion trains as well over 2
+ * epochs as the config's own lr 2, less 1 point of R^2. */
+static void regression_config_suggests_honestly(void **state)
+{
+	static const char *cfg = "configs/diabetes.yaml";
+	char own[700], sug[700], set[64];
+	const char *p;
+	double lr, a, b;
+
+	(void)state;
+	if (!tu_exists("datasets/sklearn/diabetes_target.csv.gz"))
+		skip();
+	assert_rc(ak("lr-find", cfg, NULL), 0);
+	tu_assert_line(g_err, "no suggested lr after 100 steps: the loss is still falling at the end of the sweep (its minimum is past --max): try a larger --max");
+	assert_rc(ak("lr-find", cfg, "--max", "1000", NULL), 0);
+	p = strstr(g_err, "suggested lr: ");
+	if (!p || sscanf(p, "suggested lr: %lf", &lr) != 1)
+		fail_msg("no suggestion up to --max 1000:\n%s", g_err);
+	snprintf(own, sizeof(own), "%s/diabetes-own", g_dir);
+	snprintf(sug, sizeof(sug), "%s/diabetes-sug", g_dir);
+	snprintf(set, sizeof(set), "optimizer.lr=%.9g", lr);
+	assert_rc(ak("train", cfg, "--quiet", "--epochs", "2", "--out", own, NULL), 0);
+	assert_rc(ak("train", cfg, "--quiet", "--epochs", "2", "--set", set, "--out", sug, NULL), 0);
+	a = mean_r2(own);
+	b = mean_r2(sug);
+	if (b < a - 0.01)
+		fail_msg("the suggested lr %g ends at R^2 %.4f, the own rate at %.4f", lr, b, a);
 }
 
 static void bad_flags_exit_2(void **state)
@@ -340,6 +435,8 @@ int main(void)
 		cmocka_unit_test(suggestion_comes_from_the_descent),
 		cmocka_unit_test(no_suggestion_without_a_range),
 		cmocka_unit_test(suggestion_trains_as_well),
+		cmocka_unit_test(noise_before_the_descent_is_not_a_descent),
+		cmocka_unit_test(regression_config_suggests_honestly),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

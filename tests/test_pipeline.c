@@ -410,11 +410,14 @@ static void check_prints_the_plan(void **unused)
 		"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
 		"optimizer: {type: momentum, lr: 0.05}\n"
 		"schedule: {mode: pipeline, micro_batches: 7, batch_size: 27, threads: 1}\n";
-	const char *path = tu_path(tu_tmpdir(), "pipe.yaml");
+	const char *dir = tu_tmpdir(), *path = tu_path(dir, "pipe.yaml");
 
 	(void)unused;
 	assert_string_equal(akk_mode_name(AKK_MODE_PIPELINE), "pipeline");
 	assert_int_equal(tu_write_file(path, cfg, strlen(cfg)), 0);
+	/* check looks for the data files: empty ones do */
+	assert_int_equal(tu_write_file(tu_path(dir, "x"), "", 0), 0);
+	assert_int_equal(tu_write_file(tu_path(dir, "y"), "", 0), 0);
 	assert_int_equal(ak("check", path, NULL), 0);
 	/* tapes of 4 samples (27 in 7 micro-batches), 2 per gate, each its
 	 * activations and input gradient: gate 1 (24 + 24 + 64) * 4 * 2

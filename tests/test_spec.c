@@ -1340,6 +1340,42 @@ static void test_watch_split(void **ctx)
 }
 
 
+/* A validation part in every format is validation data for early stopping
+ * and the plateau schedule (a CSV validation file was once missed). */
+static void test_watch_every_format(void **ctx)
+{
+	static const char *const data[][2] = {
+		{ "data:\n  train: {images: ti, labels: tl}\n  validation: {images: vi, labels: vl}\n",
+		  "[784]" },
+		{ "data:\n  format: npy\n  train: {features: tf, labels: tl}\n"
+		  "  validation: {features: vf, labels: vl}\n", "[784]" },
+		{ "data:\n  format: cifar10\n  train: {files: [t]}\n  validation: {files: [v]}\n",
+		  "[3, 32, 32]" },
+		{ "data:\n  format: csv\n  train: {file: t.csv}\n  validation: {file: v.csv}\n",
+		  "[784]" },
+		{ "data:\n  format: images\n  train: {folder: t}\n  validation: {folder: v}\n",
+		  "[1, 28, 28]" },
+		{ "data:\n  format: images\n  train: {list: t.txt}\n  validation: {list: v.txt}\n",
+		  "[1, 28, 28]" },
+	};
+	struct akk_spec s;
+	char text[1024];
+
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(data) / sizeof(data[0]); i++) {
+		for (int plateau = 0; plateau < 2; plateau++) {
+			snprintf(text, sizeof(text),
+				 "%snetwork: {input: %s, gates: [{layers: [flatten, {dense: 10}]}]}\n%s",
+				 data[i][0], data[i][1],
+				 plateau ? "optimizer: {type: sgd, lr: 0.1, schedule: plateau}\n"
+					 : OPT "schedule: {early_stopping: 2}\n");
+			ok(&s, text, NULL, 0);
+			assert_true(plateau || s.sched.early.on);
+			akk_spec_release(&s);
+		}
+	}
+}
+
 /* validation: {folds: K}, and augmentation refused for tables. */
 static void test_folds_and_table_augment(void **ctx)
 {
@@ -1414,6 +1450,7 @@ int main(void)
 		cmocka_unit_test(test_pixel_overflow),
 		cmocka_unit_test(test_int_bound_printed_whole),
 		cmocka_unit_test(test_watch_split),
+		cmocka_unit_test(test_watch_every_format),
 		cmocka_unit_test(test_folds_and_table_augment),
 		cmocka_unit_test(test_release),
 	};

@@ -395,12 +395,13 @@ static void eval_refuses_nonfinite_loss(void **state)
 	tu_assert_contains(g_err, ck);
 
 	/* finite weights so large that the logits overflow: the forward
-	 * pass stops at the gate, and no predictions file is left */
+	 * pass stops at the gate, exit 2 naming the checkpoint, and no
+	 * predictions file is left */
 	write_ckpt(ck, CFG("huge"), P("huge.yaml"), g_dir, NULL, 0, 1e30f, 5);
-	assert_rc(ak("eval", ck, "--predictions", csv, NULL), 1);
+	assert_rc(ak("eval", ck, "--predictions", csv, NULL), 2);
 	assert_string_equal(g_out, "");
 	snprintf(want, sizeof(want),
-		 "akkctl: non-finite output of gate 2 on sample 1: the weights overflow\n");
+		 "akkctl: %s: non-finite output of gate 2 on sample 1: the weights overflow\n", ck);
 	assert_string_equal(g_err, want);
 	assert_int_equal(access(csv, F_OK), -1);
 }

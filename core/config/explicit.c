@@ -14,6 +14,7 @@ struct copy {
 	yaml_document_t *from, *to;
 	const struct akk_spec *s;
 	int bad;		/* 1: out of memory or a shape we do not know */
+	int split;		/* 1: network.layers becomes network.gates */
 	/* Relative paths move from the config's directory to the written
 	 * file's (both canonical, absolute); up: the "../"s from the new
 	 * directory to their common ancestor, down: the rest of the old one
@@ -24,7 +25,8 @@ struct copy {
 
 /* The keys whose values (a string, or a list of them) are paths. */
 static const char *const path_keys[] = {
-	"images", "labels", "file", "targets_file", "features", "files", "dir", NULL
+	"images", "labels", "file", "targets_file", "features", "files", "folder",
+	"list", "dir", NULL
 };
 
 static yaml_node_t *get(yaml_document_t *d, int id)
@@ -200,7 +202,7 @@ static int copy_node(struct copy *c, int id, int depth)
 		out = yaml_document_add_mapping(c->to, NULL, n->data.mapping.style);
 		/* the network mapping: the root's value of key network */
 		int network = 0;
-		if (depth == 1) {
+		if (depth == 1 && c->split) {
 			yaml_node_t *root = yaml_document_get_root_node(c->from);
 			for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++)
 				if (p->value == id && is_key(get(c->from, p->key), "network"))
@@ -303,7 +305,7 @@ int akk_spec_explicit_yaml(const struct akk_spec *s, const char *to_dir,
 {
 	yaml_parser_t parser;
 	yaml_document_t from, to;
-	struct copy c = { .from = &from, .to = &to, .s = s };
+	struct copy c = { .from = &from, .to = &to, .s = s, .split = 1 };
 	int rc = -1, loaded = 0, made = 0;
 
 	*out = NULL;
@@ -346,10 +348,37 @@ out_parser:
 	return rc;
 }
 
-int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
-			   struct akk_err *e)
+/* doc copied into a new document whose relative paths name the same files
+ * from to_dir; doc is deleted either way. */
+static int rebased(const struct akk_spec *s, yaml_document_t *doc, const char *to_dir,
+		   yaml_document_t *to, struct akk_err *e)
+{
+	struct copy c = { .from = doc, .to = to, .s = s };
+	int rc = -1;
+
+	if (rebase_to(&c, s, to_dir, e))
+		goto out;
+	if (!yaml_document_initialize(to, NULL, NULL, NULL, 1, 1)) {
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	copy_node(&c, 1, 0);
+	if (c.bad) {
+		yaml_document_delete(to);
+		akk_err_set(e, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	yaml_document_delete(doc);
+	return rc;
+}
+
+int akk_spec_resolved_yaml(const struct akk_spec *s, const char *to_dir, char **out,
+			   size_t *len, struct akk_err *e)
 {
 	struct akk_yaml_ctx c;
+	yaml_document_t moved;
 	int rc = -1, have_doc = 0;
 
 	*out = NULL;
@@ -376,7 +405,10 @@ int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
 		c.set_hi[i] = (int)(c.doc.nodes.top - c.doc.nodes.start);
 	}
 	have_doc = 0;
-	rc = emit(&c.doc, out, len, e);
+	if (!to_dir)
+		rc = emit(&c.doc, out, len, e);
+	else if (!rebased(s, &c.doc, to_dir, &moved, e))
+		rc = emit(&moved, out, len, e);
 out:
 	if (have_doc)
 		yaml_document_delete(&c.doc);

@@ -27,10 +27,12 @@ int akk_spec_explicit_yaml(const struct akk_spec *s, const char *to_dir,
 
 /* The YAML text (allocated, *len bytes) of the config as it was run: s's
  * text with its --set overrides (s->sets) spliced in, every other key and
- * value as written (paths too, relative to the config's directory);
- * comments are not kept. `akkctl train` writes it to the run directory as
- * config.yaml. */
-int akk_spec_resolved_yaml(const struct akk_spec *s, char **out, size_t *len,
-			   struct akk_err *e);
+ * value as written; comments are not kept. to_dir: the directory the text
+ * will be written to, whose relative paths are rewritten to name the same
+ * files from there, as akk_spec_explicit_yaml does (NULL: as written,
+ * relative to the config's directory). `akkctl train` writes it to the
+ * run directory as config.yaml, to_dir that directory. */
+int akk_spec_resolved_yaml(const struct akk_spec *s, const char *to_dir, char **out,
+			   size_t *len, struct akk_err *e);
 
 #endif

@@ -39,6 +39,10 @@ struct akk_yaml_ctx {
 	int nested;		/* layers inside residual blocks so far */
 	/* The limits of the text: bytes, and lists and mappings nested. */
 	int max_bytes, max_depth;
+	/* Called by akk_yaml_h_path with each path as written (at: the
+	 * field that holds it) and its node, before it is resolved; NULL:
+	 * not recorded. */
+	int (*note_path)(struct akk_yaml_ctx *c, char **at, yaml_node_t *val);
 };
 
 /* The prefix of YAML's core schema tags (!!str is CORE_TAG "str"). */

@@ -566,6 +566,29 @@ static const struct key network_keys[] = {
 
 #define DATA struct akk_data_spec
 
+/* Record the path now at *at (a field of c->s) as written, with val's
+ * place, in c->s->paths (akk_path_ref): akk_yaml_ctx's note_path. */
+static int note_path(struct akk_yaml_ctx *c, char **at, yaml_node_t *val)
+{
+	struct akk_spec *s = c->s;
+	struct akk_path_ref *r;
+
+	if (!s)
+		return 0;
+	r = realloc(s->paths, (size_t)(s->npaths + 1) * sizeof(*r));
+	if (!r)
+		return akk_err_set(c->e, "out of memory");
+	s->paths = r;
+	r += s->npaths;
+	if (!(r->given = strdup(*at)))
+		return akk_err_set(c->e, "out of memory");
+	r->at = at;
+	r->mark = akk_yaml_mark_of(c, val);
+	r->set = akk_yaml_node_set(c, val);
+	s->npaths++;
+	return 0;
+}
+
 /* a list of paths (data.train.files), each resolved like
  * akk_yaml_h_path. */
 static int h_paths(struct akk_yaml_ctx *c, const struct key *k,
@@ -598,6 +621,8 @@ static int h_paths(struct akk_yaml_ctx *c, const struct key *k,
 		if (akk_yaml_h_path(c, &one, &sub, NULL, item))
 			return -1;
 		l->v[l->n++] = slot.p;
+		/* the record made points at slot: point it at the list's item */
+		c->s->paths[c->s->npaths - 1].at = &l->v[l->n - 1];
 	}
 	return 0;
 }
@@ -997,6 +1022,7 @@ static const struct key output_keys[] = {
 	INT("checkpoint_every", OUT, checkpoint_every, F_LO, 0, 0, 1),
 	INT("keep", OUT, keep, F_LO, 1, 0, 3),
 	STR("metrics", h_metrics, OUT, metrics, 0),
+	INT("log_every_steps", OUT, log_every_steps, F_LO | F_HI, 0, INT_MAX, 0),
 	/* -1 until resolved by data.task */
 	NAMES("best_by", OUT, best_by, 0, best_by_names, "best_by", -1),
 	END,
@@ -1185,6 +1211,7 @@ int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
 	c.max_bytes = AKK_SPEC_MAX_BYTES;
 	c.max_depth = AKK_SPEC_MAX_DEPTH;
 	c.base_dir = base_dir;
+	c.note_path = note_path;
 	c.s = s;
 	c.e = e;
 	c.sets = sets;
@@ -1347,6 +1374,9 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; s->sets && i < s->nsets; i++)
 		free(s->sets[i]);
 	free(s->sets);
+	for (int i = 0; s->paths && i < s->npaths; i++)
+		free(s->paths[i].given);
+	free(s->paths);
 	memset(s, 0, sizeof(*s));
 }
 

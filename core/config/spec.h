@@ -153,6 +153,10 @@ struct akk_data_spec {
 	struct akk_shape image;
 };
 
+/* Whether f names any file, in whichever format's keys: the one test of
+ * "this part has data" (config checks and data/open.c both ask it). */
+int akk_data_files_named(const struct akk_data_files *f);
+
 struct akk_schedule_spec {
 	enum akk_mode mode;		/* default wheels */
 	int epochs;			/* default 10 */
@@ -181,9 +185,22 @@ struct akk_output_spec {
 	int checkpoint_every;		/* epochs; 0 = only the last; default 1 */
 	int keep;			/* newest epoch checkpoints kept; default 3 */
 	char *metrics;			/* file name inside dir; default "metrics.csv" */
+	int log_every_steps;		/* N: a row of steps.csv every N
+					 * optimizer steps (io/steps.h); 0
+					 * (default): none */
 	int best_by;			/* enum akk_best_by: what best.bin is best
 					 * by; default accuracy for classification,
 					 * loss for regression */
+};
+
+/* A path the config names (a data file or folder, output.dir): where it
+ * is held (a field of the spec, resolved against the config's directory),
+ * its text as written and its place in the file. */
+struct akk_path_ref {
+	char **at;			/* points into the spec: do not free */
+	char *given;			/* owned */
+	struct akk_mark mark;
+	int set;			/* from the override sets[set]; -1: the file */
 };
 
 struct akk_spec {
@@ -215,6 +232,10 @@ struct akk_spec {
 	 * checkpoint can store exactly what was run. */
 	char **sets;
 	int nsets;
+	/* every path key, in file order (owned); at points into this
+	 * struct, which therefore is never copied by value */
+	struct akk_path_ref *paths;
+	int npaths;
 };
 
 /* Parse and check the config file at path, with overrides "KEY=VALUE"
@@ -228,6 +249,22 @@ int akk_spec_parse(struct akk_spec *s, const char *text, size_t len,
 		   const char *name, const char *base_dir,
 		   const char *const *sets, int nsets, struct akk_err *e);
 void akk_spec_release(struct akk_spec *s);
+
+/* The data search (README, "Where data are found"). A relative data path
+ * that names no file against the config's directory is looked for under
+ * each of roots in turn (n of them; NULL entries skipped) as ROOT/REST,
+ * REST being the path as written without its leading ./ and ../: the
+ * first file found replaces it. Paths that name a file, and absolute ones,
+ * are kept. Returns 0; -1 only when out of memory. */
+int akk_spec_find_data(struct akk_spec *s, const char *const *roots, int n,
+		       struct akk_err *e);
+/* output.dir, when the config gives it relative, taken from the working
+ * directory as written without its leading ./ and ../ (runs/x for
+ * ../runs/x): for a config installed away from the user's files. */
+int akk_spec_out_dir_here(struct akk_spec *s, struct akk_err *e);
+/* Every data path names a file or folder: else an error at the path's
+ * FILE:LINE:COL naming it as written and as resolved. */
+int akk_spec_check_data(const struct akk_spec *s, struct akk_err *e);
 
 const char *akk_mode_name(enum akk_mode m);
 

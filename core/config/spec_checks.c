@@ -12,9 +12,13 @@
  * split held out of the training data. */
 static int has_validation(const struct akk_data_spec *d)
 {
-	return d->val.images || d->val.features || d->val.files.n > 0 ||
-	       d->val.folder || d->val.list ||
-	       d->split > 0 || d->folds > 0;
+	return akk_data_files_named(&d->val) || d->split > 0 || d->folds > 0;
+}
+
+int akk_data_files_named(const struct akk_data_files *f)
+{
+	return f->images || f->features || f->files.n > 0 || f->file ||
+	       f->folder || f->list;
 }
 
 /* Early stopping and the plateau schedule watch validation metrics: a

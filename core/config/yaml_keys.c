@@ -475,6 +475,8 @@ int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct se
 	if (akk_yaml_h_str(c, k, sec, key, val))
 		return -1;
 	v = *FIELD(sec->obj, k, char *);
+	if (c->note_path && c->note_path(c, FIELD(sec->obj, k, char *), val))
+		return -1;
 	if (v[0] == '/' || !b || !b[0] || !strcmp(b, "."))
 		return 0;
 	if (!(joined = join_path(b, v)))

@@ -16,10 +16,7 @@
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
-	const struct akk_data_files *f = part == AKK_DATA_TRAIN ? &s->train : &s->val;
-
-	return f->images || f->features || f->files.n > 0 || f->file ||
-	       f->folder || f->list;
+	return akk_data_files_named(part == AKK_DATA_TRAIN ? &s->train : &s->val);
 }
 
 /* ---- the formats -------------------------------------------------------- */
@@ -146,13 +143,59 @@ static int images_inputs(struct akk_dataset *d, const char *path,
 static int idx_inputs(struct akk_dataset *d, const char *path,
 		      const struct akk_data_spec *ds, struct akk_err *e);
 
+/* Files named on the command line as a part's: samples in the format's
+ * samples key, labels in its labels key (for the formats that keep their
+ * labels inside, a CSV targets table when it is another file). one: room
+ * for a one-file list (cifar10). */
+static void idx_given(struct akk_data_files *f, char *samples, char *labels, char **one)
+{
+	(void)one;
+	f->images = samples;
+	f->labels = labels;
+}
+
+static void npy_given(struct akk_data_files *f, char *samples, char *labels, char **one)
+{
+	(void)one;
+	f->features = samples;
+	f->labels = labels;
+}
+
+static void cifar_given(struct akk_data_files *f, char *samples, char *labels, char **one)
+{
+	(void)labels;
+	one[0] = samples;
+	f->files = (struct akk_path_list){ one, 1 };
+}
+
+static void csv_given(struct akk_data_files *f, char *samples, char *labels, char **one)
+{
+	(void)one;
+	f->file = samples;
+	f->targets = labels && strcmp(labels, samples) ? labels : NULL;
+}
+
+/* A folder of class folders, else an image list. */
+static void images_given(struct akk_data_files *f, char *samples, char *labels, char **one)
+{
+	struct stat st;
+
+	(void)labels;
+	(void)one;
+	if (!stat(samples, &st) && S_ISDIR(st.st_mode))
+		f->folder = samples;
+	else
+		f->list = samples;
+}
+
 /* One reader a line, keyed by its data.format name (the config's keys of
  * each format are spec.c's data_file_keys). open: a part of a config's
  * data, labelled; file: the file of that part's samples, for messages;
  * labels_inside: the labels are in that file too; named_classes: the
  * labels are names, numbered in the order training met them; inputs: one
- * file of unlabelled input (akkctl predict). A format without open is
- * for input only. */
+ * file of unlabelled input (akkctl predict); given: a part's keys set to
+ * files named on the command line (akkctl eval --images, --labels). A
+ * format without open is for input only. */
 static const struct data_format {
 	const char *name;
 	int (*open)(struct akk_dataset *d, const struct akk_data_spec *s,
@@ -161,14 +204,15 @@ static const struct data_format {
 	int labels_inside, named_classes;
 	int (*inputs)(struct akk_dataset *d, const char *path,
 		      const struct akk_data_spec *ds, struct akk_err *e);
+	void (*given)(struct akk_data_files *f, char *samples, char *labels, char **one);
 } formats[] = {
-	{ "idx", idx_open, idx_file, 0, 0, idx_inputs },
-	{ "npy", npy_open, npy_file, 0, 0, npy_inputs },
-	{ "cifar10", cifar_open, cifar_file, 1, 0, cifar_inputs },
-	{ "csv", csv_open, csv_file, 1, 1, csv_inputs },
-	{ "images", images_open, images_file, 1, 1, images_inputs },
-	{ "pnm", NULL, idx_file, 0, 0, pnm_inputs },
-	{ NULL, NULL, NULL, 0, 0, NULL },
+	{ "idx", idx_open, idx_file, 0, 0, idx_inputs, idx_given },
+	{ "npy", npy_open, npy_file, 0, 0, npy_inputs, npy_given },
+	{ "cifar10", cifar_open, cifar_file, 1, 0, cifar_inputs, cifar_given },
+	{ "csv", csv_open, csv_file, 1, 1, csv_inputs, csv_given },
+	{ "images", images_open, images_file, 1, 1, images_inputs, images_given },
+	{ "pnm", NULL, idx_file, 0, 0, pnm_inputs, NULL },
+	{ NULL, NULL, NULL, 0, 0, NULL, NULL },
 };
 
 /* The format called name (NULL: "idx", the default), or NULL. */
@@ -209,6 +253,34 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 	if (!f || !f->open)
 		return akk_err_set(e, "data format '%s' has no reader", s->format);
 	return f->open(d, s, part, e);
+}
+
+int akk_data_labels_inside(const char *format)
+{
+	const struct data_format *f = format_named(format);
+
+	return f && f->labels_inside;
+}
+
+int akk_data_open_given(struct akk_dataset *d, const struct akk_data_spec *s,
+			const char *samples, const char *labels, char *const *names,
+			int n, struct akk_err *e)
+{
+	const struct data_format *f = format_named(s->format);
+	struct akk_data_spec given = *s;	/* shallow: nothing here is freed */
+	char *one[1];
+
+	memset(d, 0, sizeof(*d));
+	if (!f || !f->open || !f->given)
+		return akk_err_set(e, "data format '%s' has no reader", s->format);
+	if (!labels && !f->labels_inside)
+		return akk_err_set(e, "data format '%s' keeps its labels in a file of their own: give it too",
+				   f->name);
+	given.val = (struct akk_data_files){ 0 };
+	f->given(&given.val, (char *)samples, (char *)labels, one);
+	if (f->open(d, &given, AKK_DATA_VAL, e))
+		return -1;
+	return akk_data_match_classes(d, &given, AKK_DATA_VAL, names, n, e);
 }
 
 int akk_data_match_classes(struct akk_dataset *d, const struct akk_data_spec *s,

@@ -28,6 +28,20 @@ const char *akk_data_label_file(const struct akk_data_spec *s,
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e);
 
+/* Labelled data from files named outside the config (akkctl eval
+ * --images, --labels), read as s's data.format reads its validation
+ * part, with s's options (csv keys, layout, image shape): samples is the
+ * file of the samples (IDX images, .npy features, a CSV table, one
+ * CIFAR-10 file, a folder of class folders or an image list), labels the
+ * file of the labels (IDX or .npy labels; for CSV a targets table when it
+ * is another file; else unused, and may be NULL). Named classes are
+ * numbered as akk_data_match_classes numbers them (names, n). */
+int akk_data_open_given(struct akk_dataset *d, const struct akk_data_spec *s,
+			const char *samples, const char *labels, char *const *names,
+			int n, struct akk_err *e);
+/* Whether format (NULL: "idx") keeps the labels in the samples' file. */
+int akk_data_labels_inside(const char *format);
+
 /* Labels that are names (CSV classes) numbered as the training data
  * numbered them (names, n of them): d's classes renumbered, or an error
  * naming a class training never met. Nothing for formats with numbered

@@ -812,6 +812,30 @@ static void get_watch(struct rbuf *r, struct akk_checkpoint *c)
 	c->has_watch = !r->bad;
 }
 
+/* A base directory stored relative to the checkpoint's own directory (as
+ * akkctl train writes it, so that a run moved with its config still finds
+ * the data) becomes the path from the checkpoint's directory; an absolute
+ * one (older files) is kept. */
+static int resolve_base_dir(struct akk_checkpoint *c, const char *path,
+			    struct akk_err *e)
+{
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path) : 1;
+	size_t n;
+	char *joined;
+
+	if (!c->base_dir || c->base_dir[0] == '/' || !c->base_dir[0])
+		return 0;
+	n = (size_t)dl + strlen(c->base_dir) + 2;
+	if (!(joined = malloc(n)))
+		return akk_err_set(e, "out of memory");
+	snprintf(joined, n, "%.*s/%s", dl, slash ? (slash == path ? "/" : path) : ".",
+		 c->base_dir);
+	free(c->base_dir);
+	c->base_dir = joined;
+	return 0;
+}
+
 int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 			struct akk_err *e)
 {
@@ -902,7 +926,7 @@ int akk_checkpoint_read(struct akk_checkpoint *c, const char *path,
 			akk_err_at(e, path, 0, 0, "corrupt checkpoint: bad data in %s", r.bad);
 		goto out;
 	}
-	if (validate(c, path, e))
+	if (validate(c, path, e) || resolve_base_dir(c, path, e))
 		goto out;
 	rc = 0;
 out:

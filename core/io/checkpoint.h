@@ -81,7 +81,9 @@ struct akk_checkpoint {
 	uint32_t version;
 	char *config;		/* the config text, owned */
 	char *config_name;	/* the config's path when it was written */
-	char *base_dir;		/* where its relative paths resolve */
+	char *base_dir;		/* where its relative paths resolve; one
+				 * stored relative to the checkpoint's
+				 * directory is joined to it on read */
 	char **sets;		/* --set overrides, owned */
 	int nsets;
 	int mode;		/* enum akk_mode the run used */
@@ -110,7 +112,8 @@ struct akk_checkpoint {
 /* Everything a writer needs. */
 struct akk_ckpt_source {
 	const struct akk_spec *spec;
-	const char *base_dir;
+	const char *base_dir;	/* absolute, or relative to the directory
+				 * the checkpoint is written to */
 	int mode;
 	const struct akk_gate *const *gates;	/* ngates, idle (drained) */
 	int ngates;

@@ -45,6 +45,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 				if (!isfinite(y[k])) {
 					akk_err_set(e, "non-finite output of gate %d on sample %ld: the weights overflow",
 						    g + 1, i * bs + (long)(k / (n / b.B)) + 1);
+					res->not_finite = 1;
 					goto out;
 				}
 			h = y;
@@ -56,6 +57,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		if (!isfinite(loss)) {
 			akk_err_set(e, "non-finite loss on samples %ld to %ld", i * bs + 1,
 				    i * bs + b.B);
+			res->not_finite = 1;
 			goto out;
 		}
 		sum += loss * b.B;

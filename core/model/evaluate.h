@@ -21,6 +21,10 @@ struct akk_eval_result {
 	 * the RMSE and R^2 over all targets pooled */
 	int regression;
 	double rmse, r2;
+	/* set when akk_evaluate fails on a value that is not finite (an
+	 * output or the loss: weights that overflow), not on memory or the
+	 * callback: the checkpoint is at fault, not the run */
+	int not_finite;
 };
 
 /* Called for every sample in order: its index in the dataset, label,

@@ -23,6 +23,8 @@ struct akk_observer {
 			 const struct akk_epoch_report *rep, struct akk_err *e);
 };
 
+struct akk_steps;
+
 struct akk_run_config {
 	enum akk_mode mode;
 	int epochs;
@@ -50,6 +52,9 @@ struct akk_run_config {
 	size_t nheldout;
 	char *const *class_names;	/* nclass_names, lent; NULL: none */
 	int nclass_names;
+	/* The per-step log (output.log_every_steps; io/steps.h), lent: the
+	 * sentinel adds its rows; NULL: none. */
+	struct akk_steps *steps;
 };
 
 #endif

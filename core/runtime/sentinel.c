@@ -34,6 +34,7 @@
 
 #include "nn/loss.h"
 #include "io/metrics.h"
+#include "io/steps.h"
 #include "runtime/sentinel.h"
 
 enum { STARTPOINT, ENDPOINT, VALIDATION };
@@ -319,8 +320,12 @@ static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
 	struct chunk *c = &slots[m->id % r->sched.K];
 
 	ph->inflight--;
-	if (!c->hold)	/* the group's last: the gates stepped */
+	if (!c->hold) {	/* the group's last: the gates stepped */
 		ids->steps++;
+		if (r->cfg.steps)	/* output.log_every_steps */
+			akk_steps_on_step(r->cfg.steps, ids->steps, epoch + 1, ph->samples,
+					  ph->loss_sum);
+	}
 	if (!c->last)
 		return;
 	akk_provider_recycle(&r->tprov, c->b);
