@@ -24,7 +24,6 @@ int akk_workers_init(struct akk_workers *w, int n, struct akk_err *e)
 	for (int i = 0; i < n; i++) {
 		w->ctx[i].w = w;
 		w->ctx[i].index = i;
-		w->ctx[i].short_gaps = 1;	/* poll until gaps prove long */
 	}
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->idle, NULL);
@@ -226,62 +225,6 @@ static int poll_events(struct akk_workers *w, long seen)
 	}
 }
 
-/* Whether the idle gap just ended was short enough for a poll to catch,
- * into the worker's moving average of that. */
-static void learn_gap(struct akk_worker *c, int short_gap)
-{
-	c->short_gaps = 0.875 * c->short_gaps + 0.125 * short_gap;
-}
-
-/* Nothing to run: poll, when polling has caught most recent gaps; 1 when
- * an event came. A worker whose gaps are long (a gate that waits most of
- * the time) sleeps at once and keeps its CPU time, but learns from the
- * sleeps' lengths when its gaps grow short again. */
-static int idle_poll(struct akk_workers *w, int self, long seen)
-{
-	struct akk_worker *c = &w->ctx[self];
-
-	if (w->spin <= 0 || c->short_gaps < 0.5)
-		return 0;
-	if (poll_events(w, seen)) {
-		c->st.spins++;
-		learn_gap(c, 1);
-		return 1;
-	}
-	learn_gap(c, 0);
-	return 0;
-}
-
-/* Sleep until a wake-up event after seen, unless one came already or the
- * shared queue holds work. */
-static void sleep_for_event(struct akk_workers *w, int self, long seen, int idle)
-{
-	double t0 = 0;
-
-	pthread_mutex_lock(&w->mu);
-	if (atomic_load(&w->epoch) == seen && !(self >= 0 && w->head)) {
-		if (self >= 0) {
-			w->ctx[self].st.sleeps++;
-			t0 = akk_now();
-		}
-		if (idle) {
-			w->idlers++;
-			pthread_cond_wait(&w->idle, &w->mu);
-			w->idlers--;
-		} else {
-			w->waiters++;
-			pthread_cond_wait(&w->wait, &w->mu);
-			w->waiters--;
-		}
-		if (self >= 0) {
-			w->ctx[self].st.wakes++;
-			if (w->spin > 0 && w->ctx[self].short_gaps < 0.5)
-				learn_gap(&w->ctx[self], akk_now() - t0 < w->spin);
-		}
-	}
-	pthread_mutex_unlock(&w->mu);
-}
-
 static void help(struct akk_workers *w, int (*done)(void *), void *arg, int idle)
 {
 	int self = akk_workers_self(w);
@@ -293,9 +236,27 @@ static void help(struct akk_workers *w, int (*done)(void *), void *arg, int idle
 			return;
 		if (self >= 0 && run_one(w, self))
 			continue;
-		if (self >= 0 && idle_poll(w, self, seen))
+		if (self >= 0 && w->spin > 0 && poll_events(w, seen)) {
+			w->ctx[self].st.spins++;
 			continue;
-		sleep_for_event(w, self, seen, idle);
+		}
+		pthread_mutex_lock(&w->mu);
+		if (atomic_load(&w->epoch) == seen && !(self >= 0 && w->head)) {
+			if (self >= 0)
+				w->ctx[self].st.sleeps++;
+			if (idle) {
+				w->idlers++;
+				pthread_cond_wait(&w->idle, &w->mu);
+				w->idlers--;
+			} else {
+				w->waiters++;
+				pthread_cond_wait(&w->wait, &w->mu);
+				w->waiters--;
+			}
+			if (self >= 0)
+				w->ctx[self].st.wakes++;
+		}
+		pthread_mutex_unlock(&w->mu);
 	}
 }
 

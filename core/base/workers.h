@@ -58,9 +58,6 @@ struct akk_worker {
 	pthread_t tid;		/* written by workers_start, read by stop */
 	struct akk_actor *next;	/* the LIFO slot: touched by its worker only */
 	struct akk_worker_stats st;	/* written by its worker only */
-	double short_gaps;	/* akk_workers_spin: moving average of its idle
-				 * gaps a poll catches (1) or not (0); it polls
-				 * while that is at least a half. Its own. */
 };
 
 struct akk_workers {
@@ -116,9 +113,8 @@ void akk_workers_wait(struct akk_workers *w, int (*done)(void *), void *arg);
 /* Wake every thread waiting in akk_workers_help/wait to check again. */
 void akk_workers_poke(struct akk_workers *w);
 /* Before the workers start: a worker with nothing to run polls for up to
- * `seconds` (0, the default: sleeps at once), as long as most of its
- * recent idle gaps were that short. Costs CPU time, buys the latency of
- * a wake-up: for schedules whose gates compute at once. */
+ * `seconds` (0, the default: sleeps at once). Costs CPU time, buys the
+ * latency of a wake-up: for schedules whose gates compute at once. */
 void akk_workers_spin(struct akk_workers *w, double seconds);
 /* Before a handler blocks (an MPI reduction): hand this worker's next
  * slot to the shared queue, so that another worker runs it. */
