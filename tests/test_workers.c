@@ -24,7 +24,6 @@ struct tactor {
 	atomic_int overlap;	/* ever two at once */
 	int worker;		/* who ran the last message */
 	atomic_int *started, *partner;	/* stealing test */
-	int worker_goal;	/* messages handled to wait for */
 };
 
 static void sleep_ms(int ms)
@@ -247,54 +246,6 @@ static void idle_worker_steals(void **unused)
 	free(a);
 }
 
-static int seen_k(void *arg)
-{
-	struct tactor *a = arg;
-
-	return atomic_load(&a->n) >= a->worker_goal;
-}
-
-/* Messages from a thread that is no worker, one at a time, to an actor
- * only worker 1 runs: polling (akk_workers_spin), worker 1 takes each
- * without sleeping in between; without it, it sleeps before each. */
-static void spinning_worker_takes_handoffs_awake(void **unused)
-{
-	enum { N = 20 };
-
-	(void)unused;
-	for (int spin = 0; spin < 2; spin++) {
-		struct akk_workers w;
-		struct akk_err e = { 0 };
-		struct tactor *a = calloc(1, sizeof(*a));
-
-		assert_int_equal(akk_workers_init(&w, 2, &e), 0);
-		if (spin)
-			akk_workers_spin(&w, 10.0);	/* longer than any wait here */
-		tactor_init(a, &w, 4, record_run);
-		assert_int_equal(akk_workers_start_threads(&w, &e), 0);
-		sleep_ms(20);	/* worker 1 has polled out or is asleep */
-		for (int i = 0; i < N; i++) {
-			a->worker_goal = i + 1;
-			assert_int_equal(akk_mailbox_send(&a->box, &(int){ i }), 0);
-			akk_workers_wait(&w, seen_k, a);
-			if (!spin)
-				sleep_ms(2);	/* time to fall asleep again */
-		}
-		akk_workers_stop(&w);
-		struct akk_worker_stats s1 = akk_workers_stats(&w, 1);
-		if (spin) {
-			assert_true(s1.spins >= N - 1);
-			assert_true(s1.sleeps <= 2);	/* before the first, at most */
-		} else {
-			assert_int_equal(s1.spins, 0);
-			assert_true(s1.sleeps >= N);
-		}
-		akk_mailbox_release(&a->box);
-		akk_workers_release(&w);
-		free(a);
-	}
-}
-
 struct later {
 	struct akk_mailbox *mb;
 	int close;
@@ -455,7 +406,6 @@ int main(void)
 		cmocka_unit_test(foreign_send_and_close_wake_worker0),
 		cmocka_unit_test(foreign_wake_runs_and_full_box_fails),
 		cmocka_unit_test(pool_parts_on_the_workers),
-		cmocka_unit_test(spinning_worker_takes_handoffs_awake),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

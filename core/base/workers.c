@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
-
 enum {
 	TASK_IDLE,		/* no mail, in no queue */
 	TASK_QUEUED,		/* in a next slot or the shared queue */
@@ -200,31 +198,6 @@ void akk_workers_poke(struct akk_workers *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
-void akk_workers_spin(struct akk_workers *w, double seconds)
-{
-	w->spin = seconds;
-}
-
-/* Poll for up to w->spin seconds for a wake-up event after seen: 1 when
- * one came (no sleep needed), 0 when the time ran out. The clock is read
- * every 64 pauses. */
-static int poll_events(struct akk_workers *w, long seen)
-{
-	double until = akk_now() + w->spin;
-
-	for (;;) {
-		for (int i = 0; i < 64; i++) {
-			if (atomic_load_explicit(&w->epoch, memory_order_acquire) != seen)
-				return 1;
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#endif
-		}
-		if (akk_now() > until)
-			return 0;
-	}
-}
-
 static void help(struct akk_workers *w, int (*done)(void *), void *arg, int idle)
 {
 	int self = akk_workers_self(w);
@@ -236,10 +209,6 @@ static void help(struct akk_workers *w, int (*done)(void *), void *arg, int idle
 			return;
 		if (self >= 0 && run_one(w, self))
 			continue;
-		if (self >= 0 && w->spin > 0 && poll_events(w, seen)) {
-			w->ctx[self].st.spins++;
-			continue;
-		}
 		pthread_mutex_lock(&w->mu);
 		if (atomic_load(&w->epoch) == seen && !(self >= 0 && w->head)) {
 			if (self >= 0)
@@ -381,7 +350,6 @@ struct akk_worker_stats akk_workers_stats(const struct akk_workers *w, int i)
 		s.steals += w->ctx[k].st.steals;
 		s.sleeps += w->ctx[k].st.sleeps;
 		s.wakes += w->ctx[k].st.wakes;
-		s.spins += w->ctx[k].st.spins;
 	}
 	return s;
 }

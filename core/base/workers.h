@@ -16,10 +16,7 @@
  * thread), goes to the shared queue and wakes the sleepers; an idle
  * worker takes it (steals). A blocking wait on a worker helps: it runs
  * runnable tasks until what it waits for is there, and sleeps on the
- * condition variable only when nothing is runnable: at once, or after
- * polling for a while (akk_workers_spin), when the hand-offs between
- * workers are on the critical path and a futex wake-up on a VM costs tens
- * of microseconds. */
+ * condition variable only when nothing is runnable. */
 #ifndef AKK_WORKERS_H
 #define AKK_WORKERS_H
 
@@ -48,8 +45,6 @@ struct akk_worker_stats {
 	long steals;		/* runs taken from the shared queue */
 	long sleeps;		/* times it slept on the condition variable */
 	long wakes;		/* times it woke up from there */
-	long spins;		/* polls (akk_workers_spin) that found work
-				 * and saved a sleep */
 };
 
 struct akk_worker {
@@ -74,8 +69,6 @@ struct akk_workers {
 	int idlers, waiters;	/* sleeping on each, under mu */
 	int stop;		/* under mu */
 	int started;		/* threads 1..n-1 running */
-	double spin;		/* seconds a worker with nothing to run polls
-				 * before it sleeps; set before start */
 	void (*on_start)(void);	/* each worker thread calls it first, or NULL */
 };
 
@@ -112,10 +105,6 @@ void akk_workers_help(struct akk_workers *w, int (*done)(void *), void *arg);
 void akk_workers_wait(struct akk_workers *w, int (*done)(void *), void *arg);
 /* Wake every thread waiting in akk_workers_help/wait to check again. */
 void akk_workers_poke(struct akk_workers *w);
-/* Before the workers start: a worker with nothing to run polls for up to
- * `seconds` (0, the default: sleeps at once). Costs CPU time, buys the
- * latency of a wake-up: for schedules whose gates compute at once. */
-void akk_workers_spin(struct akk_workers *w, double seconds);
 /* Before a handler blocks (an MPI reduction): hand this worker's next
  * slot to the shared queue, so that another worker runs it. */
 void akk_workers_flush(struct akk_workers *w);

@@ -137,11 +137,6 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 	return 0;
 }
 
-/* How long an idle worker polls before it sleeps, when several gates
- * compute at once: longer than most gaps between a busy gate's messages
- * (`bench --trace`), far shorter than a batch. */
-#define SPIN_SECONDS 50e-6
-
 /* The workers: every usable core (or the threads asked for), and the
  * compute pool that splits a gate's large products across them. */
 static int start_workers(struct akk_run *r, struct akk_err *e)
@@ -168,12 +163,6 @@ static int start_workers(struct akk_run *r, struct akk_err *e)
 	if (akk_workers_init(&r->workers, W, e))
 		return -1;
 	r->workers.on_start = akk_float_mode;
-	/* gates that compute at once hand batches to each other across
-	 * workers: a worker that runs out polls for the next one a while
-	 * (most gaps between a gate's messages are shorter) rather than
-	 * pay a futex wake-up per hand-off */
-	if (r->sched.busy_gates > 1)
-		akk_workers_spin(&r->workers, SPIN_SECONDS);
 	if (parts > 1 && !(r->pool = akk_pool_on(&r->workers, parts, e)))
 		return -1;
 	return 0;
