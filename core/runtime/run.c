@@ -152,9 +152,16 @@ static int start_workers(struct akk_run *r, struct akk_err *e)
 		W = akk_cores();
 	if (r->shards > 1 && W < G + 1)
 		W = G + 1;
-	/* every gate in every schedule splits its large products across
-	 * these workers: idle ones help, busy ones are never waited for */
+	/* every gate splits its large products across these workers (idle
+	 * ones help, busy ones are never waited for), but with automatic
+	 * threads only over the cores that the gates computing at once
+	 * leave it: a part handed to a worker busy with another gate waits
+	 * for that gate's message, and such splits cost more than they save
+	 * (wheels on configs/bench-balanced.yaml, 2 cores: 1.3 s an epoch
+	 * split, 1.0 s not) */
 	int parts = W;
+	if (!r->cfg.blas_threads && r->sched.busy_gates > 1)
+		parts = W / r->sched.busy_gates > 1 ? W / r->sched.busy_gates : 1;
 	/* gates that compute at once each need a worker, even with
 	 * schedule.threads 1 (pipelining is what wheels is for); the
 	 * workers added for them do not split a gate's products */
