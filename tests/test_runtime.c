@@ -171,6 +171,55 @@ static void pool_reproducible(void **unused)
 	teardown_net(&f);
 }
 
+/* With automatic threads, a gate splits its products only over the
+ * cores that the gates computing at once leave it: flip-flop's one busy
+ * gate over every core, wheels' two busy gates over none on fewer than 4
+ * cores (a part handed to the other gate's worker waits for that gate);
+ * threads asked for are honoured. */
+static void automatic_threads_split_only_spare_cores(void **unused)
+{
+	static const char *wide =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers: [{dense: 1024}, relu]\n"
+		"    - layers: [{dense: 512}, tanh, {dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.01}\n"
+		"schedule: {mode: wheels, epochs: 1, batch_size: 64, concurrency: {train: 4}}\n";
+	struct {
+		enum akk_mode mode;
+		int threads, pool;
+	} cases[] = {
+		{ AKK_MODE_FLIPFLOP, 0, akk_cores() >= 2 },
+		{ AKK_MODE_WHEELS, 0, akk_cores() >= 4 },
+		{ AKK_MODE_WHEELS, 2, 1 },
+	};
+	struct fixture f;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(akk_spec_parse(&f.spec, wide, strlen(wide), "wide.yaml", ".",
+					NULL, 0, &e), 0);
+	assert_int_equal(akk_model_plan(&f.model, &f.spec, &e), 0);
+	tu_dataset(&f.train, 256, SIDE, CLASSES, 7);
+	tu_dataset(&f.val, 64, SIDE, CLASSES, 9);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct akk_run r;
+		struct akk_run_config cfg = { .mode = cases[i].mode, .epochs = 1,
+					      .blas_threads = cases[i].threads };
+
+		assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+		if ((r.pool != NULL) != cases[i].pool)
+			fail_msg("case %zu (%s, threads %d, %d cores): pool %s", i,
+				 akk_mode_name(cases[i].mode), cases[i].threads, akk_cores(),
+				 r.pool ? "made" : "not made");
+		akk_run_release(&r);
+	}
+	teardown_net(&f);
+}
+
 /* Wheels with one training batch in flight equals flip-flop, even with
  * validation running concurrently. */
 static void wheels_one_equals_flipflop(void **unused)
@@ -588,6 +637,7 @@ int main(void)
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(wheels_one_equals_flipflop),
 		cmocka_unit_test(pool_reproducible),
+		cmocka_unit_test(automatic_threads_split_only_spare_cores),
 		cmocka_unit_test(wheels_learns_stashing),
 		cmocka_unit_test(wheels_learns_without_stashing),
 		cmocka_unit_test(provider_covers_every_sample),
