@@ -358,6 +358,9 @@ static void t_plans(void **state)
 	assert_int_equal(l.out.d[1], 15);
 	assert_int_equal(l.out.d[2], 12);
 	assert_int_equal(l.nparams, 0);
+	assert_int_equal(l.work, 4 * 12);	/* bilinear: the width's taps */
+	sp = upsample_of(3, 0);
+	assert_null(plan(&l, &sp, shape3(2, 5, 4)));
 	assert_int_equal(l.work, 0);
 	sp = upsample_of(100000, 0);
 	assert_non_null(m = plan(&l, &sp, shape3(1, 100000, 2)));

@@ -7,7 +7,8 @@
  * the source coordinate (1/s) (oh + 0.5) - 0.5 (clamped below at 0), the
  * weighted mean of its two neighbours along each axis (the upper one
  * clamped at the last row or column), so the border rows repeat and the
- * inner ones interpolate. No parameters, no aux, no scratch. */
+ * inner ones interpolate. No parameters, no aux; bilinear's scratch
+ * (work) holds the width axis' taps, computed once a call. */
 #include "nn/layer.h"
 #include "nn/export.h"
 
@@ -47,7 +48,7 @@ static int upsample_plan(struct akk_layer *l, struct akk_err *e)
 	l->out = (struct akk_shape){ 3, { l->in.d[0], (int)Ho, (int)Wo } };
 	l->nparams = l->nstate = 0;
 	l->aux = 0;
-	l->work = 0;
+	l->work = MODE(sp) == MODE_BILINEAR ? 4 * Wo : 0;	/* struct cols */
 	/* bilinear: four products and three sums an output; nearest copies */
 	l->flops = MODE(sp) == MODE_BILINEAR ? 7.0 * (double)outn : 0;
 	l->nviews = 0;
@@ -69,6 +70,23 @@ static void taps(int o, int s, int n, int *i0, int *i1, float *w0, float *w1)
 	*w0 = 1.0f - *w1;
 }
 
+/* The width axis' taps of every output column, in the scratch: inputs
+ * i0, i1 (ints) and weights w0, w1, Wo each. */
+struct cols {
+	int *i0, *i1;
+	float *w0, *w1;
+};
+
+static struct cols cols_of(float *work, int s, int W, int Wo)
+{
+	struct cols c = { (int *)work, (int *)work + Wo, work + 2 * Wo,
+			  work + 3 * Wo };
+
+	for (int o = 0; o < Wo; o++)
+		taps(o, s, W, &c.i0[o], &c.i1[o], &c.w0[o], &c.w1[o]);
+	return c;
+}
+
 static void upsample_forward(const struct akk_layer *l, float *y, float *aux,
 			     float *st, float *work, const float *x,
 			     const float *p, int B, int train,
@@ -78,7 +96,11 @@ static void upsample_forward(const struct akk_layer *l, float *y, float *aux,
 	int H = l->in.d[1], W = l->in.d[2], s = SCALE(sp);
 	int Ho = l->out.d[1], Wo = l->out.d[2];
 
-	(void)aux, (void)st, (void)work, (void)p, (void)train, (void)rng;
+	struct cols c = { 0 };
+
+	(void)aux, (void)st, (void)p, (void)train, (void)rng;
+	if (MODE(sp) == MODE_BILINEAR)
+		c = cols_of(work, s, W, Wo);
 	for (long bc = 0; bc < (long)B * l->in.d[0]; bc++) {
 		const float *xc = x + bc * H * W;
 		for (int oh = 0; oh < Ho; oh++) {
@@ -88,12 +110,13 @@ static void upsample_forward(const struct akk_layer *l, float *y, float *aux,
 					*y++ = xr[ow / s];
 				continue;
 			}
-			int h0, h1, w0, w1;
-			float a0, a1, b0, b1;
+			int h0, h1;
+			float a0, a1;
 			taps(oh, s, H, &h0, &h1, &a0, &a1);
 			const float *r0 = xc + (size_t)h0 * W, *r1 = xc + (size_t)h1 * W;
 			for (int ow = 0; ow < Wo; ow++) {
-				taps(ow, s, W, &w0, &w1, &b0, &b1);
+				int w0 = c.i0[ow], w1 = c.i1[ow];
+				float b0 = c.w0[ow], b1 = c.w1[ow];
 				*y++ = a0 * (b0 * r0[w0] + b1 * r0[w1]) +
 				       a1 * (b0 * r1[w0] + b1 * r1[w1]);
 			}
@@ -112,9 +135,13 @@ static void upsample_backward(const struct akk_layer *l, float *dx, float *dp,
 	int H = l->in.d[1], W = l->in.d[2], s = SCALE(sp);
 	int Ho = l->out.d[1], Wo = l->out.d[2];
 
-	(void)dp, (void)work, (void)x, (void)y, (void)aux, (void)p;
+	struct cols c = { 0 };
+
+	(void)dp, (void)x, (void)y, (void)aux, (void)p;
 	if (!dx)
 		return;
+	if (MODE(sp) == MODE_BILINEAR)
+		c = cols_of(work, s, W, Wo);
 	memset(dx, 0, (size_t)B * l->in.d[0] * H * W * sizeof(*dx));
 	for (long bc = 0; bc < (long)B * l->in.d[0]; bc++) {
 		float *dc = dx + bc * H * W;
@@ -125,13 +152,14 @@ static void upsample_backward(const struct akk_layer *l, float *dx, float *dp,
 					dr[ow / s] += *dy++;
 				continue;
 			}
-			int h0, h1, w0, w1;
-			float a0, a1, b0, b1;
+			int h0, h1;
+			float a0, a1;
 			taps(oh, s, H, &h0, &h1, &a0, &a1);
 			float *r0 = dc + (size_t)h0 * W, *r1 = dc + (size_t)h1 * W;
 			for (int ow = 0; ow < Wo; ow++) {
 				float g = *dy++;
-				taps(ow, s, W, &w0, &w1, &b0, &b1);
+				int w0 = c.i0[ow], w1 = c.i1[ow];
+				float b0 = c.w0[ow], b1 = c.w1[ow];
 				r0[w0] += a0 * b0 * g;
 				r0[w1] += a0 * b1 * g;
 				r1[w0] += a1 * b0 * g;
