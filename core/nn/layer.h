@@ -43,17 +43,19 @@ struct akk_layer_spec {
 	const struct akk_layer_ops *ops;
 	struct akk_mark mark;	/* the layer's entry in the config */
 	int units;		/* dense: output features */
-	int filters;		/* conv2d: output channels */
-	int kernel;		/* conv2d, maxpool2d, avgpool2d */
-	int stride;		/* conv2d (default 1); pools (0 = the kernel:
-				 * akk_pool2d_stride) */
-	int padding;		/* conv2d, pools (default 0) */
-	int bias;		/* dense, conv2d: 1 = with bias (default) */
+	int filters;		/* conv2d, conv_transpose2d: output channels */
+	int kernel;		/* conv2d, conv_transpose2d, maxpool2d, avgpool2d */
+	int stride;		/* conv2d, conv_transpose2d (default 1); pools
+				 * (0 = the kernel: akk_pool2d_stride) */
+	int padding;		/* conv2d, conv_transpose2d, pools (default 0) */
+	int bias;		/* dense, conv2d, conv_transpose2d: 1 = with
+				 * bias (default) */
 	float rate;		/* dropout: probability of dropping, [0, 1) */
 	float alpha;		/* leaky_relu: negative slope (default 0.01) */
 	float momentum;		/* batchnorm: running-stat momentum (0.1) */
 	float eps;		/* batchnorm: variance epsilon (1e-5) */
-	enum akk_init init;	/* dense, conv2d: weight initialiser */
+	enum akk_init init;	/* dense, conv2d, conv_transpose2d: weight
+				 * initialiser */
 	float init_value;	/* AKK_INIT_CONSTANT: the value */
 	/* The options of a kind that no field above fits: its option table
 	 * places them here (AKK_OPTION("factor", FLOAT, fopt[0], ...); INT,
