@@ -10,7 +10,8 @@
  * tests/ref/gen_generators.py from torch's nn.ConvTranspose2d and
  * nn.Upsample, holds inputs, parameters and output gradients with torch's
  * outputs and gradients; ours must match within 1e-5 (relative above 1).
- * Plans: the output sizes of torch's formulas, the parameter views, and
+ * The adjoint: with conv2d's weights, the forward is conv2d's input
+ * gradient. Plans: the output sizes of torch's formulas, the parameter views, and
  * the errors for what the kinds cannot take. */
 #include "testutil.h"
 
@@ -91,7 +92,8 @@ static void rig_open(struct rig *g, const struct akk_layer_spec *sp,
 
 	if (m)
 		fail_msg("%s plan failed: %s", sp->ops->name, m);
-	assert_int_equal(g->l.aux, 0);
+	if (sp->ops != &akk_layer_conv2d)	/* the generators keep only x */
+		assert_int_equal(g->l.aux, 0);
 	g->B = B;
 	g->nx = (size_t)B * akk_shape_size(g->l.in);
 	g->ny = (size_t)B * akk_shape_size(g->l.out);
@@ -223,6 +225,58 @@ static void t_grad_upsample2d(void **state)
 		grad_check(&sp, shape3(1, 4, 2), 3);
 		sp = upsample_of(1, mode);
 		grad_check(&sp, shape3(2, 1, 3), 2);
+	}
+}
+
+/* What defines the kind: with conv2d's weights (F, C, k, k) read as its
+ * own (in F, out C), conv_transpose2d without bias maps dy to exactly
+ * the dx conv2d's backward gives, the output padding choosing which of
+ * the input sizes that stride maps to Ho is meant. */
+static void t_adjoint_of_conv2d(void **state)
+{
+	static const struct {
+		int C, H, W, F, k, s, p;
+	} cases[] = {
+		{ 2, 7, 7, 3, 3, 2, 1 },	/* odd: output padding 0 */
+		{ 2, 6, 6, 3, 3, 2, 1 },	/* even: output padding 1 */
+		{ 3, 5, 5, 2, 3, 1, 1 },
+		{ 1, 8, 8, 2, 2, 2, 0 },
+		{ 2, 11, 11, 2, 4, 3, 2 },	/* output padding 2 */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int C = cases[i].C, F = cases[i].F, k = cases[i].k;
+		int s = cases[i].s, p = cases[i].p;
+		struct akk_layer_spec csp = { .ops = &akk_layer_conv2d,
+					      .filters = F, .kernel = k,
+					      .stride = s, .padding = p };
+		struct rig c, t;
+		rig_open(&c, &csp, shape3(C, cases[i].H, cases[i].W), 2);
+		int Ho = c.l.out.d[1], Wo = c.l.out.d[2];
+		int qh = cases[i].H - ((Ho - 1) * s - 2 * p + k);
+		int qw = cases[i].W - ((Wo - 1) * s - 2 * p + k);
+		assert_int_equal(qh, qw);	/* square images only */
+		struct akk_layer_spec tsp = convt_of(C, k, s, p, qh, 0);
+		rig_open(&t, &tsp, c.l.out, 2);
+		assert_memory_equal(&t.l.out, &c.l.in, sizeof(c.l.in));
+		assert_int_equal(t.l.nparams, c.l.nparams);
+		tu_fill(c.p, c.l.nparams, -1, 1, 5);
+		tu_fill(c.x, c.nx, -1, 1, 6);
+		tu_fill(c.r, c.ny, -1, 1, 7);
+		float *aux = alloc_nan(2 * c.l.aux);
+		c.l.ops->forward(&c.l, c.y, aux, NULL, c.work, c.x, c.p, 2, 1,
+				 NULL);
+		memset(c.dp, 0, c.l.nparams * sizeof(float));
+		c.l.ops->backward(&c.l, c.dx, c.dp, c.work, c.r, c.x, c.y, aux,
+				  c.p, 2);
+		memcpy(t.p, c.p, c.l.nparams * sizeof(float));
+		memcpy(t.x, c.r, c.ny * sizeof(float));
+		forward(&t);
+		assert_true(tu_max_rel_err(t.y, c.dx, t.ny, 1.0) <= 1e-5);
+		akk_free(aux);
+		rig_close(&c);
+		rig_close(&t);
 	}
 }
 
@@ -402,6 +456,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_grad_conv_transpose2d),
 		cmocka_unit_test(t_grad_upsample2d),
+		cmocka_unit_test(t_adjoint_of_conv2d),
 		cmocka_unit_test(t_torch_reference),
 		cmocka_unit_test(t_plans),
 		cmocka_unit_test(t_init),
