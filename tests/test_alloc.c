@@ -342,6 +342,23 @@ static const char *resnet_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* The generators: a transposed convolution with output padding (its
+ * products through akk_sgemm on the flip-flop pool), both up-sampling
+ * modes, and one without bias in the last gate. */
+static const char *generators_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [1, 8, 8]\n"
+	"  gates:\n"
+	"    - layers: [{conv2d: {filters: 4, kernel: 3, stride: 2, padding: 1}}, relu,\n"
+	"               {conv_transpose2d: {filters: 6, kernel: 3, stride: 2, padding: 1, output_padding: 1}}]\n"
+	"    - layers: [relu, {upsample2d: {scale: 2, mode: bilinear}}, {maxpool2d: 4},\n"
+	"               {upsample2d: 2}, {conv_transpose2d: {filters: 2, kernel: 2, stride: 2, bias: false}},\n"
+	"               flatten, {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* What the observer saw. Written on the sentinel thread only; read after
  * akk_run_train has joined it. */
 struct window {
@@ -485,6 +502,20 @@ static void wheels_resnet_allocates_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(resnet_yaml, "wheels", NULL);
+}
+
+static void flipflop_generators_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(generators_yaml, "flip-flop", NULL);
+}
+
+static void wheels_generators_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(generators_yaml, "wheels", NULL);
 }
 
 static void flipflop_remainder_allocates_nothing(void **unused)
@@ -770,6 +801,8 @@ int main(void)
 		cmocka_unit_test(flipflop_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_resnet_allocates_nothing),
+		cmocka_unit_test(flipflop_generators_allocate_nothing),
+		cmocka_unit_test(wheels_generators_allocate_nothing),
 		cmocka_unit_test(xsmm_allocates_nothing),
 	};
 	const struct CMUnitTest sgemm_only[] = {

@@ -7,7 +7,8 @@
  * synthetic 28x28 images when datasets/mnist is absent, and two synthetic
  * regression tables (CSV). The classifiers (the MLP of configs/mnist.yaml,
  * configs/lenet.yaml, the batchnorm net of tests/configs/onnx-bn.yaml, the
- * activations of onnx-acts.yaml, the residual blocks of onnx-resnet.yaml)
+ * activations of onnx-acts.yaml, the residual blocks of onnx-resnet.yaml,
+ * the transposed convolutions and up-sampling of onnx-gen.yaml)
  * end in a Softmax; onnx-sigmoid.yaml, trained with sigmoid cross-entropy,
  * in a Sigmoid; a regression net (one value of about 150, standardized
  * features, mse) and an autoencoder-style net (12 values, huber) give the
@@ -590,6 +591,15 @@ static void resnet(void **state)
 	roundtrip("tests/configs/onnx-resnet.yaml", "resnet");
 }
 
+/* Transposed convolutions (stride, padding, output padding, with and
+ * without bias) and up-sampling (bilinear and nearest): ConvTranspose
+ * and Resize with the coordinate transformation each mode means. */
+static void generators_net(void **state)
+{
+	(void)state;
+	roundtrip("tests/configs/onnx-gen.yaml", "gen");
+}
+
 /* Sigmoid cross-entropy: ten independent probabilities, a Sigmoid. */
 static void sigmoid_net(void **state)
 {
@@ -814,6 +824,7 @@ int main(void)
 		cmocka_unit_test(batchnorm_net),
 		cmocka_unit_test(activations_net),
 		cmocka_unit_test(resnet),
+		cmocka_unit_test(generators_net),
 		cmocka_unit_test(sigmoid_net),
 		cmocka_unit_test(regression_net),
 		cmocka_unit_test(vector_net),

@@ -897,6 +897,16 @@ static void test_generic_keys(void **ctx)
 	bad(GATE "[{maxpool2d: {kernel: 2, strid: 1}}]\n" OPT,
 	    "t.yaml:6:40: unknown key 'strid' in layer 'maxpool2d'"
 	    " (did you mean 'stride'?)");
+	bad(GATE "[{upsample2d: {mode: bilinar}}]\n" OPT,
+	    "t.yaml:6:36: unknown mode 'bilinar'"
+	    " (did you mean 'bilinear'?)");
+	bad(GATE "[{upsample2d: 0}]\n" OPT,
+	    "t.yaml:6:29: 'scale' must be at least 1, got 0");
+	bad(GATE "[{conv_transpose2d: {filters: 2, kernel: 3, output_padding: -1}}]\n"
+	    OPT, "t.yaml:6:75: 'output_padding' must be at least 0, got -1");
+	bad(GATE "[{conv_transpose2d: {kernel: 3}}]\n" OPT,
+	    "t.yaml:6:35: missing required key 'filters' in layer "
+	    "'conv_transpose2d'");
 	bad(GATE "[{dense: {units: 0}}]\n" OPT,
 	    "t.yaml:6:32: 'units' must be at least 1, got 0");
 	bad(GATE "[{batchnorm: {momentum: 0}}]\n" OPT,

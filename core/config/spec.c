@@ -156,20 +156,23 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 		[AKK_OPTION_FLOAT] = { akk_yaml_h_float, "a number" },
 		[AKK_OPTION_BOOL] = { akk_yaml_h_bool, "true or false" },
 		[AKK_OPTION_INIT] = { akk_yaml_h_names, "a name" },
+		[AKK_OPTION_NAME] = { akk_yaml_h_names, "a name" },
 	};
 	size_t n = 0;
 
 	for (const struct akk_layer_option *o = ops->options; o && o->name;
 	     o++) {
 		int init = o->type == AKK_OPTION_INIT;
+		int named = init || o->type == AKK_OPTION_NAME;
 		assert(n < AKK_MAX_OPTIONS);
 		keys[n++] = (struct key){
 			.name = o->name,
-			.type = init ? YAML_NO_NODE : YAML_SCALAR_NODE,
+			.type = named ? YAML_NO_NODE : YAML_SCALAR_NODE,
 			.fn = types[o->type].fn, .what = types[o->type].what,
 			.off = o->off, .flags = o->flags, .lo = o->lo,
 			.hi = o->hi, .def = o->def,
-			.names = init ? akk_init_names : NULL, .noun = "init",
+			.names = init ? akk_init_names : o->names,
+			.noun = init ? "init" : o->name,
 		};
 	}
 	keys[n] = (struct key){ .name = NULL };

@@ -122,6 +122,13 @@ static Onnx__AttributeProto *make_attr(struct onnx *o,
 		memcpy(a->ints, at->ints, at->n * sizeof(*a->ints));
 		a->n_ints = at->n;
 		break;
+	case AKK_ATTR_STRING:
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+		a->has_s = 1;
+		if (!(a->s.data = (uint8_t *)onnx_str(o, at->s)))
+			return NULL;
+		a->s.len = strlen(at->s);
+		break;
 	}
 	return a;
 }

@@ -20,6 +20,7 @@ enum akk_attr_type {
 	AKK_ATTR_INT,		/* i */
 	AKK_ATTR_FLOAT,		/* f */
 	AKK_ATTR_INTS,		/* ints[0..n) */
+	AKK_ATTR_STRING,	/* s */
 };
 
 /* One attribute of a node: "alpha" 0.01, "kernel_shape" [5, 5], ... */
@@ -30,10 +31,12 @@ struct akk_attr {
 	float f;
 	const int64_t *ints;
 	int n;
+	const char *s;
 };
 
 #define AKK_ATTR_I(nm, v) { .name = (nm), .type = AKK_ATTR_INT, .i = (v) }
 #define AKK_ATTR_F(nm, v) { .name = (nm), .type = AKK_ATTR_FLOAT, .f = (v) }
+#define AKK_ATTR_S(nm, v) { .name = (nm), .type = AKK_ATTR_STRING, .s = (v) }
 #define AKK_ATTR_IS(nm, v, cnt)                                              \
 	{ .name = (nm), .type = AKK_ATTR_INTS, .ints = (v), .n = (cnt) }
 

@@ -24,6 +24,8 @@
 	X(softplus)                                                          \
 	X(residual)                                                          \
 	X(global_avgpool)                                                    \
+	X(conv_transpose2d)                                                  \
+	X(upsample2d)                                                        \
 	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;

@@ -43,17 +43,19 @@ struct akk_layer_spec {
 	const struct akk_layer_ops *ops;
 	struct akk_mark mark;	/* the layer's entry in the config */
 	int units;		/* dense: output features */
-	int filters;		/* conv2d: output channels */
-	int kernel;		/* conv2d, maxpool2d, avgpool2d */
-	int stride;		/* conv2d (default 1); pools (0 = the kernel:
-				 * akk_pool2d_stride) */
-	int padding;		/* conv2d, pools (default 0) */
-	int bias;		/* dense, conv2d: 1 = with bias (default) */
+	int filters;		/* conv2d, conv_transpose2d: output channels */
+	int kernel;		/* conv2d, conv_transpose2d, maxpool2d, avgpool2d */
+	int stride;		/* conv2d, conv_transpose2d (default 1); pools
+				 * (0 = the kernel: akk_pool2d_stride) */
+	int padding;		/* conv2d, conv_transpose2d, pools (default 0) */
+	int bias;		/* dense, conv2d, conv_transpose2d: 1 = with
+				 * bias (default) */
 	float rate;		/* dropout: probability of dropping, [0, 1) */
 	float alpha;		/* leaky_relu: negative slope (default 0.01) */
 	float momentum;		/* batchnorm: running-stat momentum (0.1) */
 	float eps;		/* batchnorm: variance epsilon (1e-5) */
-	enum akk_init init;	/* dense, conv2d: weight initialiser */
+	enum akk_init init;	/* dense, conv2d, conv_transpose2d: weight
+				 * initialiser */
 	float init_value;	/* AKK_INIT_CONSTANT: the value */
 	/* The options of a kind that no field above fits: its option table
 	 * places them here (AKK_OPTION("factor", FLOAT, fopt[0], ...); INT,
@@ -136,6 +138,8 @@ enum akk_option_type {
 	AKK_OPTION_FLOAT,
 	AKK_OPTION_BOOL,
 	AKK_OPTION_INIT,	/* a name of enum akk_init: "he_normal" */
+	AKK_OPTION_NAME,	/* one of the option's names, stored as its
+				 * index in an int field: "bilinear" */
 };
 
 enum {
@@ -152,14 +156,22 @@ struct akk_layer_option {
 	size_t off;		/* field of struct akk_layer_spec */
 	unsigned flags;		/* AKK_OPTION_* */
 	double lo, hi;
-	double def;		/* when absent (bool 0/1, init an enum value) */
+	double def;		/* when absent (bool 0/1, init an enum value,
+				 * a name its index) */
+	const char *const *names;	/* AKK_OPTION_NAME: the names,
+				 * NULL-terminated; NULL for the others */
 };
 
 #define AKK_MAX_OPTIONS 15	/* per kind */
 #define AKK_OPTION(name, type, field, flags, lo, hi, def)                    \
 	{ name, AKK_OPTION_##type, offsetof(struct akk_layer_spec, field),     \
-	  flags, lo, hi, def }
-#define AKK_OPTIONS_END { NULL, 0, 0, 0, 0, 0, 0 }
+	  flags, lo, hi, def, NULL }
+/* An option whose value is one of names (NULL-terminated), stored in the
+ * int field as its index; def is the index when absent. */
+#define AKK_OPTION_NAMES(name, field, names, def)                            \
+	{ name, AKK_OPTION_NAME, offsetof(struct akk_layer_spec, field), 0,    \
+	  0, 0, def, names }
+#define AKK_OPTIONS_END { NULL, 0, 0, 0, 0, 0, 0, NULL }
 
 struct akk_graph_sink;
 struct akk_export_io;
@@ -262,6 +274,7 @@ extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
 	akk_layer_maxpool2d, akk_layer_avgpool2d, akk_layer_flatten,
 	akk_layer_dropout, akk_layer_batchnorm, akk_layer_relu,
 	akk_layer_leaky_relu, akk_layer_sigmoid, akk_layer_tanh,
-	akk_layer_softplus, akk_layer_residual, akk_layer_global_avgpool;
+	akk_layer_softplus, akk_layer_residual, akk_layer_global_avgpool,
+	akk_layer_conv_transpose2d, akk_layer_upsample2d;
 
 #endif
