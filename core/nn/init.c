@@ -58,3 +58,19 @@ void akk_init_fill(float *w, size_t n, int fan_in, int fan_out,
 		break;
 	}
 }
+
+void akk_init_weights_bias(float *p, size_t nw, size_t nb, int fan_in,
+			   int fan_out, const struct akk_layer_spec *sp,
+			   struct akk_rng *rng)
+{
+	enum akk_init kind = sp->init == AKK_INIT_DEFAULT ?
+		AKK_INIT_LECUN_UNIFORM : sp->init;
+
+	akk_init_fill(p, nw, fan_in, fan_out, kind, sp->init_value, rng);
+	if (!sp->bias)
+		return;
+	if (sp->init == AKK_INIT_DEFAULT)
+		akk_init_fill(p + nw, nb, fan_in, fan_out, AKK_INIT_LECUN_UNIFORM, 0, rng);
+	else
+		memset(p + nw, 0, nb * sizeof(*p));
+}

@@ -267,6 +267,13 @@ const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
 /* Initialise n weights with fan-in/fan-out, by kind (never DEFAULT). */
 void akk_init_fill(float *w, size_t n, int fan_in, int fan_out,
 		   enum akk_init kind, float value, struct akk_rng *rng);
+/* A product layer's parameters as sp asks: nw weights of sp->init
+ * (default lecun_uniform) with the given fans, then, with sp->bias, nb
+ * biases: lecun_uniform over the same fans by default (as torch's Linear
+ * and Conv2d), zero under an explicit init. */
+void akk_init_weights_bias(float *p, size_t nw, size_t nb, int fan_in,
+			   int fan_out, const struct akk_layer_spec *sp,
+			   struct akk_rng *rng);
 
 /* The kinds, one file each (core/nn/layer_<name>.c), for the code that names
  * one; a new kind needs only its line in layer.c's table. */

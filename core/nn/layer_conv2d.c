@@ -219,22 +219,11 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 static void conv_init(const struct akk_layer *l, float *p, float *s,
 		      struct akk_rng *rng)
 {
-	const struct akk_layer_spec *sp = l->spec;
 	struct geom g = geom_of(l);
 	int kk = g.k * g.k, fan_in = g.C * kk, fan_out = g.F * kk;
-	size_t nw = (size_t)g.F * fan_in;
-	enum akk_init kind = sp->init == AKK_INIT_DEFAULT ?
-		AKK_INIT_LECUN_UNIFORM : sp->init;
 
 	(void)s;
-	akk_init_fill(p, nw, fan_in, fan_out, kind, sp->init_value, rng);
-	if (!sp->bias)
-		return;
-	if (sp->init == AKK_INIT_DEFAULT)
-		akk_init_fill(p + nw, g.F, fan_in, fan_out,
-			      AKK_INIT_LECUN_UNIFORM, 0, rng);
-	else
-		memset(p + nw, 0, g.F * sizeof(*p));
+	akk_init_weights_bias(p, (size_t)g.F * fan_in, g.F, fan_in, fan_out, l->spec, rng);
 }
 
 static struct scratch scratch_of(const struct geom *g, float *work)

@@ -120,22 +120,11 @@ static int convt_plan(struct akk_layer *l, struct akk_err *e)
 static void convt_init(const struct akk_layer *l, float *p, float *s,
 		       struct akk_rng *rng)
 {
-	const struct akk_layer_spec *sp = l->spec;
 	struct geom g = geom_of(l);
 	int kk = g.k * g.k, fan_in = g.F * kk, fan_out = g.C * kk;
-	size_t nw = (size_t)g.C * fan_in;
-	enum akk_init kind = sp->init == AKK_INIT_DEFAULT ?
-		AKK_INIT_LECUN_UNIFORM : sp->init;
 
 	(void)s;
-	akk_init_fill(p, nw, fan_in, fan_out, kind, sp->init_value, rng);
-	if (!sp->bias)
-		return;
-	if (sp->init == AKK_INIT_DEFAULT)
-		akk_init_fill(p + nw, g.F, fan_in, fan_out,
-			      AKK_INIT_LECUN_UNIFORM, 0, rng);
-	else
-		memset(p + nw, 0, g.F * sizeof(*p));
+	akk_init_weights_bias(p, (size_t)g.C * fan_in, g.F, fan_in, fan_out, l->spec, rng);
 }
 
 /* The input columns [lo, hi) whose output column iw s - p + kj lies in

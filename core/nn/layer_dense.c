@@ -60,21 +60,10 @@ static int dense_plan(struct akk_layer *l, struct akk_err *e)
 static void dense_init(const struct akk_layer *l, float *p, float *s,
 		       struct akk_rng *rng)
 {
-	const struct akk_layer_spec *sp = l->spec;
 	int din = l->in.d[0], dout = l->out.d[0];
-	size_t nw = (size_t)din * dout;
-	enum akk_init kind = sp->init == AKK_INIT_DEFAULT ?
-		AKK_INIT_LECUN_UNIFORM : sp->init;
 
 	(void)s;
-	akk_init_fill(p, nw, din, dout, kind, sp->init_value, rng);
-	if (!sp->bias)
-		return;
-	if (sp->init == AKK_INIT_DEFAULT)
-		akk_init_fill(p + nw, dout, din, dout, AKK_INIT_LECUN_UNIFORM,
-			      0, rng);
-	else
-		memset(p + nw, 0, dout * sizeof(*p));
+	akk_init_weights_bias(p, (size_t)din * dout, dout, din, dout, l->spec, rng);
 }
 
 /* y (B, Dout) = x (B, Din) W^T (Din, Dout) + b: rows of y start as b and
