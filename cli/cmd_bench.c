@@ -61,8 +61,11 @@ struct bench_run {
 	long steps_done;
 	struct akk_run *run;
 	double t_start;
+	/* totals over its runs (several when the modes take turns) */
+	double wall, cpu_s, busy_s[AKK_MAX_GATES], depth_sum[AKK_MAX_GATES];
+	int nruns;
 	/* results */
-	double wall, cpu, median, min, max, samples_per_s, gflops;
+	double cpu, median, min, max, samples_per_s, gflops;
 	long samples, val_samples;
 	long peak_rss_kb;
 	double busy[AKK_MAX_GATES], depth[AKK_MAX_GATES];
@@ -172,6 +175,8 @@ struct bench_mpi {
 	int shards;
 };
 
+/* One run of b's mode for `epochs` epochs, its measurements added to
+ * b's totals (finish_mode makes the figures). */
 static int run_mode(struct bench_run *b, const struct akk_model *m,
 		    const struct akk_dataset *train, const struct akk_dataset *val,
 		    int epochs, int threads, long trace_events,
@@ -179,7 +184,8 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 		    struct akk_err *e)
 {
 	struct akk_run *r;
-	double c0, t0;
+	double c0, t0, wall;
+	long rss;
 	struct akk_run_config cfg = {
 		.mode = b->mode, .epochs = epochs, .blas_threads = threads,
 		.trace_events = trace_events,
@@ -196,15 +202,17 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 	b->t_start = t0;
 	if (akk_run_train(r, e))
 		return -1;
-	b->wall = akk_now() - t0;
-	b->cpu = (cpu_seconds() - c0) / b->wall;
-	b->peak_rss_kb = peak_rss_kb();
+	wall = akk_now() - t0;
+	b->wall += wall;
+	b->cpu_s += cpu_seconds() - c0;
+	rss = peak_rss_kb();
+	b->peak_rss_kb = rss > b->peak_rss_kb ? rss : b->peak_rss_kb;
 	struct akk_run_stats st = akk_run_stats(r);
 	if (b->steps_limit) {
 		/* one repeat: the steps over the time they took */
 		b->samples = b->steps_done * m->spec->sched.batch_size;
 		b->nsecs = 1;
-		b->secs[0] = b->wall * st.per_epoch / (double)b->steps_done;
+		b->secs[0] = wall * st.per_epoch / (double)b->steps_done;
 	}
 	if (mpi->size > 1) {
 		/* every rank: what its link moved, per training step */
@@ -220,18 +228,32 @@ static int run_mode(struct bench_run *b, const struct akk_model *m,
 				1e6 * ln->reduce_wait / ln->reductions, ln->reductions);
 		fprintf(stderr, "\n");
 	}
+	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++) {
+		b->busy_s[g] += st.busy[g];
+		b->depth_sum[g] += st.depth[g];
+	}
+	b->nruns++;
+	return 0;
+}
+
+/* b's figures from its totals: the median epoch and its range, the
+ * throughput, the CPU and each gate's busy share of the wall time. */
+static void finish_mode(struct bench_run *b, const struct akk_model *m,
+			const struct akk_dataset *train)
+{
 	qsort(b->secs, b->nsecs, sizeof(double), cmp_double);
 	b->median = b->nsecs ? (b->nsecs % 2 ? b->secs[b->nsecs / 2] :
 			(b->secs[b->nsecs / 2 - 1] + b->secs[b->nsecs / 2]) / 2) : 0;
 	b->min = b->nsecs ? b->secs[0] : 0;
 	b->max = b->nsecs ? b->secs[b->nsecs - 1] : 0;
 	b->samples_per_s = b->median > 0 ? train->n / b->median : 0;
-	b->gflops = (b->samples * m->train_flops + b->val_samples * m->flops) / b->wall / 1e9;
+	b->gflops = b->wall > 0 ? (b->samples * m->train_flops + b->val_samples * m->flops) /
+				  b->wall / 1e9 : 0;
+	b->cpu = b->wall > 0 ? b->cpu_s / b->wall : 0;
 	for (int g = 0; g < m->ngates && g < AKK_MAX_GATES; g++) {
-		b->busy[g] = st.busy[g] / b->wall;
-		b->depth[g] = st.depth[g];
+		b->busy[g] = b->wall > 0 ? b->busy_s[g] / b->wall : 0;
+		b->depth[g] = b->nruns ? b->depth_sum[g] / b->nruns : 0;
 	}
-	return 0;
 }
 
 static const char *const trace_names[] = { "forward", "backward", "optimizer",
@@ -707,32 +729,78 @@ static int bench_open(struct bench *b)
 	return 0;
 }
 
-/* Every mode asked for, one run each: its row, its CSV rows, its trace. */
+/* Whether several modes take turns epoch by epoch (one run of one epoch
+ * each, in turn, `epochs` times), so that a machine whose speed drifts
+ * over seconds (a shared VM) slows them alike: every comparison of modes
+ * by epochs, unless a trace, --steps or MPI ranks need whole runs. */
+static int take_turns(const struct bench *b)
+{
+	return b->nmodes > 1 && b->epochs > 1 && !b->steps && !b->trace &&
+	       b->mpi.size <= 1;
+}
+
+/* After turn t: when it ran (seconds since the first began) and each
+ * mode's epoch, with wheels / flip-flop when both ran. */
+static void print_turn(const struct bench *b, int t, double from, double to)
+{
+	double ff = 0, wh = 0;
+
+	printf("turn %d (%.2f-%.2f s):", t + 1, from, to);
+	for (int i = 0; i < b->nmodes; i++) {
+		const struct bench_run *m = &b->runs[i];
+		double sec = m->nsecs > t ? m->secs[t] : 0;
+
+		printf("%s %s %.3f s", i ? "," : "", akk_mode_name(m->mode), sec);
+		ff = m->mode == AKK_MODE_FLIPFLOP ? sec : ff;
+		wh = m->mode == AKK_MODE_WHEELS ? sec : wh;
+	}
+	if (ff > 0 && wh > 0)
+		printf("; wheels / flip-flop %.2fx", ff / wh);
+	printf("\n");
+}
+
+/* Every mode asked for: its runs, its row, its CSV rows, its trace. */
 static int bench_modes(struct bench *b)
 {
 	const struct akk_spec *s = &b->s;
 	long per_epoch = akk_batches_per_epoch(b->train.n, s->sched.batch_size);
+	int turns, epochs;
+	double t0 = akk_now(), from;
 
 	for (int i = 0; i < b->nknown; i++)
 		if (!strcmp(b->mode, "both") || !strcmp(b->mode, akk_mode_name((enum akk_mode)i)))
 			b->runs[b->nmodes++].mode = (enum akk_mode)i;
-	printf("%-10s %10s %9s %13s %8s %7s %10s\n", "mode", "samples/s", "s/epoch",
-	       "(min-max)", "GFLOP/s", "CPU", "peak RSS");
+	turns = take_turns(b) ? b->epochs : 1;
+	epochs = b->steps ? MAX_EPOCHS : turns > 1 ? 1 : b->epochs;
+	if (turns > 1)
+		printf("the modes take turns: one epoch of each, %d times\n", turns);
 	if (b->cf)
 		fprintf(b->cf, "mode,scope,samples_per_second,seconds_per_epoch_median,seconds_min,seconds_max,gflops,cpu_utilisation,peak_rss_mb,busy_share,mean_mailbox_depth\n");
+	for (int t = 0; t < turns; t++) {
+		from = akk_now() - t0;
+		for (int i = 0; i < b->nmodes; i++) {
+			long per = per_epoch + (b->val.n ? akk_batches_per_epoch(b->val.n,
+										 s->sched.batch_size) : 0);
+			/* events per actor: a few per batch, over the epochs run
+			 * (with --steps, the epochs those steps span) plus
+			 * wheels' final pass */
+			long spans = b->steps ? b->steps / per_epoch + 2 : b->epochs + 1;
+			long cap = b->trace ? per * spans * 4 + 64 : 0;
+			b->runs[i].steps_limit = b->steps;
+			akk_run_free(b->r[i]);	/* the turn before's */
+			b->r[i] = NULL;
+			if (run_mode(&b->runs[i], &b->m, &b->train, b->val.n ? &b->val : NULL,
+				     epochs, b->threads ? b->threads : s->sched.threads, cap,
+				     &b->mpi, &b->r[i], &b->e))
+				return -1;
+		}
+		if (turns > 1)
+			print_turn(b, t, from, akk_now() - t0);
+	}
+	printf("%-10s %10s %9s %13s %8s %7s %10s\n", "mode", "samples/s", "s/epoch",
+	       "(min-max)", "GFLOP/s", "CPU", "peak RSS");
 	for (int i = 0; i < b->nmodes; i++) {
-		long per = per_epoch + (b->val.n ? akk_batches_per_epoch(b->val.n,
-									 s->sched.batch_size) : 0);
-		/* events per actor: a few per batch, over the epochs run (with
-		 * --steps, the epochs those steps span) plus wheels' final pass */
-		long spans = b->steps ? b->steps / per_epoch + 2 : b->epochs + 1;
-		long cap = b->trace ? per * spans * 4 + 64 : 0;
-		b->runs[i].steps_limit = b->steps;
-		if (run_mode(&b->runs[i], &b->m, &b->train, b->val.n ? &b->val : NULL,
-			     b->steps ? MAX_EPOCHS : b->epochs,
-			     b->threads ? b->threads : s->sched.threads, cap, &b->mpi,
-			     &b->r[i], &b->e))
-			return -1;
+		finish_mode(&b->runs[i], &b->m, &b->train);
 		print_mode(&b->runs[i], &b->m, b->pred);
 		if (b->cf)
 			csv_mode(b->cf, &b->runs[i], &b->m);

@@ -2,7 +2,8 @@
 # bench_balanced.sh - the Akkordeon headline on configs/bench-balanced.yaml:
 # wheels / flip-flop throughput in RUNS interleaved runs of
 # `akkctl bench --mode both` (flip-flop, wheels and pipeline, EPOCHS epochs
-# each, validation included), with one compute thread per gate
+# each, validation included; within a run the modes take turns epoch by
+# epoch, bench's own interleaving), with one compute thread per gate
 # (schedule.threads=1: flip-flop then computes on one core at a time,
 # wheels on both) and with the default (schedule.threads=0: flip-flop
 # splits its products over every core). Prints per run each mode's

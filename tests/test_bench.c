@@ -1,6 +1,7 @@
 /* test_bench.c - akkctl bench's output files: a write error on --csv or
  * --trace fails the command with the file's name, and the other file is
- * still closed and complete. Synthetic data (no data files), three steps. */
+ * still closed and complete. Synthetic data (no data files), three steps.
+ * Several modes take turns epoch by epoch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,11 +89,51 @@ static void layers_fused_activation_counted_once(void **state)
 	assert_int_equal(rows, 3);
 }
 
+/* Several modes over several epochs take turns: each turn's window holds
+ * one epoch of every mode, the windows follow one another, and each
+ * mode's row gives the median and range of its turns' epochs. */
+static void modes_take_turns_epoch_by_epoch(void **state)
+{
+	static const char *yaml =
+		"data: {train: {images: nope, labels: nope}}\n"
+		"network:\n  input: [64]\n  gates:\n"
+		"    - layers: [{dense: 64}, relu]\n    - layers: [{dense: 4}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
+	static char out[1 << 16], err[4096];
+	char cfg[4096];
+	double end = 0;
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg), "%s/turns.yaml", tu_tmpdir());
+	assert_int_equal(tu_write_file(cfg, yaml, strlen(yaml)), 0);
+	const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--mode", "both",
+			       "--epochs", "3", "--no-validation", NULL };
+	assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
+	tu_assert_contains(out, "the modes take turns: one epoch of each, 3 times\n");
+	for (int t = 1; t <= 3; t++) {
+		char head[32];
+		double from, to, ff, wh, pp, ratio;
+		const char *line;
+
+		snprintf(head, sizeof(head), "\nturn %d (", t);
+		assert_non_null(line = strstr(out, head));
+		assert_int_equal(sscanf(line + strlen(head), "%lf-%lf s): flip-flop %lf s, "
+					"wheels %lf s, pipeline %lf s; wheels / flip-flop %lfx",
+					&from, &to, &ff, &wh, &pp, &ratio), 6);
+		/* after the turn before, and long enough for its three epochs */
+		assert_true(from >= end);
+		assert_true(to - from >= ff + wh + pp - 1e-3);
+		end = to;
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(csv_write_error_names_the_file),
 		cmocka_unit_test(layers_fused_activation_counted_once),
+		cmocka_unit_test(modes_take_turns_epoch_by_epoch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
