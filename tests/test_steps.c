@@ -156,6 +156,18 @@ static void damaged_files_are_refused(void **state)
 		assert_string_equal(got, want);
 		assert_null(r.rows);
 	}
+	/* a NUL byte inside a field: refused, not read as the digits before it
+	 * (the resume's cut stops there too, and then found no rows) */
+	static const char nul[] = AKK_STEPS_HEADER "\n8\0" "16,2,4,0.3,0.4\n";
+	struct akk_step_rows r;
+	struct akk_err e = { 0 };
+	char got[1400], want[1400];
+
+	assert_int_equal(tu_write_file(path, nul, sizeof(nul) - 1), 0);
+	assert_int_equal(akk_steps_load(&r, path, &e), -1);
+	akk_err_format(&e, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s:2:1: field 1 is not a number: '8'", path);
+	assert_string_equal(got, want);
 	/* and through plot: exit 2 naming the file */
 	assert_int_equal(tu_write_file(tu_path(g_dir, "run/steps.csv"), "step\n", 5), 0);
 	assert_rc(ak("plot", tu_path(g_dir, "run"), NULL), 2);

@@ -176,7 +176,7 @@ static int number(const char **p, const char *end, double *v, const char *path,
 	memcpy(buf, *p, n);
 	buf[n] = '\0';
 	*v = strtod(buf, &stop);
-	if (*stop)
+	if (stop != buf + n)	/* all of it: a NUL byte ends strtod early */
 		return akk_err_at(e, path, line, (int)(*p - line_start) + 1,
 				  "field %d is not a number: '%s'", col, buf);
 	*p = q < end ? q + 1 : q;
