@@ -745,7 +745,7 @@ static void print_turn(const struct bench *b, int t, double from, double to)
 {
 	double ff = 0, wh = 0;
 
-	printf("turn %d (%.2f-%.2f s):", t + 1, from, to);
+	printf("turn %d (%.3f-%.3f s):", t + 1, from, to);
 	for (int i = 0; i < b->nmodes; i++) {
 		const struct bench_run *m = &b->runs[i];
 		double sec = m->nsecs > t ? m->secs[t] : 0;
