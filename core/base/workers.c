@@ -279,6 +279,8 @@ static void *worker_main(void *arg)
 
 	self_w = c->w;
 	self_i = c->index;
+	/* its name in top -H, gdb and /proc/PID/task/TID/comm */
+	pthread_setname_np(pthread_self(), "akk-worker");
 	if (c->w->on_start)
 		c->w->on_start();
 	help(c->w, stopping, c->w, 1);
