@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "base/checked.h"
+#include "nn/col2im.h"
 #include "tensor/smallmm.h"
 
 struct geom {
@@ -50,48 +51,14 @@ static int is_pointwise(const struct geom *g)
 	return g->k == 1 && g->s == 1 && g->p == 0;
 }
 
-/* The output columns [lo, hi) whose input column ow*s - p + kj lies in
- * [0, W): everything outside reads padding. */
-static void valid_range(int *lo, int *hi, int W, int Wo, int s, int p, int kj)
-{
-	/* long: b + s - 1 may pass INT_MAX for a huge stride */
-	long a = (long)p - kj, b = (long)W + p - kj;
-
-	*lo = a <= 0 ? 0 : (int)((a + s - 1) / s);
-	*hi = b <= 0 ? 0 : (int)((b + s - 1) / s);
-	if (*hi > Wo)
-		*hi = Wo;
-	if (*lo > *hi)
-		*lo = *hi;
-}
-
-/* dx from the unrolled gradient col, whose row (c k + ki) k + kj holds,
- * at oh Wo + ow, the gradient of x[c][oh s - p + ki][ow s - p + kj]
- * (rows ld floats apart): dx = 0, then every col entry adds into the
- * input element it belongs to; padding entries are dropped. */
+/* dx from the unrolled gradient col (rows ld floats apart): dx = 0, then
+ * every col entry adds into the input element it belongs to. */
 static void col2im(float *dx, const float *col, const struct geom *g, int ld)
 {
-	int k = g->k, s = g->s, p = g->p, Wo = g->Wo, hw = g->Ho * Wo;
+	struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
 
 	memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
-	for (int c = 0; c < g->C; c++)
-		for (int ki = 0; ki < k; ki++)
-			for (int kj = 0; kj < k; kj++, col += ld - hw) {
-				int lo, hi, off = kj - p;
-				valid_range(&lo, &hi, g->W, Wo, s, p, kj);
-				for (int oh = 0; oh < g->Ho; oh++, col += Wo) {
-					int ih = oh * s - p + ki;
-					if (ih < 0 || ih >= g->H)
-						continue;
-					float *xr = dx + ((size_t)c * g->H + ih) * g->W;
-					if (s == 1)	/* unit stride: vectorises */
-						for (int ow = lo; ow < hi; ow++)
-							xr[ow + off] += col[ow];
-					else
-						for (int ow = lo; ow < hi; ow++)
-							xr[ow * s + off] += col[ow];
-				}
-			}
+	akk_col2im_add(dx, col, &f, ld);
 }
 
 /* The sum of r[0..n): eight running sums (lane q adds r[8i + q]), which

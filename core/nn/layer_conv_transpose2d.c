@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "base/checked.h"
+#include "nn/col2im.h"
 
 #define OUTPAD(sp) ((sp)->iopt[0])
 
@@ -127,41 +128,12 @@ static void convt_init(const struct akk_layer *l, float *p, float *s,
 	akk_init_weights_bias(p, (size_t)g.C * fan_in, g.F, fan_in, fan_out, l->spec, rng);
 }
 
-/* The input columns [lo, hi) whose output column iw s - p + kj lies in
- * [0, Wo). */
-static void valid_range(int *lo, int *hi, const struct geom *g, int kj)
+/* The fold of this layer is conv2d's input-gradient fold with the roles
+ * swapped: the output (F, Ho, Wo) is the image, the input's H W the
+ * unrolled columns. */
+static struct akk_fold fold_of(const struct geom *g)
 {
-	long a = (long)g->p - kj, b = (long)g->Wo + g->p - kj;
-
-	*lo = a <= 0 ? 0 : (int)((a + g->s - 1) / g->s);
-	*hi = b <= 0 ? 0 : (int)((b + g->s - 1) / g->s);
-	if (*hi > g->W)
-		*hi = g->W;
-	if (*lo > *hi)
-		*lo = *hi;
-}
-
-/* y (F, Ho, Wo) += col (F k k, H W) folded: row (f k + ki) k + kj,
- * column ih W + iw adds into y[f][ih s - p + ki][iw s - p + kj]. */
-static void col2im(float *y, const float *col, const struct geom *g)
-{
-	int k = g->k, s = g->s, p = g->p, hw = g->H * g->W;
-
-	for (int f = 0; f < g->F; f++)
-		for (int ki = 0; ki < k; ki++)
-			for (int kj = 0; kj < k; kj++, col += hw) {
-				int lo, hi, off = kj - p;
-				valid_range(&lo, &hi, g, kj);
-				for (int ih = 0; ih < g->H; ih++) {
-					int oh = ih * s - p + ki;
-					if (oh < 0 || oh >= g->Ho)
-						continue;
-					float *yr = y + ((size_t)f * g->Ho + oh) * g->Wo;
-					const float *cr = col + (size_t)ih * g->W;
-					for (int iw = lo; iw < hi; iw++)
-						yr[iw * s + off] += cr[iw];
-				}
-			}
+	return (struct akk_fold){ g->F, g->Ho, g->Wo, g->k, g->s, g->p, g->H, g->W };
 }
 
 /* col (F k k, H W) from dy (F, Ho, Wo): what col2im would have added
@@ -174,7 +146,7 @@ static void im2col(float *col, const float *dy, const struct geom *g)
 		for (int ki = 0; ki < k; ki++)
 			for (int kj = 0; kj < k; kj++, col += hw) {
 				int lo, hi, off = kj - p;
-				valid_range(&lo, &hi, g, kj);
+				akk_fold_range(&lo, &hi, g->Wo, g->W, s, p, kj);
 				for (int ih = 0; ih < g->H; ih++) {
 					int oh = ih * s - p + ki;
 					float *cr = col + (size_t)ih * g->W;
@@ -201,6 +173,7 @@ static void convt_forward(const struct akk_layer *l, float *y, float *aux,
 	int fkk = g.F * g.k * g.k, hw = g.H * g.W, ohw = g.Ho * g.Wo;
 	size_t xs = (size_t)g.C * hw, ys = (size_t)g.F * ohw;
 	const float *b = l->spec->bias ? p + (size_t)g.C * fkk : NULL;
+	struct akk_fold fold = fold_of(&g);
 
 	(void)aux, (void)st, (void)train, (void)rng;
 	for (int i = 0; i < B; i++) {
@@ -211,7 +184,7 @@ static void convt_forward(const struct akk_layer *l, float *y, float *aux,
 		for (int f = 0; f < g.F; f++)
 			for (int j = 0; j < ohw; j++)
 				yi[(size_t)f * ohw + j] = b ? b[f] : 0;
-		col2im(yi, work, &g);
+		akk_col2im_add(yi, work, &fold, hw);
 	}
 }
 
