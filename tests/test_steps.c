@@ -106,6 +106,39 @@ static void resume_cuts_the_rows_past_the_checkpoint(void **state)
 	akk_steps_release(&r);
 }
 
+/* The resume's cut keeps what the reader reads: rows whose numbers are
+ * spelled otherwise than akkctl writes them ("2.0", "0x3", "4e0") are rows
+ * to both, so a cut at step 5 keeps all three and drops step 6; a file
+ * with another header starts over. */
+static void the_cut_keeps_what_the_reader_accepts(void **state)
+{
+	static const char text[] = AKK_STEPS_HEADER "\n2.0,1,4,0.5,0.1\n0x3,1,4,0.5,0.2\n"
+		"4e0,1,4,0.5,0.3\n6,1,4,0.5,0.4\n";
+	const char *path = tu_path(g_dir, "cut.csv");
+	struct akk_step_rows r;
+	struct akk_steps s;
+	struct akk_err e = { 0 };
+	char *back;
+
+	(void)state;
+	assert_int_equal(tu_write_file(path, text, sizeof(text) - 1), 0);
+	assert_int_equal(akk_steps_open(&s, path, 1, 5, &e), 0);
+	assert_int_equal(akk_steps_close(&s, &e), 0);
+	if (akk_steps_load(&r, path, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(r.n, 3);
+	assert_int_equal(r.rows[2].step, 4);
+	akk_steps_release(&r);
+
+	assert_int_equal(tu_write_file(path, "step,loss\n1,2\n", 14), 0);
+	assert_int_equal(akk_steps_open(&s, path, 1, 5, &e), 0);
+	assert_int_equal(akk_steps_close(&s, &e), 0);
+	back = tu_slurp(path, NULL);
+	assert_non_null(back);
+	assert_string_equal(back, AKK_STEPS_HEADER "\n");
+	free(back);
+}
+
 /* plot draws steps.svg beside curves.svg: a polyline of the rows. */
 static void plot_draws_the_steps(void **state)
 {
@@ -199,6 +232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rows_every_n_steps),
 		cmocka_unit_test(resume_cuts_the_rows_past_the_checkpoint),
+		cmocka_unit_test(the_cut_keeps_what_the_reader_accepts),
 		cmocka_unit_test(plot_draws_the_steps),
 		cmocka_unit_test(damaged_files_are_refused),
 	};

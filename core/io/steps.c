@@ -59,25 +59,95 @@ out:
 	return buf;
 }
 
+/* ---- rows: what the reader accepts and the resume's cut keeps ----------- */
+
+/* Field `col` (from 1) of line `line` at p, up to ',' or the line's end
+ * (end): a number into *v. */
+static int number(const char **p, const char *end, double *v, const char *path,
+		  int line, int col, const char *line_start, struct akk_err *e)
+{
+	char buf[64], *stop;
+	const char *q = *p;
+	size_t n;
+
+	while (q < end && *q != ',')
+		q++;
+	n = (size_t)(q - *p);
+	if (n == 0 || n >= sizeof(buf))
+		return akk_err_at(e, path, line, (int)(*p - line_start) + 1,
+				  "field %d is not a number", col);
+	memcpy(buf, *p, n);
+	buf[n] = '\0';
+	*v = strtod(buf, &stop);
+	if (stop != buf + n)	/* all of it: a NUL byte ends strtod early */
+		return akk_err_at(e, path, line, (int)(*p - line_start) + 1,
+				  "field %d is not a number: '%s'", col, buf);
+	*p = q < end ? q + 1 : q;
+	return 0;
+}
+
+/* One row at line (text from p to end, without its newline). */
+static int parse_row(struct akk_step_row *r, const char *p, const char *end,
+		     const char *path, int line, long prev, struct akk_err *e)
+{
+	const char *start = p;
+	double v[5];
+
+	for (int k = 0; k < 5; k++) {
+		if (k > 0 && p[-1] != ',')
+			return akk_err_at(e, path, line, (int)(p - start) + 1,
+					  "%d fields, expected 5 (%s)", k, AKK_STEPS_HEADER);
+		if (number(&p, end, &v[k], path, line, k + 1, start, e))
+			return -1;
+		if (k != 3 && !isfinite(v[k]))
+			return akk_err_at(e, path, line, 1, "field %d is not finite", k + 1);
+	}
+	if (p < end || (end > start && end[-1] == ','))
+		return akk_err_at(e, path, line, (int)(p - start) + 1,
+				  "more than 5 fields (%s)", AKK_STEPS_HEADER);
+	if (!(v[0] >= 1 && v[0] <= (double)LONG_MAX) || v[0] != floor(v[0]) || v[0] <= prev)
+		return akk_err_at(e, path, line, 1, "step %g is not a step after %ld", v[0], prev);
+	if (!(v[1] >= 1 && v[1] <= INT_MAX) || v[1] != floor(v[1]))
+		return akk_err_at(e, path, line, 1, "epoch %g is not an epoch (1 or more)", v[1]);
+	if (!(v[2] >= 0 && v[2] <= (double)LONG_MAX))
+		return akk_err_at(e, path, line, 1, "samples %g is not a count", v[2]);
+	*r = (struct akk_step_row){ (long)v[0], (int)v[1], (long)v[2], v[3], v[4] };
+	return 0;
+}
+
+/* Whether text (len bytes) starts with the header line. */
+static int has_header(const char *text, size_t len)
+{
+	size_t hl = strlen(AKK_STEPS_HEADER);
+
+	return len > hl && !memcmp(text, AKK_STEPS_HEADER, hl) && text[hl] == '\n';
+}
+
 /* The byte offset in text (len bytes) of the first row whose step is above
- * keep: where a resumed run cuts the file. */
+ * keep, or that the reader would refuse: where a resumed run cuts the
+ * file, so that what is kept reads back as it did. Another header, or one
+ * cut short, starts the file over. */
 static size_t cut_at(const char *text, size_t len, long keep)
 {
-	const char *p = memchr(text, '\n', len);
+	const char *p = text + strlen(AKK_STEPS_HEADER) + 1, *end = text + len;
+	long prev = 0;
 
-	if (!p)
-		return 0;	/* a header cut short: start over */
-	for (p++; p < text + len;) {
-		const char *nl = memchr(p, '\n', (size_t)(text + len - p));
-		char *end;
-		long step = strtol(p, &end, 10);
+	if (!has_header(text, len))
+		return 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		struct akk_step_row r;
+		struct akk_err e = { 0 };
 
-		if (!nl || end == p || *end != ',' || step > keep)
+		if (!nl || parse_row(&r, p, nl, "", 0, prev, &e) || r.step > keep)
 			return (size_t)(p - text);
+		prev = r.step;
 		p = nl + 1;
 	}
 	return len;
 }
+
+/* ---- writing ------------------------------------------------------------ */
 
 int akk_steps_open(struct akk_steps *s, const char *path, int every, long keep,
 		   struct akk_err *e)
@@ -158,63 +228,9 @@ int akk_steps_close(struct akk_steps *s, struct akk_err *e)
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* Field `col` (from 1) of line `line` at p, up to ',' or the line's end
- * (end): a number into *v. */
-static int number(const char **p, const char *end, double *v, const char *path,
-		  int line, int col, const char *line_start, struct akk_err *e)
-{
-	char buf[64], *stop;
-	const char *q = *p;
-	size_t n;
-
-	while (q < end && *q != ',')
-		q++;
-	n = (size_t)(q - *p);
-	if (n == 0 || n >= sizeof(buf))
-		return akk_err_at(e, path, line, (int)(*p - line_start) + 1,
-				  "field %d is not a number", col);
-	memcpy(buf, *p, n);
-	buf[n] = '\0';
-	*v = strtod(buf, &stop);
-	if (stop != buf + n)	/* all of it: a NUL byte ends strtod early */
-		return akk_err_at(e, path, line, (int)(*p - line_start) + 1,
-				  "field %d is not a number: '%s'", col, buf);
-	*p = q < end ? q + 1 : q;
-	return 0;
-}
-
-/* One row at line (text from p to end, without its newline). */
-static int parse_row(struct akk_step_row *r, const char *p, const char *end,
-		     const char *path, int line, long prev, struct akk_err *e)
-{
-	const char *start = p;
-	double v[5];
-
-	for (int k = 0; k < 5; k++) {
-		if (k > 0 && p[-1] != ',')
-			return akk_err_at(e, path, line, (int)(p - start) + 1,
-					  "%d fields, expected 5 (%s)", k, AKK_STEPS_HEADER);
-		if (number(&p, end, &v[k], path, line, k + 1, start, e))
-			return -1;
-		if (k != 3 && !isfinite(v[k]))
-			return akk_err_at(e, path, line, 1, "field %d is not finite", k + 1);
-	}
-	if (p < end || (end > start && end[-1] == ','))
-		return akk_err_at(e, path, line, (int)(p - start) + 1,
-				  "more than 5 fields (%s)", AKK_STEPS_HEADER);
-	if (!(v[0] >= 1 && v[0] <= (double)LONG_MAX) || v[0] != floor(v[0]) || v[0] <= prev)
-		return akk_err_at(e, path, line, 1, "step %g is not a step after %ld", v[0], prev);
-	if (!(v[1] >= 1 && v[1] <= INT_MAX) || v[1] != floor(v[1]))
-		return akk_err_at(e, path, line, 1, "epoch %g is not an epoch (1 or more)", v[1]);
-	if (!(v[2] >= 0 && v[2] <= (double)LONG_MAX))
-		return akk_err_at(e, path, line, 1, "samples %g is not a count", v[2]);
-	*r = (struct akk_step_row){ (long)v[0], (int)v[1], (long)v[2], v[3], v[4] };
-	return 0;
-}
-
 int akk_steps_load(struct akk_step_rows *r, const char *path, struct akk_err *e)
 {
-	size_t len, cap = 0, hl = strlen(AKK_STEPS_HEADER);
+	size_t len, cap = 0;
 	char *text = slurp(path, &len, NULL, e);
 	const char *p, *end;
 	int line = 1;
@@ -223,12 +239,12 @@ int akk_steps_load(struct akk_step_rows *r, const char *path, struct akk_err *e)
 	if (!text)
 		return -1;
 	end = text + len;
-	if (len < hl + 1 || memcmp(text, AKK_STEPS_HEADER, hl) || text[hl] != '\n') {
+	if (!has_header(text, len)) {
 		free(text);
 		return akk_err_at(e, path, 1, 1, "not a steps file: the header must be '%s'",
 				  AKK_STEPS_HEADER);
 	}
-	for (p = text + hl + 1; p < end; line++) {
+	for (p = text + strlen(AKK_STEPS_HEADER) + 1; p < end; line++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 
 		if (!nl) {
