@@ -140,8 +140,11 @@ $(B)/libakk.a: $(CORE_OBJ)
 $(B)/akkctl: $(CLI_OBJ) $(B)/libakk.a
 	$(CC) -o $@ $(CLI_OBJ) $(B)/libakk.a $(LDLIBS_ALL)
 
-$(B)/tests/%: $(B)/tests/%.o $(B)/tests/testutil.o $(B)/libakk.a
-	$(CC) -o $@ $< $(B)/tests/testutil.o $(B)/libakk.a $(LDLIBS_ALL) -lcmocka
+# What every test program links besides its own object: the helpers.
+TEST_HELPERS = $(B)/tests/testutil.o $(B)/tests/gradcheck.o
+
+$(B)/tests/%: $(B)/tests/%.o $(TEST_HELPERS) $(B)/libakk.a
+	$(CC) -o $@ $< $(TEST_HELPERS) $(B)/libakk.a $(LDLIBS_ALL) -lcmocka
 
 deps:
 	sh datasets/deps.sh$(if $(filter 1,$(XSMM)), xsmm)

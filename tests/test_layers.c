@@ -2,25 +2,10 @@
  * references (naive convolution, hand-computed batchnorm), dropout
  * statistics, initialiser statistics and plan errors.
  *
- * The gradient check uses the scalar objective L = sum(y r) with a fixed
- * random r, so dL/dy = r is what backward receives; each input and
- * parameter element is nudged by +-eps and (L+ - L-) / (2 eps) is compared
- * with the analytic gradient. L is summed in double from float y.
- *
- * Tolerance rationale. Forward rounding perturbs L by roughly
- * sqrt(n) |y r| 2^-24, at most ~1e-5 for the sizes here; divided by
- * 2 eps = 2e-2 that is ~5e-4 absolute. Central differences have a
- * truncation error of eps^2 f''' / 6, zero for the piecewise-linear layers
- * (dense, conv, pools, flatten, dropout, relu) as long as no kink is
- * crossed, and ~2e-5 for the smooth ones (sigmoid, tanh, softplus,
- * batchnorm) at eps = 1e-2. So we ask for
- *   max |num - ana| / max(|num|, |ana|, 1) <= 2e-3     (GRAD_TOL)
- * (relative for large gradients, absolute below 1): several times the
- * noise (the worst observed is 3e-4, batchnorm's dx), while a wrong term (a
- * missed bias, a transposed index, a dropped 1/N) is off by O(1). Inputs of
- * the kinked layers keep their kinks out of reach of +-eps: relu inputs are
- * at least 0.1 from 0, max-pool inputs are distinct values 0.05 apart. */
+ * The gradient checks are gradcheck.h's: L = sum(y r), central
+ * differences, tolerance GRAD_TOL (its rationale is there). */
 #include "testutil.h"
+#include "gradcheck.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,9 +19,6 @@
 #include "model/model.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
-
-#define GRAD_EPS 1e-2f
-#define GRAD_TOL 2e-3
 
 static struct akk_layer_spec spec_of(const struct akk_layer_ops *ops)
 {
@@ -52,233 +34,16 @@ static struct akk_shape shape1(int d)
 	return (struct akk_shape){ 1, { d, 0, 0 } };
 }
 
+static struct akk_shape shape2(int t, int f)
+{
+	return (struct akk_shape){ 2, { t, f, 0 } };
+}
+
 static struct akk_shape shape3(int c, int h, int w)
 {
 	return (struct akk_shape){ 3, { c, h, w } };
 }
 
-static void plan_ok(struct akk_layer *l, const struct akk_layer_spec *sp,
-		    struct akk_shape in)
-{
-	struct akk_err e = { 0 };
-
-	memset(l, 0, sizeof(*l));
-	l->ops = sp->ops;
-	l->spec = sp;
-	l->in = in;
-	if (sp->ops->plan(l, &e))
-		fail_msg("%s plan failed: %s", sp->ops->name, e.msg);
-}
-
-/* The plan error message, or NULL when the plan succeeded. */
-static const char *plan_err(const struct akk_layer_spec *sp,
-			    struct akk_shape in)
-{
-	static struct akk_err e;
-	struct akk_layer l = { .ops = sp->ops, .spec = sp, .in = in };
-
-	memset(&e, 0, sizeof(e));
-	return sp->ops->plan(&l, &e) ? e.msg : NULL;
-}
-
-static float *alloc_nan(size_t n)
-{
-	float *p = akk_alloc(n);
-
-	assert_non_null(p);
-	for (size_t i = 0; i < n; i++)
-		p[i] = NAN;
-	return p;
-}
-
-/* How the gradient check fills x. */
-enum xmode {
-	X_PLAIN,	/* U(-1, 1) */
-	X_AWAY0,	/* |x| in [0.1, 1.1): no relu kink within eps */
-	X_DISTINCT,	/* a shuffle of values 0.05 apart: no max-pool ties */
-};
-
-static void fill_x(float *x, size_t n, enum xmode mode, uint32_t seed)
-{
-	tu_fill(x, n, -1, 1, seed);
-	if (mode == X_AWAY0) {
-		for (size_t i = 0; i < n; i++)
-			x[i] = x[i] < 0 ? x[i] - 0.1f : x[i] + 0.1f;
-	} else if (mode == X_DISTINCT) {
-		uint32_t s = seed * 747796405u + 1;
-		for (size_t i = 0; i < n; i++)
-			x[i] = 0.05f * (float)i - 0.025f * (float)n;
-		for (size_t i = n - 1; i > 0; i--) {
-			s = s * 1664525u + 1013904223u;
-			size_t j = (s >> 8) % (i + 1);
-			float t = x[i];
-			x[i] = x[j];
-			x[j] = t;
-		}
-	}
-}
-
-/* A planned layer with all its buffers. */
-struct rig {
-	struct akk_layer l;
-	int B;
-	size_t nin, nout;
-	float *p, *s, *x, *y, *aux, *work, *r, *dx, *dp;
-	struct akk_rng rng;
-	struct akk_layer act;	/* rig_fuse: the activation l applies */
-	float *act_dy;		/* (B, nout) l's act_dy, or NULL */
-};
-
-static void rig_open(struct rig *g, const struct akk_layer_spec *sp,
-		     struct akk_shape in, int B, enum xmode mode)
-{
-	plan_ok(&g->l, sp, in);
-	g->act_dy = NULL;
-	g->B = B;
-	g->nin = (size_t)akk_shape_size(g->l.in);
-	g->nout = (size_t)akk_shape_size(g->l.out);
-	g->p = alloc_nan(g->l.nparams);
-	g->s = alloc_nan(g->l.nstate);
-	g->dp = alloc_nan(g->l.nparams);
-	g->x = alloc_nan(B * g->nin);
-	g->dx = alloc_nan(B * g->nin);
-	g->y = alloc_nan(B * g->nout);
-	g->r = alloc_nan(B * g->nout);
-	g->aux = alloc_nan(B * g->l.aux);
-	g->work = alloc_nan(g->l.work);	/* per call, whatever B */
-	akk_rng_seed(&g->rng, 7, AKK_STREAM_INIT);
-	sp->ops->init(&g->l, g->p, g->s, &g->rng);
-	/* Random parameters rather than the init: batchnorm's gamma = 1,
-	 * beta = 0 would hide a swapped gamma/beta gradient. */
-	tu_fill(g->p, g->l.nparams, -1, 1, 11);
-	fill_x(g->x, B * g->nin, mode, 23);
-	tu_fill(g->r, B * g->nout, -1, 1, 37);
-}
-
-static void rig_close(struct rig *g)
-{
-	akk_free(g->p);
-	akk_free(g->s);
-	akk_free(g->dp);
-	akk_free(g->x);
-	akk_free(g->dx);
-	akk_free(g->y);
-	akk_free(g->r);
-	akk_free(g->aux);
-	akk_free(g->work);
-	akk_free(g->act_dy);
-	akk_layer_release(&g->l);	/* a composite's sub-layers */
-}
-
-/* Fuse the activation act_sp into the rig's layer, as akk_layers_fuse
- * would in a gate: l->y becomes the activation's output. */
-static void rig_fuse(struct rig *g, const struct akk_layer_spec *act_sp)
-{
-	plan_ok(&g->act, act_sp, g->l.out);
-	g->act_dy = alloc_nan(g->B * g->nout);
-	g->l.act_out = &g->act;
-	g->l.act_dy = g->act_dy;
-}
-
-/* Training forward with a fixed dropout stream; returns L = sum(y r). */
-static double rig_loss(struct rig *g)
-{
-	double L = 0;
-
-	akk_rng_seed(&g->rng, 99, AKK_STREAM_DROPOUT);
-	g->l.ops->forward(&g->l, g->y, g->aux, g->s, g->work, g->x, g->p,
-			  g->B, 1, &g->rng);
-	for (size_t i = 0; i < g->B * g->nout; i++)
-		L += (double)g->y[i] * g->r[i];
-	return L;
-}
-
-/* Central differences of L over v[0..n). */
-static void numeric_grad(struct rig *g, float *num, float *v, size_t n,
-			 float eps)
-{
-	for (size_t i = 0; i < n; i++) {
-		float keep = v[i];
-		v[i] = keep + eps;
-		double lp = rig_loss(g);
-		v[i] = keep - eps;
-		double lm = rig_loss(g);
-		v[i] = keep;
-		num[i] = (float)((lp - lm) / (2.0 * eps));
-	}
-}
-
-static void check_close(const char *what, const char *name, const float *num,
-			const float *ana, size_t n, double tol)
-{
-	double err = tu_max_rel_err(num, ana, n, 1.0);
-
-	if (!(err <= tol)) {
-		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, "  %s[%zu] numeric %g analytic %g\n",
-				what, i, num[i], ana[i]);
-		fail_msg("%s: %s gradient off by %g (tolerance %g)", name, what,
-			 err, tol);
-	}
-}
-
-/* The full check: numeric vs analytic gradients of x and p; backward
- * writes dx (it starts as NaN) and accumulates dp (a second call doubles
- * it; a call with dx NULL still accumulates). */
-static void grad_check_fused(const struct akk_layer_spec *sp,
-			     const struct akk_layer_spec *act_sp,
-			     struct akk_shape in, int B, enum xmode mode)
-{
-	struct rig g = { 0 };
-	size_t np, nx;
-
-	rig_open(&g, sp, in, B, mode);
-	if (act_sp)
-		rig_fuse(&g, act_sp);
-	np = g.l.nparams;
-	nx = B * g.nin;
-	float *num = alloc_nan(nx > np ? nx : np);
-	float *dx1 = alloc_nan(nx), *dp1 = alloc_nan(np);
-
-	memset(g.dp, 0, np * sizeof(float));
-	rig_loss(&g);
-	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux,
-			  g.p, B);
-	memcpy(dx1, g.dx, nx * sizeof(float));
-	memcpy(dp1, g.dp, np * sizeof(float));
-
-	numeric_grad(&g, num, g.x, nx, GRAD_EPS);
-	check_close("dx", sp->ops->name, num, dx1, nx, GRAD_TOL);
-	numeric_grad(&g, num, g.p, np, GRAD_EPS);
-	check_close("dp", sp->ops->name, num, dp1, np, GRAD_TOL);
-
-	/* Accumulate, write: run again on the same batch. */
-	rig_loss(&g);
-	for (size_t i = 0; i < nx; i++)
-		g.dx[i] = NAN;
-	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux,
-			  g.p, B);
-	assert_true(tu_max_rel_err(g.dx, dx1, nx, 1e-6) <= 1e-6);
-	for (size_t i = 0; i < np; i++)
-		num[i] = 2 * dp1[i];
-	assert_true(tu_max_rel_err(g.dp, num, np, 1.0) <= 1e-5);
-	g.l.ops->backward(&g.l, NULL, g.dp, g.work, g.r, g.x, g.y, g.aux,
-			  g.p, B);
-	for (size_t i = 0; i < np; i++)
-		num[i] = 3 * dp1[i];
-	assert_true(tu_max_rel_err(g.dp, num, np, 1.0) <= 1e-5);
-
-	akk_free(num);
-	akk_free(dx1);
-	akk_free(dp1);
-	rig_close(&g);
-}
-
-static void grad_check(const struct akk_layer_spec *sp, struct akk_shape in,
-		       int B, enum xmode mode)
-{
-	grad_check_fused(sp, NULL, in, B, mode);
-}
 
 /* ---- gradient checks ---- */
 
@@ -294,6 +59,11 @@ static void t_grad_dense(void **state)
 	sp.bias = 0;
 	sp.units = 6;
 	grad_check(&sp, shape1(7), 3, X_PLAIN);
+	/* on a sequence [T, F]: the same weights at every step */
+	grad_check(&sp, shape2(4, 3), 2, X_PLAIN);
+	sp.bias = 1;
+	grad_check(&sp, shape2(1, 5), 3, X_PLAIN);
+	grad_check(&sp, shape2(5, 2), 1, X_PLAIN);
 }
 
 static void t_grad_conv2d(void **state)
@@ -430,6 +200,7 @@ static void t_grad_fused(void **state)
 	grad_check_fused(&sp, &sg, shape1(4), 2, X_PLAIN);
 	sp.bias = 0;
 	grad_check_fused(&sp, &sf, shape1(6), 3, X_PLAIN);
+	grad_check_fused(&sp, &th, shape2(3, 4), 2, X_PLAIN);
 	sp = spec_of(&akk_layer_conv2d);
 	grad_check_fused(&sp, &th, shape3(2, 5, 6), 3, X_PLAIN);
 	sp.stride = 2;
@@ -833,6 +604,10 @@ static void t_fused_gate_equals_unfused(void **state)
 		  " {conv2d: {filters: 3, kernel: 1}}, {leaky_relu: 0.2},"
 		  " {conv2d: {filters: 2, kernel: 3, padding: 1}}, relu, {maxpool2d: 2},"
 		  " flatten, {dense: 3}, sigmoid]", 4 },
+		/* dense step by step over a sequence: relu's bias sums run over
+		 * every step's row */
+		{ "4, 6", "[{dense: 5}, relu, {dense: 3}, tanh, {dense: 4}, relu,"
+		  " flatten, {dense: 2}]", 3 },
 	};
 	char text[1024];
 
@@ -1228,8 +1003,8 @@ static void t_plans(void **state)
 	sp = spec_of(&akk_layer_dense);
 	m = plan_err(&sp, shape3(6, 12, 12));
 	assert_non_null(m);
-	assert_string_equal(m, "expects a flat input [features], got "
-			    "[6, 12, 12]; add a flatten layer");
+	assert_string_equal(m, "expects a flat input [features] or a sequence "
+			    "[T, features], got [6, 12, 12]; add a flatten layer");
 	sp.units = 0;
 	assert_non_null(plan_err(&sp, shape1(4)));
 	sp.units = 10;

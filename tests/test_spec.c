@@ -799,10 +799,10 @@ static void test_values(void **ctx)
 	    "t.yaml:7:67: 'step_epochs' must be greater than 0, got 0");
 	bad("data:\n  train: {images: a, labels: b}\n  scale: 0\n" NET OPT,
 	    "t.yaml:3:10: 'scale' must be greater than 0, got 0");
-	bad(DATA "network:\n  input: [1, 28]\n  gates: []\n" OPT,
-	    "t.yaml:4:10: 'input' must have 1 or 3 dimensions, got 2");
+	bad(DATA "network:\n  input: [1, 1, 28, 28]\n  gates: []\n" OPT,
+	    "t.yaml:4:10: 'input' must have 1, 2 or 3 dimensions, got 4");
 	bad(DATA "network:\n  input: []\n  gates: []\n" OPT,
-	    "t.yaml:4:10: 'input' must have 1 or 3 dimensions, got 0");
+	    "t.yaml:4:10: 'input' must have 1, 2 or 3 dimensions, got 0");
 	bad(DATA "network:\n  input: [1, -28, 28]\n  gates: []\n" OPT,
 	    "t.yaml:4:14: 'input' must be at least 1, got -28");
 	bad(DATA "network:\n  input: [1, x, 28]\n  gates: []\n" OPT,

@@ -267,7 +267,7 @@ static struct workspace *workspace_alloc(const struct akk_lib_model *m, int B)
 		w->ngates = g + 1;
 		w->act[g] = akk_alloc(p->act * B);
 		w->aux[g] = akk_alloc(p->aux * B + 1);
-		w->work[g] = akk_alloc(p->work + 1);
+		w->work[g] = akk_alloc(p->work + p->work_sample * (size_t)B + 1);
 		if (!w->act[g] || !w->aux[g] || !w->work[g])
 			goto fail;
 	}

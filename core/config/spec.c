@@ -443,8 +443,8 @@ static int h_input(struct akk_yaml_ctx *c, const struct key *k,
 
 	(void)k;
 	(void)key;
-	if (n != 1 && n != 3)
-		return akk_yaml_fail(c, val, "'input' must have 1 or 3 dimensions, "
+	if (n < 1 || n > 3)
+		return akk_yaml_fail(c, val, "'input' must have 1, 2 or 3 dimensions, "
 			    "got %d", n);
 	s->input.rank = n;
 	for (int i = 0; i < n; i++) {

@@ -1146,5 +1146,5 @@ int akk_checkpoint_input_map(const struct akk_checkpoint *c,
 
 	if (c->pre.in)
 		return akk_preprocess_set(pre, c->pre.in, c->pre.a, c->pre.b, e);
-	return akk_preprocess_init(pre, &s->data, in, s->input.d[0], NULL, e);
+	return akk_preprocess_init(pre, &s->data, in, akk_spec_channels(s), NULL, e);
 }

@@ -129,7 +129,7 @@ int akk_gate_init(struct akk_gate *g, const struct akk_gate_plan *p,
 	g->grads = akk_alloc(p->nparams + 1);	/* +1: a sample count (run.c) */
 	g->state = akk_alloc(p->nstate);
 	g->opt = akk_alloc(p->nparams * per);
-	g->work = akk_alloc(p->work);
+	g->work = akk_alloc(p->work + p->work_sample * (size_t)max_batch);
 	g->dbuf[0] = akk_alloc(wide * max_batch);
 	g->dbuf[1] = akk_alloc(wide * max_batch);
 	g->act_off = calloc(p->nlayers + 1, sizeof(size_t));

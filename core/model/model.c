@@ -31,7 +31,7 @@ static int input_check(const struct akk_spec *s, struct akk_err *e)
 	if (s->input.rank < 1 || s->input.rank > 3)
 		return akk_err_at(e, s->path, s->input_mark.line,
 				  s->input_mark.col,
-				  "'input' must have 1 or 3 dimensions, got %d",
+				  "'input' must have 1, 2 or 3 dimensions, got %d",
 				  s->input.rank);
 	for (int i = 0; i < s->input.rank; i++)
 		if (s->input.d[i] < 1 ||
@@ -58,7 +58,8 @@ static int add_layer(struct akk_model *m, struct akk_gate_plan *g,
 		    !akk_mul_ok(outn, (size_t)l->out.d[i], &outn))
 			outn = SIZE_MAX;
 	if (l->out.rank < 1 || l->out.rank > 3 || outn > AKK_MAX_DIM ||
-	    l->aux > AKK_MAX_DIM || l->work > AKK_MAX_DIM) {
+	    l->aux > AKK_MAX_DIM || l->work > AKK_MAX_DIM ||
+	    l->work_sample > AKK_MAX_DIM) {
 		snprintf(what, size, "its output, kept values or scratch would "
 			 "pass %zu values per sample", AKK_MAX_DIM);
 		return -1;
@@ -144,6 +145,8 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			}
 			if (l->work > g->work)
 				g->work = l->work;
+			if (l->work_sample > g->work_sample)
+				g->work_sample = l->work_sample;
 			g->flops += l->flops;
 			cur = l->out;
 			prev = l;

@@ -20,6 +20,7 @@ struct akk_gate_plan {
 	size_t act;			/* floats per sample: every layer's output */
 	size_t aux;			/* floats per sample kept for backward */
 	size_t work;			/* floats of scratch (max over its layers) */
+	size_t work_sample;		/* and per sample of a call (max) */
 	double flops;			/* forward FLOPs per sample */
 	const struct akk_optim_spec *optim;	/* the gate's effective optimizer */
 };

@@ -90,6 +90,9 @@ struct akk_layer {
 	size_t aux;		/* floats per sample kept from forward to backward */
 	size_t work;		/* floats of scratch a call needs, whatever B;
 				 * not kept between calls */
+	size_t work_sample;	/* and more scratch per sample of the call:
+				 * a call of B samples gets work + B *
+				 * work_sample floats (recurrent kinds) */
 	double flops;		/* forward FLOPs per sample (multiply-add = 2) */
 	int nviews;
 	struct akk_view views[AKK_MAX_VIEWS];
@@ -258,7 +261,7 @@ void akk_act_fused_forward(const struct akk_layer *act, float *y, int B,
  * y; returns dz. leaky_relu reads the sign of its input from y's (equal
  * for alpha >= 0: the only slopes akk_layers_fuse fuses). When db is not
  * NULL and the activation is relu, the same pass adds the column sums of
- * dz over the B rows of dout into db (a dense layer's bias gradient, in
+ * dz over the rows of dout (B, or B T on a sequence) into db (a dense layer's bias gradient, in
  * the order its own loop adds them); returns 1 in *db_done then. */
 const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
 				    const float *dy, const float *y, int B,

@@ -191,7 +191,9 @@ const float *akk_act_fused_backward(const struct akk_layer *act, float *dz,
 {
 	*db_done = 0;
 	if (act->ops == &akk_layer_relu && db) {
-		for (int i = 0; i < B; i++)
+		size_t rows = (size_t)B * (size_t)akk_shape_size(act->in) / (size_t)dout;
+
+		for (size_t i = 0; i < rows; i++)
 			relu_bias_row(dz + (size_t)i * dout, db,
 				      y + (size_t)i * dout,
 				      dy + (size_t)i * dout, dout);

@@ -97,7 +97,8 @@ static int plan_chain(struct akk_layer *l, int first, int n,
 			}
 			return -1;
 		}
-		if (s->aux > AKK_MAX_DIM || s->work > AKK_MAX_DIM)
+		if (s->aux > AKK_MAX_DIM || s->work > AKK_MAX_DIM ||
+		    s->work_sample > AKK_MAX_DIM)
 			return akk_err_set(e, "%s layer %d '%s' keeps too many "
 					   "values per sample", what, i + 1,
 					   s->ops->name);
@@ -178,6 +179,8 @@ static int residual_plan(struct akk_layer *l, struct akk_err *e)
 		}
 		if (s->work > l->work)
 			l->work = s->work;
+		if (s->work_sample > l->work_sample)
+			l->work_sample = s->work_sample;
 		l->flops += s->flops;
 	}
 	struct layout o = layout_of(l);

@@ -8,7 +8,9 @@
 
 #include <stddef.h>
 
-/* Shape of one sample: rank 1 is [features], rank 3 is [C, H, W]. */
+/* Shape of one sample: rank 1 is [features] (or [T] token ids), rank 2 is
+ * a sequence [T, F] (time-major: step t's F features are contiguous),
+ * rank 3 is [C, H, W]. */
 struct akk_shape {
 	int rank;
 	int d[3];
