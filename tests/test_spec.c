@@ -1410,6 +1410,9 @@ static void test_folds_and_table_augment(void **ctx)
 	bad("data:\n  format: npy\n  train: {features: f, labels: l}\n"
 	    "  augment: {translate: 2}\n" NET OPT,
 	    "t.yaml:4:3: 'augment' needs images, but data format 'npy' gives a table (network.input has one dimension)");
+	bad("data:\n  train: {images: ti, labels: tl}\n  augment: {flip: true}\n"
+	    "network: {input: [28, 28], gates: [{layers: [{dense: 3}]}]}\n" OPT,
+	    "t.yaml:3:3: 'augment' needs images, but network.input [28, 28] is a sequence");
 	ok(&s, "data:\n  format: npy\n  train: {features: f, labels: l}\n"
 	   "  augment: {translate: 2}\n"
 	   "network: {input: [1, 4, 4], gates: [{layers: [{dense: 3}]}]}\n" OPT, NULL, 0);

@@ -49,14 +49,21 @@ static int check_watch(const struct akk_spec *s, const char *file,
 
 /* Augmentation crops, flips and shifts images: a table (a CSV file, or
  * .npy features of one dimension a sample, network.input [N]) has no
- * image shape to do it in. */
+ * image shape to do it in, and a sequence (network.input [T, F]) is not
+ * to be cropped or mirrored in time. */
 static int check_augment(const struct akk_spec *s, const char *file,
 			 struct akk_err *e)
 {
 	const struct akk_data_spec *d = &s->data;
 	int csv = !strcmp(d->format, "csv");
 
-	if (!d->augment || !(csv || (!strcmp(d->format, "npy") && s->input.rank < 2)))
+	if (!d->augment)
+		return 0;
+	if (s->input.rank == 2)
+		return akk_err_at(e, file, d->augment_mark.line, d->augment_mark.col,
+				  "'augment' needs images, but network.input [%d, %d] is a sequence",
+				  s->input.d[0], s->input.d[1]);
+	if (!(csv || (!strcmp(d->format, "npy") && s->input.rank < 2)))
 		return 0;
 	return akk_err_at(e, file, d->augment_mark.line, d->augment_mark.col,
 			  "'augment' needs images, but data format '%s' gives a table (%s)",
