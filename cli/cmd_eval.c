@@ -22,6 +22,7 @@
 #include "model/evaluate.h"
 #include "data/idx.h"
 #include "data/open.h"
+#include "data/series.h"
 #include "data/split.h"
 #include "model/model.h"
 #include "config/spec.h"
@@ -364,6 +365,19 @@ static int eval_run(struct eval *v)
 	return 0;
 }
 
+/* A series: the naive forecast's figures beside the network's, the
+ * baseline a forecaster has to beat. */
+static int print_naive(struct eval *v)
+{
+	struct akk_eval_result naive;
+
+	if (akk_evaluate_naive(&v->s, &v->d, &naive, &v->e))
+		return -1;
+	printf("naive    loss %.4f  rmse %.4g  r2 %.4f  (every step: the window's last value)\n",
+	       naive.loss, naive.rmse, naive.r2);
+	return 0;
+}
+
 /* The report on stdout (or the SVG there, for --confusion-svg -). */
 static int eval_print(struct eval *v)
 {
@@ -374,9 +388,12 @@ static int eval_print(struct eval *v)
 		return -1;
 	if (v->svg && !strcmp(v->svg, "-"))	/* "-": stdout holds the SVG alone */
 		;
-	else if (res->regression)	/* RMSE and R^2 */
+	else if (res->regression) {	/* RMSE and R^2 */
 		printf("samples %ld  loss %.4f  rmse %.4g  r2 %.4f\n", res->n, res->loss,
 		       res->rmse, res->r2);
+		if (akk_series_is(&v->d) && print_naive(v))
+			return -1;
+	}
 	else
 		print_report(res, v->confusion, v->ck.class_names, v->ck.nclass_names);
 	v->rc = EXIT_OK;

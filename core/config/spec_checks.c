@@ -143,6 +143,35 @@ static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 	return 0;
 }
 
+/* A series (data/series.h) is a CSV table whose windows predict
+ * regression targets, fed to a network whose input is [window, F]; its
+ * validation split is the end of the series, so folds (which would train
+ * on the future) are refused. */
+static int check_series(struct akk_spec *s, const char *file,
+			struct akk_err *e)
+{
+	const struct akk_data_spec *d = &s->data;
+	const struct akk_mark at = d->series_mark;
+
+	if (!d->window)
+		return 0;
+	s->data.csv.series = 1;
+	if (strcmp(d->format, "csv"))
+		return akk_err_at(e, file, at.line, at.col,
+				  "'series' reads a CSV table, but data format is '%s'", d->format);
+	if (d->task != AKK_TASK_REGRESSION)
+		return akk_err_at(e, file, at.line, at.col,
+				  "'series' predicts values: set data.task: regression");
+	if (d->folds)
+		return akk_err_at(e, file, d->val_mark.line, d->val_mark.col,
+				  "'folds' would train on the future of a series: use 'split', which holds out its end");
+	if (s->input.rank != 2 || s->input.d[0] != d->window)
+		return akk_err_at(e, file, s->input_mark.line, s->input_mark.col,
+				  "a series window of %d rows needs network.input [%d, F] (F: the features and targets of a row)",
+				  d->window, d->window);
+	return 0;
+}
+
 /* The keys that contradict each other across sections (but the gates'
  * split, which spec.c checks). */
 int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err *e)
@@ -154,6 +183,6 @@ int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err
 			return akk_err_at(e, file, s->gates[i].mark.line, s->gates[i].mark.col,
 					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
 					  i + 1);
-	return check_augment(s, file, e) || check_watch(s, file, e) ||
-	       check_pipeline(s, file, e) ? -1 : 0;
+	return check_augment(s, file, e) || check_series(s, file, e) ||
+	       check_watch(s, file, e) || check_pipeline(s, file, e) ? -1 : 0;
 }

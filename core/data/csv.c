@@ -489,11 +489,20 @@ static int plan_columns(struct src *s, struct table *t,
 		t->ntargets = regression;
 		t->want_label = !regression;
 	}
+	for (int k = 0; features && k < o->nignore; k++) {
+		if (resolve(s, &o->ignore[k], "ignore", ncols, o->header, &col) < 0)
+			return -1;
+		if (t->role[col] != ROLE_FEATURE)
+			return fail(s, col + 1, "data.csv.ignore names column %d, %s",
+				    col, t->role[col] == ROLE_IGNORE ? "twice" :
+				    t->role[col] == ROLE_LABEL || !o->ntargets ? "the label" : "a target");
+		t->role[col] = ROLE_IGNORE;
+	}
 	t->nfeat = 0;
 	for (int i = 0; i < ncols; i++)
 		t->nfeat += t->role[i] == ROLE_FEATURE;
-	if (features && !t->nfeat)
-		return fail(s, 0, "no feature columns: each of the %d is a label or a target",
+	if (features && !t->nfeat && !(o->series && t->ntargets))
+		return fail(s, 0, "no feature columns: each of the %d is a label, a target or ignored",
 			    ncols);
 	return 0;
 }

@@ -39,6 +39,9 @@ struct akk_dataset {
 	/* With class_names from a CSV file, 2 ints per name: the line and
 	 * column it is first seen at (for errors); NULL otherwise. */
 	int *class_at;
+	/* Windows of a series (data/series.h): rows a window spans with its
+	 * horizon, rows between windows, targets per row; 0 otherwise. */
+	int series_span, series_stride, series_targets;
 };
 
 /* Value i of the n * in, whichever way it is stored. */

@@ -12,6 +12,7 @@
 #include "data/image.h"
 #include "data/image_set.h"
 #include "data/npy.h"
+#include "data/series.h"
 #include "data/pnm.h"
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
@@ -241,6 +242,22 @@ const char *akk_data_label_file(const struct akk_data_spec *s,
 	return part_of(s, part)->labels;
 }
 
+/* A series' table cut into its windows (data/series.h); nothing for
+ * other data. */
+static int series_of(struct akk_dataset *d, const struct akk_data_spec *s,
+		     const char *path, struct akk_err *e)
+{
+	const struct akk_series sr = { s->window, s->horizon, s->stride };
+
+	if (!s->window)
+		return 0;
+	if (akk_series_windows(d, &sr, path, e)) {
+		akk_dataset_release(d);
+		return -1;
+	}
+	return 0;
+}
+
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e)
 {
@@ -252,7 +269,9 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 				   TRAIN(part) ? "training" : "validation");
 	if (!f || !f->open)
 		return akk_err_set(e, "data format '%s' has no reader", s->format);
-	return f->open(d, s, part, e);
+	if (f->open(d, s, part, e))
+		return -1;
+	return series_of(d, s, f->file(s, part), e);
 }
 
 int akk_data_labels_inside(const char *format)
@@ -278,7 +297,8 @@ int akk_data_open_given(struct akk_dataset *d, const struct akk_data_spec *s,
 				   f->name);
 	given.val = (struct akk_data_files){ 0 };
 	f->given(&given.val, (char *)samples, (char *)labels, one);
-	if (f->open(d, &given, AKK_DATA_VAL, e))
+	if (f->open(d, &given, AKK_DATA_VAL, e) ||
+	    series_of(d, &given, samples, e))
 		return -1;
 	return akk_data_match_classes(d, &given, AKK_DATA_VAL, names, n, e);
 }

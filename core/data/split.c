@@ -196,6 +196,9 @@ int akk_dataset_subset(struct akk_dataset *out, const struct akk_dataset *d,
 	out->xtype = d->xtype;
 	out->classes = d->classes;
 	out->targets = d->targets;
+	out->series_span = d->series_span;
+	out->series_stride = d->series_stride;
+	out->series_targets = d->series_targets;
 	if (d->xtype == AKK_X_U8)
 		out->x8 = malloc(m * d->in + 1);
 	else

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/series.h"
 #include "nn/loss.h"
 
 int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
@@ -95,4 +96,30 @@ void akk_eval_result_release(struct akk_eval_result *res)
 {
 	free(res->confusion);
 	res->confusion = NULL;
+}
+
+int akk_evaluate_naive(const struct akk_spec *s, const struct akk_dataset *d,
+		       struct akk_eval_result *res, struct akk_err *e)
+{
+	struct akk_reg_sums rs = { 0 };
+	double sum = 0;
+	float *guess;
+
+	memset(res, 0, sizeof(*res));
+	if (!akk_series_is(d) || !d->y)
+		return akk_err_set(e, "the naive forecast needs the windows of a series");
+	if (!(guess = malloc((size_t)d->targets * sizeof(*guess))))
+		return akk_err_set(e, "out of memory");
+	for (size_t i = 0; i < d->n; i++) {
+		akk_series_naive(d, i, guess);
+		sum += akk_loss_targets(s->loss, s->huber_delta, NULL, guess,
+					d->y + i * (size_t)d->targets, 1, d->targets, &rs);
+	}
+	free(guess);
+	res->regression = 1;
+	res->n = (long)d->n;
+	res->loss = d->n ? sum / (double)d->n : 0;
+	res->rmse = akk_reg_rmse(&rs);
+	res->r2 = akk_reg_r2(&rs);
+	return 0;
 }

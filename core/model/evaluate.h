@@ -42,4 +42,10 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		 struct akk_err *e);
 void akk_eval_result_release(struct akk_eval_result *res);
 
+/* The naive forecast of the series windows d (data/series.h) scored as
+ * akk_evaluate scores a network on them: the loss of spec s, the RMSE and
+ * R^2. Fails when d is not a series. */
+int akk_evaluate_naive(const struct akk_spec *s, const struct akk_dataset *d,
+		       struct akk_eval_result *res, struct akk_err *e);
+
 #endif
