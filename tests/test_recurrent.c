@@ -1,0 +1,284 @@
+/* test_recurrent.c - the recurrent kinds: lstm, gru, rnn.
+ *
+ * Finite differences (gradcheck.h) for every kind, return_sequences and
+ * direction, with T = 1 and B = 1 among the cases. References:
+ * tests/ref/recurrent.txt, written by tests/ref/gen_recurrent.py, an
+ * independent numpy implementation of torch's documented nn.LSTM, nn.GRU
+ * and nn.RNN equations (per sample and step, batch-major, nothing shared
+ * with the C kernels' time-major batched layout), holds inputs,
+ * parameters and output gradients with the outputs and gradients; ours
+ * must match within 1e-5 (relative above 1). Plans: shapes, parameter
+ * counts and views, the errors for what the kinds cannot take. End to end:
+ * a small sequence config trained by `akkctl train`, whose loss falls. */
+#include "testutil.h"
+#include "gradcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/layer.h"
+#include "nn/recurrent.h"
+#include "tensor/tensor.h"
+
+#define REF_TOL 1e-5
+
+static struct akk_shape seq_shape(int T, int F)
+{
+	return (struct akk_shape){ 2, { T, F, 0 } };
+}
+
+static struct akk_layer_spec rec_of(const struct akk_layer_ops *ops, int H,
+				    int seq, int dir, int relu)
+{
+	struct akk_layer_spec sp = { .ops = ops, .units = H };
+
+	sp.AKK_REC_SEQ = seq;
+	sp.AKK_REC_DIR = dir;
+	sp.AKK_REC_ACT = relu;
+	return sp;
+}
+
+/* ---- finite differences ---- */
+
+/* Every return_sequences x direction on [T, F] with B samples. */
+static void grad_all(const struct akk_layer_ops *ops, int relu)
+{
+	static const int cases[][4] = {	/* T, F, H, B */
+		{ 4, 3, 3, 2 }, { 1, 3, 2, 2 }, { 3, 2, 4, 1 }, { 5, 2, 2, 3 },
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (int seq = 0; seq <= 1; seq++)
+			for (int dir = 0; dir <= AKK_REC_BIDIRECTIONAL; dir++) {
+				struct akk_layer_spec sp = rec_of(ops, cases[c][2], seq,
+								  dir, relu);
+				grad_check(&sp, seq_shape(cases[c][0], cases[c][1]),
+					   cases[c][3], relu ? X_AWAY0 : X_PLAIN);
+			}
+}
+
+static void t_grad_lstm(void **state)
+{
+	(void)state;
+	grad_all(&akk_layer_lstm, 0);
+}
+
+/* ---- the numpy reference ---- */
+
+static const struct akk_layer_ops *kind_of(const char *name)
+{
+	const struct akk_layer_ops *ops = akk_layer_find(name);
+
+	if (!ops)
+		fail_msg("unknown kind '%s' in the fixture", name);
+	return ops;
+}
+
+/* One "NAME N v..." line into a fresh array of N floats (*n). */
+static float *read_values(FILE *f, const char *name, size_t *n)
+{
+	char got[8];
+	float *v;
+
+	assert_int_equal(fscanf(f, "%7s %zu", got, n), 2);
+	assert_string_equal(got, name);
+	v = alloc_nan(*n ? *n : 1);
+	for (size_t i = 0; i < *n; i++)
+		assert_int_equal(fscanf(f, "%f", &v[i]), 1);
+	return v;
+}
+
+static void expect_close(const char *what, int ncase, const float *got,
+			 const float *want, size_t n)
+{
+	double err = tu_max_rel_err(got, want, n, 1.0);
+
+	if (!(err <= REF_TOL))
+		fail_msg("case %d: %s off by %g from the reference", ncase, what,
+			 err);
+}
+
+/* One case of the fixture against our kernels: forward, then backward
+ * with dx written and dp accumulated from zero; 0 at the end of the file. */
+static int reference_case(FILE *f, int ncase)
+{
+	char kind[16];
+	int T, F, H, B, seq, dir, act;
+	struct akk_layer_spec sp;
+	struct rig g;
+	size_t n, ny;
+	float *x, *pv, *dy, *y, *dx, *dp;
+
+	if (fscanf(f, " case %15s %d %d %d %d %d %d %d", kind, &T, &F, &H, &B,
+		   &seq, &dir, &act) != 8)
+		return 0;
+	sp = rec_of(kind_of(kind), H, seq, dir, act);
+	rig_open(&g, &sp, seq_shape(T, F), B, X_PLAIN);
+	ny = (size_t)B * g.nout;
+	x = read_values(f, "x", &n);
+	assert_int_equal(n, (size_t)B * g.nin);
+	pv = read_values(f, "p", &n);
+	assert_int_equal(n, g.l.nparams);
+	dy = read_values(f, "dy", &n);
+	assert_int_equal(n, ny);
+	y = read_values(f, "y", &n);
+	dx = read_values(f, "dx", &n);
+	dp = read_values(f, "dp", &n);
+	memcpy(g.x, x, (size_t)B * g.nin * sizeof(float));
+	memcpy(g.p, pv, g.l.nparams * sizeof(float));
+	memcpy(g.r, dy, ny * sizeof(float));
+	g.l.ops->forward(&g.l, g.y, g.aux, g.s, g.work, g.x, g.p, B, 1, NULL);
+	expect_close("y", ncase, g.y, y, ny);
+	memset(g.dp, 0, g.l.nparams * sizeof(float));
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux, g.p, B);
+	expect_close("dx", ncase, g.dx, dx, (size_t)B * g.nin);
+	expect_close("dp", ncase, g.dp, dp, g.l.nparams);
+	/* the evaluation forward computes the same */
+	for (size_t i = 0; i < ny; i++)
+		g.y[i] = NAN;
+	g.l.ops->forward(&g.l, g.y, g.aux, g.s, g.work, g.x, g.p, B, 0, NULL);
+	expect_close("y (evaluation)", ncase, g.y, y, ny);
+	akk_free(x);
+	akk_free(pv);
+	akk_free(dy);
+	akk_free(y);
+	akk_free(dx);
+	akk_free(dp);
+	rig_close(&g);
+	return 1;
+}
+
+/* Counts the cases of kind (NULL: all) that match. */
+static int reference(const char *only)
+{
+	FILE *f = fopen("tests/ref/recurrent.txt", "r");
+	char line[256];
+	int ncase = 0, nkind = 0;
+
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));	/* the header */
+	assert_int_equal(line[0], '#');
+	for (;;) {
+		long at = ftell(f);
+		char kind[16];
+		if (fscanf(f, " case %15s", kind) != 1)
+			break;
+		if (only && strcmp(kind, only)) {	/* skip the rest of the
+							 * case line and 6 more */
+			int ch, lines = 0;
+			while (lines < 7 && (ch = fgetc(f)) != EOF)
+				lines += ch == '\n';
+			ncase++;
+			continue;
+		}
+		fseek(f, at, SEEK_SET);
+		assert_true(reference_case(f, ++ncase));
+		nkind++;
+	}
+	fclose(f);
+	assert_int_equal(ncase, 18);	/* every case was read */
+	return nkind;
+}
+
+static void t_reference_lstm(void **state)
+{
+	(void)state;
+	assert_int_equal(reference("lstm"), 6);
+}
+
+/* ---- plans ---- */
+
+static void t_plans(void **state)
+{
+	struct akk_layer l;
+	struct akk_layer_spec sp = rec_of(&akk_layer_lstm, 8, 0, 0, 0);
+	const char *m;
+
+	(void)state;
+	plan_ok(&l, &sp, seq_shape(6, 3));
+	assert_int_equal(l.out.rank, 1);
+	assert_int_equal(l.out.d[0], 8);
+	assert_int_equal(l.nparams, 32 * 3 + 32 * 8 + 64);
+	assert_int_equal(l.nviews, 4);
+	assert_string_equal(l.views[0].name, "weight_ih");
+	assert_int_equal(l.views[0].dims[0], 32);
+	assert_int_equal(l.views[0].dims[1], 3);
+	assert_string_equal(l.views[1].name, "weight_hh");
+	assert_int_equal(l.views[1].off, 32 * 3);
+	assert_int_equal(l.views[1].dims[1], 8);
+	assert_string_equal(l.views[3].name, "bias_hh");
+	assert_int_equal(l.views[3].off, 32 * 3 + 32 * 8 + 32);
+	/* input products, recurrent ones from step 2, biases, the cell */
+	assert_true(l.flops == 2.0 * 6 * 3 * 32 + 2.0 * 5 * 8 * 32 + 2.0 * 6 * 32 +
+		    6 * 8 * 9);
+	assert_int_equal(l.aux, 6 * 8 * (4 + 1 + 1));
+
+	sp = rec_of(&akk_layer_lstm, 8, 1, AKK_REC_BIDIRECTIONAL, 0);
+	plan_ok(&l, &sp, seq_shape(6, 3));
+	assert_int_equal(l.out.rank, 2);
+	assert_int_equal(l.out.d[0], 6);
+	assert_int_equal(l.out.d[1], 16);
+	assert_int_equal(l.nparams, 2 * (32 * 3 + 32 * 8 + 64));
+	assert_int_equal(l.nviews, 8);
+	assert_string_equal(l.views[4].name, "weight_ih_reverse");
+	assert_int_equal(l.views[4].off, 32 * 3 + 32 * 8 + 64);
+	assert_string_equal(l.views[7].name, "bias_hh_reverse");
+
+	sp = rec_of(&akk_layer_lstm, 8, 0, 0, 0);
+	assert_non_null(m = plan_err(&sp, (struct akk_shape){ 1, { 12 } }));
+	assert_string_equal(m, "expects a sequence [T, features], got [12] "
+			    "(network.input: [T, F] is one)");
+	assert_non_null(m = plan_err(&sp, (struct akk_shape){ 3, { 1, 4, 4 } }));
+	tu_assert_prefix(m, "expects a sequence [T, features], got [1, 4, 4]");
+	sp.units = 0;
+	assert_non_null(m = plan_err(&sp, seq_shape(6, 3)));
+	assert_string_equal(m, "expects units > 0, got 0");
+	sp = rec_of(&akk_layer_lstm, 1 << 20, 0, 0, 0);
+	assert_non_null(m = plan_err(&sp, seq_shape(6, 3)));
+	tu_assert_contains(m, "parameters, more than");
+}
+
+/* torch's default: every parameter U(+-1/sqrt(H)); an explicit init
+ * fills the weights and zeroes the biases. */
+static void t_init(void **state)
+{
+	struct akk_layer_spec sp = rec_of(&akk_layer_lstm, 16, 0, 2, 0);
+	struct akk_layer l;
+	struct akk_rng r;
+	double a = 1 / sqrt(16.0), vmax = 0;
+
+	(void)state;
+	plan_ok(&l, &sp, seq_shape(5, 7));
+	float *p = alloc_nan(l.nparams);
+	akk_rng_seed(&r, 5, AKK_STREAM_INIT);
+	sp.ops->init(&l, p, NULL, &r);
+	for (size_t i = 0; i < l.nparams; i++)
+		vmax = fmax(vmax, fabs(p[i]));
+	assert_true(vmax <= a && vmax > 0.95 * a);
+	for (int k = 0; k < 2; k++) {	/* the biases of both directions */
+		double bmax = 0;
+		for (size_t i = l.views[4 * k + 2].off; i < l.views[4 * k + 3].off + 64; i++)
+			bmax = fmax(bmax, fabs(p[i]));
+		assert_true(bmax > 0.5 * a);
+	}
+	sp.init = AKK_INIT_HE_NORMAL;
+	sp.ops->init(&l, p, NULL, &r);
+	for (int k = 0; k < 2; k++)
+		for (size_t i = l.views[4 * k + 2].off; i < l.views[4 * k + 3].off + 64; i++)
+			assert_true(p[i] == 0);
+	akk_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_grad_lstm),
+		cmocka_unit_test(t_reference_lstm),
+		cmocka_unit_test(t_plans),
+		cmocka_unit_test(t_init),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
