@@ -27,6 +27,8 @@
 	X(conv_transpose2d)                                                  \
 	X(upsample2d)                                                        \
 	X(lstm)                                                              \
+	X(gru)                                                               \
+	X(rnn)                                                               \
 	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;
