@@ -107,6 +107,17 @@ static void gru_backward(const struct akk_layer *l, float *dx, float *dp,
 	akk_rec_backward(l, &gru_cell, dx, dp, work, dy, x, aux, p, B);
 }
 
+/* ONNX's GRU: gates z, r, h (torch's 1, 0, 2); linear_before_reset 1
+ * applies r to R_h h + Rb_h, as torch does. */
+static int gru_export(const struct akk_layer *l, struct akk_graph_sink *g,
+		      const struct akk_export_io *io, struct akk_err *e)
+{
+	static const int perm[3] = { 1, 0, 2 };
+	struct akk_attr at[] = { AKK_ATTR_I("linear_before_reset", 1) };
+
+	return akk_rec_export(l, &gru_cell, "GRU", perm, at, 1, g, io, e);
+}
+
 static const struct akk_layer_option gru_options[] = {
 	AKK_REC_OPTIONS,
 	AKK_OPTIONS_END,
@@ -120,4 +131,5 @@ const struct akk_layer_ops akk_layer_gru = {
 	.init = gru_init,
 	.forward = gru_forward,
 	.backward = gru_backward,
+	.export = gru_export,
 };

@@ -111,6 +111,15 @@ static void lstm_backward(const struct akk_layer *l, float *dx, float *dp,
 	akk_rec_backward(l, &lstm_cell, dx, dp, work, dy, x, aux, p, B);
 }
 
+/* ONNX's LSTM: gates i, o, f, c (torch's 0, 3, 1, 2), no peepholes. */
+static int lstm_export(const struct akk_layer *l, struct akk_graph_sink *g,
+		       const struct akk_export_io *io, struct akk_err *e)
+{
+	static const int perm[4] = { 0, 3, 1, 2 };
+
+	return akk_rec_export(l, &lstm_cell, "LSTM", perm, NULL, 0, g, io, e);
+}
+
 static const struct akk_layer_option lstm_options[] = {
 	AKK_REC_OPTIONS,
 	AKK_OPTIONS_END,
@@ -124,4 +133,5 @@ const struct akk_layer_ops akk_layer_lstm = {
 	.init = lstm_init,
 	.forward = lstm_forward,
 	.backward = lstm_backward,
+	.export = lstm_export,
 };

@@ -74,6 +74,18 @@ static void rnn_backward(const struct akk_layer *l, float *dx, float *dp,
 	akk_rec_backward(l, &rnn_cell, dx, dp, work, dy, x, aux, p, B);
 }
 
+/* ONNX's RNN, activation Tanh (its default) or Relu, one per direction. */
+static int rnn_export(const struct akk_layer *l, struct akk_graph_sink *g,
+		      const struct akk_export_io *io, struct akk_err *e)
+{
+	static const int perm[1] = { 0 };
+	static const char *const relu[2] = { "Relu", "Relu" };
+	struct akk_rec r = akk_rec_of(l, &rnn_cell);
+	struct akk_attr at[] = { AKK_ATTR_SS("activations", relu, r.dirs) };
+
+	return akk_rec_export(l, &rnn_cell, "RNN", perm, at, r.relu, g, io, e);
+}
+
 static const struct akk_layer_option rnn_options[] = {
 	AKK_REC_OPTIONS,
 	AKK_OPTION_NAMES("activation", AKK_REC_ACT, rnn_activations, 0),
@@ -88,4 +100,5 @@ const struct akk_layer_ops akk_layer_rnn = {
 	.init = rnn_init,
 	.forward = rnn_forward,
 	.backward = rnn_backward,
+	.export = rnn_export,
 };

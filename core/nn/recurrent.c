@@ -2,8 +2,10 @@
  * kinds (lstm, gru, rnn) share; each kind's cell does the step's
  * arithmetic (recurrent.h has the layouts). */
 #include "nn/recurrent.h"
+#include "nn/export.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/checked.h"
@@ -137,13 +139,15 @@ static struct akk_rec_pass pass_of(const struct akk_rec *r, int k,
 {
 	size_t gh = (size_t)r->G * r->H, tb = (size_t)r->T * B;
 	const float *q = p + k * pass_params(r);
-	float *a = aux + k * tb * pass_aux_step(r);
+	float *a = aux ? aux + k * tb * pass_aux_step(r) : NULL;
 	struct akk_rec_pass ps = { .reverse = k == 1 || r->first_reverse };
 
 	ps.wih = q;
 	ps.whh = q + gh * r->F;
 	ps.bih = ps.whh + gh * r->H;
 	ps.bhh = ps.bih + gh;
+	if (!aux)	/* the parameters alone (the export) */
+		return ps;
 	ps.gates = a;
 	ps.h = a + tb * gh;
 	ps.extra = r->E ? ps.h + tb * r->H : NULL;
@@ -355,4 +359,112 @@ void akk_rec_backward(const struct akk_layer *l, const struct akk_rec_cell *c,
 	}
 	if (dx)
 		from_time_major(dx, w.dxt, B, r.T, r.F);
+}
+
+/* ---- ONNX ---------------------------------------------------------- */
+
+/* ONNX's W (dirs, G H, F), R (dirs, G H, H) and B (dirs, 2 G H) from p,
+ * each pass's gate blocks in ONNX's order: block k is torch's perm[k]. */
+static int put_onnx_weights(const struct akk_rec *r, const int *perm,
+			    struct akk_graph_sink *g, const struct akk_export_io *io,
+			    const char *wn, const char *rn, const char *bn,
+			    struct akk_err *e)
+{
+	size_t gh = (size_t)r->G * r->H, hf = (size_t)r->H * r->F,
+	       hh = (size_t)r->H * r->H, np = pass_params(r);
+	float *w = malloc(r->dirs * np * sizeof(*w));
+	float *rr = w ? w + r->dirs * gh * r->F : NULL;
+	float *b = rr ? rr + r->dirs * gh * r->H : NULL;
+	int64_t wd[3] = { r->dirs, (int64_t)gh, r->F }, rd[3] = { r->dirs, (int64_t)gh, r->H };
+	int64_t bd[2] = { r->dirs, 2 * (int64_t)gh };
+	int rc;
+
+	if (!w)
+		return akk_err_set(e, "out of memory");
+	for (int k = 0; k < r->dirs; k++) {
+		struct akk_rec_pass ps = pass_of(r, k, io->p, NULL, 0);
+		for (int q = 0; q < r->G; q++) {
+			size_t from = (size_t)perm[q] * r->H;
+			memcpy(w + k * gh * r->F + q * hf, ps.wih + from * r->F,
+			       hf * sizeof(*w));
+			memcpy(rr + k * gh * r->H + q * hh, ps.whh + from * r->H,
+			       hh * sizeof(*w));
+			memcpy(b + k * 2 * gh + q * r->H, ps.bih + from,
+			       r->H * sizeof(*w));
+			memcpy(b + k * 2 * gh + gh + q * r->H, ps.bhh + from,
+			       r->H * sizeof(*w));
+		}
+	}
+	rc = g->tensor(g, wn, wd, 3, w, e) || g->tensor(g, rn, rd, 3, rr, e) ||
+	     g->tensor(g, bn, bd, 2, b, e) ? -1 : 0;
+	free(w);
+	return rc;
+}
+
+/* ONNX's Y (T, dirs, N, H) as [N, T, dirs H]: for two passes, Split
+ * along the directions and Concat along the features first; then
+ * Transpose to [N, T, 1, dirs H] and drop the unit axis with ReduceMax
+ * (opset 13 takes its axes as an attribute: no int64 tensor needed; the
+ * max of one value is the value). */
+static int onnx_sequence_out(const struct akk_rec *r, struct akk_graph_sink *g,
+			     const struct akk_export_io *io, const char *y,
+			     struct akk_err *e)
+{
+	char yf[256], yb[256], cat[256], tr[256];
+	const char *halves[2] = { akk_export_name(yf, sizeof(yf), io->prefix, "y_forward"),
+				  akk_export_name(yb, sizeof(yb), io->prefix, "y_reverse") };
+	const char *in = y;
+	int64_t perm[4] = { 2, 0, 1, 3 }, axes[1] = { 2 };
+	struct akk_attr split[] = { AKK_ATTR_I("axis", 1) };
+	struct akk_attr concat[] = { AKK_ATTR_I("axis", 3) };
+	struct akk_attr tp[] = { AKK_ATTR_IS("perm", perm, 4) };
+	struct akk_attr red[] = { AKK_ATTR_IS("axes", axes, 1), AKK_ATTR_I("keepdims", 0) };
+
+	if (r->dirs == 2) {
+		in = akk_export_name(cat, sizeof(cat), io->prefix, "y_concat");
+		if (g->node(g, "Split", &y, 1, halves, 2, split, 1, e) ||
+		    g->node(g, "Concat", halves, 2, &in, 1, concat, 1, e))
+			return -1;
+	}
+	akk_export_name(tr, sizeof(tr), io->prefix, "y_batch_major");
+	const char *trp = tr;
+	return g->node(g, "Transpose", &in, 1, &trp, 1, tp, 1, e) ||
+	       g->node(g, "ReduceMax", &trp, 1, &io->y, 1, red, 2, e) ? -1 : 0;
+}
+
+int akk_rec_export(const struct akk_layer *l, const struct akk_rec_cell *c,
+		   const char *op, const int *perm, const struct akk_attr *extra,
+		   int nextra, struct akk_graph_sink *g,
+		   const struct akk_export_io *io, struct akk_err *e)
+{
+	struct akk_rec r = akk_rec_of(l, c);
+	char xt[256], wn[256], rn[256], bn[256], y[256], tr[256];
+	const char *ins[4] = { akk_export_name(xt, sizeof(xt), io->prefix, "x_time_major"),
+			       akk_export_name(wn, sizeof(wn), io->prefix, "W"),
+			       akk_export_name(rn, sizeof(rn), io->prefix, "R"),
+			       akk_export_name(bn, sizeof(bn), io->prefix, "B") };
+	const char *yn = akk_export_name(y, sizeof(y), io->prefix, r.seq ? "Y" : "Y_h");
+	/* the last step: Y_h, the operator's second output */
+	const char *outs[2] = { r.seq ? yn : "", yn };
+	const char *trp = akk_export_name(tr, sizeof(tr), io->prefix, "y_batch_major");
+	int64_t p102[3] = { 1, 0, 2 };
+	struct akk_attr tp[] = { AKK_ATTR_IS("perm", p102, 3) };
+	struct akk_attr flat[] = { AKK_ATTR_I("axis", 1) };
+	struct akk_attr at[4] = {
+		AKK_ATTR_I("hidden_size", r.H),
+		AKK_ATTR_S("direction", akk_rec_direction_names[l->spec->AKK_REC_DIR]),
+	};
+	int nat = 2;
+
+	for (int i = 0; i < nextra && nat < 4; i++)
+		at[nat++] = extra[i];
+	if (g->node(g, "Transpose", &io->x, 1, &ins[0], 1, tp, 1, e) ||
+	    put_onnx_weights(&r, perm, g, io, wn, rn, bn, e) ||
+	    g->node(g, op, ins, 4, outs, r.seq ? 1 : 2, at, nat, e))
+		return -1;
+	if (r.seq)
+		return onnx_sequence_out(&r, g, io, yn, e);
+	/* Y_h (dirs, N, H) -> [N, dirs, H] -> [N, dirs H] */
+	return g->node(g, "Transpose", &yn, 1, &trp, 1, tp, 1, e) ||
+	       g->node(g, "Flatten", &trp, 1, &io->y, 1, flat, 1, e) ? -1 : 0;
 }

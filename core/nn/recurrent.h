@@ -29,6 +29,7 @@
 #define AKK_RECURRENT_H
 
 #include "nn/layer.h"
+#include "nn/export.h"
 
 /* The spec's slots for the recurrent options. */
 #define AKK_REC_SEQ iopt[0]	/* return_sequences: 0 or 1 */
@@ -118,16 +119,14 @@ void akk_rec_backward(const struct akk_layer *l, const struct akk_rec_cell *c,
 		      const float *x, const float *aux, const float *p, int B);
 
 /* The ONNX export of a recurrent layer as ONNX's own operator op ("LSTM",
- * "GRU", "RNN"): a Transpose to [T, N, F], the operator with its weights
- * reordered into ONNX's gate order (perm[k]: which of torch's gate blocks
- * is ONNX's k-th), then its Y or Y_h back to [N, T, dirs H] or [N, dirs H].
- * attrs: the operator's own attributes (activations,
- * linear_before_reset). */
-struct akk_graph_sink;
-struct akk_export_io;
+ * "GRU", "RNN", opset 13): a Transpose to [T, N, F], the operator with
+ * W, R and B in ONNX's gate order (its k-th gate block is torch's
+ * perm[k]), then its Y as [N, T, dirs H] or its Y_h as [N, dirs H].
+ * extra: the operator's own attributes (at most 2: linear_before_reset,
+ * activations). */
 int akk_rec_export(const struct akk_layer *l, const struct akk_rec_cell *c,
-		   const char *op, const int *perm, const void *attrs,
-		   int nattrs, struct akk_graph_sink *g,
+		   const char *op, const int *perm, const struct akk_attr *extra,
+		   int nextra, struct akk_graph_sink *g,
 		   const struct akk_export_io *io, struct akk_err *e);
 
 /* The time of the step before t in pass ps (valid when the step at t is
