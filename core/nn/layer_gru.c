@@ -14,7 +14,7 @@
 #include "nn/export.h"
 #include "nn/recurrent.h"
 
-#include <math.h>
+#include <string.h>
 
 /* gates[t] holds x W_ih^T + b_ih, hh the hidden side b_hh + hprev W_hh^T:
  * r, z, n replace the gates; W_hn h + b_hn goes to extra[t], h' to h[t]. */
@@ -28,16 +28,18 @@ static void gru_step_forward(const struct akk_rec *r, const struct akk_rec_pass 
 
 	for (int b = 0; b < B; b++, g += gh, hh += gh, hn += H, h += H) {
 		const float *hp = hprev ? hprev + (size_t)b * H : NULL;
-		for (int j = 0; j < H; j++) {
-			float rv = akk_sigmoidf(g[j] + hh[j]);
-			float z = akk_sigmoidf(g[H + j] + hh[H + j]);
-			float n = tanhf(g[2 * H + j] + rv * hh[2 * H + j]);
-			g[j] = rv;
-			g[H + j] = z;
-			g[2 * H + j] = n;
+		for (int j = 0; j < 2 * H; j++)	/* r, z: both sides */
+			g[j] += hh[j];
+		akk_rec_sigmoid(g, 2 * (size_t)H);
+		for (int j = 0; j < H; j++) {	/* n: r on the hidden side */
 			hn[j] = hh[2 * H + j];
-			h[j] = (1 - z) * n + (hp ? z * hp[j] : 0);
+			g[2 * H + j] += g[j] * hn[j];
 		}
+		akk_rec_tanh(g + 2 * H, H);
+		for (int j = 0; j < H; j++)	/* h' = (1 - z) n + z h */
+			h[j] = (1 - g[H + j]) * g[2 * H + j];
+		for (int j = 0; hp && j < H; j++)
+			h[j] += g[H + j] * hp[j];
 	}
 }
 
@@ -58,11 +60,15 @@ static void gru_step_backward(const struct akk_rec *r, const struct akk_rec_pass
 	(void)carry;
 	for (int b = 0; b < B; b++, g += gh, hn += H, dh += H, dgi += gh,
 	     dgh += gh, dhprev += H) {
-		const float *hp = hprev ? hprev + (size_t)b * H : NULL;
+		/* hprev (0 at the first step) into dhprev's place first */
+		if (hprev)
+			memcpy(dhprev, hprev + (size_t)b * H, H * sizeof(*dhprev));
+		else
+			memset(dhprev, 0, H * sizeof(*dhprev));
 		for (int j = 0; j < H; j++) {
 			float rv = g[j], z = g[H + j], n = g[2 * H + j];
 			float dn = dh[j] * (1 - z) * (1 - n * n);
-			float dz = dh[j] * ((hp ? hp[j] : 0) - n) * z * (1 - z);
+			float dz = dh[j] * (dhprev[j] - n) * z * (1 - z);
 			float dr = dn * hn[j] * rv * (1 - rv);
 			dgi[j] = dgh[j] = dr;
 			dgi[H + j] = dgh[H + j] = dz;

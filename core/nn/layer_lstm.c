@@ -12,10 +12,26 @@
 #include "nn/export.h"
 #include "nn/recurrent.h"
 
-#include <math.h>
+#include <string.h>
+
+/* One sample's c' = f c + i g (c' = i g at the first step: cp NULL) and
+ * h' = o tanh(c'), from the activations a = (i, f, g, o). */
+static void cell_out(float *restrict c, float *restrict h,
+		     const float *restrict a, const float *restrict cp, int H)
+{
+	for (int j = 0; j < H; j++)
+		c[j] = a[j] * a[2 * H + j];
+	for (int j = 0; cp && j < H; j++)
+		c[j] += a[H + j] * cp[j];
+	memcpy(h, c, H * sizeof(*h));
+	akk_rec_tanh(h, H);
+	for (int j = 0; j < H; j++)
+		h[j] *= a[3 * H + j];
+}
 
 /* gates[t] holds the pre-activations (input and hidden products, both
- * biases): the activations replace them; c[t] and h[t] follow. */
+ * biases): the activations replace them, block by block (i and f are
+ * adjacent: one sigmoid pass); c[t] and h[t] follow. */
 static void lstm_step_forward(const struct akk_rec *r, const struct akk_rec_pass *ps,
 			      int t, const float *hprev, const float *hh, int B)
 {
@@ -28,25 +44,43 @@ static void lstm_step_forward(const struct akk_rec *r, const struct akk_rec_pass
 
 	(void)hh;
 	for (int b = 0; b < B; b++, g += gh, c += H, h += H) {
-		const float *cp = cprev ? cprev + (size_t)b * H : NULL;
-		for (int j = 0; j < H; j++) {
-			float i = akk_sigmoidf(g[j]), f = akk_sigmoidf(g[H + j]);
-			float gg = tanhf(g[2 * H + j]), o = akk_sigmoidf(g[3 * H + j]);
-			float cv = (cp ? f * cp[j] : 0) + i * gg;
-			g[j] = i;
-			g[H + j] = f;
-			g[2 * H + j] = gg;
-			g[3 * H + j] = o;
-			c[j] = cv;
-			h[j] = o * tanhf(cv);
-		}
+		akk_rec_sigmoid(g, 2 * (size_t)H);
+		akk_rec_tanh(g + 2 * H, H);
+		akk_rec_sigmoid(g + 3 * H, H);
+		cell_out(c, h, g, cprev ? cprev + (size_t)b * H : NULL, H);
 	}
 }
 
-/* dc = carry + dh o (1 - tanh(c)^2); the gate gradients at the
- * pre-activations: di = dc g i (1-i), df = dc cprev f (1-f),
- * dg = dc i (1-g^2), do = dh tanh(c) o (1-o); carry = dc f for the step
- * before. The gradient at hprev is all dG W_hh (the loop's). */
+/* One sample's gate gradients d = (di, df, dg, do) at the pre-activations
+ * from the activations a = (i, f, g, o), tanh(c) (in do's place on entry),
+ * dh, cprev (NULL: zero) and the carried dc:
+ *   dc = carry + dh o (1 - tanh(c)^2)
+ *   di = dc g i (1-i)   df = dc cprev f (1-f)   dg = dc i (1-g^2)
+ *   do = dh tanh(c) o (1-o)
+ * and carry = dc f for the step before. */
+static void cell_grad(float *restrict d, float *restrict carry,
+		      const float *restrict a, const float *restrict dh,
+		      const float *restrict cp, int H)
+{
+	for (int j = 0; j < H; j++) {
+		float i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];
+		float tc = d[3 * H + j];
+		float dc = carry[j] + dh[j] * o * (1 - tc * tc);
+		d[j] = dc * gg * i * (1 - i);
+		d[H + j] = dc * f * (1 - f);	/* times cprev below */
+		d[2 * H + j] = dc * i * (1 - gg * gg);
+		d[3 * H + j] = dh[j] * tc * o * (1 - o);
+		carry[j] = dc * f;
+	}
+	if (!cp) {
+		memset(d + H, 0, H * sizeof(*d));
+		return;
+	}
+	for (int j = 0; j < H; j++)
+		d[H + j] *= cp[j];
+}
+
+/* The gradient at hprev is all dG W_hh (the loop's). */
 static void lstm_step_backward(const struct akk_rec *r, const struct akk_rec_pass *ps,
 			       int t, const float *hprev, const float *dh,
 			       float *dgi, float *dgh, float *dhprev,
@@ -62,17 +96,9 @@ static void lstm_step_backward(const struct akk_rec *r, const struct akk_rec_pas
 	(void)dgh, (void)dhprev;
 	for (int b = 0; b < B; b++, g += gh, c += H, dh += H, dgi += gh,
 	     carry += H) {
-		const float *cp = cprev ? cprev + (size_t)b * H : NULL;
-		for (int j = 0; j < H; j++) {
-			float i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
-			float tc = tanhf(c[j]);
-			float dc = carry[j] + dh[j] * o * (1 - tc * tc);
-			dgi[j] = dc * gg * i * (1 - i);
-			dgi[H + j] = cp ? dc * cp[j] * f * (1 - f) : 0;
-			dgi[2 * H + j] = dc * i * (1 - gg * gg);
-			dgi[3 * H + j] = dh[j] * tc * o * (1 - o);
-			carry[j] = dc * f;
-		}
+		memcpy(dgi + 3 * H, c, H * sizeof(*dgi));
+		akk_rec_tanh(dgi + 3 * H, H);
+		cell_grad(dgi, carry, g, dh, cprev ? cprev + (size_t)b * H : NULL, H);
 	}
 }
 

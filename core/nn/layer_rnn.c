@@ -10,7 +10,7 @@
 #include "nn/export.h"
 #include "nn/recurrent.h"
 
-#include <math.h>
+#include <string.h>
 
 static const char *const rnn_activations[] = { "tanh", "relu", NULL };
 
@@ -21,10 +21,12 @@ static void rnn_step_forward(const struct akk_rec *r, const struct akk_rec_pass 
 	float *g = ps->gates + (size_t)t * n, *h = ps->h + (size_t)t * n;
 
 	(void)hprev, (void)hh;
-	for (size_t i = 0; i < n; i++) {
-		float v = r->relu ? (g[i] > 0 ? g[i] : 0) : tanhf(g[i]);
-		g[i] = h[i] = v;
-	}
+	if (r->relu)
+		for (size_t i = 0; i < n; i++)
+			g[i] = g[i] > 0 ? g[i] : 0;
+	else
+		akk_rec_tanh(g, n);
+	memcpy(h, g, n * sizeof(*h));
 }
 
 static void rnn_step_backward(const struct akk_rec *r, const struct akk_rec_pass *ps,

@@ -136,9 +136,9 @@ static inline int akk_rec_prev(const struct akk_rec_pass *ps, int t)
 	return ps->reverse ? t + 1 : t - 1;
 }
 
-static inline float akk_sigmoidf(float v)
-{
-	return 1.0f / (1.0f + __builtin_expf(-v));
-}
+/* v[0..n) = sigmoid(v), tanh(v) in place: within 3 ulp of libm's,
+ * branch-free, vectorized (recurrent.c). */
+void akk_rec_sigmoid(float *v, size_t n);
+void akk_rec_tanh(float *v, size_t n);
 
 #endif
