@@ -28,6 +28,9 @@
 
 #define REF_TOL 1e-5
 
+static char g_out[1 << 16], g_err[1 << 16];
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
+
 static struct akk_shape seq_shape(int T, int F)
 {
 	return (struct akk_shape){ 2, { T, F, 0 } };
@@ -305,6 +308,69 @@ static void t_plans(void **state)
 	sp = rec_of(&akk_layer_lstm, 1 << 20, 0, 0, 0);
 	assert_non_null(m = plan_err(&sp, seq_shape(6, 3)));
 	tu_assert_contains(m, "parameters, more than");
+
+	/* the others: G = 3 and 1, the same checks */
+	sp = rec_of(&akk_layer_gru, 5, 1, AKK_REC_REVERSE, 0);
+	plan_ok(&l, &sp, seq_shape(4, 2));
+	assert_int_equal(l.out.d[0], 4);
+	assert_int_equal(l.out.d[1], 5);
+	assert_int_equal(l.nparams, 15 * 2 + 15 * 5 + 30);
+	assert_int_equal(l.views[0].dims[0], 15);
+	assert_int_equal(l.aux, 4 * 5 * (3 + 1 + 1));
+	sp = rec_of(&akk_layer_rnn, 5, 0, AKK_REC_BIDIRECTIONAL, 1);
+	plan_ok(&l, &sp, seq_shape(4, 2));
+	assert_int_equal(l.out.rank, 1);
+	assert_int_equal(l.out.d[0], 10);
+	assert_int_equal(l.nparams, 2 * (5 * 2 + 5 * 5 + 10));
+	assert_int_equal(l.aux, 2 * 4 * 5 * 2);
+	for (int k = 0; k < 2; k++) {
+		sp = rec_of(k ? &akk_layer_rnn : &akk_layer_gru, 0, 0, 0, 0);
+		assert_non_null(m = plan_err(&sp, seq_shape(6, 3)));
+		assert_string_equal(m, "expects units > 0, got 0");
+		sp.units = 3;
+		assert_non_null(m = plan_err(&sp, (struct akk_shape){ 1, { 18 } }));
+		tu_assert_prefix(m, "expects a sequence [T, features], got [18]");
+	}
+}
+
+/* What a config says wrong about a recurrent layer: exit status 2 and the
+ * place in the file. */
+static void t_config_errors(void **state)
+{
+	static const struct {
+		const char *layer;
+		int rank;	/* of network.input */
+		const char *err;	/* after "akkctl: FILE:" */
+	} cases[] = {
+		{ "{lstm: {units: 4, direction: sideways}}", 2,
+		  "8:45: unknown direction 'sideways'" },
+		{ "{lstm: 0}", 2, "8:23: 'units' must be at least 1, got 0" },
+		{ "{gru: {return_sequences: true}}", 2, "8:22: missing required key 'units' in layer 'gru'" },
+		{ "{rnn: {units: 3, activation: sigmoid}}", 2,
+		  "8:45: unknown activation 'sigmoid'" },
+		{ "{gru: 5}", 1,
+		  "8:16: layer 'gru' (gate 1, layer 1) cannot take the output of "
+		  "network.input: expects a sequence [T, features], got [18] "
+		  "(network.input: [T, F] is one)" },
+	};
+	const char *dir = tu_tmpdir();
+	char cfg[1024], want[1400];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *path = tu_path(dir, "bad.yaml");
+		snprintf(cfg, sizeof(cfg),
+			 "name: x\ndata:\n  format: csv\n  train: {file: a.csv}\n"
+			 "network:\n  input: %s\n  gates:\n"
+			 "    - layers: [%s, {dense: 3}]\n"
+			 "  loss: softmax_cross_entropy\noptimizer: {type: sgd, lr: 0.1}\n",
+			 cases[i].rank == 2 ? "[6, 3]" : "[18]", cases[i].layer);
+		assert_int_equal(tu_write_file(path, cfg, strlen(cfg)), 0);
+		assert_int_equal(ak("check", path, NULL), 2);
+		snprintf(want, sizeof(want), "akkctl: %s:%s", path, cases[i].err);
+		tu_assert_line(g_err, want);
+	}
+	tu_rm_tree(dir);
 }
 
 /* torch's default: every parameter U(+-1/sqrt(H)); an explicit init
@@ -359,9 +425,6 @@ static void t_grad_rnn_relu(void **state)
 }
 
 /* ---- end to end ---- */
-
-static char g_out[1 << 16], g_err[1 << 16];
-#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
 /* A task that needs memory: [6, 3] sequences whose class (0..2) is the
  * largest feature of step 0, every later step noise of the same scale.
@@ -535,6 +598,7 @@ int main(void)
 		cmocka_unit_test(t_reference_rnn),
 		cmocka_unit_test(t_plans),
 		cmocka_unit_test(t_init),
+		cmocka_unit_test(t_config_errors),
 		cmocka_unit_test(t_train_end_to_end),
 		cmocka_unit_test(t_flipflop_equals_reference),
 	};
