@@ -129,6 +129,17 @@ static Onnx__AttributeProto *make_attr(struct onnx *o,
 			return NULL;
 		a->s.len = strlen(at->s);
 		break;
+	case AKK_ATTR_STRINGS:
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+		if (!(a->strings = onnx_alloc(o, at->n * sizeof(*a->strings))))
+			return NULL;
+		for (int i = 0; i < at->n; i++) {
+			if (!(a->strings[i].data = (uint8_t *)onnx_str(o, at->strs[i])))
+				return NULL;
+			a->strings[i].len = strlen(at->strs[i]);
+		}
+		a->n_strings = at->n;
+		break;
 	}
 	return a;
 }

@@ -21,6 +21,7 @@ enum akk_attr_type {
 	AKK_ATTR_FLOAT,		/* f */
 	AKK_ATTR_INTS,		/* ints[0..n) */
 	AKK_ATTR_STRING,	/* s */
+	AKK_ATTR_STRINGS,	/* strs[0..n) */
 };
 
 /* One attribute of a node: "alpha" 0.01, "kernel_shape" [5, 5], ... */
@@ -32,6 +33,7 @@ struct akk_attr {
 	const int64_t *ints;
 	int n;
 	const char *s;
+	const char *const *strs;
 };
 
 #define AKK_ATTR_I(nm, v) { .name = (nm), .type = AKK_ATTR_INT, .i = (v) }
@@ -39,6 +41,8 @@ struct akk_attr {
 #define AKK_ATTR_S(nm, v) { .name = (nm), .type = AKK_ATTR_STRING, .s = (v) }
 #define AKK_ATTR_IS(nm, v, cnt)                                              \
 	{ .name = (nm), .type = AKK_ATTR_INTS, .ints = (v), .n = (cnt) }
+#define AKK_ATTR_SS(nm, v, cnt)                                              \
+	{ .name = (nm), .type = AKK_ATTR_STRINGS, .strs = (v), .n = (cnt) }
 
 struct akk_graph_sink {
 	/* Add a node computing outputs out[0..nout) from inputs in[0..nin)

@@ -26,6 +26,9 @@
 	X(global_avgpool)                                                    \
 	X(conv_transpose2d)                                                  \
 	X(upsample2d)                                                        \
+	X(lstm)                                                              \
+	X(gru)                                                               \
+	X(rnn)                                                               \
 	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;

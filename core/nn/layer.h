@@ -78,7 +78,7 @@ struct akk_view {
 	int dims[4];
 };
 
-#define AKK_MAX_VIEWS 4
+#define AKK_MAX_VIEWS 8	/* a bidirectional recurrent layer's */
 
 struct akk_layer {
 	const struct akk_layer_ops *ops;
@@ -285,6 +285,7 @@ extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
 	akk_layer_dropout, akk_layer_batchnorm, akk_layer_relu,
 	akk_layer_leaky_relu, akk_layer_sigmoid, akk_layer_tanh,
 	akk_layer_softplus, akk_layer_residual, akk_layer_global_avgpool,
-	akk_layer_conv_transpose2d, akk_layer_upsample2d;
+	akk_layer_conv_transpose2d, akk_layer_upsample2d, akk_layer_lstm,
+	akk_layer_gru, akk_layer_rnn;
 
 #endif
