@@ -639,6 +639,29 @@ static void t_train_bad_ids_stop(void **state)
 	tu_assert_contains(g_err, "non-finite output of gate 1 at step 0 (training batch 1)");
 }
 
+/* export's probe (two samples through the network, to refuse weights
+ * that overflow) feeds an embedding ids, not -1 and +1 (no ids): the
+ * export of a sound model goes through. */
+static void t_export_embedding(void **state)
+{
+	const char *cfg = write_config("export.yaml",
+		"name: export\n" CONFIG_HEAD
+		"  scale: 1\n"
+		"network:\n  input: [36]\n"
+		"  gates:\n    - layers: [{embedding: {vocab: 256, units: 3}}, "
+		"{conv1d: {filters: 2, kernel: 3, padding: 1}}, global_maxpool1d, {dense: 2}]\n"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 50}\n");
+	const char *out = tu_path(g_dir, "out-export");
+	const char *onnx = tu_path(g_dir, "export.onnx");
+
+	(void)state;
+	assert_int_equal(ak("train", cfg, "--quiet", "--out", out, NULL), 0);
+	if (ak("export", tu_path(out, "last.bin"), "--onnx", onnx, NULL) != 0)
+		fail_msg("export: %s", g_err);
+	assert_true(tu_exists(onnx));
+}
+
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
@@ -676,6 +699,7 @@ int main(void)
 		cmocka_unit_test(t_train_conv1d),
 		cmocka_unit_test(t_train_embedding),
 		cmocka_unit_test(t_train_bad_ids_stop),
+		cmocka_unit_test(t_export_embedding),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
