@@ -330,9 +330,13 @@ static void t_embedding_bad_ids(void **state)
 	struct akk_layer l;
 	const float x[T] = { 0, -1, 4, 2.5f, NAN, 3, INFINITY, -0.0f, 1e30f };
 	const int bad[T] = { 0, 1, 1, 1, 1, 0, 1, 0, 1 };
-	float *p = alloc_nan(V * U), y[T * U], dy[T * U], dp[V * U], dx[T];
+	/* malloc, not akk_alloc (which rounds up to 64 bytes): AddressSanitizer
+	 * then sees the table's exact end */
+	float *p = malloc(V * U * sizeof(float)), y[T * U], dy[T * U];
+	float dp[V * U], dx[T];
 
 	(void)state;
+	assert_non_null(p);
 	plan_ok(&l, &sp, shape1(T));
 	for (int i = 0; i < V * U; i++)
 		p[i] = (float)(i + 1);
@@ -360,7 +364,7 @@ static void t_embedding_bad_ids(void **state)
 	assert_int_equal(akk_embedding_bad_id(x + 4, 1, V), 0);	/* NaN */
 	assert_int_equal(akk_embedding_bad_id(x + 5, 3, V), 1);	/* inf */
 	assert_int_equal(akk_embedding_bad_id(x, 1, 1), -1);
-	akk_free(p);
+	free(p);
 }
 
 /* The default init is torch's nn.Embedding: N(0, 1), not a fan-scaled
