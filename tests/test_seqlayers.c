@@ -666,6 +666,30 @@ static void t_export_embedding(void **state)
 	assert_true(tu_exists(onnx));
 }
 
+/* gates: {auto: N} times every layer on made-up inputs before it splits
+ * the network: an embedding gets token ids there, not noise (whose NaN
+ * rows made the timed step fail on a non-finite gradient). */
+static void t_auto_gates_time_embedding(void **state)
+{
+	const char *cfg = write_config("auto.yaml",
+		"name: auto\n" CONFIG_HEAD
+		"  scale: 1\n"
+		"network:\n  input: [36]\n  gates: {auto: 2}\n"
+		"  layers: [{embedding: {vocab: 256, units: 5}}, "
+		"{conv1d: {filters: 4, kernel: 3}}, relu, global_maxpool1d, {dense: 2}]\n"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 20}\n");
+
+	(void)state;
+	if (ak("check", cfg, NULL) != 0)
+		fail_msg("check: %s", g_err);
+	tu_assert_contains(g_out, "\nsplit (gates: {auto: 2}, by measured time): "
+			   "network.gates.split=[");
+	if (ak("bench", "--layers", "-c", cfg, NULL) != 0)
+		fail_msg("bench --layers: %s", g_err);
+	tu_assert_contains(g_out, "\n1     1      embedding  [36, 5]  ");
+}
+
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
@@ -704,6 +728,7 @@ int main(void)
 		cmocka_unit_test(t_train_embedding),
 		cmocka_unit_test(t_train_bad_ids_stop),
 		cmocka_unit_test(t_export_embedding),
+		cmocka_unit_test(t_auto_gates_time_embedding),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

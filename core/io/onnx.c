@@ -288,18 +288,17 @@ int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gat
 	const float *h;
 	int rc = 0;
 
-	const struct akk_layer *first = &gates[0]->layers[0];
+	int vocab = akk_embedding_vocab(&gates[0]->layers[0]);
 	float lo = -1, hi = 1;
 	char probe[64] = "every network input -1 or +1";
 
 	if (!x)
 		return akk_err_set(e, "out of memory");
 	/* token ids: the table's first and last rows (-1 is no id) */
-	if (first->ops == &akk_layer_embedding) {
+	if (vocab) {
 		lo = 0;
-		hi = (float)(first->spec->iopt[0] - 1);
-		snprintf(probe, sizeof(probe), "every token id 0 or %d",
-			 first->spec->iopt[0] - 1);
+		hi = (float)(vocab - 1);
+		snprintf(probe, sizeof(probe), "every token id 0 or %d", vocab - 1);
 	}
 	for (size_t k = 0; k < in; k++) {
 		x[k] = lo;

@@ -99,7 +99,7 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	struct akk_rng r;
 	float *x = NULL, *dy = NULL;
 	size_t nin = akk_shape_size(p->in), nout = akk_shape_size(p->out);
-	int rc = -1;
+	int rc = -1, vocab;
 
 	/* an lr schedule that stays at its start for the steps timed */
 	struct akk_gate_config c = akk_gate_config_eval(B, seed);
@@ -116,6 +116,10 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	}
 	fill(x, (size_t)B * nin, &r);
 	fill(dy, (size_t)B * nout, &r);
+	/* an embedding takes token ids: noise would give it NaN rows */
+	vocab = p->nlayers ? akk_embedding_vocab(&p->layers[0]) : 0;
+	for (size_t k = 0; vocab && k < (size_t)B * nin; k++)
+		x[k] = (float)(k * 7919 % (size_t)vocab);
 	for (int i = 0; i < p->nlayers; i++) {
 		cost[i] = (struct akk_layer_cost){ .gate = gi, .layer = i };
 		cost[i].flops = akk_layer_train_flops(p, gi, i, B);

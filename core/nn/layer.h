@@ -245,6 +245,10 @@ int akk_pool1d_plan(struct akk_layer *l, struct akk_err *e);
  * a vocabulary of vocab (an integer in [0, vocab)), or -1 when all are:
  * what gives the layer a NaN row, found in the data before a run. */
 long akk_embedding_bad_id(const float *x, size_t n, int vocab);
+/* The vocabulary of an embedding layer; 0 for any other kind. Code that
+ * makes up inputs for a network (export's probe, the profile) gives an
+ * embedding ids below it rather than noise, which has no ids. */
+int akk_embedding_vocab(const struct akk_layer *l);
 
 /* Mark in layers[0..n) (one gate's) the pairs that one kernel computes: a
  * relu directly followed by a maxpool2d, where max-pooling then relu is

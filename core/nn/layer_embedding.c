@@ -43,6 +43,11 @@ long akk_embedding_bad_id(const float *x, size_t n, int vocab)
 	return -1;
 }
 
+int akk_embedding_vocab(const struct akk_layer *l)
+{
+	return l->ops == &akk_layer_embedding ? l->spec->iopt[0] : 0;
+}
+
 static int emb_plan(struct akk_layer *l, struct akk_err *e)
 {
 	const struct akk_layer_spec *sp = l->spec;
