@@ -140,6 +140,20 @@ static void t_grad_conv1d(void **state)
 	}
 }
 
+/* Inside a residual block, whose scratch is its inner layers' largest
+ * (work_sample included): a padded conv1d keeps the shape. */
+static void t_grad_conv1d_in_residual(void **state)
+{
+	struct akk_layer_spec inner[3] = { conv1d_of(3, 3, 1, 1, 1),
+					   { .ops = &akk_layer_tanh },
+					   conv1d_of(3, 5, 1, 2, 0) };
+	struct akk_layer_spec sp = { .ops = &akk_layer_residual, .inner = inner,
+				     .ninner = 3 };
+
+	(void)state;
+	grad_check(&sp, shape2(6, 3), 2, X_PLAIN);
+}
+
 static const struct {
 	int T, C, k, s, p, B;
 } pool_cases[] = {
@@ -715,6 +729,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_grad_embedding),
 		cmocka_unit_test(t_grad_conv1d),
+		cmocka_unit_test(t_grad_conv1d_in_residual),
 		cmocka_unit_test(t_grad_pools1d),
 		cmocka_unit_test(t_grad_global_pools1d),
 		cmocka_unit_test(t_numpy_reference),
