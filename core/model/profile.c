@@ -34,8 +34,8 @@ static void fill(float *x, size_t n, struct akk_rng *r)
 		x[i] = akk_rng_uniform(r) - 0.5f;
 }
 
-/* The product shape of a dense, conv2d or conv_transpose2d layer's
- * forward (M x K by K x N), 0 for other kinds. */
+/* The product shape of a dense, conv2d, conv1d or conv_transpose2d
+ * layer's forward (M x K by K x N), 0 for other kinds. */
 static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 {
 	if (l->ops == &akk_layer_dense) {
@@ -48,6 +48,12 @@ static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 		*M = l->out.d[1] * l->out.d[2];
 		*N = l->spec->filters;
 		*K = l->in.d[0] * l->spec->kernel * l->spec->kernel;
+		return 1;
+	}
+	if (l->ops == &akk_layer_conv1d) {	/* the windows of the batch, W'^T */
+		*M = B * l->out.d[0];
+		*N = l->spec->filters;
+		*K = l->spec->kernel * l->in.d[1];
 		return 1;
 	}
 	if (l->ops == &akk_layer_conv_transpose2d) {	/* W^T x per sample */
