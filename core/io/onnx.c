@@ -299,11 +299,21 @@ int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gat
 	const float *h;
 	int rc = 0;
 
+	int vocab = akk_embedding_vocab(&gates[0]->layers[0]);
+	float lo = -1, hi = 1;
+	char probe[64] = "every network input -1 or +1";
+
 	if (!x)
 		return akk_err_set(e, "out of memory");
+	/* token ids: the table's first and last rows (-1 is no id) */
+	if (vocab) {
+		lo = 0;
+		hi = (float)(vocab - 1);
+		snprintf(probe, sizeof(probe), "every token id 0 or %d", vocab - 1);
+	}
 	for (size_t k = 0; k < in; k++) {
-		x[k] = -1;
-		x[in + k] = 1;
+		x[k] = lo;
+		x[in + k] = hi;
 	}
 	h = x;
 	for (int gi = 0; gi < m->ngates && !rc; gi++) {
@@ -323,9 +333,9 @@ int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gat
 			for (size_t k = 0; k < n; k++)
 				if (!isfinite(y[k])) {
 					rc = akk_err_at(e, path, 0, 0, "the weights overflow: layer 'g%d.l%d.%s' "
-							"gives %s on a probe input (every network input -1 or +1)",
+							"gives %s on a probe input (%s)",
 							gi + 1, li + 1, l->ops->name,
-							isnan(y[k]) ? "NaN" : "an infinite value");
+							isnan(y[k]) ? "NaN" : "an infinite value", probe);
 					break;
 				}
 		}

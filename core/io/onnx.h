@@ -52,7 +52,8 @@ const char *akk_onnx_output(const struct akk_model *m);
 
 /* Whether m's outputs stay finite with the weights in gates (m->ngates,
  * each with max_batch >= 2 and one evaluation tape): two probe samples,
- * every network input (after preprocessing) -1 in one and +1 in the other,
+ * every network input (after preprocessing) -1 in one and +1 in the other
+ * (token ids 0 and vocab - 1 when the network starts with an embedding),
  * go through every layer in evaluation mode; fails at path naming the
  * first layer ("g1.l3.dense", the prefix of its tensors' names) whose
  * output is not finite. The check eval and predict make on their data,

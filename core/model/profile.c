@@ -34,8 +34,8 @@ static void fill(float *x, size_t n, struct akk_rng *r)
 		x[i] = akk_rng_uniform(r) - 0.5f;
 }
 
-/* The product shape of a dense, conv2d or conv_transpose2d layer's
- * forward (M x K by K x N), 0 for other kinds. */
+/* The product shape of a dense, conv2d, conv1d or conv_transpose2d
+ * layer's forward (M x K by K x N), 0 for other kinds. */
 static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 {
 	if (l->ops == &akk_layer_dense) {
@@ -48,6 +48,12 @@ static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 		*M = l->out.d[1] * l->out.d[2];
 		*N = l->spec->filters;
 		*K = l->in.d[0] * l->spec->kernel * l->spec->kernel;
+		return 1;
+	}
+	if (l->ops == &akk_layer_conv1d) {	/* the windows of the batch, W'^T */
+		*M = B * l->out.d[0];
+		*N = l->spec->filters;
+		*K = l->spec->kernel * l->in.d[1];
 		return 1;
 	}
 	if (l->ops == &akk_layer_conv_transpose2d) {	/* W^T x per sample */
@@ -99,7 +105,7 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	struct akk_rng r;
 	float *x = NULL, *dy = NULL;
 	size_t nin = akk_shape_size(p->in), nout = akk_shape_size(p->out);
-	int rc = -1;
+	int rc = -1, vocab;
 
 	/* an lr schedule that stays at its start for the steps timed */
 	struct akk_gate_config c = akk_gate_config_eval(B, seed);
@@ -116,6 +122,10 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	}
 	fill(x, (size_t)B * nin, &r);
 	fill(dy, (size_t)B * nout, &r);
+	/* an embedding takes token ids: noise would give it NaN rows */
+	vocab = p->nlayers ? akk_embedding_vocab(&p->layers[0]) : 0;
+	for (size_t k = 0; vocab && k < (size_t)B * nin; k++)
+		x[k] = (float)(k * 7919 % (size_t)vocab);
 	for (int i = 0; i < p->nlayers; i++) {
 		cost[i] = (struct akk_layer_cost){ .gate = gi, .layer = i };
 		cost[i].flops = akk_layer_train_flops(p, gi, i, B);

@@ -86,4 +86,27 @@ static inline int akk_export_unary(struct akk_graph_sink *g,
 	return g->node(g, op, &io->x, 1, &io->y, 1, attrs, nattrs, e);
 }
 
+/* op over the steps of a sequence: ONNX's Conv and pools want (N, C, T),
+ * a sequence is (N, T, C) here, so io->x is transposed in, op runs with
+ * inputs x and more[0..nmore) (initializer names), and its output is
+ * transposed back into io->y. */
+static inline int akk_export_over_time(struct akk_graph_sink *g,
+				       const struct akk_export_io *io,
+				       const char *op, const char *const *more,
+				       int nmore, const struct akk_attr *attrs,
+				       int nattrs, struct akk_err *e)
+{
+	static const int64_t perm[3] = { 0, 2, 1 };
+	struct akk_attr tp = AKK_ATTR_IS("perm", perm, 3);
+	char xb[256], yb[256];
+	const char *ins[3] = { akk_export_name(xb, sizeof(xb), io->prefix, "x_nct"),
+			       nmore > 0 ? more[0] : NULL,
+			       nmore > 1 ? more[1] : NULL };
+	const char *yn = akk_export_name(yb, sizeof(yb), io->prefix, "y_nct");
+
+	return g->node(g, "Transpose", &io->x, 1, &ins[0], 1, &tp, 1, e) ||
+	       g->node(g, op, ins, 1 + nmore, &yn, 1, attrs, nattrs, e) ||
+	       g->node(g, "Transpose", &yn, 1, &io->y, 1, &tp, 1, e) ? -1 : 0;
+}
+
 #endif

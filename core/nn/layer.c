@@ -26,6 +26,12 @@
 	X(global_avgpool)                                                    \
 	X(conv_transpose2d)                                                  \
 	X(upsample2d)                                                        \
+	X(embedding)                                                         \
+	X(conv1d)                                                            \
+	X(maxpool1d)                                                         \
+	X(avgpool1d)                                                         \
+	X(global_maxpool1d)                                                  \
+	X(global_avgpool1d)                                                  \
 	X(lstm)                                                              \
 	X(gru)                                                               \
 	X(rnn)                                                               \
@@ -154,3 +160,37 @@ int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e)
 	return 0;
 }
 
+
+/* Shared by maxpool1d and avgpool1d: the pools' options (kernel, stride 0
+ * meaning kernel, padding at most kernel/2) over the steps of a sequence
+ * [T, C]; out = [(T + 2p - k)/s + 1, C]. No parameters, no aux. */
+int akk_pool1d_plan(struct akk_layer *l, struct akk_err *e)
+{
+	const struct akk_layer_spec *sp = l->spec;
+	int k = sp->kernel, s = akk_pool2d_stride(sp), p = sp->padding;
+	char buf[64];
+
+	akk_shape_format(l->in, buf, sizeof(buf));
+	if (l->in.rank != 2)
+		return akk_err_set(e, "expects a sequence [T, features], got %s", buf);
+	if (k <= 0)
+		return akk_err_set(e, "expects kernel > 0, got %d", k);
+	if (s < 0)
+		return akk_err_set(e, "expects stride > 0, got %d", s);
+	if (p < 0 || p > k / 2)
+		return akk_err_set(e, "expects padding between 0 and kernel/2 = %d, "
+				   "got %d", k / 2, p);
+	/* In size_t: T + 2p overflows int for a large padding. */
+	size_t Tp = (size_t)l->in.d[0] + 2 * (size_t)p;
+	if ((size_t)k > Tp)
+		return akk_err_set(e, "kernel %d is longer than the padded input of "
+				   "%zu steps (input %s, padding %d)", k, Tp, buf, p);
+	int To = (int)((Tp - k) / s + 1), C = l->in.d[1];
+	l->out = (struct akk_shape){ 2, { To, C, 0 } };
+	l->nparams = l->nstate = 0;
+	l->aux = 0;
+	l->work = l->work_sample = 0;
+	l->flops = (double)To * C * k;
+	l->nviews = 0;
+	return 0;
+}

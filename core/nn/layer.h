@@ -237,6 +237,18 @@ int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e);
  * kernel when 0 (the default). */
 extern const struct akk_layer_option akk_pool2d_options[];
 int akk_pool2d_stride(const struct akk_layer_spec *sp);
+/* The same for the pools over the steps of a sequence [T, features]
+ * (maxpool1d, avgpool1d), which take akk_pool2d_options too. */
+int akk_pool1d_plan(struct akk_layer *l, struct akk_err *e);
+
+/* embedding: the index of the first of x[0..n) that is not a token id of
+ * a vocabulary of vocab (an integer in [0, vocab)), or -1 when all are:
+ * what gives the layer a NaN row, found in the data before a run. */
+long akk_embedding_bad_id(const float *x, size_t n, int vocab);
+/* The vocabulary of an embedding layer; 0 for any other kind. Code that
+ * makes up inputs for a network (export's probe, the profile) gives an
+ * embedding ids below it rather than noise, which has no ids. */
+int akk_embedding_vocab(const struct akk_layer *l);
 
 /* Mark in layers[0..n) (one gate's) the pairs that one kernel computes: a
  * relu directly followed by a maxpool2d, where max-pooling then relu is
@@ -285,7 +297,9 @@ extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
 	akk_layer_dropout, akk_layer_batchnorm, akk_layer_relu,
 	akk_layer_leaky_relu, akk_layer_sigmoid, akk_layer_tanh,
 	akk_layer_softplus, akk_layer_residual, akk_layer_global_avgpool,
-	akk_layer_conv_transpose2d, akk_layer_upsample2d, akk_layer_lstm,
+	akk_layer_conv_transpose2d, akk_layer_upsample2d, akk_layer_embedding,
+	akk_layer_conv1d, akk_layer_maxpool1d, akk_layer_avgpool1d,
+	akk_layer_global_maxpool1d, akk_layer_global_avgpool1d, akk_layer_lstm,
 	akk_layer_gru, akk_layer_rnn;
 
 #endif
