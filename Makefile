@@ -318,3 +318,11 @@ bench-conv: $(B)/tests/bench_conv
 	$(B)/tests/bench_conv
 $(B)/tests/bench_conv: $(B)/tests/bench_conv.o $(B)/libakk.a
 	$(CC) -o $@ $< $(B)/libakk.a $(LDLIBS_ALL) -ldnnl
+
+# akkctl's lstm layer against PyTorch's nn.LSTM, a training step on one
+# thread (tests/bench_lstm.c; python3-torch: sh datasets/deps.sh peers).
+.PHONY: bench-lstm
+bench-lstm: $(B)/tests/bench_lstm
+	$(B)/tests/bench_lstm
+$(B)/tests/bench_lstm: $(B)/tests/bench_lstm.o $(B)/libakk.a
+	$(CC) -o $@ $< $(B)/libakk.a $(LDLIBS_ALL)
