@@ -585,6 +585,70 @@ static void t_flipflop_equals_reference(void **state)
 	akk_dataset_release(&val);
 }
 
+/* The parameter gradient of a recurrent layer reads the weights (W_hh
+ * carries each step's gradient to the step before), even with dx NULL, as
+ * the network's first layer runs: so its kinds say grad_reads_params, and
+ * a first gate holding one stashes its weights in wheels, where a batch's
+ * backward runs after later batches' steps changed them. */
+static void t_first_gate_stashes(void **state)
+{
+	static const char *yaml =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  input: [8, 8]\n"
+		"  gates:\n"
+		"    - layers: [%s]\n"
+		"    - layers: [flatten, {dense: 4}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n";
+	static const char *const layers[] = {
+		"{lstm: 3}", "{gru: {units: 3, return_sequences: true}}",
+		"{rnn: {units: 3, direction: bidirectional}}", "{dense: 3}",
+	};
+	const struct akk_layer_ops *kinds[] = { &akk_layer_lstm, &akk_layer_gru,
+						&akk_layer_rnn };
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {	/* dp with dx NULL moves with W_hh */
+		struct akk_layer_spec sp = rec_of(kinds[k], 3, 0, 0, 0);
+		struct rig g;
+		float *dp1;
+		rig_open(&g, &sp, seq_shape(4, 2), 2, X_PLAIN);
+		assert_true(kinds[k]->grad_reads_params);
+		dp1 = alloc_nan(g.l.nparams);
+		rig_loss(&g);
+		memset(dp1, 0, g.l.nparams * sizeof(float));
+		g.l.ops->backward(&g.l, NULL, dp1, g.work, g.r, g.x, g.y, g.aux,
+				  g.p, 2);
+		memcpy(g.dp, g.p, g.l.nparams * sizeof(float));	/* W_hh halved */
+		for (size_t i = g.l.views[1].off; i < g.l.views[2].off; i++)
+			g.dp[i] *= 0.5f;
+		float *p2 = g.dp;
+		g.dp = alloc_nan(g.l.nparams);
+		memset(g.dp, 0, g.l.nparams * sizeof(float));
+		g.l.ops->backward(&g.l, NULL, g.dp, g.work, g.r, g.x, g.y, g.aux,
+				  p2, 2);
+		assert_true(tu_max_rel_err(g.dp, dp1, g.l.nparams, 1.0) > 1e-3);
+		akk_free(p2);
+		akk_free(dp1);
+		rig_close(&g);
+	}
+	for (int i = 0; i < 4; i++) {
+		struct akk_spec spec = { 0 };
+		struct akk_model model = { 0 };
+		struct akk_err e = { 0 };
+		char text[1024];
+		snprintf(text, sizeof(text), yaml, layers[i]);
+		if (akk_spec_parse(&spec, text, strlen(text), "s.yaml", ".", NULL, 0, &e) ||
+		    akk_model_plan(&model, &spec, &e))
+			fail_msg("%s: %s", layers[i], e.msg);
+		/* dense: its weights are read for dx only, which the first
+		 * layer computes none of */
+		assert_int_equal(akk_gate_needs_stash(&model.gates[0]), i < 3);
+		akk_model_release(&model);
+		akk_spec_release(&spec);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -601,6 +665,7 @@ int main(void)
 		cmocka_unit_test(t_config_errors),
 		cmocka_unit_test(t_train_end_to_end),
 		cmocka_unit_test(t_flipflop_equals_reference),
+		cmocka_unit_test(t_first_gate_stashes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -197,10 +197,12 @@ void akk_model_release(struct akk_model *m)
 int akk_gate_needs_stash(const struct akk_gate_plan *g)
 {
 	/* a composite first layer computes its inner layers' input
-	 * gradients from its weights */
+	 * gradients from its weights, a recurrent one its parameter
+	 * gradient */
 	for (int i = 0; i < g->nlayers; i++)
 		if (g->layers[i].nparams &&
-		    (g->index > 0 || i > 0 || g->layers[i].nsub))
+		    (g->index > 0 || i > 0 || g->layers[i].nsub ||
+		     g->layers[i].ops->grad_reads_params))
 			return 1;
 	return 0;
 }

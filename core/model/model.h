@@ -43,7 +43,8 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 void akk_model_release(struct akk_model *m);
 
 /* Whether weight stashing matters for a gate: its backward reads the
- * weights only to compute input gradients, and the network's first layer
+ * weights only to compute input gradients (but for the kinds with
+ * grad_reads_params and composites), and the network's first layer
  * computes none, so a first gate whose only parameters are that layer's
  * never reads stashed weights. */
 int akk_gate_needs_stash(const struct akk_gate_plan *g);

@@ -205,11 +205,17 @@ struct akk_layer_ops {
 	 * of the same batch and parameters p: ACCUMULATE (+=) the parameter
 	 * gradient into dp (nparams), and WRITE dx (B x in) unless dx is NULL
 	 * (the first layer of the network needs no input gradient). p is read
-	 * only for dx: weight stashing relies on it (akk_gate_needs_stash). */
+	 * only for dx, unless grad_reads_params: weight stashing relies on it
+	 * (akk_gate_needs_stash). */
 	void (*backward)(const struct akk_layer *l, float *dx, float *dp,
 			 float *work, const float *dy, const float *x,
 			 const float *y, const float *aux, const float *p,
 			 int B);
+	/* 1: the parameter gradient reads p too (the recurrent kinds: the
+	 * gradient at each step's state goes back through W_hh), so the
+	 * backward needs the forward's weights even as the network's first
+	 * layer. */
+	int grad_reads_params;
 	/* Describe the evaluation forward as ONNX nodes and initializers in
 	 * g (nn/export.h), reading io->x and writing io->y. NULL: the kind
 	 * cannot be exported, and `akkctl export` refuses it by name. */

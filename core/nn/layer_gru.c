@@ -138,4 +138,5 @@ const struct akk_layer_ops akk_layer_gru = {
 	.forward = gru_forward,
 	.backward = gru_backward,
 	.export = gru_export,
+	.grad_reads_params = 1,
 };

@@ -160,4 +160,5 @@ const struct akk_layer_ops akk_layer_lstm = {
 	.forward = lstm_forward,
 	.backward = lstm_backward,
 	.export = lstm_export,
+	.grad_reads_params = 1,
 };

@@ -103,4 +103,5 @@ const struct akk_layer_ops akk_layer_rnn = {
 	.forward = rnn_forward,
 	.backward = rnn_backward,
 	.export = rnn_export,
+	.grad_reads_params = 1,
 };
