@@ -290,6 +290,8 @@ static int eval_load(struct eval *v)
 	if ((long)v->d.in != akk_shape_size(s->input))
 		return akk_err_at(e, v->images, 0, 0, "images have %zu values each, but the network takes %ld",
 				  v->d.in, akk_shape_size(s->input));
+	if (akk_model_check_ids(&v->m, &v->d, v->images, e))
+		return -1;
 	if (akk_checkpoint_input_map(&v->ck, s, &v->pre, e))
 		return akk_err_at(e, v->ckpath, 0, 0, "%s",
 				  "the checkpoint has no input map for its config");

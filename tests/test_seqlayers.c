@@ -620,12 +620,12 @@ static void t_train_conv1d(void **state)
 	train_falls("out-conv1d", cfg, 0.5);
 }
 
-/* Bytes as token ids: data.scale 1 keeps them whole. */
+/* Bytes as token ids: a network that starts with an embedding keeps them
+ * whole (data.scale is 1 for it, not byte data's 255). */
 static void t_train_embedding(void **state)
 {
 	const char *cfg = write_config("embedding.yaml",
 		"name: embedding\n" CONFIG_HEAD
-		"  scale: 1\n"
 		"network:\n  input: [36]\n"
 		"  gates:\n    - layers:\n"
 		"        - {embedding: {vocab: 256, units: 4}}\n"
@@ -639,22 +639,43 @@ static void t_train_embedding(void **state)
 	train_falls("out-embedding", cfg, 0.5);
 }
 
-/* Ids beyond the vocabulary never train: the first batch's NaN rows
- * stop the run, exit 1, naming the gate. */
+/* Ids beyond the vocabulary never train: the data is refused before the
+ * run, exit 2, naming the file, the sample and the step; and the input
+ * maps that would make fractions of ids are refused at the data key. */
 static void t_train_bad_ids_stop(void **state)
 {
 	const char *cfg = write_config("overflow.yaml",
 		"name: overflow\n" CONFIG_HEAD
-		"  scale: 1\n"
 		"network:\n  input: [36]\n"
 		"  gates:\n    - layers: [{embedding: {vocab: 100, units: 4}}, global_avgpool1d, {dense: 2}]\n"
 		"optimizer: {type: adam, lr: 0.01}\n"
 		"schedule: {mode: flip-flop, epochs: 2, batch_size: 20}\n");
+	static const struct { const char *key, *msg; } maps[] = {
+		{ "  scale: 255\n", "overflow-map.yaml:3:1: data.scale 255 would make fractions of the token ids the first layer, embedding, reads: leave it out or set 1" },
+		{ "  normalize: {mean: 0.5, std: 0.2}\n", "overflow-map.yaml:3:1: data.normalize would change the token ids the first layer, embedding, reads" },
+	};
+	char *p, want[256];
+	unsigned long sample;
+	long step;
 
 	(void)state;
 	assert_int_equal(ak("train", cfg, "--quiet", "--out",
-			    tu_path(g_dir, "out-overflow"), NULL), 1);
-	tu_assert_contains(g_err, "non-finite output of gate 1 at step 0 (training batch 1)");
+			    tu_path(g_dir, "out-overflow"), NULL), 2);
+	assert_non_null(p = strstr(g_err, "train-images: sample "));
+	assert_int_equal(sscanf(p, "train-images: sample %lu, step %ld:", &sample, &step), 2);
+	snprintf(want, sizeof(want), "is not a token id of the first layer's vocabulary (integers 0 to 99)");
+	tu_assert_contains(p, want);
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		char text[1024];
+
+		snprintf(text, sizeof(text), "name: overflow\n" CONFIG_HEAD "%s"
+			 "network:\n  input: [36]\n"
+			 "  gates:\n    - layers: [{embedding: {vocab: 256, units: 4}}, global_avgpool1d, {dense: 2}]\n"
+			 "optimizer: {type: adam, lr: 0.01}\n", maps[i].key);
+		cfg = write_config("overflow-map.yaml", text);
+		assert_int_equal(ak("check", cfg, NULL), 2);
+		tu_assert_contains(g_err, maps[i].msg);
+	}
 }
 
 /* export's probe (two samples through the network, to refuse weights

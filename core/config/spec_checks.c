@@ -172,6 +172,29 @@ static int check_series(struct akk_spec *s, const char *file,
 	return 0;
 }
 
+/* A network whose first layer is an embedding reads token ids: the data's
+ * values as they are, so scale is 1 (the default then, whatever the
+ * data's type) and nothing normalises them. */
+static int check_token_ids(struct akk_spec *s, const char *file,
+			   struct akk_err *e)
+{
+	struct akk_data_spec *d = &s->data;
+
+	if (!s->ngates || !s->gates[0].nlayers || s->gates[0].layers[0].ops != &akk_layer_embedding)
+		return 0;
+	if (d->scale_given && d->scale != 1)
+		return akk_err_at(e, file, d->mark.line, d->mark.col,
+				  "data.scale %g would make fractions of the token ids the first layer, embedding, reads: leave it out or set 1",
+				  (double)d->scale);
+	if (d->normalize || d->standardize)
+		return akk_err_at(e, file, d->mark.line, d->mark.col,
+				  "data.%s would change the token ids the first layer, embedding, reads",
+				  d->normalize ? "normalize" : "standardize");
+	d->scale = 1;
+	d->scale_given = 1;
+	return 0;
+}
+
 /* The keys that contradict each other across sections (but the gates'
  * split, which spec.c checks). */
 int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err *e)
@@ -184,5 +207,6 @@ int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err
 					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
 					  i + 1);
 	return check_augment(s, file, e) || check_series(s, file, e) ||
+	       check_token_ids(s, file, e) ||
 	       check_watch(s, file, e) || check_pipeline(s, file, e) ? -1 : 0;
 }

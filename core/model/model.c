@@ -206,3 +206,33 @@ int akk_gate_needs_stash(const struct akk_gate_plan *g)
 			return 1;
 	return 0;
 }
+
+int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
+			const char *path, struct akk_err *e)
+{
+	int vocab = m->ngates && m->gates[0].nlayers ?
+		    akk_embedding_vocab(&m->gates[0].layers[0]) : 0;
+	float *row;
+	long bad = -1;
+	size_t i;
+
+	if (!vocab || !d->n)
+		return 0;
+	if (!(row = malloc(d->in * sizeof(*row) + 1)))
+		return akk_err_set(e, "out of memory");
+	for (i = 0; i < d->n && bad < 0; i++) {
+		for (size_t k = 0; k < d->in; k++)
+			row[k] = akk_dataset_x(d, i * d->in + k);
+		bad = akk_embedding_bad_id(row, d->in, vocab);
+	}
+	if (bad >= 0) {
+		float v = row[bad];
+
+		free(row);
+		return akk_err_at(e, path, 0, 0,
+				  "sample %zu, step %ld: %g is not a token id of the first layer's vocabulary (integers 0 to %d)",
+				  i, bad + 1, (double)v, vocab - 1);
+	}
+	free(row);
+	return 0;
+}

@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "nn/layer.h"
 #include "config/spec.h"
+#include "data/dataset.h"
 
 struct akk_gate_plan {
 	int index;			/* 0-based */
@@ -41,6 +42,12 @@ struct akk_model {
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		   struct akk_err *e);
 void akk_model_release(struct akk_model *m);
+/* A network whose first layer is an embedding takes token ids: fails,
+ * naming path, the sample and the step, when a value of d is not an id
+ * of its vocabulary (d's values as stored: the spec keeps ids unscaled).
+ * Nothing to check for other networks. */
+int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
+			const char *path, struct akk_err *e);
 
 /* Whether weight stashing matters for a gate: its backward reads the
  * weights only to compute input gradients (but for the kinds with

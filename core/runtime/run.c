@@ -53,7 +53,7 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 				  what, d->classes - 1, m->classes);
 	if (!d->n)
 		return akk_err_at(e, path, 0, 0, "%s set is empty", what);
-	return 0;
+	return akk_model_check_ids(m, d, path, e);
 }
 
 int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *train,
