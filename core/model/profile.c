@@ -38,10 +38,10 @@ static void fill(float *x, size_t n, struct akk_rng *r)
  * layer's forward (M x K by K x N), 0 for other kinds. */
 static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 {
-	if (l->ops == &akk_layer_dense) {
-		*M = B;
+	if (l->ops == &akk_layer_dense) {	/* on a sequence, B T rows */
+		*M = l->in.rank == 2 ? B * l->in.d[0] : B;
 		*N = l->spec->units;
-		*K = (int)akk_shape_size(l->in);
+		*K = l->in.d[l->in.rank - 1];
 		return 1;
 	}
 	if (l->ops == &akk_layer_conv2d) {
