@@ -1,4 +1,5 @@
-/* test_configs.c - the corpus of bad configs, through `akkctl check`.
+/* test_configs.c - the corpus of bad configs, through `akkctl check`, and
+ * every shipped config (configs/) parsed and planned.
  *
  * Every NAME.yaml in tests/configs/bad starts with "# expect: LINE", LINE
  * being exactly what akkctl prints on stderr after "akkctl: ", with the file
@@ -10,6 +11,8 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "config/spec.h"
+#include "model/model.h"
 
 #define DIR_BAD "tests/configs/bad"
 #define MIN_FILES 25
@@ -19,10 +22,10 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The sorted NAME.yaml files of DIR_BAD (caller frees). */
-static char **list_bad(int *n)
+/* The sorted NAME.yaml files of dir (caller frees). */
+static char **list_yaml(const char *dir, int *n)
 {
-	DIR *d = opendir(DIR_BAD);
+	DIR *d = opendir(dir);
 	struct dirent *de;
 	char **names = NULL;
 	int cap = 0;
@@ -67,7 +70,7 @@ static void read_expect(const char *path, char *buf, size_t size)
 static void test_corpus_size(void **ctx)
 {
 	int n;
-	char **names = list_bad(&n);
+	char **names = list_yaml(DIR_BAD, &n);
 
 	(void)ctx;
 	assert_true(n >= MIN_FILES);
@@ -80,7 +83,7 @@ static void test_each_bad_config(void **ctx)
 {
 	char path[512], expect[1024], want[1100], err[8192];
 	int n, bad = 0;
-	char **names = list_bad(&n);
+	char **names = list_yaml(DIR_BAD, &n);
 
 	(void)ctx;
 	for (int i = 0; i < n; i++) {
@@ -103,11 +106,47 @@ static void test_each_bad_config(void **ctx)
 	assert_int_equal(bad, 0);
 }
 
+/* Every config the project ships parses and plans (its data need not be
+ * there: a clean clone has none), so a layer kind or key it uses cannot
+ * go missing unnoticed. */
+static void test_each_shipped_config(void **ctx)
+{
+	int n, bad = 0;
+	char **names = list_yaml("configs", &n);
+
+	(void)ctx;
+	assert_true(n >= 15);
+	for (int i = 0; i < n; i++) {
+		char path[300];
+		struct akk_spec s;
+		struct akk_model m;
+		struct akk_err e = { 0 };
+
+		snprintf(path, sizeof(path), "configs/%s", names[i]);
+		if (akk_spec_load(&s, path, NULL, 0, &e)) {
+			fprintf(stderr, "%s:%d:%d: %s\n", e.file, e.line, e.col, e.msg);
+			bad++;
+		} else {
+			if (akk_model_plan(&m, &s, &e)) {
+				fprintf(stderr, "%s: %s\n", path, e.msg);
+				bad++;
+			} else {
+				akk_model_release(&m);
+			}
+			akk_spec_release(&s);
+		}
+		free(names[i]);
+	}
+	free(names);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus_size),
 		cmocka_unit_test(test_each_bad_config),
+		cmocka_unit_test(test_each_shipped_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
