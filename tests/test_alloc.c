@@ -359,6 +359,22 @@ static const char *generators_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* Sequences [T, F]: conv1d (padded: its windows copied into per-sample
+ * scratch), the pools over time, a bidirectional lstm, a gru and an rnn
+ * (their per-step products and scratch), dense step by step. */
+static const char *sequences_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [8, 8]\n"
+	"  gates:\n"
+	"    - layers: [{conv1d: {filters: 6, kernel: 3, padding: 1}}, relu, {maxpool1d: 2},\n"
+	"               {lstm: {units: 8, return_sequences: true, direction: bidirectional}}]\n"
+	"    - layers: [{gru: {units: 6, return_sequences: true}}, {dense: 5}, tanh, {avgpool1d: 2},\n"
+	"               {rnn: {units: 5, return_sequences: true}}, global_maxpool1d, {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* What the observer saw. Written on the sentinel thread only; read after
  * akk_run_train has joined it. */
 struct window {
@@ -449,7 +465,8 @@ static void steady_state(const char *yaml, const char *mode,
 	fprintf(stderr, "# %s %s, %d BLAS thread(s)%s: %ld steps, %ld batches, "
 		"%ld validations in the window, %ld allocation(s)\n", mode,
 		yaml == conv_yaml ? "conv" : yaml == wide_yaml ? "wide" :
-		yaml == remainder_yaml ? "remainder" : "dense", r.sched.compute_threads,
+		yaml == remainder_yaml ? "remainder" : yaml == resnet_yaml ? "resnet" :
+		yaml == generators_yaml ? "generators" : yaml == sequences_yaml ? "sequences" : "dense", r.sched.compute_threads,
 		metrics_path ? ", metrics CSV" : "", w.step1 - w.step0, w.batches,
 		w.val1 - w.val0, count);
 	if (count)
@@ -530,6 +547,20 @@ static void wheels_remainder_allocates_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(remainder_yaml, "wheels", NULL);
+}
+
+static void flipflop_sequences_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(sequences_yaml, "flip-flop", NULL);
+}
+
+static void wheels_sequences_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(sequences_yaml, "wheels", NULL);
 }
 
 /* A grid of products through akk_sgemm: every (trans_a, trans_b), beta 0
@@ -803,6 +834,8 @@ int main(void)
 		cmocka_unit_test(wheels_resnet_allocates_nothing),
 		cmocka_unit_test(flipflop_generators_allocate_nothing),
 		cmocka_unit_test(wheels_generators_allocate_nothing),
+		cmocka_unit_test(flipflop_sequences_allocate_nothing),
+		cmocka_unit_test(wheels_sequences_allocate_nothing),
 		cmocka_unit_test(xsmm_allocates_nothing),
 	};
 	const struct CMUnitTest sgemm_only[] = {
