@@ -501,29 +501,39 @@ static void resume_np2(void **unused)
 }
 
 /* A dense net for data parallelism (batchnorm's batch statistics and
- * dropout's masks would differ per slice, by design). */
-static void write_dp_cfg(char *path, size_t size, const char *name, int batch,
-			 const char *parallel, const char *set)
+ * dropout's masks would differ per slice, by design), and a recurrent
+ * one on the same 64 values read as 8 steps of 8. */
+#define DP_DENSE "  input: [64]\n  gates:\n" \
+	"    - layers: [{dense: 24}, relu]\n" \
+	"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+#define DP_RECURRENT "  input: [8, 8]\n  gates:\n" \
+	"    - layers: [{lstm: {units: 12, return_sequences: true}}, {gru: 8}]\n" \
+	"    - layers: [{dense: 4}]\n"
+
+static void write_net_cfg(char *path, size_t size, const char *name, int batch,
+			  const char *parallel, const char *set, const char *net)
 {
 	char text[2048];
 	int n = snprintf(text, sizeof(text),
 		"name: %s\n"
 		"data:\n"
 		"  train: {images: %s-images, labels: %s-labels}\n"
-		"network:\n"
-		"  input: [64]\n"
-		"  gates:\n"
-		"    - layers: [{dense: 24}, relu]\n"
-		"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+		"network:\n%s"
 		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
 		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
 		"           parallel: %s}\n"
 		"output: {dir: out-%s}\n",
-		name, set, set, batch, parallel, name);
+		name, set, set, net, batch, parallel, name);
 
 	assert_true(n > 0 && n < (int)sizeof(text));
 	snprintf(path, size, "%s/%s.yaml", g_dir, name);
 	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+static void write_dp_cfg(char *path, size_t size, const char *name, int batch,
+			 const char *parallel, const char *set)
+{
+	write_net_cfg(path, size, name, batch, parallel, set, DP_DENSE);
 }
 
 /* Every tensor of two checkpoints within rel (float sums in another order). */
@@ -569,6 +579,26 @@ static void data_parallel_np2(void **unused)
 	assert_non_null(strstr(err, "data parallel: 2 ranks, each 32 of every 64 samples"));
 	ckpt_path(a, sizeof(a), "dp-one", "last.bin");
 	ckpt_path(b, sizeof(b), "dp2", "last.bin");
+	assert_close_ckpt(a, b, 1e-4);
+}
+
+/* The same with recurrent gates (an lstm's sequence into a gru): two
+ * ranks of 32 train as one process of 64. */
+static void data_parallel_recurrent_np2(void **unused)
+{
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_net_cfg(cfg, sizeof(cfg), "dpr-one", 64, "pipeline", "train", DP_RECURRENT);
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_net_cfg(cfg, sizeof(cfg), "dpr2", 32, "data", "train", DP_RECURRENT);
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(a, sizeof(a), "dpr-one", "last.bin");
+	ckpt_path(b, sizeof(b), "dpr2", "last.bin");
 	assert_close_ckpt(a, b, 1e-4);
 }
 
@@ -1129,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(wheels_np3_learns),
 		cmocka_unit_test(resume_np2),
 		cmocka_unit_test(data_parallel_np2),
+		cmocka_unit_test(data_parallel_recurrent_np2),
 		cmocka_unit_test(data_parallel_np3_partial),
 		cmocka_unit_test(data_parallel_batch_too_big),
 		cmocka_unit_test(interrupt_pipeline),
