@@ -359,6 +359,21 @@ static const char *generators_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* The recurrent kinds on the 8x8 images read as 8 steps of 8 pixels:
+ * a bidirectional lstm returning every step (scratch per sample), a
+ * reverse gru, a relu rnn's last state. */
+static const char *recurrent_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [8, 8]\n"
+	"  gates:\n"
+	"    - layers: [{lstm: {units: 6, return_sequences: true, direction: bidirectional}}]\n"
+	"    - layers: [{gru: {units: 5, return_sequences: true, direction: reverse}},\n"
+	"               {rnn: {units: 4, activation: relu}}, {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* What the observer saw. Written on the sentinel thread only; read after
  * akk_run_train has joined it. */
 struct window {
@@ -516,6 +531,20 @@ static void wheels_generators_allocate_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(generators_yaml, "wheels", NULL);
+}
+
+static void flipflop_recurrent_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(recurrent_yaml, "flip-flop", NULL);
+}
+
+static void wheels_recurrent_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(recurrent_yaml, "wheels", NULL);
 }
 
 static void flipflop_remainder_allocates_nothing(void **unused)
@@ -803,6 +832,8 @@ int main(void)
 		cmocka_unit_test(wheels_resnet_allocates_nothing),
 		cmocka_unit_test(flipflop_generators_allocate_nothing),
 		cmocka_unit_test(wheels_generators_allocate_nothing),
+		cmocka_unit_test(flipflop_recurrent_allocates_nothing),
+		cmocka_unit_test(wheels_recurrent_allocates_nothing),
 		cmocka_unit_test(xsmm_allocates_nothing),
 	};
 	const struct CMUnitTest sgemm_only[] = {
