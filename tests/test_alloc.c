@@ -375,6 +375,36 @@ static const char *sequences_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* The recurrent kinds on the 8x8 images read as 8 steps of 8 pixels:
+ * a bidirectional lstm returning every step (scratch per sample), a
+ * reverse gru, a relu rnn's last state. */
+static const char *recurrent_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [8, 8]\n"
+	"  gates:\n"
+	"    - layers: [{lstm: {units: 6, return_sequences: true, direction: bidirectional}}]\n"
+	"    - layers: [{gru: {units: 5, return_sequences: true, direction: reverse}},\n"
+	"               {rnn: {units: 4, activation: relu}}, {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
+/* The name of a net above, for the report line. */
+static const char *net_name(const char *yaml)
+{
+	static const struct { const char *const *yaml, *name; } nets[] = {
+		{ &conv_yaml, "conv" }, { &wide_yaml, "wide" }, { &remainder_yaml, "remainder" },
+		{ &resnet_yaml, "resnet" }, { &generators_yaml, "generators" },
+		{ &sequences_yaml, "sequences" }, { &recurrent_yaml, "recurrent" },
+	};
+
+	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++)
+		if (yaml == *nets[i].yaml)
+			return nets[i].name;
+	return "dense";
+}
+
 /* What the observer saw. Written on the sentinel thread only; read after
  * akk_run_train has joined it. */
 struct window {
@@ -464,9 +494,7 @@ static void steady_state(const char *yaml, const char *mode,
 	per_epoch = r.per_epoch;
 	fprintf(stderr, "# %s %s, %d BLAS thread(s)%s: %ld steps, %ld batches, "
 		"%ld validations in the window, %ld allocation(s)\n", mode,
-		yaml == conv_yaml ? "conv" : yaml == wide_yaml ? "wide" :
-		yaml == remainder_yaml ? "remainder" : yaml == resnet_yaml ? "resnet" :
-		yaml == generators_yaml ? "generators" : yaml == sequences_yaml ? "sequences" : "dense", r.sched.compute_threads,
+		net_name(yaml), r.sched.compute_threads,
 		metrics_path ? ", metrics CSV" : "", w.step1 - w.step0, w.batches,
 		w.val1 - w.val0, count);
 	if (count)
@@ -533,6 +561,20 @@ static void wheels_generators_allocate_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(generators_yaml, "wheels", NULL);
+}
+
+static void flipflop_recurrent_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(recurrent_yaml, "flip-flop", NULL);
+}
+
+static void wheels_recurrent_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(recurrent_yaml, "wheels", NULL);
 }
 
 static void flipflop_remainder_allocates_nothing(void **unused)
@@ -836,6 +878,8 @@ int main(void)
 		cmocka_unit_test(wheels_generators_allocate_nothing),
 		cmocka_unit_test(flipflop_sequences_allocate_nothing),
 		cmocka_unit_test(wheels_sequences_allocate_nothing),
+		cmocka_unit_test(flipflop_recurrent_allocates_nothing),
+		cmocka_unit_test(wheels_recurrent_allocates_nothing),
 		cmocka_unit_test(xsmm_allocates_nothing),
 	};
 	const struct CMUnitTest sgemm_only[] = {

@@ -72,6 +72,22 @@ static void t_grad_lstm(void **state)
 	grad_all(&akk_layer_lstm, 0);
 }
 
+/* Inside a residual block (y = lstm(x) + x, then a gru over the sum in
+ * the inner chain's second layer): the composite lends its sub-layers
+ * their aux and scratch per call (work_sample included). */
+static void t_grad_in_residual(void **state)
+{
+	struct akk_layer_spec inner[2] = {
+		rec_of(&akk_layer_lstm, 3, 1, AKK_REC_BIDIRECTIONAL, 0),
+		rec_of(&akk_layer_gru, 3, 1, AKK_REC_REVERSE, 0),
+	};
+	struct akk_layer_spec sp = { .ops = &akk_layer_residual, .inner = inner,
+				     .ninner = 2 };
+
+	(void)state;
+	grad_check(&sp, seq_shape(4, 3), 2, X_PLAIN);
+}
+
 /* ---- the vectorized activations ---- */
 
 /* akk_rec_sigmoid and akk_rec_tanh against double precision over
@@ -657,6 +673,7 @@ int main(void)
 		cmocka_unit_test(t_grad_gru),
 		cmocka_unit_test(t_grad_rnn),
 		cmocka_unit_test(t_grad_rnn_relu),
+		cmocka_unit_test(t_grad_in_residual),
 		cmocka_unit_test(t_reference_lstm),
 		cmocka_unit_test(t_reference_gru),
 		cmocka_unit_test(t_reference_rnn),
