@@ -625,6 +625,26 @@ static void gru_rnn_net(void **state)
 		     AKK_OUTPUT_SOFTMAX);
 }
 
+/* Convolutions and pools over time: ONNX's Conv, MaxPool and AveragePool
+ * between Transposes (channels first), ReduceMean over the steps, a
+ * dense on every step. */
+static void conv1d_net(void **state)
+{
+	(void)state;
+	roundtrip_on("tests/configs/onnx-conv1d.yaml", "conv1d", 1, "2", &g_images,
+		     AKK_OUTPUT_SOFTMAX);
+}
+
+/* Token ids: the pixel values through an embedding (Cast to int64, then
+ * Gather), conv1d over each row's ids and then the rows, the maximum over
+ * them (ReduceMax). */
+static void embedding_net(void **state)
+{
+	(void)state;
+	roundtrip_on("tests/configs/onnx-embedding.yaml", "embedding", 1, "2", &g_images,
+		     AKK_OUTPUT_SOFTMAX);
+}
+
 /* Sigmoid cross-entropy: ten independent probabilities, a Sigmoid. */
 static void sigmoid_net(void **state)
 {
@@ -849,6 +869,8 @@ int main(void)
 		cmocka_unit_test(batchnorm_net),
 		cmocka_unit_test(activations_net),
 		cmocka_unit_test(resnet),
+		cmocka_unit_test(conv1d_net),
+		cmocka_unit_test(embedding_net),
 		cmocka_unit_test(generators_net),
 		cmocka_unit_test(sigmoid_net),
 		cmocka_unit_test(lstm_net),
