@@ -194,3 +194,22 @@ int akk_pool1d_plan(struct akk_layer *l, struct akk_err *e)
 	l->nviews = 0;
 	return 0;
 }
+
+void akk_max_steps(float *y, float *aux, const float *x, int C, int t0, int t1)
+{
+	memcpy(y, x + (size_t)t0 * C, C * sizeof(*y));
+	if (aux)
+		for (int c = 0; c < C; c++)
+			aux[c] = (float)t0;
+	for (int t = t0 + 1; t < t1; t++) {
+		const float *r = x + (size_t)t * C;
+		for (int c = 0; c < C; c++) {
+			float v = r[c];
+			if (v > y[c] || (v != v && y[c] == y[c])) {
+				y[c] = v;
+				if (aux)
+					aux[c] = (float)t;
+			}
+		}
+	}
+}

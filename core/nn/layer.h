@@ -243,9 +243,18 @@ int akk_pool2d_plan(struct akk_layer *l, struct akk_err *e);
  * kernel when 0 (the default). */
 extern const struct akk_layer_option akk_pool2d_options[];
 int akk_pool2d_stride(const struct akk_layer_spec *sp);
+/* The options of the convolutions conv2d and conv1d: filters, kernel,
+ * stride, padding, bias, init, init_value. */
+extern const struct akk_layer_option akk_conv_options[];
 /* The same for the pools over the steps of a sequence [T, features]
  * (maxpool1d, avgpool1d), which take akk_pool2d_options too. */
 int akk_pool1d_plan(struct akk_layer *l, struct akk_err *e);
+/* y[0..C) = the maximum of each feature over steps t0..t1-1 of the
+ * sequence x ([T, C], t0 < t1), and with aux (not NULL) the step it came
+ * from, as a float: ties go to the earliest step, and a NaN wins over a
+ * number (the first NaN propagates, as torch's max). The max pools over
+ * time share it. */
+void akk_max_steps(float *y, float *aux, const float *x, int C, int t0, int t1);
 
 /* embedding: the index of the first of x[0..n) that is not a token id of
  * a vocabulary of vocab (an integer in [0, vocab)), or -1 when all are:

@@ -258,21 +258,10 @@ static int conv1d_export(const struct akk_layer *l, struct akk_graph_sink *g,
 	return akk_export_over_time(g, io, "Conv", more, bias ? 2 : 1, at, 3, e);
 }
 
-static const struct akk_layer_option conv1d_options[] = {
-	AKK_OPTION("filters", INT, filters, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0,
-		   0),
-	AKK_OPTION("kernel", INT, kernel, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
-	AKK_OPTION("stride", INT, stride, AKK_OPTION_LO, 1, 0, 1),
-	AKK_OPTION("padding", INT, padding, AKK_OPTION_LO, 0, 0, 0),
-	AKK_OPTION("bias", BOOL, bias, 0, 0, 0, 1),
-	AKK_OPTION("init", INIT, init, 0, 0, 0, AKK_INIT_DEFAULT),
-	AKK_OPTION("init_value", FLOAT, init_value, 0, 0, 0, 0),
-	AKK_OPTIONS_END,
-};
 
 const struct akk_layer_ops akk_layer_conv1d = {
 	.name = "conv1d",
-	.options = conv1d_options,
+	.options = akk_conv_options,
 	.plan = conv1d_plan,
 	.init = conv1d_init,
 	.forward = conv1d_forward,

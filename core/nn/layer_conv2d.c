@@ -416,7 +416,7 @@ static int conv_export(const struct akk_layer *l, struct akk_graph_sink *g,
 	return g->node(g, "Conv", ins, bias ? 3 : 2, &io->y, 1, at, 3, e);
 }
 
-static const struct akk_layer_option conv_options[] = {
+const struct akk_layer_option akk_conv_options[] = {
 	AKK_OPTION("filters", INT, filters, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0,
 		   0),
 	AKK_OPTION("kernel", INT, kernel, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0),
@@ -430,7 +430,7 @@ static const struct akk_layer_option conv_options[] = {
 
 const struct akk_layer_ops akk_layer_conv2d = {
 	.name = "conv2d",
-	.options = conv_options,
+	.options = akk_conv_options,
 	.plan = conv_plan,
 	.init = conv_init,
 	.forward = conv_forward,

@@ -38,20 +38,7 @@ static void gmp1d_forward(const struct akk_layer *l, float *y, float *aux,
 
 	(void)s, (void)work, (void)p, (void)train, (void)rng;
 	for (int b = 0; b < B; b++, x += (size_t)T * C, y += C) {
-		memcpy(y, x, C * sizeof(*y));
-		if (aux)
-			memset(aux, 0, C * sizeof(*aux));
-		for (int t = 1; t < T; t++) {
-			const float *r = x + (size_t)t * C;
-			for (int c = 0; c < C; c++) {
-				float v = r[c];
-				if (v > y[c] || (v != v && y[c] == y[c])) {
-					y[c] = v;
-					if (aux)
-						aux[c] = (float)t;
-				}
-			}
-		}
+		akk_max_steps(y, aux, x, C, 0, T);
 		aux = aux ? aux + C : NULL;
 	}
 }

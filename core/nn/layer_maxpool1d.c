@@ -44,21 +44,7 @@ static void maxpool1d_forward(const struct akk_layer *l, float *y, float *aux,
 			int t0 = o * st - pad, t1 = t0 + k;
 			t0 = t0 < 0 ? 0 : t0;
 			t1 = t1 > T ? T : t1;
-			memcpy(y, x + (size_t)t0 * C, C * sizeof(*y));
-			if (aux)
-				for (int c = 0; c < C; c++)
-					aux[c] = (float)t0;
-			for (int t = t0 + 1; t < t1; t++) {
-				const float *r = x + (size_t)t * C;
-				for (int c = 0; c < C; c++) {
-					float v = r[c];
-					if (v > y[c] || (v != v && y[c] == y[c])) {
-						y[c] = v;
-						if (aux)
-							aux[c] = (float)t;
-					}
-				}
-			}
+			akk_max_steps(y, aux, x, C, t0, t1);
 			aux = aux ? aux + C : NULL;
 		}
 	}
