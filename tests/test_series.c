@@ -4,8 +4,9 @@
  * rows after them; csv.ignore drops a column (a date); the validation
  * split holds out the end of the series and trains only on windows that
  * share no row with it; akkctl eval prints the naive last-value forecast
- * beside the network's figures; the keys that contradict a series are
- * refused at FILE:LINE:COL. */
+ * beside the network's figures, and predict forecasts from every window
+ * of a file; the keys that contradict a series are refused at
+ * FILE:LINE:COL. */
 #include "testutil.h"
 
 #include <math.h>
@@ -217,6 +218,35 @@ static void other_keys_are_refused(void **state)
 	akk_spec_release(&s);
 }
 
+/* predict on the series' file: every window of W rows, the last ending at
+ * the last row (the forecast past the data), NSINE - W + 1 rows; those of
+ * the held-out windows score as eval scored them. */
+static void predict_windows(int W, int nwin, int held, double eval_loss)
+{
+	char *line;
+	double sse = 0;
+	int rows = 0;
+
+	if (ak("predict", tu_path(g_dir, "sine-run"), tu_path(g_dir, "sine.csv"), NULL))
+		fail_msg("predict: %s", g_err);
+	tu_assert_prefix(g_out, "index,value1\n");
+	line = strchr(g_out, '\n') + 1;
+	for (; *line; line = strchr(line, '\n') + 1, rows++) {
+		int i;
+		double v;
+		char a[32];
+
+		assert_int_equal(sscanf(line, "%d,%lf", &i, &v), 2);
+		assert_int_equal(i, rows);
+		if (i >= nwin - held && i < nwin) {
+			snprintf(a, sizeof(a), "%.6f", sine_at(i + W));
+			sse += (v - (double)(float)atof(a)) * (v - (double)(float)atof(a));
+		}
+	}
+	assert_int_equal(rows, NSINE - W + 1);
+	assert_true(fabs(sse / held - eval_loss) <= 1e-4 + 1e-3 * eval_loss);
+}
+
 /* End to end: a drifting sine, one column and no feature but its own
  * past, trained by akkctl train; eval prints the network's figures and
  * the naive forecast's, whose loss the test computes from the series
@@ -269,6 +299,7 @@ static void train_and_eval_against_the_naive_forecast(void **state)
 	if (!(net_loss < 0.5 * naive_loss))
 		fail_msg("the network's loss %g does not beat the naive %g:\n%s", net_loss,
 			 naive_loss, g_out);
+	predict_windows(W, nwin, held, net_loss);
 }
 
 static int setup(void **state)

@@ -102,6 +102,16 @@ static int csv_inputs(struct akk_dataset *d, const char *path,
 {
 	static const struct akk_csv_spec csv_defaults = { .label = { .index = -1 } };
 
+	if (ds && ds->window) {	/* a series: its windows, the targets' past as inputs */
+		const struct akk_series sr = { ds->window, ds->horizon, ds->stride };
+
+		if (akk_csv_dataset(d, path, NULL, &ds->csv, 1, e) ||
+		    akk_series_inputs(d, &sr, path, e)) {
+			akk_dataset_release(d);
+			return -1;
+		}
+		return 0;
+	}
 	return akk_csv_inputs(d, path, ds ? &ds->csv : &csv_defaults, e);
 }
 

@@ -7,19 +7,23 @@
 
 #include "base/checked.h"
 
-/* The windows' sizes: m windows of `in` values and `out` targets; -1 with
- * e set when they do not fit. */
+/* The windows' sizes, for `after` rows needed after each window (the
+ * horizon; 0 for prediction): m windows of `in` values and `out`
+ * targets; -1 with e set when they do not fit. */
 static int plan(const struct akk_dataset *d, const struct akk_series *s, const char *path,
-		size_t *m, size_t *in, size_t *out, struct akk_err *e)
+		size_t after, size_t *m, size_t *in, size_t *out, struct akk_err *e)
 {
-	size_t span = (size_t)s->window + (size_t)s->horizon, row, total;
+	size_t span = (size_t)s->window + after, row, total;
 
 	if (!d->y || d->targets < 1)
 		return akk_err_at(e, path, 0, 0, "a series needs targets (data.csv.targets or the label column)");
-	if (d->n < span)
+	if (d->n < span && after)
 		return akk_err_at(e, path, 0, 0,
-				  "%zu rows make no window: a series window of %d rows and its horizon of %d need %zu",
-				  d->n, s->window, s->horizon, span);
+				  "%zu rows make no window: a series window of %d rows and its horizon of %zu need %zu",
+				  d->n, s->window, after, span);
+	if (d->n < span)
+		return akk_err_at(e, path, 0, 0, "%zu rows make no window of %d rows", d->n,
+				  s->window);
 	*m = (d->n - span) / (size_t)s->stride + 1;
 	row = d->in + (size_t)d->targets;
 	if (!akk_mul_ok(row, (size_t)s->window, in) || *in > AKK_MAX_DIM ||
@@ -31,21 +35,13 @@ static int plan(const struct akk_dataset *d, const struct akk_series *s, const c
 	return 0;
 }
 
-int akk_series_windows(struct akk_dataset *d, const struct akk_series *s,
-		       const char *path, struct akk_err *e)
+/* The input of m windows of d into x (in floats each): each row's
+ * features, then its targets. */
+static void fill_inputs(float *x, const struct akk_dataset *d, const struct akk_series *s,
+			size_t m, size_t in)
 {
-	size_t m = 0, in = 0, out = 0, F = d->in, K = (size_t)d->targets;
-	float *x, *y;
+	size_t F = d->in, K = (size_t)d->targets;
 
-	if (plan(d, s, path, &m, &in, &out, e))
-		return -1;
-	x = malloc(m * in * sizeof(*x) + 1);
-	y = malloc(m * out * sizeof(*y) + 1);
-	if (!x || !y) {
-		free(x);
-		free(y);
-		return akk_err_at(e, path, 0, 0, "out of memory for %zu windows", m);
-	}
 	for (size_t i = 0; i < m; i++) {
 		size_t first = i * (size_t)s->stride;
 		float *xi = x + i * in;
@@ -55,8 +51,16 @@ int akk_series_windows(struct akk_dataset *d, const struct akk_series *s,
 				xi[f] = akk_dataset_x(d, (first + t) * F + f);
 			memcpy(xi + F, d->y + (first + t) * K, K * sizeof(*xi));
 		}
-		memcpy(y + i * out, d->y + (first + (size_t)s->window) * K, out * sizeof(*y));
 	}
+}
+
+/* d's table replaced by m windows x of in values, targets y (out each, or
+ * NULL). */
+static void replace(struct akk_dataset *d, const struct akk_series *s, size_t m, size_t in,
+		    float *x, float *y, size_t out)
+{
+	int K = d->targets, F = (int)d->in;
+
 	free(d->x8);
 	free(d->xf);
 	free(d->y);
@@ -68,11 +72,48 @@ int akk_series_windows(struct akk_dataset *d, const struct akk_series *s,
 	d->in = in;
 	d->c = 1;
 	d->h = s->window;
-	d->w = (int)(F + K);
-	d->targets = (int)out;
+	d->w = F + K;
+	d->targets = y ? (int)out : 0;
 	d->series_span = s->window + s->horizon;
 	d->series_stride = s->stride;
-	d->series_targets = (int)K;
+	d->series_targets = K;
+}
+
+int akk_series_windows(struct akk_dataset *d, const struct akk_series *s,
+		       const char *path, struct akk_err *e)
+{
+	size_t m = 0, in = 0, out = 0, K = (size_t)d->targets;
+	float *x, *y;
+
+	if (plan(d, s, path, (size_t)s->horizon, &m, &in, &out, e))
+		return -1;
+	x = malloc(m * in * sizeof(*x) + 1);
+	y = malloc(m * out * sizeof(*y) + 1);
+	if (!x || !y) {
+		free(x);
+		free(y);
+		return akk_err_at(e, path, 0, 0, "out of memory for %zu windows", m);
+	}
+	fill_inputs(x, d, s, m, in);
+	for (size_t i = 0; i < m; i++)
+		memcpy(y + i * out, d->y + (i * (size_t)s->stride + (size_t)s->window) * K,
+		       out * sizeof(*y));
+	replace(d, s, m, in, x, y, out);
+	return 0;
+}
+
+int akk_series_inputs(struct akk_dataset *d, const struct akk_series *s,
+		      const char *path, struct akk_err *e)
+{
+	size_t m = 0, in = 0, out = 0;
+	float *x;
+
+	if (plan(d, s, path, 0, &m, &in, &out, e))
+		return -1;
+	if (!(x = malloc(m * in * sizeof(*x) + 1)))
+		return akk_err_at(e, path, 0, 0, "out of memory for %zu windows", m);
+	fill_inputs(x, d, s, m, in);
+	replace(d, s, m, in, x, NULL, out);
 	return 0;
 }
 

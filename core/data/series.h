@@ -34,6 +34,12 @@ struct akk_series {
 int akk_series_windows(struct akk_dataset *d, const struct akk_series *s,
 		       const char *path, struct akk_err *e);
 
+/* For prediction: every window of the table d (which needs its targets,
+ * the series' past values), the last one ending at its last row, the
+ * forecast past the data: (n - W) / S + 1 windows without targets. */
+int akk_series_inputs(struct akk_dataset *d, const struct akk_series *s,
+		      const char *path, struct akk_err *e);
+
 /* Whether d holds windows of a series (akk_series_windows made it). */
 static inline int akk_series_is(const struct akk_dataset *d)
 {
