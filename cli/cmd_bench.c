@@ -470,7 +470,8 @@ static int bench_layers(const struct akk_model *m, int B, struct akk_err *e)
 			       step > 0 ? 100 * t / step : 0.0);
 		}
 	printf("step %.3f ms; GEMM %.1f%%, not GEMM %.1f%% of it (GEMM time attributed: each dense, conv2d,\n"
-	       "conv1d or conv_transpose2d layer's FLOPs at the rate akk_sgemm reaches on its forward product shape)\n",
+	       "conv1d or conv_transpose2d layer's FLOPs at the rate akk_sgemm reaches on its forward product shape,\n"
+	       "an lstm's, gru's or rnn's at the rate of one step's recurrent product)\n",
 	       1e3 * step, step > 0 ? 100 * gemm / step : 0.0,
 	       step > 0 ? 100 * (1 - gemm / step) : 0.0);
 	free(c);

@@ -727,25 +727,33 @@ static void t_auto_gates_time_embedding(void **state)
 
 /* bench --layers attributes a conv1d's FLOPs to GEMM time, as a conv2d's:
  * here it is the network's only product. */
-static void t_bench_attributes_conv1d(void **state)
+static void t_bench_attributes_products(void **state)
 {
-	const char *cfg = write_config("gemm.yaml",
-		"name: gemm\n" CONFIG_HEAD
-		"network:\n  input: [12, 3]\n"
-		"  gates:\n    - layers: [{conv1d: {filters: 2, kernel: 3}}, global_avgpool1d]\n"
-		"optimizer: {type: sgd, lr: 0.1}\n"
-		"schedule: {mode: flip-flop, epochs: 1, batch_size: 20}\n");
-	double gemm = -1;
-	const char *at;
+	static const char *const nets[] = {
+		"[{conv1d: {filters: 2, kernel: 3}}, global_avgpool1d]",
+		"[{lstm: 6}]",
+		"[{gru: {units: 5, return_sequences: true}}, {rnn: 4}]",
+	};
 
 	(void)state;
-	if (ak("bench", "--layers", "-c", cfg, NULL) != 0)
-		fail_msg("bench --layers: %s", g_err);
-	at = strstr(g_out, "; GEMM ");
-	assert_non_null(at);
-	assert_int_equal(sscanf(at, "; GEMM %lf%%", &gemm), 1);
-	if (!(gemm > 0))
-		fail_msg("no GEMM time attributed to conv1d:\n%s", g_out);
+	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++) {
+		char text[1024];
+		const char *cfg, *at;
+		double gemm = -1;
+
+		snprintf(text, sizeof(text), "name: gemm\n" CONFIG_HEAD
+			 "network:\n  input: [12, 3]\n  gates:\n    - layers: %s\n"
+			 "optimizer: {type: sgd, lr: 0.1}\n"
+			 "schedule: {mode: flip-flop, epochs: 1, batch_size: 20}\n", nets[i]);
+		cfg = write_config("gemm.yaml", text);
+		if (ak("bench", "--layers", "-c", cfg, NULL) != 0)
+			fail_msg("bench --layers: %s", g_err);
+		at = strstr(g_out, "; GEMM ");
+		assert_non_null(at);
+		assert_int_equal(sscanf(at, "; GEMM %lf%%", &gemm), 1);
+		if (!(gemm > 0))
+			fail_msg("no GEMM time attributed to %s:\n%s", nets[i], g_out);
+	}
 }
 
 static int group_setup(void **state)
@@ -788,7 +796,7 @@ int main(void)
 		cmocka_unit_test(t_train_bad_ids_stop),
 		cmocka_unit_test(t_export_embedding),
 		cmocka_unit_test(t_auto_gates_time_embedding),
-		cmocka_unit_test(t_bench_attributes_conv1d),
+		cmocka_unit_test(t_bench_attributes_products),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -35,7 +35,8 @@ static void fill(float *x, size_t n, struct akk_rng *r)
 }
 
 /* The product shape of a dense, conv2d, conv1d or conv_transpose2d
- * layer's forward (M x K by K x N), 0 for other kinds. */
+ * layer's forward (M x K by K x N), of a recurrent layer's step, 0 for
+ * other kinds. */
 static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 {
 	if (l->ops == &akk_layer_dense) {	/* on a sequence, B T rows */
@@ -54,6 +55,13 @@ static int gemm_shape(const struct akk_layer *l, int B, int *M, int *N, int *K)
 		*M = B * l->out.d[0];
 		*N = l->spec->filters;
 		*K = l->spec->kernel * l->in.d[1];
+		return 1;
+	}
+	if (l->ops == &akk_layer_lstm || l->ops == &akk_layer_gru ||
+	    l->ops == &akk_layer_rnn) {	/* a step's (B, H) x (H, G H): the time loop's */
+		*M = B;
+		*N = l->views[1].dims[0];	/* weight_hh: G H rows */
+		*K = l->spec->units;
 		return 1;
 	}
 	if (l->ops == &akk_layer_conv_transpose2d) {	/* W^T x per sample */
