@@ -299,6 +299,10 @@ static int eval_load(struct eval *v)
 				  "the data has no regression targets", v->m.classes);
 	if (s->data.task == AKK_TASK_REGRESSION && (v->preds || v->confusion))
 		return akk_err_set(e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
+	if (v->d.labels && akk_dataset_steps(&v->d) != v->m.steps)
+		return akk_err_at(e, v->labels, 0, 0, "the data has %d label%s per sample, but the network outputs %d step%s of %d classes",
+				  akk_dataset_steps(&v->d), akk_dataset_steps(&v->d) == 1 ? "" : "s",
+				  v->m.steps, v->m.steps == 1 ? "" : "s", v->m.classes);
 	if (v->d.classes > v->m.classes)
 		return akk_err_at(e, v->labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
 				  v->d.classes - 1, v->m.classes);
