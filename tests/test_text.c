@@ -80,8 +80,24 @@ static void t_text_errors(void **state)
 	assert_int_equal(akk_text_windows(&d, (const uint8_t *)"abcde", 5, &T4S3, "t.txt", &e), 0);
 	assert_int_equal(d.n, 1);
 	akk_dataset_release(&d);
-	assert_int_equal(akk_text_dataset(&d, tu_path(dir, "missing.txt"), &T4S3, &e), -1);
-	assert_string_equal(e.file, tu_path(dir, "missing.txt"));
+	/* files read as one text: a NUL named in its own file */
+	{
+		const char *paths[3] = { tu_path(dir, "a.txt"), tu_path(dir, "b.txt"),
+					 tu_path(dir, "missing.txt") };
+		assert_int_equal(tu_write_file(paths[0], "abc", 3), 0);
+		assert_int_equal(tu_write_file(paths[1], "dab", 3), 0);
+		assert_int_equal(akk_text_dataset(&d, paths, 2, &T4S3, &e), 0);
+		assert_int_equal(d.n, 1);	/* "abcdab": one window */
+		assert_int_equal(d.classes, 4);
+		assert_int_equal(d.labels[3], 0);	/* d -> a */
+		akk_dataset_release(&d);
+		assert_int_equal(tu_write_file(paths[1], "da\0b", 4), 0);
+		assert_int_equal(akk_text_dataset(&d, paths, 2, &T4S3, &e), -1);
+		assert_string_equal(e.file, paths[1]);
+		assert_string_equal(e.msg, "byte 0x00 at offset 2: a text holds no NUL byte");
+		assert_int_equal(akk_text_dataset(&d, paths + 2, 1, &T4S3, &e), -1);
+		assert_string_equal(e.file, paths[2]);
+	}
 	tu_rm_tree(dir);
 }
 
@@ -264,6 +280,10 @@ static void t_config(void **state)
 		  "data format 'text' feeds token ids as they are: remove data.standardize" },
 		{ "  text: {seq_len: 4}\n", 6, 10,
 		  "data format 'text' needs network.input [T] with T the window's seq_len" },
+		{ "  validation: {files: [v.txt]}\n", 2, 16,
+		  "data.validation takes one text 'file'; a list of 'files' is for data.train" },
+		{ "  validation: {file: v.txt, files: [w.txt]}\n", 2, 29,
+		  "data.validation takes one text 'file'; a list of 'files' is for data.train" },
 		{ "  validation: {folds: 3}\n", 2, 3,
 		  "'folds' would train on the text after the held-out part: use 'split', which holds out its end" },
 	};

@@ -662,7 +662,7 @@ static const struct {
 	{ "cifar10", "files", 1 },
 	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
 	{ "images", "folder", 0 }, { "images", "list", 0 },
-	{ "text", "file", 1 },
+	{ "text", "file", 0 }, { "text", "files", 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -681,6 +681,18 @@ static int h_data_files(struct akk_yaml_ctx *c, const struct key *k,
 	if (!strcmp(format, "images") && folder == (akk_yaml_map_get(c, val, "list", NULL) != 0))
 		return akk_yaml_fail(c, val, "data.%s %s 'folder' (class folders) or 'list' (an image list)%s",
 				     k->name, folder ? "takes" : "needs", folder ? ", not both" : "");
+	/* a text: one file, or for training a list read as one text */
+	if (!strcmp(format, "text")) {
+		yaml_node_t *fk = NULL;
+		int one = akk_yaml_map_get(c, val, "file", NULL) != 0;
+		int many = akk_yaml_map_get(c, val, "files", &fk) != 0;
+		if (many && strcmp(k->name, "train"))
+			return akk_yaml_fail(c, fk, "data.%s takes one text 'file'; a list of 'files' is for data.train",
+					     k->name);
+		if (one == many)
+			return akk_yaml_fail(c, val, "data.%s %s 'file' (a text) or 'files' (texts read as one)%s",
+					     k->name, one ? "takes" : "needs", one ? ", not both" : "");
+	}
 	for (int i = 0; data_file_keys[i].format; i++)
 		if (data_file_keys[i].required &&
 		    !strcmp(data_file_keys[i].format, format) &&

@@ -110,8 +110,19 @@ static int text_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		     enum akk_data_part part, struct akk_err *e)
 {
 	const struct akk_text t = { s->text_len, s->text_stride };
+	const struct akk_data_files *f = part_of(s, part);
 
-	return akk_text_dataset(d, part_of(s, part)->file, &t, e);
+	if (f->files.n)
+		return akk_text_dataset(d, (const char *const *)f->files.v, f->files.n, &t, e);
+	return akk_text_dataset(d, (const char *const *)&f->file, 1, &t, e);
+}
+
+/* The text's file, or the first of its files. */
+static const char *text_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	const struct akk_data_files *f = part_of(s, part);
+
+	return f->file ? f->file : f->files.n ? f->files.v[0] : NULL;
 }
 
 static void text_given(struct akk_data_files *f, char *samples, char *labels, char **one)
@@ -232,7 +243,7 @@ static const struct data_format {
 	{ "csv", csv_open, csv_file, 1, akk_csv_match_classes, csv_inputs, csv_given },
 	{ "images", images_open, images_file, 1, akk_csv_match_classes, images_inputs,
 	  images_given },
-	{ "text", text_open, csv_file, 1, akk_text_match_vocab, NULL, text_given },
+	{ "text", text_open, text_file, 1, akk_text_match_vocab, NULL, text_given },
 	{ "pnm", NULL, idx_file, 0, NULL, pnm_inputs, NULL },
 	{ NULL, NULL, NULL, 0, NULL, NULL, NULL },
 };

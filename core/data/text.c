@@ -105,47 +105,72 @@ fail:
 	return -1;
 }
 
-int akk_text_dataset(struct akk_dataset *d, const char *path,
-		     const struct akk_text *t, struct akk_err *e)
+/* Append the bytes of the file at path to *buf (len of cap bytes); a
+ * NUL byte is an error at its offset in this file. The total is held to
+ * AKK_TEXT_MAX_BYTES: one byte past it tells a text that is too long. */
+static int read_text(uint8_t **buf, size_t *len, size_t *cap, const char *path,
+		     struct akk_err *e)
 {
 	struct akk_gz_reader r;
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0, got;
+	size_t start = *len, got;
+	const uint8_t *nul;
+	char shown_nul[8];
 	int rc = -1;
 
-	memset(d, 0, sizeof(*d));
 	if (akk_gz_open(&r, path, AKK_GZ_DEFLATE_MAX_RATIO, e))
 		return -1;
-	/* one byte past the bound tells a text that is too long */
 	for (;;) {
-		if (len == cap) {
-			size_t want = cap ? 2 * cap : AKK_GZ_CHUNK;
+		if (*len == *cap) {
+			size_t want = *cap ? 2 * *cap : AKK_GZ_CHUNK;
 			uint8_t *nb;
 			if (want > AKK_TEXT_MAX_BYTES + 1)
 				want = AKK_TEXT_MAX_BYTES + 1;
-			if (want == cap)
+			if (want == *cap)
 				break;
-			if (!(nb = realloc(buf, want))) {
+			if (!(nb = realloc(*buf, want))) {
 				akk_err_at(e, path, 0, 0, "out of memory reading the text");
 				goto out;
 			}
-			buf = nb;
-			cap = want;
+			*buf = nb;
+			*cap = want;
 		}
-		if (akk_gz_read(&r, buf + len, cap - len, &got))
+		if (akk_gz_read(&r, *buf + *len, *cap - *len, &got))
 			goto out;
 		if (!got)
 			break;
-		len += got;
+		*len += got;
 	}
-	if (len > AKK_TEXT_MAX_BYTES) {
+	if (*len > AKK_TEXT_MAX_BYTES) {
 		akk_err_at(e, path, 0, 0, "a text may have at most %zu bytes; this one has more",
 			   AKK_TEXT_MAX_BYTES);
 		goto out;
 	}
-	rc = akk_text_windows(d, buf, len, t, path, e);
+	if ((nul = memchr(*buf + start, 0, *len - start))) {
+		akk_err_at(e, path, 0, 0, "byte %s at offset %zu: a text holds no NUL byte",
+			   shown(0, shown_nul, sizeof(shown_nul)), (size_t)(nul - (*buf + start)));
+		goto out;
+	}
+	rc = 0;
 out:
 	akk_gz_close(&r);
+	return rc;
+}
+
+int akk_text_dataset(struct akk_dataset *d, const char *const *paths, int npaths,
+		     const struct akk_text *t, struct akk_err *e)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	int rc = -1;
+
+	memset(d, 0, sizeof(*d));
+	if (npaths < 1)
+		return akk_err_set(e, "no text file to read");
+	for (int i = 0; i < npaths; i++)
+		if (read_text(&buf, &len, &cap, paths[i], e))
+			goto out;
+	rc = akk_text_windows(d, buf, len, t, paths[0], e);
+out:
 	free(buf);
 	return rc;
 }

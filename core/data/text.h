@@ -41,9 +41,11 @@ struct akk_text {
 int akk_text_windows(struct akk_dataset *d, const uint8_t *text, size_t n,
 		     const struct akk_text *t, const char *path, struct akk_err *e);
 
-/* Read the file at path (plain or gzip, at most AKK_TEXT_MAX_BYTES bytes)
- * and cut it as akk_text_windows does. */
-int akk_text_dataset(struct akk_dataset *d, const char *path,
+/* Read the files at paths (npaths of them, each plain or gzip) one after
+ * the other as one text of at most AKK_TEXT_MAX_BYTES bytes, and cut it as
+ * akk_text_windows does (its errors name the first file). A NUL byte is
+ * an error naming its file and its offset there. */
+int akk_text_dataset(struct akk_dataset *d, const char *const *paths, int npaths,
 		     const struct akk_text *t, struct akk_err *e);
 
 /* Whether d holds the windows of a text. */

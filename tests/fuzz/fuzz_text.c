@@ -120,7 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	w.stride = 1 + data[1] % 16;
 	n = size - 3;
 	plain = n < 2 || t[0] != 0x1f || t[1] != 0x8b;
-	ok = !akk_text_dataset(&d, fuzz_write("text", t, n), &w, &e);
+	const char *path = fuzz_write("text", t, n);
+
+	ok = !akk_text_dataset(&d, &path, 1, &w, &e);
 	if (plain && ok != (n >= (size_t)w.len + 1 && !memchr(t, 0, n)))
 		fuzz_violation("%s a plain text of %zu bytes (T %d): %s", ok ? "accepted" : "refused",
 			       n, w.len, ok ? "" : e.msg);
