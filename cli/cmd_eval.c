@@ -88,8 +88,13 @@ static void print_report(const struct akk_eval_result *r, int confusion,
 		if ((int)strlen(names[c]) > w)
 			w = strlen(names[c]) > 24 ? 24 : (int)strlen(names[c]);
 
-	printf("samples %ld  loss %.4f  accuracy %.2f%%\n\n", r->n, r->loss,
-	       100 * r->accuracy);
+	printf("samples %ld  loss %.4f  accuracy %.2f%%", r->n, r->loss, 100 * r->accuracy);
+	/* a sequence (a language model's bytes): loss and accuracy are per
+	 * step, and the loss in bits too */
+	if (r->steps > 1)
+		printf("  (per step, %d a sample)  bits per step %.4f", r->steps,
+		       r->loss / log(2.0));
+	printf("\n\n");
 	printf("%-*s %9s %9s %8s\n", w, "class", "precision", "recall", "support");
 	for (int c = 0; c < C; c++) {
 		long tp = r->confusion[(size_t)c * C + c], pred = 0, support = 0;
@@ -97,9 +102,12 @@ static void print_report(const struct akk_eval_result *r, int confusion,
 			pred += r->confusion[(size_t)k * C + c];
 			support += r->confusion[(size_t)c * C + k];
 		}
-		if (c < nnames)
-			printf("%-*.*s", w, w, names[c]);
-		else
+		if (c < nnames) {
+			/* a name read from a file (a text's byte: a newline)
+			 * is escaped, then padded */
+			int n = cli_put_safe(stdout, names[c], 0);
+			printf("%*s", n < w ? w - n : 0, "");
+		} else
 			printf("%-*d", w, c);
 		printf(" %8.2f%% %8.2f%% %8ld\n",
 		       pred ? 100.0 * tp / pred : 0.0,

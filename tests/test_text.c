@@ -402,6 +402,11 @@ static void t_train_generate(void **state)
 	/* the held-out end: 709 windows, 142 of them held out */
 	assert_int_equal(ak("eval", tu_path(dir, "hello"), NULL), 0);
 	tu_assert_prefix(g_out, "samples 142  loss ");
+	tu_assert_contains(g_out, "(per step, 12 a sample)  bits per step ");
+	/* the newline's row, its name escaped; 142 windows of 12 steps hold
+	 * 142 newlines */
+	tu_assert_contains(g_out, "\n\\x0a  ");
+	tu_assert_contains(g_out, "   142\n");
 	assert_int_equal(ak("generate", tu_path(dir, "hello/last.bin"), "--prime", "hello",
 			    "--length", "40", "--temperature", "0.05", NULL), 0);
 	assert_string_equal(g_out, "hello world\nhello world\nhello world\nhello wor\n");
