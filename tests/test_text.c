@@ -2,12 +2,18 @@
  * at every step of a sequence output (model/model.h: akk_model_loss), and
  * a language model trained by `akkctl train` and sampled by `akkctl
  * generate`. */
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "config/spec.h"
+#include "io/checkpoint.h"
 #include "data/batch.h"
 #include "data/series.h"
 #include "data/split.h"
@@ -433,6 +439,74 @@ static void t_train_generate(void **state)
 	tu_rm_tree(dir);
 }
 
+/* Whether path holds a metrics row (a line after the header). */
+static int has_row(const char *path)
+{
+	char *text = tu_slurp(path, NULL);
+	int rows = 0;
+
+	for (char *p = text; p && (p = strchr(p, '\n')); p++)
+		rows++;
+	free(text);
+	return rows >= 2;
+}
+
+/* A run stopped by SIGINT in the middle of an epoch writes last.bin at
+ * that position, whose running accuracy counts steps: more right steps
+ * than samples. The checkpoint reads back (eval, and the resume). */
+static void t_interrupted_mid_epoch(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char *yaml, run[700];
+	const char *argv[8];
+	struct akk_checkpoint c;
+	struct akk_err e = { 0 };
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	int status;
+	pid_t pid;
+
+	(void)state;
+	write_text(tu_path(dir, "long.txt"), "hello world\n", 4000);
+	/* 47,988 windows: an epoch takes seconds */
+	yaml = malloc(4096);
+	assert_non_null(yaml);
+	snprintf(yaml, 4096, lm_yaml, "long", "long.txt", 9, 9, 1000, "run");
+	assert_int_equal(tu_write_file(tu_path(dir, "long.yaml"), yaml, strlen(yaml)), 0);
+	free(yaml);
+	snprintf(run, sizeof(run), "%s", tu_path(dir, "run"));
+	argv[0] = tu_akkctl();
+	argv[1] = "train";
+	argv[2] = tu_path(dir, "long.yaml");
+	argv[3] = "--quiet";
+	argv[4] = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 6000 && !has_row(tu_path(run, "metrics.csv")); i++)
+		nanosleep(&nap, NULL);
+	nanosleep(&nap, NULL);	/* into the next epoch */
+	assert_int_equal(kill(pid, SIGINT), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 130);
+	if (akk_checkpoint_read(&c, tu_path(run, "last.bin"), &e))
+		fail_msg("last.bin: %s", e.msg);
+	print_message("stopped at epoch %d, batch %ld: %ld right steps of %ld samples\n",
+		      c.pos.epoch + 1, c.pos.index, c.pos.correct, c.pos.samples);
+	assert_true(c.pos.index > 0);
+	assert_true(c.pos.correct > c.pos.samples);
+	akk_checkpoint_release(&c);
+	assert_int_equal(ak("eval", tu_path(run, "last.bin"), NULL), 0);
+	tu_rm_tree(dir);
+}
+
 /* A network with one output row per sample cannot learn a label per
  * step; a checkpoint of a network that is not a language model cannot
  * generate. */
@@ -481,6 +555,7 @@ int main(void)
 		cmocka_unit_test(t_config),
 		cmocka_unit_test(t_train_generate),
 		cmocka_unit_test(t_cli_errors),
+		cmocka_unit_test(t_interrupted_mid_epoch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
