@@ -107,6 +107,7 @@ int cli_auto_split(struct akk_spec *s, const char *resume, int profile,
 		   struct akk_err *e);
 int cmd_plot(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 #endif

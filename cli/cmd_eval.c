@@ -88,8 +88,13 @@ static void print_report(const struct akk_eval_result *r, int confusion,
 		if ((int)strlen(names[c]) > w)
 			w = strlen(names[c]) > 24 ? 24 : (int)strlen(names[c]);
 
-	printf("samples %ld  loss %.4f  accuracy %.2f%%\n\n", r->n, r->loss,
-	       100 * r->accuracy);
+	printf("samples %ld  loss %.4f  accuracy %.2f%%", r->n, r->loss, 100 * r->accuracy);
+	/* a sequence (a language model's bytes): loss and accuracy are per
+	 * step, and the loss in bits too */
+	if (r->steps > 1)
+		printf("  (per step, %d a sample)  bits per step %.4f", r->steps,
+		       r->loss / log(2.0));
+	printf("\n\n");
 	printf("%-*s %9s %9s %8s\n", w, "class", "precision", "recall", "support");
 	for (int c = 0; c < C; c++) {
 		long tp = r->confusion[(size_t)c * C + c], pred = 0, support = 0;
@@ -97,9 +102,12 @@ static void print_report(const struct akk_eval_result *r, int confusion,
 			pred += r->confusion[(size_t)k * C + c];
 			support += r->confusion[(size_t)c * C + k];
 		}
-		if (c < nnames)
-			printf("%-*.*s", w, w, names[c]);
-		else
+		if (c < nnames) {
+			/* a name read from a file (a text's byte: a newline)
+			 * is escaped, then padded */
+			int n = cli_put_safe(stdout, names[c], 0);
+			printf("%*s", n < w ? w - n : 0, "");
+		} else
 			printf("%-*d", w, c);
 		printf(" %8.2f%% %8.2f%% %8ld\n",
 		       pred ? 100.0 * tp / pred : 0.0,
@@ -301,6 +309,10 @@ static int eval_load(struct eval *v)
 				  "the data has no regression targets", v->m.classes);
 	if (s->data.task == AKK_TASK_REGRESSION && (v->preds || v->confusion))
 		return akk_err_set(e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
+	if (v->d.labels && akk_dataset_steps(&v->d) != v->m.steps)
+		return akk_err_at(e, v->labels, 0, 0, "the data has %d label%s per sample, but the network outputs %d step%s of %d classes",
+				  akk_dataset_steps(&v->d), akk_dataset_steps(&v->d) == 1 ? "" : "s",
+				  v->m.steps, v->m.steps == 1 ? "" : "s", v->m.classes);
 	if (v->d.classes > v->m.classes)
 		return akk_err_at(e, v->labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
 				  v->d.classes - 1, v->m.classes);

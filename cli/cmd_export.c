@@ -57,6 +57,13 @@ int cmd_export(int argc, char **argv)
 	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e) ||
 	    akk_onnx_check(&m, ckpath, &e))
 		goto report;
+	/* the graph's output is declared [N, classes]: one row per sample */
+	if (m.steps > 1) {
+		akk_err_at(&e, ckpath, 0, 0,
+			   "the network outputs a sequence of %d steps of %d classes; export writes one row of outputs per sample",
+			   m.steps, m.classes);
+		goto report;
+	}
 	n = (size_t)akk_shape_size(s.input);
 	gates = calloc(m.ngates, sizeof(*gates));
 	gp = calloc(m.ngates, sizeof(*gp));

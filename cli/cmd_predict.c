@@ -202,6 +202,11 @@ static int predict_open(struct predict *p, const char *operand)
 	if (!(p->m = akk_open(p->ckpath, msg, sizeof(msg))))
 		return akk_err_set(&p->e, "%s", msg);
 	p->o.m = p->m;
+	if (akk_steps(p->m) > 1)
+		return akk_err_at(&p->e, p->ckpath, 0, 0,
+				  "the network outputs a sequence of %d steps, and predict writes one row per sample%s",
+				  akk_steps(p->m), strcmp(p->spec.data.format, "text") ? "" :
+				  ": akkctl generate samples text from a language model");
 	p->o.C = akk_outputs(p->m);
 	p->o.top = p->top > p->o.C ? p->o.C : p->top;
 	in = akk_input_size(p->m);

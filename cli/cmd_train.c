@@ -28,6 +28,7 @@
 #include "config/explicit.h"
 #include "data/open.h"
 #include "data/series.h"
+#include "data/text.h"
 #include "data/split.h"
 #include "io/metrics.h"
 #include "io/steps.h"
@@ -490,8 +491,9 @@ static int check_run_dir(const struct akk_spec *s, const struct akk_model *m,
 	return 0;
 }
 
-/* A series' split (data/series.h): its end held out, the training
- * windows before it; the same on every resume, as it needs no seed. */
+/* A series' or a text's split (data/series.h, data/text.h): its end held
+ * out, the training windows before it; the same on every resume, as it
+ * needs no seed. */
 static int hold_out_series(const struct akk_spec *s, struct akk_dataset *train,
 			   struct akk_dataset *val, uint32_t **heldout, size_t *nheldout,
 			   struct akk_err *e)
@@ -502,7 +504,10 @@ static int hold_out_series(const struct akk_spec *s, struct akk_dataset *train,
 	char msg[sizeof(e->msg)];
 	int rc;
 
-	if (akk_series_split(heldout, nheldout, &keep, &nkeep, train, s->data.split, e)) {
+	if (akk_text_is(train) ?
+	    akk_windows_split(heldout, nheldout, &keep, &nkeep, train->n, train->text_len + 1,
+			      train->text_stride, s->data.split, "text", e) :
+	    akk_series_split(heldout, nheldout, &keep, &nkeep, train, s->data.split, e)) {
 		snprintf(msg, sizeof(msg), "%s", e->msg);
 		return akk_err_at(e, s->path, s->data.val_mark.line, s->data.val_mark.col,
 				  "%s", msg);
@@ -531,7 +536,7 @@ static int hold_out(const struct akk_spec *s, const struct akk_checkpoint *ck,
 
 	if (!(s->data.split > 0) && !fold)
 		return 0;
-	if (akk_series_is(train))
+	if (akk_series_is(train) || akk_text_is(train))
 		return hold_out_series(s, train, val, heldout, nheldout, e);
 	if (ck && ck->nheldout) {
 		if (!(*heldout = malloc(ck->nheldout * sizeof(**heldout))))

@@ -13,13 +13,16 @@
 #   fetch.sh vega            two time series (CSV) shipped by the Debian
 #                            package python3-vega-datasets, the same way,
 #                            into datasets/vega/
+#   fetch.sh fortunes        five fortune-cookie files (about 1 MB of English
+#                            text) of the Debian package fortunes, the same
+#                            way, into datasets/fortunes/ (configs/char-lm.yaml)
 #   fetch.sh mnist-png       the first 6,000 MNIST training and 1,000 test
 #                            images as grey PNG files in class folders,
 #                            datasets/mnist-png/{train,test}/DIGIT/NNNNN.png
 #                            (configs/mnist-png.yaml), written by
 #                            datasets/idx2png.c, built here with cc and
 #                            libpng (sh datasets/deps.sh installs both)
-#   fetch.sh all             mnist, fashion-mnist, sklearn and vega
+#   fetch.sh all             mnist, fashion-mnist, sklearn, vega and fortunes
 #
 # Idempotent: a data set whose files are present and verified is left alone.
 # A checksum mismatch is an error (exit 1); nothing unverified is installed.
@@ -34,6 +37,8 @@ SKLEARN_DEB=python3-sklearn
 SKLEARN_DIR=usr/lib/python3/dist-packages/sklearn/datasets/data
 VEGA_DEB=python3-vega-datasets
 VEGA_DIR=usr/lib/python3/dist-packages/vega_datasets/_data
+FORTUNES_DEB=fortunes
+FORTUNES_DIR=usr/share/games/fortunes
 
 tmp=
 trap 'if [ -n "$tmp" ]; then rm -rf "$tmp"; fi' EXIT
@@ -44,7 +49,7 @@ say() { echo "fetch.sh: $*"; }
 die() { echo "fetch.sh: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | vega | mnist-png | all"
+	echo "usage: fetch.sh mnist | fashion-mnist | sklearn | vega | fortunes | mnist-png | all"
 }
 
 # The file names SHA256SUMS lists for data set $1, one per line.
@@ -226,6 +231,15 @@ fetch_vega() {
 	fetch_deb vega "$VEGA_DEB" "$VEGA_DIR"
 }
 
+# A text for a character-level language model (configs/char-lm.yaml): the
+# five largest files of fortunes (Debian main), plain English text in the
+# fortune format (entries between lines of "%", quotes signed "-- NAME"),
+# 1,051,195 bytes, read one after the other as one text:
+#   cookie computers songs-poems definitions people
+fetch_fortunes() {
+	fetch_deb fortunes "$FORTUNES_DEB" "$FORTUNES_DIR"
+}
+
 # MNIST as PNG files, converted from the verified IDX files; a finished
 # conversion leaves datasets/mnist-png/COMPLETE (the two counts) and is
 # then left alone. Written into a temporary folder, then moved in whole.
@@ -264,8 +278,9 @@ mnist) fetch_mnist ;;
 fashion-mnist) fetch_fashion ;;
 sklearn) fetch_sklearn ;;
 vega) fetch_vega ;;
+fortunes) fetch_fortunes ;;
 mnist-png) fetch_mnist_png ;;
-all) fetch_mnist; fetch_fashion; fetch_sklearn; fetch_vega ;;
+all) fetch_mnist; fetch_fashion; fetch_sklearn; fetch_vega; fetch_fortunes ;;
 -h | --help) usage ;;
 *) usage >&2; exit 2 ;;
 esac

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		if (akk_reference_evaluate(&r, &val, &vloss, &vacc, &e))
 			goto fail;
 		printf("%d,%.5f,%.4f,%.5f,%.4f,%.3f\n", ep + 1, loss / train.n,
-		       (double)correct / train.n, vloss, vacc, t1 - t0);
+		       (double)correct / ((double)train.n * m.steps), vloss, vacc, t1 - t0);
 		fflush(stdout);
 	}
 	akk_reference_release(&r);

@@ -32,7 +32,7 @@
 #define BATCH 32
 #define HEADER "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
 
-static const char *const commands[] = { "train", "eval", "bench", "check", "predict", "inspect",
+static const char *const commands[] = { "train", "eval", "bench", "check", "predict", "generate", "inspect",
 					 "export", "lr-find", "plot", "partition", "help" };
 #define NCOMMANDS (int)(sizeof(commands) / sizeof(commands[0]))
 

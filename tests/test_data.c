@@ -71,7 +71,7 @@ static void per_channel_normalize_values(void **unused)
 	assert_non_null(d.x8);
 	for (int i = 0; i < 24; i++)
 		d.x8[i] = (uint8_t)(10 * i);
-	assert_int_equal(akk_batch_alloc(&b, 2, 12, 4), 0);
+	assert_int_equal(akk_batch_alloc(&b, 2, 12, 4, 1), 0);
 	akk_batch_fill(&b, &d, NULL, 0, 2, &p);
 	for (int i = 0; i < 24; i++) {
 		int c = (i % 12) / 4;

@@ -777,9 +777,9 @@ static void test_sizes_overflow(void **state)
 	struct akk_err e;
 
 	(void)state;
-	assert_int_equal(akk_batch_alloc(&b, 65536, SIZE_MAX / 4096 + 2, 10), -1);
+	assert_int_equal(akk_batch_alloc(&b, 65536, SIZE_MAX / 4096 + 2, 10, 1), -1);
 	assert_null(b.x);
-	assert_int_equal(akk_batch_alloc(&b, 4, 784, 10), 0);
+	assert_int_equal(akk_batch_alloc(&b, 4, 784, 10, 1), 0);
 	akk_batch_release(&b);
 	assert_int_equal(akk_dataset_synthetic(&d, ((size_t)1 << 62) + 1, 4, 10, 1, &e), -1);
 	assert_string_equal(e.msg, "cannot make 4611686018427387905 synthetic samples of 4 values in 10 classes");

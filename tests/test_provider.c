@@ -63,7 +63,7 @@ static void provider_streams_the_seeded_order(void **unused)
 	ds.scale = 1;
 	tu_dataset(&d, 40, 4, 2, 7);
 	assert_int_equal(akk_preprocess_init(&pre, &ds, d.in, 1, NULL, &e), 0);
-	assert_int_equal(akk_batch_alloc(&ref, 8, 16, 2), 0);
+	assert_int_equal(akk_batch_alloc(&ref, 8, 16, 2, 1), 0);
 	assert_int_equal(akk_provider_init(&q, &d, &pre, &(struct akk_provider_config){
 			.ds = NULL, .shuffle = 1, .seed = 42, .bs = 8, .in = 16, .classes = 2,
 			.npool = 3, .epoch = 0, .index = 0, .shards = 1, .shard = 0 }, &e), 0);

@@ -15,6 +15,7 @@
 #include "model/reference.h"
 #include "runtime/run_internal.h"
 #include "config/spec.h"
+#include "data/text.h"
 
 #define SIDE 8
 #define CLASSES 4
@@ -111,6 +112,125 @@ static void flipflop_equals_reference(void **unused)
 	akk_run_release(&r);
 	akk_reference_release(&ref);
 	teardown_net(&f);
+}
+
+/* A language model's network: token ids [16], an lstm returning every
+ * step in gate 1, a dense layer per step in gate 2 (the loss gradient of
+ * every step crosses the gates): a label per step. The text: 1200 bytes of
+ * a pattern with noise, windows of 16 every 5 (237 of them). */
+static const char *seq_yaml =
+	"data: {format: text, train: {file: x}}\n"
+	"network:\n"
+	"  input: [16]\n"
+	"  gates:\n"
+	"    - layers: [{embedding: {vocab: 7, units: 6}}, "
+	"{lstm: {units: 10, return_sequences: true}}]\n"
+	"    - layers: [{dense: 7}]\n"
+	"optimizer: {type: adam, lr: 0.01, clip_norm: 1.0}\n"
+	"schedule: %s\n";
+
+static void setup_seq(struct fixture *f, const char *sched)
+{
+	char text[1024];
+	uint8_t bytes[1200];
+	struct akk_err e = { 0 };
+	const struct akk_text t = { 16, 5 };
+	uint32_t r = 12345;
+
+	snprintf(text, sizeof(text), seq_yaml, sched);
+	memset(f, 0, sizeof(*f));
+	if (akk_spec_parse(&f->spec, text, strlen(text), "seq.yaml", ".", NULL, 0, &e))
+		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	if (akk_model_plan(&f->model, &f->spec, &e))
+		fail_msg("plan: %s", e.msg);
+	for (int i = 0; i < 1200; i++) {
+		r = r * 1103515245u + 12345u;
+		bytes[i] = (uint8_t)("abcdefg"[(i % 5 + (r >> 28 == 0)) % 7]);
+	}
+	assert_int_equal(akk_text_windows(&f->train, bytes, 1000, &t, "x", &e), 0);
+	assert_int_equal(akk_text_windows(&f->val, bytes + 1000, 200, &t, "x", &e), 0);
+	assert_int_equal(f->train.n, 197);
+}
+
+/* An epoch_end observer keeping the last report. */
+static int keep_report(void *ctx, struct akk_run *r, const struct akk_epoch_report *rep,
+		       struct akk_err *e)
+{
+	(void)r;
+	(void)e;
+	*(struct akk_epoch_report *)ctx = *rep;
+	return 0;
+}
+
+/* Flip-flop with a label per step is bit-for-bit the sequential
+ * reference: 3 epochs of 13 batches (the last of 5 samples). */
+static void per_step_flipflop_equals_reference(void **unused)
+{
+	struct fixture f;
+	struct akk_reference ref;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	double loss = 0, vloss, vacc;
+	long correct = 0;
+	struct akk_epoch_report last = { 0 };
+
+	(void)unused;
+	setup_seq(&f, "{mode: flip-flop, epochs: 3, batch_size: 16}");
+	assert_int_equal(f.model.steps, 16);
+	akk_blas_threads(1);
+	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
+	for (long i = 0; i < 3 * 13; i++)
+		assert_int_equal(akk_reference_step(&ref, i >= 2 * 13 ? &loss : NULL,
+						    i >= 2 * 13 ? &correct : NULL, &e), 0);
+	assert_int_equal(run_actors(&f, &r, (struct akk_observer){ .ctx = &last,
+								   .epoch_end = keep_report }, &e), 0);
+	for (int g = 0; g < f.model.ngates; g++) {
+		assert_int_equal(r.gates[g].gate.step, 3 * 13);
+		assert_same_params(&r.gates[g].gate, &ref.gates[g]);
+	}
+	/* the last epoch's mean loss over its samples' steps, and the
+	 * accuracy over the steps, as the run reports them */
+	assert_true(last.samples == 197);
+	assert_float_equal(last.train_loss, loss / 197, 1e-12);
+	assert_float_equal(last.train_acc, (double)correct / (197.0 * 16), 1e-12);
+	assert_int_equal(akk_reference_evaluate(&ref, &f.val, &vloss, &vacc, &e), 0);
+	assert_float_equal(last.val_loss, vloss, 1e-9);
+	assert_float_equal(last.val_acc, vacc, 1e-12);
+	assert_true(vacc > 0 && vacc < 1);
+	akk_run_release(&r);
+	akk_reference_release(&ref);
+	teardown_net(&f);
+}
+
+/* The pipeline's micro-batches carry their share of the labels: 16 per
+ * sample (27 samples in 4 chunks, the last batch of 8 samples). */
+static void per_step_pipeline_equals_flipflop(void **unused)
+{
+	struct fixture a, b;
+	struct akk_run ra, rb;
+	struct akk_err e = { 0 };
+	struct akk_epoch_report la = { 0 }, lb = { 0 };
+
+	(void)unused;
+	akk_blas_threads(1);
+	setup_seq(&a, "{mode: flip-flop, epochs: 1, batch_size: 27}");
+	setup_seq(&b, "{mode: pipeline, micro_batches: 4, epochs: 1, batch_size: 27}");
+	assert_int_equal(run_actors(&a, &ra, (struct akk_observer){ .ctx = &la,
+								     .epoch_end = keep_report }, &e), 0);
+	assert_int_equal(run_actors(&b, &rb, (struct akk_observer){ .ctx = &lb,
+								     .epoch_end = keep_report }, &e), 0);
+	for (int g = 0; g < a.model.ngates; g++) {
+		const struct akk_gate *x = &ra.gates[g].gate, *y = &rb.gates[g].gate;
+		assert_int_equal(y->step, 8);
+		assert_true(tu_max_rel_err(x->params, y->params, x->plan->nparams, 1e-3) < 1e-4);
+	}
+	assert_float_equal(la.train_loss, lb.train_loss, 1e-5);
+	assert_float_equal(la.val_acc, lb.val_acc, 1e-12);
+	assert_true(la.val_loss > 0);
+	akk_run_release(&ra);
+	akk_run_release(&rb);
+	teardown_net(&a);
+	teardown_net(&b);
 }
 
 /* A gate's large products split across a compute pool (two threads):
@@ -227,12 +347,15 @@ static void wheels_one_equals_flipflop(void **unused)
 	struct fixture a, b;
 	struct akk_run ra, rb;
 	struct akk_err e = { 0 };
+	struct akk_epoch_report la = { 0 }, lb = { 0 };
 
 	(void)unused;
 	setup_net(&a, "flip-flop", 3, 1, 0, NULL);
 	setup_net(&b, "wheels", 3, 1, 1, NULL);
-	assert_int_equal(run_actors(&a, &ra, (struct akk_observer){ 0 }, &e), 0);
-	assert_int_equal(run_actors(&b, &rb, (struct akk_observer){ 0 }, &e), 0);
+	assert_int_equal(run_actors(&a, &ra, (struct akk_observer){ .ctx = &la,
+								     .epoch_end = keep_report }, &e), 0);
+	assert_int_equal(run_actors(&b, &rb, (struct akk_observer){ .ctx = &lb,
+								     .epoch_end = keep_report }, &e), 0);
 	for (int g = 0; g < a.model.ngates; g++)
 		assert_same_params(&ra.gates[g].gate, &rb.gates[g].gate);
 	akk_run_release(&ra);
@@ -662,6 +785,8 @@ int main(void)
 		cmocka_unit_test(transport_link_hook),
 		cmocka_unit_test(every_message_kind_named),
 		cmocka_unit_test(flipflop_equals_reference),
+		cmocka_unit_test(per_step_flipflop_equals_reference),
+		cmocka_unit_test(per_step_pipeline_equals_flipflop),
 		cmocka_unit_test(wheels_one_equals_flipflop),
 		cmocka_unit_test(pool_reproducible),
 		cmocka_unit_test(automatic_threads_split_only_spare_cores),

@@ -651,8 +651,8 @@ static void t_train_bad_ids_stop(void **state)
 		"optimizer: {type: adam, lr: 0.01}\n"
 		"schedule: {mode: flip-flop, epochs: 2, batch_size: 20}\n");
 	static const struct { const char *key, *msg; } maps[] = {
-		{ "  scale: 255\n", "overflow-map.yaml:3:1: data.scale 255 would make fractions of the token ids the first layer, embedding, reads: leave it out or set 1" },
-		{ "  normalize: {mean: 0.5, std: 0.2}\n", "overflow-map.yaml:3:1: data.normalize would change the token ids the first layer, embedding, reads" },
+		{ "  scale: 255\n", "overflow-map.yaml:5:3: data.scale 255 would make fractions of the token ids the first layer, embedding, reads: leave it out or set 1" },
+		{ "  normalize: {mean: 0.5, std: 0.2}\n", "overflow-map.yaml:5:3: data.normalize would change the token ids the first layer, embedding, reads" },
 	};
 	char *p, want[256];
 	unsigned long sample;

@@ -229,6 +229,13 @@ int akk_outputs(const akk_model *m)
 	return m->plan.classes;
 }
 
+int akk_steps(const akk_model *m)
+{
+	if (!m)
+		return -1;
+	return m->plan.steps;
+}
+
 int akk_is_regression(const akk_model *m)
 {
 	if (!m)
@@ -361,9 +368,10 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 			nx, in, shape);
 		goto restore;
 	}
-	if (nout / C < (size_t)n) {
+	/* a sequence output [T, C]: T rows of C per sample */
+	if (nout / C / (size_t)m->plan.steps < (size_t)n) {
 		put_msg(err, errlen, "an output buffer of %zu floats is too small for %ld samples of %d outputs",
-			nout, n, C);
+			nout, n, C * m->plan.steps);
 		goto restore;
 	}
 	if (n > 0 && (!x || !out)) {
@@ -398,14 +406,14 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 			akk_preprocess_f32(w->x + (size_t)j * in, src + (size_t)j * in, &m->pre);
 		for (int g = 0; g < m->plan.ngates; g++)
 			h = gate_forward(m, g, w, h, B);
-		for (int j = 0; j < B; j++) {
+		for (int j = 0; j < B * m->plan.steps; j++) {
 			const float *row = h + (size_t)j * C;
-			float *o = out + (size_t)(s + j) * C;
+			float *o = out + ((size_t)s * m->plan.steps + j) * C;
 
 			for (int k = 0; k < C; k++)
 				if (!isfinite(row[k])) {
 					put_msg(err, errlen, "non-finite output on sample %ld: the weights overflow",
-						s + j + 1);
+						s + j / m->plan.steps + 1);
 					rc = AKK_ERR_OUTPUT;
 					goto out;
 				}

@@ -74,6 +74,9 @@ size_t akk_input_size(const akk_model *m);
 /* Outputs per sample: the number of classes (or of predicted values for
  * regression). */
 int akk_outputs(const akk_model *m);
+/* Rows of outputs per sample: 1, or T for a network that outputs a
+ * sequence [T, classes] (a class per step, as a language model does). */
+int akk_steps(const akk_model *m);
 /* 1 when the model predicts values (regression), 0 for classes. */
 int akk_is_regression(const akk_model *m);
 /* The name of class k (0 <= k < akk_outputs), or NULL when the checkpoint
@@ -82,7 +85,8 @@ const char *akk_class_name(const akk_model *m, int k);
 
 /* Predict the samples in x: nx raw values, a whole number of samples of
  * akk_input_size(m) values each, sample after sample (channels first).
- * out (room for nout floats) receives akk_outputs(m) floats per sample:
+ * out (room for nout floats) receives akk_steps(m) rows of akk_outputs(m)
+ * floats per sample (one row but for a sequence output, step after step):
  * the probability of every class (softmax; for a network trained with
  * sigmoid_cross_entropy each class's own sigmoid), or the predicted
  * values for regression. Returns 0, or a negative enum akk_error with a

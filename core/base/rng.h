@@ -29,6 +29,7 @@ enum {
 	AKK_STREAM_INIT = 1,		/* + gate index * 64 + layer index */
 	AKK_STREAM_DROPOUT = 1 << 20,	/* + gate index */
 	AKK_STREAM_SHUFFLE = 2 << 20,
+	AKK_STREAM_GENERATE = 3 << 20,	/* akkctl generate's draws */
 };
 
 #endif

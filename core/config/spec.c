@@ -662,6 +662,7 @@ static const struct {
 	{ "cifar10", "files", 1 },
 	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
 	{ "images", "folder", 0 }, { "images", "list", 0 },
+	{ "text", "file", 0 }, { "text", "files", 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -680,6 +681,18 @@ static int h_data_files(struct akk_yaml_ctx *c, const struct key *k,
 	if (!strcmp(format, "images") && folder == (akk_yaml_map_get(c, val, "list", NULL) != 0))
 		return akk_yaml_fail(c, val, "data.%s %s 'folder' (class folders) or 'list' (an image list)%s",
 				     k->name, folder ? "takes" : "needs", folder ? ", not both" : "");
+	/* a text: one file, or for training a list read as one text */
+	if (!strcmp(format, "text")) {
+		yaml_node_t *fk = NULL;
+		int one = akk_yaml_map_get(c, val, "file", NULL) != 0;
+		int many = akk_yaml_map_get(c, val, "files", &fk) != 0;
+		if (many && strcmp(k->name, "train"))
+			return akk_yaml_fail(c, fk, "data.%s takes one text 'file'; a list of 'files' is for data.train",
+					     k->name);
+		if (one == many)
+			return akk_yaml_fail(c, val, "data.%s %s 'file' (a text) or 'files' (texts read as one)%s",
+					     k->name, one ? "takes" : "needs", one ? ", not both" : "");
+	}
 	for (int i = 0; data_file_keys[i].format; i++)
 		if (data_file_keys[i].required &&
 		    !strcmp(data_file_keys[i].format, format) &&
@@ -889,7 +902,8 @@ static const struct key folds_keys[] = {
 
 
 /* idx is the default (data.format in defaults()). */
-static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", "images", NULL };
+static const char *const format_names[] = { "idx", "csv", "npy", "cifar10", "images", "text",
+					     NULL };
 
 /* data.format: one of format_names, stored as the name. */
 static int h_format(struct akk_yaml_ctx *c, const struct key *k,
@@ -898,8 +912,9 @@ static int h_format(struct akk_yaml_ctx *c, const struct key *k,
 {
 	if (akk_yaml_h_names(c, k, sec, key, val) || akk_yaml_h_str(c, k, sec, key, val))
 		return -1;
-	/* A table's values are not pixels: scale (read later) defaults to 1. */
-	if (!strcmp(akk_yaml_text(val), "csv"))
+	/* A table's values and a text's token ids are not pixels: scale
+	 * (read later) defaults to 1. */
+	if (!strcmp(akk_yaml_text(val), "csv") || !strcmp(akk_yaml_text(val), "text"))
 		((DATA *)sec->obj)->scale = 1;
 	return 0;
 }
@@ -912,6 +927,17 @@ static int h_scale(struct akk_yaml_ctx *c, const struct key *k, const struct sec
 	if (akk_yaml_h_float(c, k, sec, key, val))
 		return -1;
 	((DATA *)sec->obj)->scale_given = 1;
+	((DATA *)sec->obj)->scale_mark = akk_yaml_mark_of(c, key);
+	return 0;
+}
+
+/* data.standardize: a bool, its place kept (a text refuses it). */
+static int h_standardize(struct akk_yaml_ctx *c, const struct key *k,
+			 const struct section *sec, yaml_node_t *key, yaml_node_t *val)
+{
+	if (akk_yaml_h_bool(c, k, sec, key, val))
+		return -1;
+	((DATA *)sec->obj)->standardize_mark = akk_yaml_mark_of(c, key);
 	return 0;
 }
 
@@ -955,6 +981,14 @@ static const struct key series_keys[] = {
 	END,
 };
 
+/* text: a text's windows (data/text.h); 0: network.input's length, and
+ * a stride of seq_len. */
+static const struct key text_keys[] = {
+	INT("seq_len", DATA, text_len, F_LO | F_HI, 1, 65536, 0),
+	INT("stride", DATA, text_stride, F_LO | F_HI, 1, 65536, 0),
+	END,
+};
+
 static const struct key data_keys[] = {
 	{ .name = "format", .type = YAML_NO_NODE, .fn = h_format,
 	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
@@ -973,16 +1007,20 @@ static const struct key data_keys[] = {
 	  .off = offsetof(DATA, scale), .flags = F_LO | F_LO_OPEN, .def = 255 },
 	{ .name = "normalize", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = normalize_keys,
-	  .set_off = MARK(DATA, normalize) },
+	  .set_off = MARK(DATA, normalize), .mark_off = MARK(DATA, normalize_mark) },
 	NAMES("layout", DATA, layout_nhwc, 0, layout_names, "layout", 0),
 	{ .name = "augment", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = augment_keys,
 	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
-	BOOL("standardize", DATA, standardize, 0),
+	KEY("standardize", SCALAR, h_standardize, "true or false", DATA, standardize,
+	    0, 0, 0, 0, 0),
 	NAMES("task", DATA, task, 0, task_names, "task", AKK_TASK_CLASSIFICATION),
 	{ .name = "series", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = series_keys,
 	  .mark_off = MARK(DATA, series_mark) },
+	{ .name = "text", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
+	  .what = "a mapping", .keys = text_keys,
+	  .mark_off = MARK(DATA, text_mark) },
 	END,
 };
 

@@ -119,13 +119,14 @@ struct akk_data_files {
 
 struct akk_data_spec {
 	char *format;			/* "idx", "csv", "npy", "cifar10",
-					 * "images" */
+					 * "images", "text" */
 	struct akk_data_files train, val;	/* validation may be absent */
 	struct akk_csv_spec csv;
 	float scale;			/* x = pixel / scale: the value given, else
 					 * 255 for byte data and 1 for float data
 					 * (akk_data_scale) */
 	int scale_given;		/* 1: data.scale is in the config */
+	struct akk_mark scale_mark, normalize_mark, standardize_mark;
 	int normalize;			/* 1: x = (pixel/scale - mean) / std */
 	float mean, std;
 	struct akk_mark mark;		/* the data: key */
@@ -157,6 +158,11 @@ struct akk_data_spec {
 					 * predicts, default 1 */
 	int stride;			/* rows between windows, default 1 */
 	struct akk_mark series_mark;
+	/* text: {seq_len, stride}: format text's windows (data/text.h);
+	 * seq_len defaults to network.input's length, stride to seq_len
+	 * (akk_spec_check_sections fills them in) */
+	int text_len, text_stride;
+	struct akk_mark text_mark;
 	/* format images (data/image_set.h): a folder of class folders or an
 	 * image list, resolved like the other paths */
 	char *train_folder, *train_list, *val_folder, *val_list;

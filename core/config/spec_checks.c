@@ -183,15 +183,59 @@ static int check_token_ids(struct akk_spec *s, const char *file,
 	if (!s->ngates || !s->gates[0].nlayers || s->gates[0].layers[0].ops != &akk_layer_embedding)
 		return 0;
 	if (d->scale_given && d->scale != 1)
-		return akk_err_at(e, file, d->mark.line, d->mark.col,
+		return akk_err_at(e, file, d->scale_mark.line, d->scale_mark.col,
 				  "data.scale %g would make fractions of the token ids the first layer, embedding, reads: leave it out or set 1",
 				  (double)d->scale);
 	if (d->normalize || d->standardize)
-		return akk_err_at(e, file, d->mark.line, d->mark.col,
+		return akk_err_at(e, file, d->normalize ? d->normalize_mark.line : d->standardize_mark.line,
+				  d->normalize ? d->normalize_mark.col : d->standardize_mark.col,
 				  "data.%s would change the token ids the first layer, embedding, reads",
 				  d->normalize ? "normalize" : "standardize");
 	d->scale = 1;
 	d->scale_given = 1;
+	return 0;
+}
+
+/* A text (data/text.h) feeds token ids, one per step, to a network whose
+ * input is [seq_len] and whose output has a class per step: the ids stay
+ * as they are (scale 1, no normalize or standardize), and its validation
+ * split is the end of the text, so no folds. */
+static int check_text(struct akk_spec *s, const char *file, struct akk_err *e)
+{
+	struct akk_data_spec *d = &s->data;
+	const struct akk_mark at = d->text_mark.line ? d->text_mark : d->mark;
+
+	if (strcmp(d->format, "text")) {
+		if (d->text_mark.line)
+			return akk_err_at(e, file, at.line, at.col,
+					  "'text' cuts a text into windows, but data format is '%s'",
+					  d->format);
+		return 0;
+	}
+	if (d->scale_given && d->scale != 1)
+		return akk_err_at(e, file, d->scale_mark.line, d->scale_mark.col,
+				  "data format 'text' feeds token ids as they are: data.scale must be 1, not %g",
+				  (double)d->scale);
+	if (d->normalize)
+		return akk_err_at(e, file, d->normalize_mark.line, d->normalize_mark.col,
+				  "data format 'text' feeds token ids as they are: remove data.normalize");
+	if (d->standardize)
+		return akk_err_at(e, file, d->standardize_mark.line, d->standardize_mark.col,
+				  "data format 'text' feeds token ids as they are: remove data.standardize");
+	if (d->task != AKK_TASK_CLASSIFICATION)
+		return akk_err_at(e, file, at.line, at.col,
+				  "data format 'text' predicts the next byte: data.task must be classification");
+	if (d->folds)
+		return akk_err_at(e, file, d->val_mark.line, d->val_mark.col,
+				  "'folds' would train on the text after the held-out part: use 'split', which holds out its end");
+	if (s->input.rank != 1 || (d->text_len && s->input.d[0] != d->text_len))
+		return akk_err_at(e, file, s->input_mark.line, s->input_mark.col,
+				  "data format 'text' needs network.input [T] with T the window's seq_len%s",
+				  d->text_len ? "" : " (data.text.seq_len)");
+	if (!d->text_len)
+		d->text_len = s->input.d[0];
+	if (!d->text_stride)
+		d->text_stride = d->text_len;
 	return 0;
 }
 
@@ -207,6 +251,6 @@ int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err
 					  "gate %d has a rank, but with schedule.parallel: data every rank runs every gate",
 					  i + 1);
 	return check_augment(s, file, e) || check_series(s, file, e) ||
-	       check_token_ids(s, file, e) ||
+	       check_text(s, file, e) || check_token_ids(s, file, e) ||
 	       check_watch(s, file, e) || check_pipeline(s, file, e) ? -1 : 0;
 }

@@ -7,18 +7,21 @@
 #include "base/rng.h"
 #include "tensor/tensor.h"
 
-int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in, int classes)
+int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in,
+		    int outputs, int steps)
 {
-	size_t nx, nd;
+	size_t nx, nd, nl;
 
 	memset(b, 0, sizeof(*b));
-	if (max_batch < 1 || classes < 1 ||
+	if (max_batch < 1 || outputs < 1 || steps < 1 ||
 	    !akk_mul_ok(in, (size_t)max_batch, &nx) ||
-	    !akk_mul_ok((size_t)classes, (size_t)max_batch, &nd))
+	    !akk_mul_ok((size_t)outputs, (size_t)max_batch, &nd) ||
+	    !akk_mul_ok((size_t)steps, (size_t)max_batch, &nl))
 		return -1;
+	b->steps = steps;
 	b->x = akk_alloc(nx);
 	/* int32 labels in a float-sized, aligned block */
-	b->labels = (int32_t *)akk_alloc((size_t)max_batch);
+	b->labels = (int32_t *)akk_alloc(nl);
 	b->dlogits = akk_alloc(nd);
 	b->targets = akk_alloc(nd);
 	if (!b->x || !b->labels || !b->dlogits || !b->targets) {
@@ -61,7 +64,7 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
 			  int last, const struct akk_preprocess *pre)
 {
-	size_t item = d->in;
+	size_t item = d->in, L = (size_t)b->steps;
 
 	for (int j = 0; j < count; j++) {
 		size_t s = perm ? perm[start + j] : start + j;
@@ -71,7 +74,8 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			akk_preprocess_u8(x, d->x8 + s * item, pre);
 		else
 			akk_preprocess_f32(x, d->xf + s * item, pre);
-		b->labels[j] = d->labels ? d->labels[s] : 0;
+		for (size_t t = 0; t < L; t++)
+			b->labels[j * L + t] = d->labels ? d->labels[s * L + t] : 0;
 		/* regression: the sample's targets (the run checked that
 		 * they are as many as the network's outputs) */
 		if (d->y)

@@ -20,19 +20,23 @@
 
 struct akk_batch {
 	float *x;		/* (max_batch, in) network input */
-	int32_t *labels;	/* (max_batch) class indices */
-	float *dlogits;		/* (max_batch, classes) loss gradient, lent to the
+	int32_t *labels;	/* (max_batch, steps) class indices: one per
+				 * sample, or one per step of a sequence */
+	float *dlogits;		/* (max_batch, outputs) loss gradient, lent to the
 				 * last gate until this batch's backward returns */
-	float *targets;		/* (max_batch, classes) regression targets (the
-				 * data's y; classes = its targets), else 0 */
+	float *targets;		/* (max_batch, outputs) regression targets (the
+				 * data's y; outputs = its targets), else 0 */
+	int steps;		/* labels per sample */
 	int B;			/* samples in this batch */
 	int epoch;		/* 0-based epoch (training) or pass (validation) */
 	long index;		/* batch index within the epoch or pass */
 	int last;		/* 1 for the last batch of its epoch or pass */
 };
 
+/* Room for max_batch samples of `in` inputs, `outputs` network outputs
+ * and `steps` labels each (the model's akk_model_outputs and steps). */
 int akk_batch_alloc(struct akk_batch *b, int max_batch, size_t in,
-		    int classes);
+		    int outputs, int steps);
 void akk_batch_release(struct akk_batch *b);
 
 /* Batches per epoch of n samples in batches of bs (the last may be partial). */
@@ -40,7 +44,8 @@ long akk_batches_per_epoch(size_t n, int bs);
 /* perm = a fresh permutation of 0..n-1 for `epoch`, from seed alone. */
 void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch);
 /* Fill the `count` samples at positions start.. of the order perm (NULL:
- * file order) into b; last marks the epoch's last batch. */
+ * file order) into b; last marks the epoch's last batch. d's labels per
+ * sample (akk_dataset_steps) must be b's steps (the run checks it). */
 void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
 			  int last, const struct akk_preprocess *pre);

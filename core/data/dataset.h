@@ -25,8 +25,9 @@ struct akk_dataset {
 	enum akk_xtype xtype;
 	uint8_t *x8;		/* n * in values when xtype is AKK_X_U8 */
 	float *xf;		/* n * in values when xtype is AKK_X_F32 */
-	/* Classification: labels[n], each in 0..classes-1 (classes = the
-	 * highest label + 1, or the number of names). Regression: targets > 0
+	/* Classification: labels[n * steps] (akk_dataset_steps: one label
+	 * per sample, or one per step of a sequence), each in 0..classes-1
+	 * (classes = the highest label + 1, or the number of names). Regression: targets > 0
 	 * values per sample in y[n * targets], and labels NULL, classes 0.
 	 * Unlabelled: all four zero or NULL. */
 	int classes;
@@ -42,7 +43,19 @@ struct akk_dataset {
 	/* Windows of a series (data/series.h): rows a window spans with its
 	 * horizon, rows between windows, targets per row; 0 otherwise. */
 	int series_span, series_stride, series_targets;
+	/* Labels per sample: 0 or 1 for one, T for a label at each of T
+	 * steps (text: the next token after each). */
+	int label_steps;
+	/* Windows of a text (data/text.h): tokens per window, tokens between
+	 * windows; 0 otherwise. */
+	int text_len, text_stride;
 };
+
+/* Labels per sample: 1, or label_steps when it is more. */
+static inline int akk_dataset_steps(const struct akk_dataset *d)
+{
+	return d->label_steps > 1 ? d->label_steps : 1;
+}
 
 /* Value i of the n * in, whichever way it is stored. */
 static inline float akk_dataset_x(const struct akk_dataset *d, size_t i)

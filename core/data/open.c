@@ -14,6 +14,7 @@
 #include "data/npy.h"
 #include "data/series.h"
 #include "data/pnm.h"
+#include "data/text.h"
 
 int akk_data_has(const struct akk_data_spec *s, enum akk_data_part part)
 {
@@ -115,6 +116,32 @@ static int csv_inputs(struct akk_dataset *d, const char *path,
 	return akk_csv_inputs(d, path, ds ? &ds->csv : &csv_defaults, e);
 }
 
+static int text_open(struct akk_dataset *d, const struct akk_data_spec *s,
+		     enum akk_data_part part, struct akk_err *e)
+{
+	const struct akk_text t = { s->text_len, s->text_stride };
+	const struct akk_data_files *f = part_of(s, part);
+
+	if (f->files.n)
+		return akk_text_dataset(d, (const char *const *)f->files.v, f->files.n, &t, e);
+	return akk_text_dataset(d, (const char *const *)&f->file, 1, &t, e);
+}
+
+/* The text's file, or the first of its files. */
+static const char *text_file(const struct akk_data_spec *s, enum akk_data_part part)
+{
+	const struct akk_data_files *f = part_of(s, part);
+
+	return f->file ? f->file : f->files.n ? f->files.v[0] : NULL;
+}
+
+static void text_given(struct akk_data_files *f, char *samples, char *labels, char **one)
+{
+	(void)labels;
+	(void)one;
+	f->file = samples;
+}
+
 static int pnm_inputs(struct akk_dataset *d, const char *path,
 		      const struct akk_data_spec *ds, struct akk_err *e)
 {
@@ -202,8 +229,9 @@ static void images_given(struct akk_data_files *f, char *samples, char *labels, 
 /* One reader a line, keyed by its data.format name (the config's keys of
  * each format are spec.c's data_file_keys). open: a part of a config's
  * data, labelled; file: the file of that part's samples, for messages;
- * labels_inside: the labels are in that file too; named_classes: the
- * labels are names, numbered in the order training met them; inputs: one
+ * labels_inside: the labels are in that file too; match: the labels are
+ * names, renumbered (by akk_data_match_classes) as training numbered
+ * them; inputs: one
  * file of unlabelled input (akkctl predict); given: a part's keys set to
  * files named on the command line (akkctl eval --images, --labels). A
  * format without open is for input only. */
@@ -212,18 +240,22 @@ static const struct data_format {
 	int (*open)(struct akk_dataset *d, const struct akk_data_spec *s,
 		    enum akk_data_part part, struct akk_err *e);
 	const char *(*file)(const struct akk_data_spec *s, enum akk_data_part part);
-	int labels_inside, named_classes;
+	int labels_inside;
+	int (*match)(struct akk_dataset *d, char *const *names, int n, const char *path,
+		     struct akk_err *e);
 	int (*inputs)(struct akk_dataset *d, const char *path,
 		      const struct akk_data_spec *ds, struct akk_err *e);
 	void (*given)(struct akk_data_files *f, char *samples, char *labels, char **one);
 } formats[] = {
-	{ "idx", idx_open, idx_file, 0, 0, idx_inputs, idx_given },
-	{ "npy", npy_open, npy_file, 0, 0, npy_inputs, npy_given },
-	{ "cifar10", cifar_open, cifar_file, 1, 0, cifar_inputs, cifar_given },
-	{ "csv", csv_open, csv_file, 1, 1, csv_inputs, csv_given },
-	{ "images", images_open, images_file, 1, 1, images_inputs, images_given },
-	{ "pnm", NULL, idx_file, 0, 0, pnm_inputs, NULL },
-	{ NULL, NULL, NULL, 0, 0, NULL, NULL },
+	{ "idx", idx_open, idx_file, 0, NULL, idx_inputs, idx_given },
+	{ "npy", npy_open, npy_file, 0, NULL, npy_inputs, npy_given },
+	{ "cifar10", cifar_open, cifar_file, 1, NULL, cifar_inputs, cifar_given },
+	{ "csv", csv_open, csv_file, 1, akk_csv_match_classes, csv_inputs, csv_given },
+	{ "images", images_open, images_file, 1, akk_csv_match_classes, images_inputs,
+	  images_given },
+	{ "text", text_open, text_file, 1, akk_text_match_vocab, NULL, text_given },
+	{ "pnm", NULL, idx_file, 0, NULL, pnm_inputs, NULL },
+	{ NULL, NULL, NULL, 0, NULL, NULL, NULL },
 };
 
 /* The format called name (NULL: "idx", the default), or NULL. */
@@ -319,9 +351,9 @@ int akk_data_match_classes(struct akk_dataset *d, const struct akk_data_spec *s,
 {
 	const struct data_format *f = format_named(s->format);
 
-	if (!f || !f->named_classes)
+	if (!f || !f->match)
 		return 0;
-	return akk_csv_match_classes(d, names, n, f->file(s, part), e);
+	return f->match(d, names, n, f->file(s, part), e);
 }
 
 /* An IDX image file alone: its bytes become d's, without labels. */

@@ -117,22 +117,23 @@ int akk_series_inputs(struct akk_dataset *d, const struct akk_series *s,
 	return 0;
 }
 
-int akk_series_split(uint32_t **held, size_t *nheld, uint32_t **train, size_t *ntrain,
-		     const struct akk_dataset *d, double fraction, struct akk_err *e)
+int akk_windows_split(uint32_t **held, size_t *nheld, uint32_t **train, size_t *ntrain,
+		      size_t n, int span, int stride, double fraction, const char *of,
+		      struct akk_err *e)
 {
-	size_t k = (size_t)llround(fraction * (double)d->n), first, gap;
+	size_t k = (size_t)llround(fraction * (double)n), first, gap;
 
 	*held = *train = NULL;
 	*nheld = *ntrain = 0;
 	if (k < 1)
 		k = 1;
-	if (k >= d->n)
-		return akk_err_set(e, "a split of %g holds out all %zu windows of the series",
-				   fraction, d->n);
-	first = d->n - k;
-	/* window j ends at row j S + span; the first held-out one begins at
-	 * row first S: j S + span <= first S */
-	gap = ((size_t)d->series_span + (size_t)d->series_stride - 1) / (size_t)d->series_stride;
+	if (k >= n)
+		return akk_err_set(e, "a split of %g holds out all %zu windows of the %s",
+				   fraction, n, of);
+	first = n - k;
+	/* window j ends at step j S + span; the first held-out one begins at
+	 * step first S: j S + span <= first S */
+	gap = ((size_t)span + (size_t)stride - 1) / (size_t)stride;
 	if (first < gap)
 		return akk_err_set(e, "a split of %g leaves no training window that ends before the %zu held-out ones begin",
 				   fraction, k);
@@ -151,6 +152,13 @@ int akk_series_split(uint32_t **held, size_t *nheld, uint32_t **train, size_t *n
 	for (size_t i = 0; i < *ntrain; i++)
 		(*train)[i] = (uint32_t)i;
 	return 0;
+}
+
+int akk_series_split(uint32_t **held, size_t *nheld, uint32_t **train, size_t *ntrain,
+		     const struct akk_dataset *d, double fraction, struct akk_err *e)
+{
+	return akk_windows_split(held, nheld, train, ntrain, d->n, d->series_span,
+				 d->series_stride, fraction, "series", e);
 }
 
 void akk_series_naive(const struct akk_dataset *d, size_t i, float *out)

@@ -54,6 +54,13 @@ static inline int akk_series_is(const struct akk_dataset *d)
 int akk_series_split(uint32_t **held, size_t *nheld, uint32_t **train, size_t *ntrain,
 		     const struct akk_dataset *d, double fraction, struct akk_err *e);
 
+/* The same for any n windows that each span `span` steps of one stream,
+ * `stride` steps apart (a series' rows, a text's tokens); `of` names the
+ * stream in the messages ("series", "text"). */
+int akk_windows_split(uint32_t **held, size_t *nheld, uint32_t **train, size_t *ntrain,
+		      size_t n, int span, int stride, double fraction, const char *of,
+		      struct akk_err *e);
+
 /* The naive forecast of window i of d: the last row's K targets, repeated
  * for each of the H horizon steps, into out (d->targets floats). */
 void akk_series_naive(const struct akk_dataset *d, size_t i, float *out);

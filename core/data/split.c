@@ -181,6 +181,7 @@ int akk_dataset_subset(struct akk_dataset *out, const struct akk_dataset *d,
 {
 	size_t m = complement ? d->n - n : n, row = 0, j = 0;
 	size_t isz = d->xtype == AKK_X_U8 ? 1 : sizeof(float);
+	size_t L = (size_t)akk_dataset_steps(d);	/* labels per sample */
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < n; i++)
@@ -199,12 +200,15 @@ int akk_dataset_subset(struct akk_dataset *out, const struct akk_dataset *d,
 	out->series_span = d->series_span;
 	out->series_stride = d->series_stride;
 	out->series_targets = d->series_targets;
+	out->label_steps = d->label_steps;
+	out->text_len = d->text_len;
+	out->text_stride = d->text_stride;
 	if (d->xtype == AKK_X_U8)
 		out->x8 = malloc(m * d->in + 1);
 	else
 		out->xf = malloc(m * d->in * sizeof(float) + 1);
 	if (d->labels)
-		out->labels = malloc(m * sizeof(int32_t) + 1);
+		out->labels = malloc(m * L * sizeof(int32_t) + 1);
 	if (d->y)
 		out->y = malloc(m * (size_t)d->targets * sizeof(float) + 1);
 	if (d->class_names)
@@ -227,7 +231,7 @@ int akk_dataset_subset(struct akk_dataset *out, const struct akk_dataset *d,
 		else
 			memcpy(out->xf + row * d->in, d->xf + i * d->in, d->in * isz);
 		if (d->labels)
-			out->labels[row] = d->labels[i];
+			memcpy(out->labels + row * L, d->labels + i * L, L * sizeof(int32_t));
 		if (d->y)
 			memcpy(out->y + row * d->targets, d->y + i * d->targets,
 			       (size_t)d->targets * sizeof(float));

@@ -624,7 +624,9 @@ static int check_fields(const struct akk_checkpoint *c, const char *path,
 			   p->index, p->epoch, p->id);
 	if (!finite_nonneg(p->loss_sum))
 		return BAD("position.loss_sum is %g (finite, at least 0)", p->loss_sum);
-	if (p->samples < 0 || p->correct < 0 || p->correct > p->samples)
+	/* correct counts steps: at most samples x the network's steps
+	 * (validate, with the network) */
+	if (p->samples < 0 || p->correct < 0)
 		return BAD("position.correct is %ld of position.samples %ld",
 			   p->correct, p->samples);
 	if (!finite_nonneg(p->seconds) || p->seconds > 1e9)
@@ -769,6 +771,16 @@ static int validate(struct akk_checkpoint *c, const char *path, struct akk_err *
 	if (c->pos.samples > c->pos.index * s.sched.batch_size) {
 		BAD("position.samples is %ld after %ld batches of at most %d",
 		    c->pos.samples, c->pos.index, s.sched.batch_size);
+		goto out;
+	}
+	/* a sequence output's accuracy counts its steps */
+	if (c->pos.correct > c->pos.samples * (long)m.steps) {
+		if (m.steps > 1)
+			BAD("position.correct is %ld of position.samples %ld of %d steps each",
+			    c->pos.correct, c->pos.samples, m.steps);
+		else
+			BAD("position.correct is %ld of position.samples %ld",
+			    c->pos.correct, c->pos.samples);
 		goto out;
 	}
 	if (akk_checkpoint_match(c, &m, path, e) || check_values(c, &m, path, e) ||

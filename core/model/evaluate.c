@@ -14,7 +14,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		 struct akk_err *e)
 {
 	const struct akk_spec *s = m->spec;
-	int C = m->classes;
+	int C = m->classes, L = m->steps, O = akk_model_outputs(m);
 	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
 	struct akk_batch b;
 	float *prob = malloc(C * sizeof(float));
@@ -28,7 +28,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	if (!reg)
 		res->confusion = calloc((size_t)C * C, sizeof(long));
 	if (!prob || (!reg && !res->confusion) ||
-	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), C)) {
+	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), O, L)) {
 		free(prob);
 		akk_eval_result_release(res);
 		return akk_err_set(e, "out of memory");
@@ -51,10 +51,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 				}
 			h = y;
 		}
-		loss = reg ? akk_loss_targets(s->loss, s->huber_delta, NULL, h,
-					      b.targets, b.B, C, &rs)
-			   : akk_loss(s->loss, s->huber_delta, NULL, h, b.labels, b.B,
-				      C, &correct);
+		loss = akk_model_loss(m, NULL, h, b.labels, b.targets, b.B, &correct, &rs);
 		if (!isfinite(loss)) {
 			akk_err_set(e, "non-finite loss on samples %ld to %ld", i * bs + 1,
 				    i * bs + b.B);
@@ -62,7 +59,8 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 			goto out;
 		}
 		sum += loss * b.B;
-		for (int j = 0; !reg && j < b.B; j++) {
+		/* a sequence: every step is a prediction of its own */
+		for (int j = 0; !reg && j < b.B * L; j++) {
 			const float *row = h + (size_t)j * C;
 			int best = 0;
 			for (int k = 1; k < C; k++)
@@ -71,7 +69,7 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 			res->confusion[(size_t)b.labels[j] * C + best]++;
 			if (fn) {
 				akk_output_row(akk_loss_output(m->spec->loss, 0), prob, row, C);
-				if (fn(ctx, i * bs + j, b.labels[j], best, prob[best])) {
+				if (fn(ctx, i * bs * L + j, b.labels[j], best, prob[best])) {
 					akk_err_set(e, "cannot write the predictions");
 					goto out;
 				}
@@ -79,8 +77,9 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		}
 	}
 	res->n = (long)d->n;
+	res->steps = L;
 	res->loss = d->n ? sum / d->n : 0;
-	res->accuracy = d->n ? (double)correct / d->n : 0;
+	res->accuracy = d->n ? (double)correct / ((double)d->n * L) : 0;
 	res->rmse = akk_reg_rmse(&rs);
 	res->r2 = akk_reg_r2(&rs);
 	rc = 0;

@@ -11,11 +11,12 @@
 #include "model/model.h"
 
 struct akk_eval_result {
-	double loss;		/* mean over samples */
-	double accuracy;
-	long n;
-	long *confusion;	/* (classes, classes): [label][predicted], owned;
-				 * NULL for regression */
+	double loss;		/* mean over samples (and over their steps) */
+	double accuracy;	/* share of samples (or steps) predicted right */
+	long n;			/* samples */
+	int steps;		/* labels per sample (the model's steps) */
+	long *confusion;	/* (classes, classes): [label][predicted], owned,
+				 * counting every step; NULL for regression */
 	int classes;
 	/* data.task regression: accuracy is 0, and these hold
 	 * the RMSE and R^2 over all targets pooled */
@@ -27,7 +28,8 @@ struct akk_eval_result {
 	int not_finite;
 };
 
-/* Called for every sample in order: its index in the dataset, label,
+/* Called for every sample (every step of every sample, index * steps +
+ * step, for a sequence) in order: its index in the dataset, label,
  * predicted class and that class's probability, as predict gives it
  * (nn/loss.h, akk_output_row; classification only: not called for
  * regression). */

@@ -156,17 +156,20 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		g->out = cur;
 		m->flops += g->flops;
 	}
-	if (cur.rank != 1) {
+	/* a classifier may end in a sequence [T, classes]: a label per step */
+	if (cur.rank != 1 &&
+	    (cur.rank != 2 || s->data.task == AKK_TASK_REGRESSION)) {
 		char shape[64];
 		const struct akk_gate_spec *last = &s->gates[s->ngates - 1];
 		const struct akk_layer_spec *ls = &last->layers[last->nlayers - 1];
 		akk_shape_format(cur, shape, sizeof(shape));
 		akk_model_release(m);
 		return akk_err_at(e, s->path, ls->mark.line, ls->mark.col,
-				  "the network must end in a flat output [classes] for the loss, but %s outputs %s; add flatten and dense",
+				  "the network must end in a flat output [classes] for the loss, or [steps, classes] for a classifier, but %s outputs %s; add flatten and dense",
 				  "its last layer", shape);
 	}
-	m->classes = cur.d[0];
+	m->steps = cur.rank == 2 ? cur.d[0] : 1;
+	m->classes = cur.d[cur.rank - 1];
 	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
 	/* one output is enough for one regression target */
 	if (m->classes < (s->data.task == AKK_TASK_REGRESSION ? 1 : 2)) {
@@ -175,9 +178,23 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		akk_model_release(m);
 		return akk_err_at(e, s->path, ls->mark.line, ls->mark.col,
 				  "the network must output at least 2 classes, but its last layer outputs %d",
-				  cur.d[0]);
+				  m->classes);
 	}
 	return 0;
+}
+
+double akk_model_loss(const struct akk_model *m, float *dout, const float *out,
+		      const int32_t *labels, const float *targets, int B,
+		      long *correct, struct akk_reg_sums *rs)
+{
+	const struct akk_spec *s = m->spec;
+
+	if (s->data.task == AKK_TASK_REGRESSION)
+		return akk_loss_targets(s->loss, s->huber_delta, dout, out, targets,
+					B, akk_model_outputs(m), rs);
+	/* a sequence's steps are rows of their own: the mean over B * steps */
+	return akk_loss(s->loss, s->huber_delta, dout, out, labels, B * m->steps,
+			m->classes, correct);
 }
 
 void akk_model_release(struct akk_model *m)

@@ -11,6 +11,7 @@
 #include "nn/layer.h"
 #include "config/spec.h"
 #include "data/dataset.h"
+#include "nn/loss.h"
 
 struct akk_gate_plan {
 	int index;			/* 0-based */
@@ -30,7 +31,12 @@ struct akk_model {
 	const struct akk_spec *spec;	/* not owned */
 	struct akk_gate_plan *gates;	/* ngates, owned */
 	int ngates;
-	int classes;			/* outputs of the last gate */
+	/* The last gate's output: [classes] (one class label or target row
+	 * per sample, steps 1) or, for a classifier, a sequence [T, classes]
+	 * (one class label per step, steps T): the loss is taken at every
+	 * step. */
+	int classes;			/* outputs per step */
+	int steps;			/* labels per sample: 1 or T */
 	size_t nparams;
 	double flops;			/* forward FLOPs per sample */
 	/* Training FLOPs per sample: forward, input gradient and parameter
@@ -38,6 +44,12 @@ struct akk_model {
 	 * layer never computes. */
 	double train_flops;
 };
+
+/* Outputs of the last gate per sample: steps * classes. */
+static inline int akk_model_outputs(const struct akk_model *m)
+{
+	return m->steps * m->classes;
+}
 
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		   struct akk_err *e);
@@ -56,5 +68,15 @@ int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
  * never reads stashed weights. */
 int akk_gate_needs_stash(const struct akk_gate_plan *g);
 
+/* The loss of a batch of B samples: the outputs out (B x outputs) against
+ * the labels (B x steps) or, for data.task regression, the float targets
+ * (B x outputs), as akk_loss and akk_loss_targets: the mean over the B *
+ * steps rows of classes outputs (for softmax cross-entropy the mean over
+ * every step of every sample), its gradient in dout unless NULL; correct
+ * counts steps whose argmax is their label, rs the regression sums. Every
+ * trainer and evaluation takes its loss here. */
+double akk_model_loss(const struct akk_model *m, float *dout, const float *out,
+		      const int32_t *labels, const float *targets, int B,
+		      long *correct, struct akk_reg_sums *rs);
 
 #endif

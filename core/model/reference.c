@@ -17,7 +17,8 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 	r->gates = calloc(m->ngates, sizeof(*r->gates));
 	r->perm = malloc(train->n * sizeof(*r->perm));
 	if (!r->gates || !r->perm ||
-	    akk_batch_alloc(&r->batch, bs, akk_shape_size(s->input), m->classes)) {
+	    akk_batch_alloc(&r->batch, bs, akk_shape_size(s->input),
+			    akk_model_outputs(m), m->steps)) {
 		akk_reference_release(r);
 		return akk_err_set(e, "out of memory");
 	}
@@ -64,12 +65,8 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
 			return -1;
-	/* regression: against the batch's float targets */
-	loss = s->data.task == AKK_TASK_REGRESSION ?
-		akk_loss_targets(s->loss, s->huber_delta, b->dlogits, h, b->targets,
-				 b->B, m->classes, NULL) :
-		akk_loss(s->loss, s->huber_delta, b->dlogits, h, b->labels,
-			 b->B, m->classes, correct);
+	loss = akk_model_loss(m, b->dlogits, h, b->labels, b->targets, b->B,
+			      correct, NULL);
 	if (loss_sum)
 		*loss_sum += loss * b->B;
 	h = b->dlogits;
@@ -106,14 +103,11 @@ int akk_reference_evaluate(struct akk_reference *r,
 		h = b->x;
 		for (int g = 0; g < m->ngates; g++)
 			h = akk_gate_eval(&r->gates[g], 0, h, b->B);
-		sum += (s->data.task == AKK_TASK_REGRESSION ?
-			akk_loss_targets(s->loss, s->huber_delta, NULL, h, b->targets,
-					 b->B, m->classes, &reg) :
-			akk_loss(s->loss, s->huber_delta, NULL, h, b->labels,
-				 b->B, m->classes, &correct)) * b->B;
+		sum += akk_model_loss(m, NULL, h, b->labels, b->targets, b->B,
+				      &correct, &reg) * b->B;
 	}
 	*loss = d->n ? sum / d->n : 0;
-	*accuracy = d->n ? (double)correct / d->n : 0;
+	*accuracy = d->n ? (double)correct / ((double)d->n * m->steps) : 0;
 	if (s->data.task == AKK_TASK_REGRESSION)	/* R^2 */
 		*accuracy = akk_reg_r2(&reg);
 	return 0;

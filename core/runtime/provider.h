@@ -46,6 +46,7 @@ struct akk_provider_config {
 	int bs;			/* samples per batch (per shard) */
 	size_t in;		/* inputs per sample */
 	int classes;		/* outputs (regression targets) per sample */
+	int steps;		/* labels per sample (0 taken as 1) */
 	int npool;		/* batches in the pool */
 	int epoch;		/* the first batch: epoch, and index in it */
 	long index;

@@ -37,16 +37,22 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 			return akk_err_at(e, lpath, 0, 0,
 					  "%s data has no regression targets, but data.task is regression",
 					  what);
-		if (d->targets != m->classes)
+		if (d->targets != akk_model_outputs(m))
 			return akk_err_at(e, lpath, 0, 0,
 					  "%s data has %d target%s per sample, but the network outputs %d",
 					  what, d->targets, d->targets == 1 ? "" : "s",
-					  m->classes);
+					  akk_model_outputs(m));
 	} else if (d->y && !d->labels) {
 		return akk_err_at(e, lpath, 0, 0,
 				  "%s data has regression targets, not class labels: set data.task: regression",
 				  what);
 	}
+	/* a label per step of a sequence output, or one per sample */
+	if (d->labels && akk_dataset_steps(d) != m->steps)
+		return akk_err_at(e, lpath, 0, 0,
+				  "%s data has %d label%s per sample, but the network outputs %d step%s of %d classes",
+				  what, akk_dataset_steps(d), akk_dataset_steps(d) == 1 ? "" : "s",
+				  m->steps, m->steps == 1 ? "" : "s", m->classes);
 	if (d->classes > m->classes)
 		return akk_err_at(e, lpath, 0, 0,
 				  "%s labels go up to %d, but the network outputs %d classes",
@@ -82,7 +88,7 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 		free(w);
 		return akk_err_set(e, "out of memory");
 	}
-	w[0] = m->classes;	/* logits arrive at the sentinel */
+	w[0] = akk_model_outputs(m);	/* logits arrive at the sentinel */
 	for (int i = 0; i < G; i++) {
 		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
 		w[i + 1] = akk_shape_size(m->gates[i].in);
@@ -233,13 +239,13 @@ static int make_providers(struct akk_run *r, struct akk_err *e)
 				   r->pre.in, in);
 	if (akk_provider_init(&r->tprov, r->train, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .shuffle = 1, .seed = s->seed, .bs = bs, .in = in,
-			.classes = m->classes, .npool = r->sched.K + 2, .epoch = cfg->start.epoch,
+			.classes = akk_model_outputs(m), .steps = m->steps, .npool = r->sched.K + 2, .epoch = cfg->start.epoch,
 			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
 		return -1;
 	if (r->val &&
 	    akk_provider_init(&r->vprov, r->val, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .seed = s->seed, .bs = bs, .in = in,
-			.classes = m->classes, .npool = r->sched.V + 2, .shards = 1 }, e))
+			.classes = akk_model_outputs(m), .steps = m->steps, .npool = r->sched.V + 2, .shards = 1 }, e))
 		return -1;
 	return 0;
 }

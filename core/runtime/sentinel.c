@@ -266,19 +266,16 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 		       const struct akk_msg *m, struct akk_err *e)
 {
 	const struct akk_spec *s = r->model->spec;
-	int G = r->model->ngates, classes = r->model->classes;
+	int G = r->model->ngates, outputs = akk_model_outputs(r->model);
 	struct chunk *c = &slots[m->id % r->sched.K];
 	struct akk_batch *b = c->b;
-	float *dl = b->dlogits + (size_t)c->off * classes;
+	float *dl = b->dlogits + (size_t)c->off * outputs;
 	struct akk_msg back = *m;
 	double tl = akk_now();
-	double loss = s->data.task == AKK_TASK_REGRESSION ?
-		akk_loss_targets(s->loss, s->huber_delta, dl, m->data,
-				 b->targets + (size_t)c->off * classes,
-				 c->B, classes, &ph->treg) :
-		akk_loss(s->loss, s->huber_delta, dl, m->data,
-			 b->labels + c->off, c->B, classes,
-			 &ph->correct);
+	double loss = akk_model_loss(r->model, dl, m->data,
+				     b->labels + (size_t)c->off * b->steps,
+				     b->targets + (size_t)c->off * outputs, c->B,
+				     &ph->correct, &ph->treg);
 
 	/* a gate's non-finite output stops the run in that gate; finite
 	 * logits can still overflow the loss */
@@ -300,13 +297,13 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 	/* the group's mean gradient is the chunks' means weighted by their
 	 * share of its samples */
 	if (c->scale != 1.0)
-		for (long i = 0; i < (long)c->B * classes; i++)
+		for (long i = 0; i < (long)c->B * outputs; i++)
 			dl[i] = (float)(dl[i] * c->scale);
 	akk_trace_add(&r->sentinel_trace, AKK_TRACE_LOSS, m->id, -1, tl, akk_now());
 	back.kind = AKK_MSG_BACKWARD;
 	back.more = c->hold;
 	back.data = dl;
-	back.n = (long)c->B * classes;
+	back.n = (long)c->B * outputs;
 	ph->state = STARTPOINT;
 	return akk_send(&r->tr, G, &back);
 }
@@ -345,16 +342,11 @@ static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
 static void take_validation(struct akk_run *r, struct phase *ph,
 			    struct akk_batch **vslots, const struct akk_msg *m)
 {
-	const struct akk_spec *s = r->model->spec;
-	int classes = r->model->classes;
 	struct akk_batch *b = vslots[m->eval_slot];
 
-	ph->vloss_sum += (s->data.task == AKK_TASK_REGRESSION ?
-		akk_loss_targets(s->loss, s->huber_delta, NULL, m->data,
-				 b->targets, b->B, classes, &ph->vreg) :
-		akk_loss(s->loss, s->huber_delta, NULL, m->data,
-			 b->labels, b->B, classes,
-			 &ph->vcorrect)) * b->B;
+	ph->vloss_sum += akk_model_loss(r->model, NULL, m->data, b->labels,
+					b->targets, b->B, &ph->vcorrect,
+					&ph->vreg) * b->B;
 	ph->vsamples += b->B;
 	if (m->vmin < ph->vmin)
 		ph->vmin = m->vmin;
@@ -548,14 +540,16 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		  const char *phase, double seconds, struct akk_err *e)
 {
 	int reg = r->model->spec->data.task == AKK_TASK_REGRESSION;
+	int steps = r->model->steps;
 	struct akk_epoch_report rep = {
 		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
 		.samples = ph->samples,
 		.train_loss = ph->samples ? ph->loss_sum / ph->samples : 0,
-		.train_acc = ph->samples ? (double)ph->correct / ph->samples : 0,
+		/* a sequence's accuracy counts its steps */
+		.train_acc = ph->samples ? (double)ph->correct / ((double)ph->samples * steps) : 0,
 		.val_samples = ph->vsamples,
 		.val_loss = ph->vsamples ? ph->vloss_sum / ph->vsamples : 0,
-		.val_acc = ph->vsamples ? (double)ph->vcorrect / ph->vsamples : 0,
+		.val_acc = ph->vsamples ? (double)ph->vcorrect / ((double)ph->vsamples * steps) : 0,
 		.vmin = ph->vmax >= 0 ? ph->vmin : 0, .vmax = ph->vmax >= 0 ? ph->vmax : 0,
 		.during = r->sched.validate_during && ph->samples && ph->vsamples,
 		.steps = r->pos.id,

@@ -14,7 +14,7 @@
 set -u
 export LC_ALL=C	# the logs hold raw input bytes: sed and grep byte-wise
 SECONDS_EACH=${1:-60}
-TARGETS=${FUZZ_TARGETS:-spec idx checkpoint resume npy csv png jpeg steps}
+TARGETS=${FUZZ_TARGETS:-spec idx checkpoint resume npy csv png jpeg steps text}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=build/fuzz
 cd "$TOP" || exit 1
