@@ -232,7 +232,8 @@ static int make_providers(struct akk_run *r, struct akk_err *e)
 		return akk_err_set(e, "the input map has %zu values, but network.input needs %zu",
 				   r->pre.in, in);
 	if (akk_provider_init(&r->tprov, r->train, &r->pre, &(struct akk_provider_config){
-			.ds = &s->data, .shuffle = 1, .seed = s->seed, .bs = bs, .in = in,
+			.ds = &s->data, .shuffle = 1, .order = s->sched.order, .seed = s->seed,
+			.bs = bs, .in = in,
 			.classes = m->classes, .npool = r->sched.K + 2, .epoch = cfg->start.epoch,
 			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
 		return -1;
