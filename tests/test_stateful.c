@@ -466,7 +466,7 @@ static void t_learns_across_batches(void **state)
 }
 
 /* A series of n rows "x,y": x = +-1 at random, y = x 6 rows before. */
-static const char *write_memory_series(const char *dir, int n, uint32_t seed)
+static const char *write_series(const char *dir, int n, uint32_t seed)
 {
 	const char *path = tu_path(dir, "mem.csv");
 	char *text = malloc((size_t)n * 16 + 16);
@@ -484,7 +484,7 @@ static const char *write_memory_series(const char *dir, int n, uint32_t seed)
 	return path;
 }
 
-static void memory_config(char *buf, size_t size, const char *csv, const char *layers,
+static void series_config(char *buf, size_t size, const char *csv, const char *layers,
 			  const char *sched)
 {
 	snprintf(buf, size,
@@ -497,8 +497,8 @@ static void memory_config(char *buf, size_t size, const char *csv, const char *l
 		 csv, layers, sched);
 }
 
-/* The memory series through two gates, stateful in each: an lstm, then a
- * gru and dense; 7 rows a batch, so each epoch's last batch has 5. */
+/* A series through two gates, stateful in each: an lstm, then a gru and
+ * dense; 7 rows a batch, each epoch's last of 5 (rig_run_open). */
 static const char *two_gates =
 	"    - layers: [{lstm: {units: 6, return_sequences: true, stateful: true}}]\n"
 	"    - layers: [{gru: {units: 5, stateful: true}}, {dense: 1}]\n";
@@ -514,13 +514,14 @@ static void rig_run_open(struct rig_run *q, const char *dir, const char *sched)
 	char cfg[4096];
 	struct akk_err e = { 0 };
 
-	memory_config(cfg, sizeof(cfg), write_memory_series(dir, 7 * 30 * 4 + 1, 23),
+	/* 833 rows: 208 windows, 30 batches of 7, the last of 5 */
+	series_config(cfg, sizeof(cfg), write_series(dir, 833, 23),
 		      two_gates, sched);
 	if (akk_spec_parse(&q->spec, cfg, strlen(cfg), "carry.yaml", NULL, NULL, 0, &e) ||
 	    akk_model_plan(&q->model, &q->spec, &e) ||
 	    akk_data_open(&q->train, &q->spec.data, AKK_DATA_TRAIN, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	assert_int_equal(q->train.n, 210);
+	assert_int_equal(q->train.n, 208);
 }
 
 static void rig_run_close(struct rig_run *q)
@@ -689,14 +690,14 @@ static void t_resume_mid_epoch(void **state)
 static void t_checkpoint_and_inspect(void **state)
 {
 	const char *dir = tu_tmpdir();
-	const char *csv = write_memory_series(dir, 7 * 10 * 4 + 1, 29);
+	const char *csv = write_series(dir, 7 * 10 * 4 + 1, 29);
 	char cfg[4096], a[700], b[700];
 	struct akk_checkpoint x, y;
 	struct akk_err e = { 0 };
 	int found = 0;
 
 	(void)state;
-	memory_config(cfg, sizeof(cfg), csv, two_gates,
+	series_config(cfg, sizeof(cfg), csv, two_gates,
 		      "mode: flip-flop, order: streams, batch_size: 7, epochs: 3");
 	assert_int_equal(tu_write_file(tu_path(dir, "c.yaml"), cfg, strlen(cfg)), 0);
 	snprintf(a, sizeof(a), "%s/a", dir);
@@ -747,7 +748,7 @@ static void expect_error(const char *input, const char *layers, const char *sche
 		 "optimizer: {type: sgd, lr: 0.1}\n"
 		 "schedule: {%s}\n", series, input, layers, sched);
 	assert_int_equal(akk_spec_parse(&s, cfg, strlen(cfg), "c.yaml", NULL, NULL, 0, &e), -1);
-	snprintf(got, sizeof(got), "%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	akk_err_format(&e, got, sizeof(got));
 	assert_string_equal(got, want);
 }
 
@@ -769,6 +770,23 @@ static void t_config_errors(void **state)
 		     "c.yaml:12:12: order: streams lays out windows of one sequence, but the network reads no sequences (network.input [T, F], or token ids into an embedding)");
 	expect_error("[4, 2]", "[flatten, {dense: 1}]", "order: random", series,
 		     "c.yaml:13:19: unknown order 'random'");
+	/* the CLI: exit 2, the line on stderr */
+	{
+		const char *dir = tu_tmpdir(), *cfg = tu_path(dir, "c.yaml");
+		char text[2048], want[1400];
+		snprintf(text, sizeof(text),
+			 "data:\n  format: csv\n  train: {file: %s}\n  csv: {header: true, targets: [y]}\n"
+			 "  task: regression\n%s"
+			 "network:\n  input: [4, 2]\n  gates:\n    - layers: %s\n  loss: mse\n"
+			 "optimizer: {type: sgd, lr: 0.1}\n", write_series(dir, 41, 3), series, lstm);
+		assert_int_equal(tu_write_file(cfg, text, strlen(text)), 0);
+		assert_int_equal(ak("train", cfg, "--out", tu_path(dir, "run"), NULL), 2);
+		snprintf(want, sizeof(want),
+			 "akkctl: %s:10:16: lstm: stateful carries each batch row's state into the next batch: it needs schedule.order: streams, where row b of each batch continues row b's stream\n",
+			 cfg);
+		assert_string_equal(g_err, want);
+		tu_rm_tree(dir);
+	}
 }
 
 /* A stateful layer keeps a state per row of a gate's batches: inside a
