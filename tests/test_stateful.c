@@ -509,14 +509,16 @@ struct rig_run {
 	struct akk_dataset train;
 };
 
-static void rig_run_open(struct rig_run *q, const char *dir, const char *sched)
+static void rig_run_open(struct rig_run *q, const char *dir, const char *layers,
+			 const char *sched)
 {
 	char cfg[4096];
 	struct akk_err e = { 0 };
 
 	/* 833 rows: 208 windows, 30 batches of 7, the last of 5 */
 	series_config(cfg, sizeof(cfg), write_series(dir, 833, 23),
-		      two_gates, sched);
+		      layers, sched);
+	assert_int_equal(tu_write_file(tu_path(dir, "carry.yaml"), cfg, strlen(cfg)), 0);
 	if (akk_spec_parse(&q->spec, cfg, strlen(cfg), "carry.yaml", NULL, NULL, 0, &e) ||
 	    akk_model_plan(&q->model, &q->spec, &e) ||
 	    akk_data_open(&q->train, &q->spec.data, AKK_DATA_TRAIN, &e))
@@ -569,7 +571,7 @@ static void t_schedules_equal_reference(void **state)
 	struct akk_gate a[2], b[2];
 
 	(void)state;
-	rig_run_open(&q, dir, "mode: flip-flop, order: streams, batch_size: 7, epochs: 3");
+	rig_run_open(&q, dir, two_gates, "mode: flip-flop, order: streams, batch_size: 7, epochs: 3");
 	akk_blas_threads(1);
 	assert_int_equal(akk_reference_init(&ref, &q.model, &q.train, &e), 0);
 	for (long i = 0; i < 3 * 30; i++)
@@ -627,7 +629,7 @@ static void t_resume_mid_epoch(void **state)
 				      .blas_threads = 1 };
 
 	(void)state;
-	rig_run_open(&q, dir, "mode: flip-flop, order: streams, batch_size: 7, epochs: 2");
+	rig_run_open(&q, dir, two_gates, "mode: flip-flop, order: streams, batch_size: 7, epochs: 2");
 	akk_blas_threads(1);
 	assert_int_equal(akk_run_init(&straight, &q.model, &q.train, NULL, &cfg, &e), 0);
 	assert_int_equal(akk_run_train(&straight, &e), 0);
@@ -657,6 +659,14 @@ static void t_resume_mid_epoch(void **state)
 	assert_int_equal(akk_run_stats(&cut).pos.index, 13);
 	assert_int_equal(akk_run_write_checkpoint(&cut, path, &q.spec, dir, &(struct akk_ckpt_metrics){ 0 }, &e), 0);
 	akk_run_release(&cut);
+	/* another batch size: other state tensors */
+	assert_int_equal(ak("train", tu_path(dir, "carry.yaml"), "--quiet", "--resume", path,
+			    "--set", "schedule.batch_size=8", "--out", tu_path(dir, "run8"), NULL), 2);
+	{
+		char want[1200];
+		snprintf(want, sizeof(want), "akkctl: %s: checkpoint does not match the network: 'g1.l1.lstm.state_h' has shape 7x6, the network needs 8x6\n", path);
+		assert_string_equal(g_err, want);
+	}
 
 	cfg.obs = (struct akk_observer){ 0 };
 	assert_int_equal(akk_checkpoint_read(&ck, path, &e), 0);
@@ -678,6 +688,38 @@ static void t_resume_mid_epoch(void **state)
 	akk_run_release(&dropped);
 	akk_checkpoint_release(&ck);
 	akk_run_release(&straight);
+	rig_run_close(&q);
+	tu_rm_tree(dir);
+}
+
+/* Streams are cut by the batch size: a mid-epoch checkpoint of a run in
+ * order streams (no stateful layer) resumes at its own batch size, and
+ * another is refused, exit 2, naming the checkpoint. */
+static void t_streams_resume_other_batch_size(void **state)
+{
+	const char *dir = tu_tmpdir(), *path = tu_path(dir, "mid.bin");
+	struct rig_run q;
+	struct akk_run cut;
+	struct stopper stop = { &cut, 9 };
+	struct akk_err e = { 0 };
+	char want[1400];
+
+	(void)state;
+	rig_run_open(&q, dir, "    - layers: [{lstm: 4}, {dense: 1}]\n",
+		     "mode: flip-flop, order: streams, batch_size: 7, epochs: 1");
+	assert_int_equal(akk_run_init(&cut, &q.model, &q.train, NULL, &(struct akk_run_config){
+			.mode = AKK_MODE_FLIPFLOP, .epochs = 1, .blas_threads = 1,
+			.obs = { &stop, stop_at, NULL } }, &e), 0);
+	assert_int_equal(akk_run_train(&cut, &e), 0);
+	assert_int_equal(akk_run_stats(&cut).pos.index, 9);
+	assert_int_equal(akk_run_write_checkpoint(&cut, path, &q.spec, dir, &(struct akk_ckpt_metrics){ 0 }, &e), 0);
+	akk_run_release(&cut);
+	assert_int_equal(ak("train", tu_path(dir, "carry.yaml"), "--quiet", "--resume", path,
+			    "--set", "schedule.batch_size=3", "--out", tu_path(dir, "run3"), NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: %s: cannot resume mid-epoch with schedule.batch_size 3: order: streams cut the epoch into 7 streams; resume with schedule.batch_size 7, or from a checkpoint at an epoch boundary\n", path);
+	assert_string_equal(g_err, want);
+	assert_int_equal(ak("train", tu_path(dir, "carry.yaml"), "--quiet", "--resume", path,
+			    "--out", tu_path(dir, "run7"), NULL), 0);
 	rig_run_close(&q);
 	tu_rm_tree(dir);
 }
@@ -818,6 +860,7 @@ int main(void)
 		cmocka_unit_test(t_config_errors),
 		cmocka_unit_test(t_schedules_equal_reference),
 		cmocka_unit_test(t_resume_mid_epoch),
+		cmocka_unit_test(t_streams_resume_other_batch_size),
 		cmocka_unit_test(t_checkpoint_and_inspect),
 		cmocka_unit_test(t_learns_across_batches),
 	};
