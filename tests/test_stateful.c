@@ -560,7 +560,7 @@ static void run_gates(struct akk_run *r, struct akk_gate *out, int n)
 /* Flip-flop through the actors equals the sequential reference trainer
  * bit for bit, parameters and carried states, over 3 epochs of 30
  * batches (the last of each 5 rows); wheels with one batch in flight
- * equals flip-flop. */
+ * equals flip-flop; a pipeline of micro-batches is refused. */
 static void t_schedules_equal_reference(void **state)
 {
 	const char *dir = tu_tmpdir();
@@ -591,6 +591,10 @@ static void t_schedules_equal_reference(void **state)
 	run_gates(&wh, b, 2);
 	assert_same_gates(a, b, 2);
 	akk_run_release(&wh);
+	/* micro-batches would split the rows: refused */
+	assert_int_equal(akk_run_init(&wh, &q.model, &q.train, NULL, &(struct akk_run_config){
+			.mode = AKK_MODE_PIPELINE, .epochs = 1, .blas_threads = 1 }, &e), -1);
+	assert_string_equal(e.msg, "a stateful recurrent layer carries each batch row's state into the next batch: it does not run with micro-batches or data parallelism");
 	akk_run_release(&ff);
 	akk_reference_release(&ref);
 	rig_run_close(&q);
