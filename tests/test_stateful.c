@@ -816,6 +816,12 @@ static void t_config_errors(void **state)
 		     "c.yaml:12:12: order: streams lays out windows of one sequence, but the network reads no sequences (network.input [T, F], or token ids into an embedding)");
 	expect_error("[4, 2]", "[flatten, {dense: 1}]", "order: random", series,
 		     "c.yaml:13:19: unknown order 'random'");
+	expect_error("[4, 2]", "[{lstm: 4}, {dense: 1}]", "order: streams",
+		     "  validation: {split: 0.2}\n",
+		     "c.yaml:6:3: order: streams needs the training windows in one piece, but a split holds out windows at random: give validation data of its own (a series' split holds out its end)");
+	expect_error("[4, 2]", "[{lstm: 4}, {dense: 1}]", "order: streams",
+		     "  validation: {folds: 3}\n",
+		     "c.yaml:13:12: order: streams trains on every window in stream order: it does not go with data.validation folds");
 	/* the CLI: exit 2, the line on stderr */
 	{
 		const char *dir = tu_tmpdir(), *cfg = tu_path(dir, "c.yaml");

@@ -208,7 +208,8 @@ static int reads_sequences(const struct akk_spec *s)
 /* schedule.order: streams lays the samples out, in file order, as
  * batch-size contiguous streams (data/batch.h): it needs samples that are
  * consecutive windows of one sequence (a series' windows, or sequences
- * the user cut so) and no folds. A stateful recurrent layer carries each
+ * the user cut so), no folds, and no split but a series' (which holds
+ * out the end; another holds out windows at random). A stateful recurrent layer carries each
  * batch row's state to the same row of the next batch, which continues
  * the row's stream only in that order, in whole batches: not split into
  * micro-batches (mode pipeline) or across ranks (parallel: data); and
@@ -224,6 +225,9 @@ static int check_streams(const struct akk_spec *s, const char *file,
 	if (streams && !d->window && !reads_sequences(s))
 		return akk_err_at(e, file, om.line, om.col,
 				  "order: streams lays out windows of one sequence, but the network reads no sequences (network.input [T, F], or token ids into an embedding)");
+	if (streams && !d->window && d->split > 0)
+		return akk_err_at(e, file, d->val_mark.line, d->val_mark.col,
+				  "order: streams needs the training windows in one piece, but a split holds out windows at random: give validation data of its own (a series' split holds out its end)");
 	if (streams && d->folds)
 		return akk_err_at(e, file, om.line, om.col,
 				  "order: streams trains on every window in stream order: it does not go with data.validation folds");
