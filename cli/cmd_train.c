@@ -38,6 +38,7 @@
 #include "runtime/run.h"
 #include "runtime/schedule.h"
 #include "config/spec.h"
+#include "data/batch.h"
 #include "runtime/world.h"
 #include "tensor/gemm_xsmm.h"
 #include "train_folds.h"
@@ -802,6 +803,16 @@ static enum train_next train_load(struct train_state *st)
 		st->val.n = (size_t)counts[1];
 		st->have_val = st->have_val && !st->dp;	/* rank 0 alone validates */
 		st->ui.quiet = 1;
+	}
+	/* streams are cut by the batch size: another one lays the epoch
+	 * out anew, and no position in it continues the checkpoint's */
+	if (ck && s->sched.order == AKK_ORDER_STREAMS && st->ck.pos.index > 0 &&
+	    st->ck.pos.index < akk_batches_per_epoch(st->train.n, st->ck.batch_size) &&
+	    st->ck.batch_size != s->sched.batch_size) {
+		akk_err_at(e, st->ckpath, 0, 0,
+			   "cannot resume mid-epoch with schedule.batch_size %d: order: streams cut the epoch into %d streams; resume with schedule.batch_size %d, or from a checkpoint at an epoch boundary",
+			   s->sched.batch_size, st->ck.batch_size, st->ck.batch_size);
+		return TRAIN_REPORT;
 	}
 	if (ck && akk_checkpoint_position(&st->ck, s->sched.batch_size,
 					  st->dp ? st->world.size : 1, st->train.n,

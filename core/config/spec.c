@@ -1027,6 +1027,7 @@ static const struct key data_keys[] = {
 static const char *const mode_names[] = { "flip-flop", "wheels", "pipeline", NULL };
 static const char *const parallel_names[] = { "pipeline", "data", NULL };
 static const char *const lr_scaling_names[] = { "none", "linear", NULL };
+static const char *const order_names[] = { "shuffle", "streams", NULL };
 
 #define SCHED struct akk_schedule_spec
 
@@ -1048,6 +1049,14 @@ static const struct key early_keys[] = {
 	END,
 };
 
+/* order: a name, its place kept for the checks across sections. */
+static int h_order(struct akk_yaml_ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key, yaml_node_t *val)
+{
+	((SCHED *)sec->obj)->order_mark = akk_yaml_mark_of(c, key);
+	return akk_yaml_h_names(c, k, sec, key, val);
+}
+
 static const struct key sched_keys[] = {
 	NAMES("mode", SCHED, mode, 0, mode_names, "mode", AKK_MODE_WHEELS),
 	INT("epochs", SCHED, epochs, F_LO, 1, 0, 10),
@@ -1062,6 +1071,9 @@ static const struct key sched_keys[] = {
 	      0),
 	NAMES("lr_scaling", SCHED, lr_scaling, 0, lr_scaling_names,
 	      "lr scaling", 0),
+	{ .name = "order", .type = YAML_NO_NODE, .fn = h_order,
+	  .what = "a name", .off = offsetof(SCHED, order), .names = order_names,
+	  .noun = "order", .def = AKK_ORDER_SHUFFLE },
 	{ .name = "early_stopping", .type = YAML_NO_NODE, .fn = akk_yaml_h_section,
 	  .what = "an integer or a mapping", .off = offsetof(SCHED, early),
 	  .flags = F_OPTIONAL, .keys = early_keys, .shorthand = "patience",

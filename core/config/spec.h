@@ -35,6 +35,8 @@
 #define AKK_MAX_LAYERS 65536
 
 enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS, AKK_MODE_PIPELINE };
+/* schedule.order: the training samples' order in an epoch (data/batch.h). */
+enum akk_order { AKK_ORDER_SHUFFLE, AKK_ORDER_STREAMS };
 
 struct akk_gate_spec {
 	struct akk_layer_spec *layers;	/* nlayers, owned by the spec */
@@ -196,6 +198,8 @@ struct akk_schedule_spec {
 					 * (akk_spec_scale_lr) */
 	struct akk_early_stop_spec early;	/* early_stopping (needs
 					 * validation data) */
+	enum akk_order order;		/* order: shuffle (default), streams */
+	struct akk_mark order_mark;
 	struct akk_mark mark;
 };
 

@@ -3,6 +3,7 @@
  * it, augmentation for images only, the schedules' limits (see
  * spec.h). */
 #include "config/spec.h"
+#include "nn/recurrent.h"
 
 #include <float.h>
 #include <math.h>
@@ -239,6 +240,67 @@ static int check_text(struct akk_spec *s, const char *file, struct akk_err *e)
 	return 0;
 }
 
+/* Whether the network reads sequences: [T, F], or token ids [T] into an
+ * embedding. */
+static int reads_sequences(const struct akk_spec *s)
+{
+	return s->input.rank == 2 ||
+	       (s->ngates && s->gates[0].nlayers &&
+		s->gates[0].layers[0].ops == &akk_layer_embedding);
+}
+
+/* schedule.order: streams lays the samples out, in file order, as
+ * batch-size contiguous streams (data/batch.h): it needs samples that are
+ * consecutive windows of one sequence (a series' or a text's windows, or
+ * sequences the user cut so), no folds, and no split but a series' or a
+ * text's (which hold out the end; another holds out windows at random). A stateful recurrent layer carries each
+ * batch row's state to the same row of the next batch, which continues
+ * the row's stream only in that order, in whole batches: not split into
+ * micro-batches (mode pipeline) or across ranks (parallel: data); and
+ * only a forward pass ends where the next window starts. */
+static int check_streams(const struct akk_spec *s, const char *file,
+			 struct akk_err *e)
+{
+	const struct akk_data_spec *d = &s->data;
+	const struct akk_schedule_spec *k = &s->sched;
+	const struct akk_mark om = k->order_mark;
+	int streams = k->order == AKK_ORDER_STREAMS;
+
+	if (streams && !d->window && !reads_sequences(s))
+		return akk_err_at(e, file, om.line, om.col,
+				  "order: streams lays out windows of one sequence, but the network reads no sequences (network.input [T, F], or token ids into an embedding)");
+	if (streams && !d->window && strcmp(d->format, "text") && d->split > 0)
+		return akk_err_at(e, file, d->val_mark.line, d->val_mark.col,
+				  "order: streams needs the training windows in one piece, but a split holds out windows at random: give validation data of its own (a series' or a text's split holds out its end)");
+	if (streams && d->folds)
+		return akk_err_at(e, file, om.line, om.col,
+				  "order: streams trains on every window in stream order: it does not go with data.validation folds");
+	if (streams && k->data_parallel)
+		return akk_err_at(e, file, om.line, om.col,
+				  "order: streams does not work with schedule.parallel: data yet");
+	for (int g = 0; g < s->ngates; g++)
+		for (int i = 0; i < s->gates[g].nlayers; i++) {
+			const struct akk_layer_spec *l = &s->gates[g].layers[i];
+			const char *why = NULL;
+			if ((l->ops != &akk_layer_lstm && l->ops != &akk_layer_gru &&
+			     l->ops != &akk_layer_rnn) || !l->AKK_REC_STATE)
+				continue;
+			if (!streams)
+				why = "it needs schedule.order: streams, where row b of each batch continues row b's stream";
+			else if (l->AKK_REC_DIR != AKK_REC_FORWARD)
+				why = "only a forward pass ends where the next window starts: it needs direction forward";
+			else if (k->mode == AKK_MODE_PIPELINE)
+				why = "mode pipeline splits each batch's rows into micro-batches: use flip-flop or wheels";
+			else if (k->data_parallel)
+				why = "it does not work with schedule.parallel: data yet";
+			if (why)
+				return akk_err_at(e, file, l->mark.line, l->mark.col,
+						  "%s: stateful carries each batch row's state into the next batch: %s",
+						  l->ops->name, why);
+		}
+	return 0;
+}
+
 /* The keys that contradict each other across sections (but the gates'
  * split, which spec.c checks). */
 int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err *e)
@@ -252,5 +314,6 @@ int akk_spec_check_sections(struct akk_spec *s, const char *file, struct akk_err
 					  i + 1);
 	return check_augment(s, file, e) || check_series(s, file, e) ||
 	       check_text(s, file, e) || check_token_ids(s, file, e) ||
+	       check_streams(s, file, e) ||
 	       check_watch(s, file, e) || check_pipeline(s, file, e) ? -1 : 0;
 }

@@ -60,6 +60,26 @@ void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch)
 	}
 }
 
+void akk_streams_order(uint32_t *perm, size_t n, int bs)
+{
+	size_t P = (n + (size_t)bs - 1) / (size_t)bs, L = n - (P - 1) * (size_t)bs;
+
+	for (size_t b = 0; b < (size_t)bs && b < n; b++) {
+		size_t start = b * P - (b > L ? b - L : 0), len = b < L ? P : P - 1;
+		for (size_t k = 0; k < len; k++)
+			perm[k * bs + b] = (uint32_t)(start + k);
+	}
+}
+
+void akk_train_order(uint32_t *perm, size_t n, enum akk_order order, int bs,
+		     uint64_t seed, int epoch)
+{
+	if (order == AKK_ORDER_STREAMS)
+		akk_streams_order(perm, n, bs);
+	else
+		akk_shuffle(perm, n, seed, epoch);
+}
+
 void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
 			  int last, const struct akk_preprocess *pre)

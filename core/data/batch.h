@@ -43,6 +43,19 @@ void akk_batch_release(struct akk_batch *b);
 long akk_batches_per_epoch(size_t n, int bs);
 /* perm = a fresh permutation of 0..n-1 for `epoch`, from seed alone. */
 void akk_shuffle(uint32_t *perm, size_t n, uint64_t seed, int epoch);
+/* perm = schedule.order streams for n samples (windows of one sequence,
+ * in sequence order) in batches of bs: the sequence cut into bs
+ * contiguous streams, batch k holding the k-th sample of each, so that
+ * row b of batch k + 1 continues row b of batch k (char-rnn's layout).
+ * With P = ceil(n / bs) batches, the last of L = n - (P - 1) bs rows,
+ * streams 0..L-1 hold P samples and the others P - 1; stream b starts at
+ * b P - max(0, b - L), and position k bs + b of perm is its k-th sample.
+ * The same every epoch; every sample once. */
+void akk_streams_order(uint32_t *perm, size_t n, int bs);
+/* The training order of an epoch: streams (akk_streams_order, whatever
+ * the epoch), or a fresh shuffle (akk_shuffle). */
+void akk_train_order(uint32_t *perm, size_t n, enum akk_order order, int bs,
+		     uint64_t seed, int epoch);
 /* Fill the `count` samples at positions start.. of the order perm (NULL:
  * file order) into b; last marks the epoch's last batch. d's labels per
  * sample (akk_dataset_steps) must be b's steps (the run checks it). */

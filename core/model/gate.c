@@ -305,6 +305,15 @@ const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 	return y;
 }
 
+void akk_gate_restart(struct akk_gate *g)
+{
+	for (int i = 0; i < g->plan->nlayers; i++) {
+		const struct akk_layer *l = &g->layers[i];
+		if (l->ncarry)
+			memset(g->state + l->soff, 0, l->ncarry * sizeof(float));
+	}
+}
+
 const float *akk_gate_backward(struct akk_gate *g, const float *dy, int B,
 			       long id, int need_dx, struct akk_err *e)
 {

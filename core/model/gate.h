@@ -116,6 +116,11 @@ int akk_gate_fused_away(const struct akk_gate *g, int i);
  * popped and pushed again. Fails when all tapes are in flight. */
 const float *akk_gate_forward(struct akk_gate *g, const float *x, int B,
 			      long id, struct akk_err *e);
+/* Zero the state the layers carry from one training batch to the next
+ * (l->ncarry: stateful recurrent layers), as at a run's start: called
+ * before the forward of each epoch's first batch. Running statistics
+ * (batchnorm's) stay. */
+void akk_gate_restart(struct akk_gate *g);
 /* Backward of the oldest tape, which must be batch `id`: accumulates the
  * parameter gradient and returns the input gradient (B, in) in the tape's dx
  * buffer, or NULL when need_dx is 0. Uses the stashed weights if any. */

@@ -119,6 +119,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			l->ops = gs->layers[li].ops;
 			l->spec = &gs->layers[li];
 			l->in = cur;
+			l->max_batch = s->sched.batch_size;
 			if (l->ops->plan(l, &le)) {
 				char who[96], from[96];
 				describe(who, sizeof(who), l, gi, li);

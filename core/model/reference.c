@@ -36,7 +36,7 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 		akk_reference_release(r);
 		return -1;
 	}
-	akk_shuffle(r->perm, train->n, s->seed, 0);
+	akk_train_order(r->perm, train->n, s->sched.order, bs, s->seed, 0);
 	return 0;
 }
 
@@ -62,6 +62,8 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 
 	akk_batch_fill(b, r->train, r->perm, r->index, s->sched.batch_size, &r->pre);
 	h = b->x;
+	for (int i = 0; i < m->ngates && r->index == 0; i++)
+		akk_gate_restart(&r->gates[i]);
 	for (int i = 0; i < m->ngates; i++)
 		if (!(h = akk_gate_forward(&r->gates[i], h, b->B, r->id, e)))
 			return -1;
@@ -79,7 +81,8 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 	if (++r->index == r->per_epoch) {
 		r->index = 0;
 		r->epoch++;
-		akk_shuffle(r->perm, r->train->n, s->seed, r->epoch);
+		akk_train_order(r->perm, r->train->n, s->sched.order,
+				s->sched.batch_size, s->seed, r->epoch);
 	}
 	return 0;
 }

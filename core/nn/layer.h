@@ -87,6 +87,10 @@ struct akk_layer {
 	/* Filled by ops->plan: */
 	size_t nparams;		/* trainable floats */
 	size_t nstate;		/* non-trainable floats (batchnorm running stats) */
+	size_t ncarry;		/* of them, the first ncarry (from soff): state
+				 * carried from one training batch to the next,
+				 * per batch row (a stateful recurrent layer's),
+				 * zeroed at each epoch's start; 0 for the others */
 	size_t aux;		/* floats per sample kept from forward to backward */
 	size_t work;		/* floats of scratch a call needs, whatever B;
 				 * not kept between calls */
@@ -96,6 +100,11 @@ struct akk_layer {
 	double flops;		/* forward FLOPs per sample (multiply-add = 2) */
 	int nviews;
 	struct akk_view views[AKK_MAX_VIEWS];
+	/* Set before ops->plan (model/model.c): the rows of the largest
+	 * training batch, which a layer carrying state from one batch to the
+	 * next keeps a state for each of; 0 when no run's batch applies (a
+	 * composite's inner layers): such a layer then refuses. */
+	int max_batch;
 	/* Filled by the gate: */
 	size_t poff, soff;	/* offsets in the gate's parameter / state blocks */
 	struct akk_pool *pool;	/* what the kernels pass to akk_sgemm: the

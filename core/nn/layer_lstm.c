@@ -4,9 +4,9 @@
  *   i = sigmoid(W_ii x + b_ii + W_hi h + b_hi)    f likewise
  *   g = tanh(W_ig x + b_ig + W_hg h + b_hg)       o = sigmoid(...)
  *   c' = f c + i g        h' = o tanh(c')
- * from h = c = 0. Shapes, options, parameters (weight_ih (4H, F),
- * weight_hh (4H, H), bias_ih, bias_hh, per direction) and the time loop
- * are recurrent.c's; aux keeps the four activations, c and h of every
+ * from h = c = 0 (stateful: the carried state, recurrent.h). Shapes,
+ * options, parameters (weight_ih (4H, F), weight_hh (4H, H), bias_ih,
+ * bias_hh, per direction) and the time loop are recurrent.c's; aux keeps the four activations, c and h of every
  * step; tanh(c) is recomputed by the backward. */
 #include "nn/layer.h"
 #include "nn/export.h"
@@ -39,7 +39,7 @@ static void lstm_step_forward(const struct akk_rec *r, const struct akk_rec_pass
 	size_t gh = (size_t)4 * H;
 	float *g = ps->gates + (size_t)t * B * gh;
 	float *c = ps->extra + (size_t)t * B * H, *h = ps->h + (size_t)t * B * H;
-	const float *cprev = hprev ? ps->extra + (size_t)akk_rec_prev(ps, t) * B * H
+	const float *cprev = hprev ? ps->extra + (ptrdiff_t)akk_rec_prev(ps, t) * B * H
 				   : NULL;
 
 	(void)hh;
@@ -90,7 +90,7 @@ static void lstm_step_backward(const struct akk_rec *r, const struct akk_rec_pas
 	size_t gh = (size_t)4 * H;
 	const float *g = ps->gates + (size_t)t * B * gh;
 	const float *c = ps->extra + (size_t)t * B * H;
-	const float *cprev = hprev ? ps->extra + (size_t)akk_rec_prev(ps, t) * B * H
+	const float *cprev = hprev ? ps->extra + (ptrdiff_t)akk_rec_prev(ps, t) * B * H
 				   : NULL;
 
 	(void)dgh, (void)dhprev;
@@ -104,7 +104,7 @@ static void lstm_step_backward(const struct akk_rec *r, const struct akk_rec_pas
 
 /* per unit and step: 3 sigmoids, 2 tanh, c' (3), h' (1) */
 static const struct akk_rec_cell lstm_cell = {
-	.G = 4, .E = 1, .hh_apart = 0, .step_flops = 9,
+	.G = 4, .E = 1, .C = 1, .hh_apart = 0, .step_flops = 9,
 	.forward = lstm_step_forward, .backward = lstm_step_backward,
 };
 
@@ -116,16 +116,15 @@ static int lstm_plan(struct akk_layer *l, struct akk_err *e)
 static void lstm_init(const struct akk_layer *l, float *p, float *s,
 		      struct akk_rng *rng)
 {
-	(void)s;
-	akk_rec_init(l, &lstm_cell, p, rng);
+	akk_rec_init(l, &lstm_cell, p, s, rng);
 }
 
 static void lstm_forward(const struct akk_layer *l, float *y, float *aux,
 			 float *s, float *work, const float *x, const float *p,
 			 int B, int train, struct akk_rng *rng)
 {
-	(void)s, (void)train, (void)rng;
-	akk_rec_forward(l, &lstm_cell, y, aux, work, x, p, B);
+	(void)rng;
+	akk_rec_forward(l, &lstm_cell, y, aux, s, work, x, p, B, train);
 }
 
 static void lstm_backward(const struct akk_layer *l, float *dx, float *dp,

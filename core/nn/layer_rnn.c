@@ -56,16 +56,15 @@ static int rnn_plan(struct akk_layer *l, struct akk_err *e)
 static void rnn_init(const struct akk_layer *l, float *p, float *s,
 		     struct akk_rng *rng)
 {
-	(void)s;
-	akk_rec_init(l, &rnn_cell, p, rng);
+	akk_rec_init(l, &rnn_cell, p, s, rng);
 }
 
 static void rnn_forward(const struct akk_layer *l, float *y, float *aux,
 			float *s, float *work, const float *x, const float *p,
 			int B, int train, struct akk_rng *rng)
 {
-	(void)s, (void)train, (void)rng;
-	akk_rec_forward(l, &rnn_cell, y, aux, work, x, p, B);
+	(void)rng;
+	akk_rec_forward(l, &rnn_cell, y, aux, s, work, x, p, B, train);
 }
 
 static void rnn_backward(const struct akk_layer *l, float *dx, float *dp,

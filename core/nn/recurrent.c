@@ -139,12 +139,14 @@ struct akk_rec akk_rec_of(const struct akk_layer *l, const struct akk_rec_cell *
 	int dir = sp->AKK_REC_DIR;
 
 	return (struct akk_rec){ .T = l->in.d[0], .F = l->in.d[1],
-				 .H = sp->units, .G = c->G, .E = c->E,
+				 .H = sp->units, .G = c->G, .E = c->E, .C = c->C,
 				 .dirs = dir == AKK_REC_BIDIRECTIONAL ? 2 : 1,
 				 .seq = sp->AKK_REC_SEQ != 0,
 				 .first_reverse = dir == AKK_REC_REVERSE,
 				 .hh_apart = c->hh_apart,
-				 .relu = sp->AKK_REC_ACT == 1 };
+				 .relu = sp->AKK_REC_ACT == 1,
+				 .stateful = sp->AKK_REC_STATE != 0,
+				 .rows = l->max_batch };
 }
 
 /* Floats of one pass's parameters: W_ih, W_hh, b_ih, b_hh. */
@@ -159,6 +161,13 @@ static size_t pass_params(const struct akk_rec *r)
 static size_t pass_aux_step(const struct akk_rec *r)
 {
 	return (size_t)r->H * (r->G + 1 + r->E);
+}
+
+/* Floats per sample of a stateful pass's initial state: h0, and the
+ * LSTM's c0; 0 without state. */
+static size_t pass_aux_init(const struct akk_rec *r)
+{
+	return r->stateful ? (size_t)r->H * (1 + r->C) : 0;
 }
 
 static const char *const view_names[2][4] = {
@@ -184,6 +193,32 @@ static void set_views(struct akk_layer *l, const struct akk_rec *r)
 		v[3] = (struct akk_view){ view_names[k][3], 0, off, 1, { gh, 0, 0, 0 } };
 		off += gh;
 	}
+	if (!r->stateful)
+		return;
+	/* the carried state, in the state block: h, then the LSTM's c */
+	for (int k = 0; k <= r->C; k++)
+		l->views[l->nviews++] = (struct akk_view){
+			k ? "state_c" : "state_h", 1, (size_t)k * r->rows * r->H, 2,
+			{ r->rows, r->H, 0, 0 } };
+}
+
+/* A stateful layer carries the forward pass's last state into the next
+ * batch; a reverse pass would start from the state after the window's
+ * first step, which the next window does not follow. */
+static int plan_state(const struct akk_layer *l, const struct akk_rec *r,
+		      struct akk_err *e)
+{
+	if (!r->stateful)
+		return 0;
+	if (r->dirs != 1 || r->first_reverse)
+		return akk_err_set(e, "stateful carries the state after a window's "
+				   "last step into the next window: it needs "
+				   "direction forward, not %s",
+				   akk_rec_direction_names[l->spec->AKK_REC_DIR]);
+	if (l->max_batch < 1)
+		return akk_err_set(e, "stateful keeps a state per batch row: it "
+				   "needs a gate's layer list, not a composite's");
+	return 0;
 }
 
 int akk_rec_plan(struct akk_layer *l, const struct akk_rec_cell *c,
@@ -204,10 +239,17 @@ int akk_rec_plan(struct akk_layer *l, const struct akk_rec_cell *c,
 	struct akk_rec r = akk_rec_of(l, c);
 	double T = r.T, F = r.F, H = r.H, gh = (double)r.G * H, dirs = r.dirs;
 	double np = dirs * (gh * F + gh * H + 2 * gh);
-	double aux = dirs * T * H * (r.G + 1 + r.E);
+	double aux = dirs * T * H * (r.G + 1 + r.E) + (double)pass_aux_init(&r);
+	double nstate = r.stateful ? (double)r.rows * H * (1 + r.C) : 0;
 	double ws = 2 * T * F + T * gh * (1 + r.hh_apart) + 3 * H;
 	double out = (r.seq ? T : 1) * dirs * H;
 
+	if (plan_state(l, &r, e))
+		return -1;
+	if (nstate > (double)AKK_MAX_FLOATS)
+		return akk_err_set(e, "stateful: %d rows of %d units would be more "
+				   "than %zu floats of state", r.rows, r.H,
+				   AKK_MAX_FLOATS);
 	if (np > (double)AKK_MAX_FLOATS)
 		return akk_err_set(e, "%d units over %d features would be %.0f "
 				   "parameters, more than %zu", r.H, r.F, np,
@@ -221,20 +263,22 @@ int akk_rec_plan(struct akk_layer *l, const struct akk_rec_cell *c,
 	l->out = r.seq ? (struct akk_shape){ 2, { r.T, r.dirs * r.H, 0 } }
 		       : (struct akk_shape){ 1, { r.dirs * r.H, 0, 0 } };
 	l->nparams = (size_t)np;
-	l->nstate = 0;
+	l->nstate = (size_t)nstate;
+	l->ncarry = l->nstate;
 	l->aux = (size_t)aux;
 	l->work = 0;
 	l->work_sample = (size_t)ws;
 	/* the input products, the recurrent ones (none at a pass's first
-	 * step: the state is zero), the two biases, the cell's arithmetic */
-	l->flops = dirs * (2 * T * F * gh + 2 * (T - 1) * H * gh + 2 * T * gh +
-			   T * H * c->step_flops);
+	 * step when the state starts at zero), the two biases, the cell's
+	 * arithmetic */
+	l->flops = dirs * (2 * T * F * gh + 2 * (T - !r.stateful) * H * gh +
+			   2 * T * gh + T * H * c->step_flops);
 	set_views(l, &r);
 	return 0;
 }
 
 void akk_rec_init(const struct akk_layer *l, const struct akk_rec_cell *c,
-		  float *p, struct akk_rng *rng)
+		  float *p, float *s, struct akk_rng *rng)
 {
 	const struct akk_layer_spec *sp = l->spec;
 	struct akk_rec r = akk_rec_of(l, c);
@@ -251,6 +295,8 @@ void akk_rec_init(const struct akk_layer *l, const struct akk_rec_cell *c,
 			      sp->init_value, rng);
 		memset(q + gh * (r.F + r.H), 0, 2 * gh * sizeof(*q));
 	}
+	if (l->nstate)
+		memset(s, 0, l->nstate * sizeof(*s));
 }
 
 /* Pass k's parameters in p and blocks in aux (B samples). */
@@ -259,7 +305,7 @@ static struct akk_rec_pass pass_of(const struct akk_rec *r, int k,
 {
 	size_t gh = (size_t)r->G * r->H, tb = (size_t)r->T * B;
 	const float *q = p + k * pass_params(r);
-	float *a = aux ? aux + k * tb * pass_aux_step(r) : NULL;
+	float *a = aux ? aux + k * (tb * pass_aux_step(r) + B * pass_aux_init(r)) : NULL;
 	struct akk_rec_pass ps = { .reverse = k == 1 || r->first_reverse };
 
 	ps.wih = q;
@@ -268,9 +314,11 @@ static struct akk_rec_pass pass_of(const struct akk_rec *r, int k,
 	ps.bhh = ps.bih + gh;
 	if (!aux)	/* the parameters alone (the export) */
 		return ps;
+	/* stateful: h0 (B, H) before h, the LSTM's c0 (B, H) before extra */
+	size_t h0 = r->stateful ? (size_t)B * r->H : 0;
 	ps.gates = a;
-	ps.h = a + tb * gh;
-	ps.extra = r->E ? ps.h + tb * r->H : NULL;
+	ps.h = a + tb * gh + h0;
+	ps.extra = r->E ? ps.h + tb * r->H + h0 * r->C : NULL;
 	return ps;
 }
 
@@ -340,7 +388,9 @@ static void pass_forward(const struct akk_layer *l, const struct akk_rec_cell *c
 		  1, ps->gates, gh);
 	for (int s = 0; s < T; s++) {
 		int t = step_time(r, ps, s), prev = ps->reverse ? t + 1 : t - 1;
-		const float *hprev = s ? ps->h + (size_t)prev * B * H : NULL;
+		/* stateful: h0 at prev = -1 */
+		const float *hprev = s || r->stateful ? ps->h + (ptrdiff_t)prev * B * H
+						      : NULL;
 		float *acc = c->hh_apart ? hh : ps->gates + (size_t)t * B * gh;
 
 		if (c->hh_apart)
@@ -352,20 +402,54 @@ static void pass_forward(const struct akk_layer *l, const struct akk_rec_cell *c
 	}
 }
 
+/* A stateful pass's initial state (h0, c0: the blocks before h and
+ * extra) from the carried state s (rows (max_batch, H) of h, then of c),
+ * or zero (evaluation, and a batch of more rows than the block keeps);
+ * and after the pass, its last step's state back into s. */
+static void state_in(const struct akk_rec *r, const struct akk_rec_pass *ps,
+		     const float *s, int carry, int B)
+{
+	size_t n = (size_t)B * r->H, rows = (size_t)r->rows * r->H;
+
+	for (int k = 0; k <= r->C; k++) {
+		float *to = (k ? ps->extra : ps->h) - n;
+		if (carry)
+			memcpy(to, s + k * rows, n * sizeof(*to));
+		else
+			memset(to, 0, n * sizeof(*to));
+	}
+}
+
+static void state_out(const struct akk_rec *r, const struct akk_rec_pass *ps,
+		      float *s, int B)
+{
+	size_t n = (size_t)B * r->H, rows = (size_t)r->rows * r->H;
+	size_t last = (size_t)(r->T - 1) * n;
+
+	memcpy(s, ps->h + last, n * sizeof(*s));
+	if (r->C)
+		memcpy(s + rows, ps->extra + last, n * sizeof(*s));
+}
+
 void akk_rec_forward(const struct akk_layer *l, const struct akk_rec_cell *c,
-		     float *y, float *aux, float *work, const float *x,
-		     const float *p, int B)
+		     float *y, float *aux, float *s, float *work, const float *x,
+		     const float *p, int B, int train)
 {
 	struct akk_rec r = akk_rec_of(l, c);
 	size_t tb = (size_t)r.T * B;
 	/* the scratch as the backward lays it out: xt, then hh where the
 	 * backward keeps the input gradient */
 	float *xt = work, *hh = work + tb * r.F;
+	int carry = r.stateful && train && B <= r.rows;
 
 	to_time_major(xt, x, B, r.T, r.F);
 	for (int k = 0; k < r.dirs; k++) {
 		struct akk_rec_pass ps = pass_of(&r, k, p, aux, B);
+		if (r.stateful)
+			state_in(&r, &ps, s, carry, B);
 		pass_forward(l, c, &r, &ps, xt, hh, B);
+		if (carry)
+			state_out(&r, &ps, s, B);
 		put_output(y, &r, &ps, k, B);
 	}
 }
@@ -432,13 +516,15 @@ static void pass_backward(const struct akk_layer *l, const struct akk_rec_cell *
 	memset(w->carry, 0, (size_t)B * H * sizeof(float));
 	for (int s = T - 1; s >= 0; s--) {
 		int t = step_time(r, ps, s), prev = ps->reverse ? t + 1 : t - 1;
-		const float *hprev = s ? ps->h + (size_t)prev * B * H : NULL;
+		/* stateful: h0 at prev = -1, an input: no gradient goes to it */
+		const float *hprev = s || r->stateful ? ps->h + (ptrdiff_t)prev * B * H
+						      : NULL;
 		float *dgi = w->dgi + (size_t)t * B * gh, *dgh = w->dgh + (size_t)t * B * gh;
 		float *swap;
 
 		add_dy(w->dh, dy, r, ps, k, t, B);
 		c->backward(r, ps, t, hprev, w->dh, dgi, dgh, w->dhp, w->carry, B);
-		if (hprev)	/* dhprev (+)= dgh W_hh */
+		if (s)	/* dhprev (+)= dgh W_hh */
 			akk_sgemm(l->pool, 0, 0, B, H, gh, 1, dgh, gh, ps->whh, H,
 				  c->hh_apart ? 1 : 0, w->dhp, H);
 		swap = w->dh;
@@ -449,10 +535,14 @@ static void pass_backward(const struct akk_layer *l, const struct akk_rec_cell *
 	add_column_sums(dbhh, w->dgh, tb, gh);
 	/* dW_ih += dG^T X over all steps; dW_hh += dG^T hprev over the steps
 	 * that have one: rows from time 1 against h from time 0 forward,
-	 * rows from time 0 against h from time 1 in reverse */
+	 * rows from time 0 against h from time 1 in reverse; stateful (forward
+	 * only), every row against h from time -1, h0 */
 	akk_sgemm(l->pool, 1, 0, gh, F, (int)tb, 1, w->dgi, gh, w->xt, F, 1,
 		  dwih, F);
-	if (T > 1)
+	if (r->stateful)
+		akk_sgemm(l->pool, 1, 0, gh, H, (int)tb, 1, w->dgh, gh,
+			  ps->h - (size_t)B * H, H, 1, dwhh, H);
+	else if (T > 1)
 		akk_sgemm(l->pool, 1, 0, gh, H, (T - 1) * B, 1,
 			  ps->reverse ? w->dgh : w->dgh + (size_t)B * gh, gh,
 			  ps->reverse ? ps->h + (size_t)B * H : ps->h, H, 1,

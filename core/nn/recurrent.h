@@ -24,7 +24,19 @@
  * extra (T, B, E H): the LSTM's cell states, the GRU's W_hn h + b_hn.
  * Scratch (work_sample): the input time-major (T B, F), the input
  * gradient time-major (T B, F), the gate gradients (T B, G H; twice for
- * the GRU, whose input and hidden sides differ), and three (B, H) rows. */
+ * the GRU, whose input and hidden sides differ), and three (B, H) rows.
+ *
+ * Stateful (stateful: true, direction forward only): in training the
+ * initial state of batch row b is the final state of row b of the
+ * previous training batch, kept in the layer's state block (state_h
+ * (max_batch, H), then the LSTM's state_c (max_batch, H)), so a
+ * checkpoint carries it; it is an input, not differentiated: the gradient
+ * stops at the batch boundary (truncated back-propagation through time,
+ * T steps). The gate zeroes it at each epoch's start (l->ncarry); an
+ * evaluation forward starts from zero and leaves it alone. aux then holds
+ * the initial state just before the steps it starts: h0 (B, H) before h,
+ * c0 (B, H) before the LSTM's cells, so the step "before" time 0 is
+ * time -1 (akk_rec_prev) for the cells as for any other step. */
 #ifndef AKK_RECURRENT_H
 #define AKK_RECURRENT_H
 
@@ -35,18 +47,20 @@
 #define AKK_REC_SEQ iopt[0]	/* return_sequences: 0 or 1 */
 #define AKK_REC_DIR iopt[1]	/* direction: an enum akk_rec_direction */
 #define AKK_REC_ACT iopt[2]	/* rnn's activation: 0 tanh, 1 relu */
+#define AKK_REC_STATE iopt[3]	/* stateful: 0 or 1 */
 
 enum akk_rec_direction { AKK_REC_FORWARD, AKK_REC_REVERSE, AKK_REC_BIDIRECTIONAL };
 
 extern const char *const akk_rec_direction_names[];
 
 /* The options every recurrent kind takes (units, return_sequences,
- * direction, init, init_value), as entries of its option table. */
+ * direction, stateful, init, init_value), as entries of its option table. */
 #define AKK_REC_OPTIONS                                                       \
 	AKK_OPTION("units", INT, units, AKK_OPTION_REQ | AKK_OPTION_LO, 1, 0, 0), \
 	AKK_OPTION("return_sequences", BOOL, AKK_REC_SEQ, 0, 0, 0, 0),        \
 	AKK_OPTION_NAMES("direction", AKK_REC_DIR, akk_rec_direction_names,   \
 			 AKK_REC_FORWARD),                                    \
+	AKK_OPTION("stateful", BOOL, AKK_REC_STATE, 0, 0, 0, 0),              \
 	AKK_OPTION("init", INIT, init, 0, 0, 0, AKK_INIT_DEFAULT),            \
 	AKK_OPTION("init_value", FLOAT, init_value, 0, 0, 0, 0)
 
@@ -54,12 +68,15 @@ extern const char *const akk_rec_direction_names[];
 struct akk_rec {
 	int T, F, H, G;
 	int E;		/* the cell's extra (T, B, H) blocks in aux */
+	int C;		/* of them, state the next step reads (the LSTM's c) */
 	int dirs;	/* passes: 1, or 2 when bidirectional */
 	int seq;	/* return_sequences */
 	int first_reverse;	/* pass 0 runs backwards in time (direction
 				 * reverse) */
 	int hh_apart;	/* the cell's (struct akk_rec_cell) */
 	int relu;	/* rnn: relu rather than tanh */
+	int stateful;	/* the initial state is carried (see above) */
+	int rows;	/* stateful: the rows of the state block (max_batch) */
 };
 
 /* One pass (direction) of a call: its parameters and its blocks. */
@@ -69,12 +86,18 @@ struct akk_rec_pass {
 	float *gates;	/* (T, B, GH) */
 	float *h;	/* (T, B, H) */
 	float *extra;	/* (T, B, E H) or NULL */
+	/* stateful: h0 = h - B H and, with C, c0 = extra - B H hold the
+	 * initial state; otherwise none (zero: hprev NULL at the first
+	 * step) */
 };
 
 /* What the cell of a kind computes; the shared loops call it. */
 struct akk_rec_cell {
 	int G;		/* gate blocks of H: 4, 3, 1 */
 	int E;		/* the cell's extra (T, B, H) blocks in aux: 0 or 1 */
+	int C;		/* 1: extra is state the next step reads (the LSTM's
+			 * cell c; a stateful layer carries it), 0: the
+			 * step's own (the GRU's W_hn h + b_hn) or none */
 	/* 1 (GRU): the hidden side's products stay apart from the input
 	 * side's (r multiplies W_hn h + b_hn), so the forward hands them over
 	 * in their own buffer, the backward keeps two gate gradients, and
@@ -108,12 +131,16 @@ struct akk_rec akk_rec_of(const struct akk_layer *l, const struct akk_rec_cell *
 int akk_rec_plan(struct akk_layer *l, const struct akk_rec_cell *c,
 		 struct akk_err *e);
 /* torch's init: every parameter U(+-1/sqrt(H)); an explicit init kind
- * fills the weights (fan_in F or H, fan_out G H) and zeroes the biases. */
+ * fills the weights (fan_in F or H, fan_out G H) and zeroes the biases.
+ * A stateful layer's carried state s starts at zero. */
 void akk_rec_init(const struct akk_layer *l, const struct akk_rec_cell *c,
-		  float *p, struct akk_rng *rng);
+		  float *p, float *s, struct akk_rng *rng);
+/* s: the layer's state; a stateful layer starts a training forward's row
+ * b from s's row b and leaves its final state there (rows beyond
+ * l->max_batch, which only a profile's batches have, start from zero). */
 void akk_rec_forward(const struct akk_layer *l, const struct akk_rec_cell *c,
-		     float *y, float *aux, float *work, const float *x,
-		     const float *p, int B);
+		     float *y, float *aux, float *s, float *work, const float *x,
+		     const float *p, int B, int train);
 void akk_rec_backward(const struct akk_layer *l, const struct akk_rec_cell *c,
 		      float *dx, float *dp, float *work, const float *dy,
 		      const float *x, const float *aux, const float *p, int B);

@@ -127,6 +127,8 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *m,
 	switch (m->kind) {
 	case AKK_MSG_FORWARD:
 		version = g->step;
+		if (m->restart)
+			akk_gate_restart(g);
 		o.data = akk_gate_forward(g, m->data, m->B, m->id, &e);
 		akk_trace_add(&a->trace, AKK_TRACE_FORWARD, m->id, version, t0, akk_now());
 		if (!o.data || sync_failed(a, &e))

@@ -19,6 +19,7 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	memset(p, 0, sizeof(*p));
 	p->data = d;
 	p->shuffle = shuffle;
+	p->order = c->order;
 	p->seed = seed;
 	p->bs = bs;
 	p->shards = shards > 1 ? shards : 1;
@@ -54,7 +55,7 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		}
 	}
 	if (shuffle)
-		akk_shuffle(p->perm, d->n, seed, epoch);
+		akk_train_order(p->perm, d->n, p->order, bs * p->shards, seed, epoch);
 	return 0;
 oom:
 	akk_provider_release(p);
@@ -79,7 +80,8 @@ static int fill_one(struct akk_provider *p, struct akk_batch *b)
 		p->index = 0;
 		p->epoch++;
 		if (p->shuffle)
-			akk_shuffle(p->perm, p->data->n, p->seed, p->epoch);
+			akk_train_order(p->perm, p->data->n, p->order,
+					p->bs * p->shards, p->seed, p->epoch);
 	}
 	return akk_mailbox_send(&p->ready, &b) ? -1 : 0;
 }

@@ -16,12 +16,13 @@
 struct akk_provider {
 	const struct akk_dataset *data;	/* not owned */
 	int shuffle;
+	enum akk_order order;		/* of a training stream */
 	uint64_t seed;
 	int bs;
 	long per_epoch;
 	const struct akk_preprocess *pre;	/* lent until release */
 	struct akk_augment aug;		/* training only (data.augment) */
-	uint32_t *perm;			/* (n) when shuffling */
+	uint32_t *perm;			/* (n) the training order */
 	struct akk_batch *pool;		/* npool batches */
 	int npool;
 	struct akk_mailbox free, ready;	/* of struct akk_batch * */
@@ -41,7 +42,9 @@ struct akk_provider {
  * shuffled (training) stream applies, or NULL for none. */
 struct akk_provider_config {
 	const struct akk_data_spec *ds;	/* augment keys, or NULL */
-	int shuffle;		/* 1: training, each epoch in a seeded order */
+	int shuffle;		/* 1: training, each epoch in the order: */
+	enum akk_order order;	/* a fresh seeded shuffle, or streams
+				 * (akk_train_order) */
 	uint64_t seed;
 	int bs;			/* samples per batch (per shard) */
 	size_t in;		/* inputs per sample */

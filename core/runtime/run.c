@@ -108,6 +108,16 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 
 /* What the schedule decides, the batches of an epoch, where to start, and
  * whether the data fits: everything before memory is taken. */
+/* Whether a layer of m carries state from one batch to the next. */
+static int carries_state(const struct akk_model *m)
+{
+	for (int g = 0; g < m->ngates; g++)
+		for (int i = 0; i < m->gates[g].nlayers; i++)
+			if (m->gates[g].layers[i].ncarry)
+				return 1;
+	return 0;
+}
+
 static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 		    struct akk_err *e)
 {
@@ -123,6 +133,10 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 		return -1;
 	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1))
 		return akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
+	/* a carried state is per batch row, which micro-batches and shards
+	 * split (the config's checks refuse both too) */
+	if ((r->sched.micro > 1 || cfg->shards > 1) && carries_state(m))
+		return akk_err_set(e, "a stateful recurrent layer carries each batch row's state into the next batch: it does not run with micro-batches or data parallelism");
 	r->shards = cfg->shards > 1 ? cfg->shards : 1;
 	r->per_epoch = akk_batches_per_epoch(r->train->n, bs * r->shards);
 	if (akk_world_check_split(r->train->n, bs, r->shards, e))
@@ -238,8 +252,9 @@ static int make_providers(struct akk_run *r, struct akk_err *e)
 		return akk_err_set(e, "the input map has %zu values, but network.input needs %zu",
 				   r->pre.in, in);
 	if (akk_provider_init(&r->tprov, r->train, &r->pre, &(struct akk_provider_config){
-			.ds = &s->data, .shuffle = 1, .seed = s->seed, .bs = bs, .in = in,
-			.classes = akk_model_outputs(m), .steps = m->steps, .npool = r->sched.K + 2, .epoch = cfg->start.epoch,
+			.ds = &s->data, .shuffle = 1, .order = s->sched.order, .seed = s->seed,
+			.bs = bs, .in = in, .classes = akk_model_outputs(m), .steps = m->steps,
+			.npool = r->sched.K + 2, .epoch = cfg->start.epoch,
 			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
 		return -1;
 	if (r->val &&

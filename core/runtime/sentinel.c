@@ -156,6 +156,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	if (c->last)
 		ph->cur = NULL;
 	m.B = c->B;
+	m.restart = b->index == 0 && j == 0;
 	m.id = ids->chunks++;
 	m.data = b->x + (size_t)c->off * in;
 	m.n = c->B * in;

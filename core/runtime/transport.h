@@ -38,6 +38,9 @@ struct akk_msg {
 				 * group follow (no optimizer step yet) */
 		int gate;	/* STATE: the gate (1..G) whose state it is */
 		int reductions;	/* SYNC: the lr plateau's reductions so far */
+		int restart;	/* FORWARD: 1 for an epoch's first batch: the
+				 * gates zero their carried state first
+				 * (akk_gate_restart) */
 	};
 	long id;		/* FORWARD/BACKWARD: training chunk sequence number */
 	/* FORWARD/VALIDATE: the sender's output (B x n/B floats), lent until the
