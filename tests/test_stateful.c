@@ -818,7 +818,7 @@ static void t_config_errors(void **state)
 		     "c.yaml:13:19: unknown order 'random'");
 	expect_error("[4, 2]", "[{lstm: 4}, {dense: 1}]", "order: streams",
 		     "  validation: {split: 0.2}\n",
-		     "c.yaml:6:3: order: streams needs the training windows in one piece, but a split holds out windows at random: give validation data of its own (a series' split holds out its end)");
+		     "c.yaml:6:3: order: streams needs the training windows in one piece, but a split holds out windows at random: give validation data of its own (a series' or a text's split holds out its end)");
 	expect_error("[4, 2]", "[{lstm: 4}, {dense: 1}]", "order: streams",
 		     "  validation: {folds: 3}\n",
 		     "c.yaml:13:12: order: streams trains on every window in stream order: it does not go with data.validation folds");
