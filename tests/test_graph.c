@@ -10,6 +10,7 @@
 #include "config/spec.h"
 #include "model/model.h"
 #include "model/reference.h"
+#include "nn/export.h"
 #include "nn/layer_graph.h"
 #include "runtime/run_internal.h"
 #include "gradcheck.h"
@@ -311,6 +312,94 @@ static void grad_nested(void **state)
 		"              - {name: out, concat: [r, g]}\n", 2);
 }
 
+/* --- export --------------------------------------------------------------- */
+
+/* A sink that writes each node as "Op(in, ...) -> out" and each
+ * initializer as "init NAME", one per line. */
+struct record {
+	char text[4096];
+	size_t len;
+};
+
+static int rec_node(struct akk_graph_sink *g, const char *op,
+		    const char *const *in, int nin, const char *const *out,
+		    int nout, const struct akk_attr *attrs, int nattrs,
+		    struct akk_err *e)
+{
+	struct record *r = g->ctx;
+
+	(void)attrs, (void)nattrs, (void)e;
+	r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len, "%s(", op);
+	for (int i = 0; i < nin; i++)
+		r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len,
+				   "%s%s", i ? ", " : "", in[i]);
+	r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len, ") ->");
+	for (int i = 0; i < nout; i++)
+		r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len,
+				   " %s", out[i]);
+	r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len, "\n");
+	return 0;
+}
+
+static int rec_tensor(struct akk_graph_sink *g, const char *name,
+		      const int64_t *dims, int rank, const float *data,
+		      struct akk_err *e)
+{
+	struct record *r = g->ctx;
+
+	(void)dims, (void)rank, (void)data, (void)e;
+	r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len,
+			   "init %s\n", name);
+	return 0;
+}
+
+/* The names the export gives: a named node's tensors under its name, an
+ * unnamed one's under nI, the output node's layer writing the layer's
+ * output yet its weights under its own name; three inputs added as a
+ * chain; Slice's starts, ends and axes from Constants. */
+static void export_names(void **state)
+{
+	struct akk_spec s;
+	struct akk_layer l = { 0 };
+	struct record r = { .len = 0 };
+	struct akk_graph_sink g = { rec_node, rec_tensor, &r };
+	struct akk_export_io io = { "x", "y", "g1.l1.graph", NULL, NULL };
+	struct akk_err e = { 0 };
+
+	(void)state;
+	parse_ok(&s, config("6", "    - layers:\n        - graph:\n"
+		"            - {name: d, dense: 4}\n"
+		"            - {name: t, tanh}\n"
+		"            - {name: s, add: [d, t, d]}\n"
+		"            - {name: cut, slice: {start: 1, end: 3}}\n"
+		"            - {dense: {units: 2, bias: false}}\n"));
+	l.ops = &akk_layer_graph;
+	l.spec = &s.gates[0].layers[0];
+	l.in = s.input;
+	if (l.ops->plan(&l, &e))
+		fail_msg("%s", e.msg);
+	float *p = calloc(l.nparams, sizeof(float));
+	io.p = p;
+	io.s = p;
+	assert_int_equal(l.ops->export(&l, &g, &io, &e), 0);
+	assert_string_equal(r.text,
+		"init g1.l1.graph.d.dense.weight\n"
+		"init g1.l1.graph.d.dense.bias\n"
+		"Gemm(x, g1.l1.graph.d.dense.weight, g1.l1.graph.d.dense.bias) -> g1.l1.graph.d\n"
+		"Tanh(g1.l1.graph.d) -> g1.l1.graph.t\n"
+		"Add(g1.l1.graph.d, g1.l1.graph.t) -> g1.l1.graph.s.sum1\n"
+		"Add(g1.l1.graph.s.sum1, g1.l1.graph.d) -> g1.l1.graph.s\n"
+		"Constant() -> g1.l1.graph.cut.starts\n"
+		"Constant() -> g1.l1.graph.cut.ends\n"
+		"Constant() -> g1.l1.graph.cut.axes\n"
+		"Slice(g1.l1.graph.s, g1.l1.graph.cut.starts, g1.l1.graph.cut.ends, g1.l1.graph.cut.axes) -> g1.l1.graph.cut\n"
+		"init g1.l1.graph.n5.dense.weight\n"
+		"Gemm(g1.l1.graph.cut, g1.l1.graph.n5.dense.weight) -> y\n");
+	free(p);
+	akk_layer_release(&l);
+	akk_spec_release(&s);
+}
+
 /* --- training ------------------------------------------------------------- */
 
 #define NET_HEAD "data: {train: {images: x, labels: y}}\n"			\
@@ -540,6 +629,7 @@ int main(void)
 		cmocka_unit_test(grad_vectors),
 		cmocka_unit_test(grad_sequences),
 		cmocka_unit_test(grad_nested),
+		cmocka_unit_test(export_names),
 		cmocka_unit_test(residual_as_graph_bit_for_bit),
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(wheels_learns),

@@ -523,24 +523,31 @@ static void graph_backward(const struct akk_layer *l, float *dx, float *dp,
 
 /* --- export --------------------------------------------------------------- */
 
-/* The tensor name of node j's output (io->x for the input, io->y for the
- * output node). */
+/* Node j's own name in the model: prefix.NAME, or prefix.nI for the
+ * unnamed node written Ith; its layer's initializers go under it. */
+static const char *node_prefix(const struct akk_layer *l, const char *prefix,
+			       int j, char *buf, size_t size)
+{
+	const struct akk_graph_node *n = &l->spec->graph->nodes[j];
+
+	if (n->name[0])
+		snprintf(buf, size, "%s.%s", prefix, n->name);
+	else
+		snprintf(buf, size, "%s.n%d", prefix, j + 1);
+	return buf;
+}
+
+/* The tensor name of node j's output: its own name, io->x for the input,
+ * io->y for the output node. */
 static const char *export_name(const struct akk_layer *l,
 			       const struct akk_export_io *io, int j,
 			       char *buf, size_t size)
 {
-	const struct akk_graph_node *n;
-
 	if (j == AKK_GRAPH_INPUT)
 		return io->x;
 	if (j == l->spec->graph->output)
 		return io->y;
-	n = &l->spec->graph->nodes[j];
-	if (n->name[0])
-		snprintf(buf, size, "%s.%s", io->prefix, n->name);
-	else
-		snprintf(buf, size, "%s.n%d", io->prefix, j + 1);
-	return buf;
+	return node_prefix(l, io->prefix, j, buf, size);
 }
 
 /* ONNX's axis of the channels: 1 for [N, C, H, W] and [N, F], 2 for a
@@ -586,10 +593,7 @@ static int graph_export(const struct akk_layer *l, struct akk_graph_sink *g,
 		const char *ins[AKK_GRAPH_MAX_JOIN];
 		char own[256];
 
-		/* the node's own name, for its initializers */
-		export_name(l, &(struct akk_export_io){ NULL, NULL, io->prefix,
-							NULL, NULL }, i, own,
-			    sizeof(own));
+		node_prefix(l, io->prefix, i, own, sizeof(own));
 		if (n->op == AKK_GRAPH_ADD || n->op == AKK_GRAPH_CONCAT) {
 			struct akk_attr ax = AKK_ATTR_I("axis", onnx_axis(c->out));
 			const char *op = n->op == AKK_GRAPH_ADD ? "Add" : "Concat";
