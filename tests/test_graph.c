@@ -217,6 +217,10 @@ static void errors(void **state)
 	bad(config("2, 6, 6", G("              - {name: s, slice: {start: 1, end: 3}}\n")),
 	    "t.yaml:10:17: layer 'graph' (gate 1, layer 1) cannot take the output of network.input: "
 	    "node 's' (slice): end 3 is past the 2 channels of the graph's input [2, 6, 6]");
+	bad(config("6", G("              - {slice: {end: 2}, from: input}\n"
+			  "              - {slice: {start: 3, end: 5}}\n")),
+	    "t.yaml:11:17: layer 'graph' (gate 1, layer 1) cannot take the output of network.input: "
+	    "node 2 (slice): end 5 is past the 2 channels of node 1 (slice) [2]");
 	/* a node's layer's own error, at the node */
 	bad(config("6", G("              - {name: a, dense: 4}\n"
 			  "              - {name: p, maxpool2d: 2}\n")),

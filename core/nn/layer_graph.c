@@ -246,9 +246,11 @@ static int plan_node(struct akk_layer *l, int i, struct akk_err *e)
 	if (!le.msg[0])
 		return 0;
 	akk_graph_node_label(sp, i, who, sizeof(who));
-	akk_err_set(e, "node %s%s%s%s: %s", who, n->name[0] ? " (" : "",
-		    n->name[0] ? akk_graph_node_kind(sp, i) : "",
-		    n->name[0] ? ")" : "", le.msg);
+	if (n->name[0])
+		akk_err_set(e, "node %s (%s): %s", who,
+			    akk_graph_node_kind(sp, i), le.msg);
+	else
+		akk_err_set(e, "%s: %s", who, le.msg);
 	/* the place of the node itself, or of its own inner layer */
 	e->line = le.line ? le.line : n->mark.line;
 	e->col = le.line ? le.col : n->mark.col;
