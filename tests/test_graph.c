@@ -542,6 +542,43 @@ static void residual_as_graph_bit_for_bit(void **state)
 	teardown(&b);
 }
 
+/* The shipped configs/fashion-resnet-graph.yaml against
+ * configs/fashion-resnet.yaml: three steps of the sequential reference
+ * (batches of 128 synthetic 28x28 images, 10 classes), every parameter
+ * and running statistic equal to the bit. */
+static void shipped_resnet_as_graph(void **state)
+{
+	struct fixture f[2];
+	struct akk_reference r[2];
+	const char *paths[2] = { "configs/fashion-resnet.yaml",
+				 "configs/fashion-resnet-graph.yaml" };
+	struct akk_err e = { 0 };
+
+	(void)state;
+	akk_blas_threads(1);
+	for (int k = 0; k < 2; k++) {
+		memset(&f[k], 0, sizeof(f[k]));
+		if (akk_spec_load(&f[k].spec, paths[k], NULL, 0, &e) ||
+		    akk_model_plan(&f[k].model, &f[k].spec, &e))
+			fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+		tu_dataset(&f[k].train, 3 * 128, 28, 10, 7);
+		tu_dataset(&f[k].val, 10, 28, 10, 9);
+		assert_int_equal(akk_reference_init(&r[k], &f[k].model,
+						    &f[k].train, &e), 0);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(akk_reference_step(&r[k], NULL, NULL, &e), 0);
+	}
+	assert_int_equal(f[0].model.nparams, 85426);
+	for (int g = 0; g < f[0].model.ngates; g++) {
+		assert_int_equal(r[0].gates[g].step, 3);
+		assert_same_gates(&r[0].gates[g], &r[1].gates[g]);
+	}
+	for (int k = 0; k < 2; k++) {
+		akk_reference_release(&r[k]);
+		teardown(&f[k]);
+	}
+}
+
 static int run_actors(struct fixture *f, struct akk_run *r,
 		      struct akk_observer obs, struct akk_err *e)
 {
@@ -635,6 +672,7 @@ int main(void)
 		cmocka_unit_test(grad_nested),
 		cmocka_unit_test(export_names),
 		cmocka_unit_test(residual_as_graph_bit_for_bit),
+		cmocka_unit_test(shipped_resnet_as_graph),
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(wheels_learns),
 	};
