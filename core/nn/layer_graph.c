@@ -187,10 +187,7 @@ static int plan_join(struct akk_layer *l, int i, struct akk_err *e)
 		if ((size_t)n->end > c.C)
 			return akk_err_set(e, "end %d is past the %zu channels of %s %s",
 					   n->end, c.C, na, sa);
-		if (a.rank == 1)
-			s->out.d[0] = n->end - n->start;
-		else
-			s->out.d[a.rank == 3 ? 0 : 1] = n->end - n->start;
+		s->out.d[a.rank == 2 ? 1 : 0] = n->end - n->start;
 		return 0;
 	}
 	for (int k = 1; k < n->nfrom; k++) {
@@ -231,19 +228,20 @@ static int plan_node(struct akk_layer *l, int i, struct akk_err *e)
 	struct akk_layer *s = &l->sub[i];
 	struct akk_err le = { 0 };
 	char who[96];
+	int rc;
 
 	if (n->op == AKK_GRAPH_LAYER) {
 		s->ops = sp->inner[i].ops;
 		s->spec = &sp->inner[i];
 		s->in = shape_of(l, n->from[0]);
-		if (!s->ops->plan(s, &le) &&
-		    (s->aux > AKK_MAX_DIM || s->work > AKK_MAX_DIM ||
-		     s->work_sample > AKK_MAX_DIM))
-			akk_err_set(&le, "keeps too many values per sample");
+		rc = s->ops->plan(s, &le);
+		if (!rc && (s->aux > AKK_MAX_DIM || s->work > AKK_MAX_DIM ||
+			    s->work_sample > AKK_MAX_DIM))
+			rc = akk_err_set(&le, "keeps too many values per sample");
 	} else {
-		plan_join(l, i, &le);
+		rc = plan_join(l, i, &le);
 	}
-	if (!le.msg[0])
+	if (!rc)
 		return 0;
 	akk_graph_node_label(sp, i, who, sizeof(who));
 	if (n->name[0])
