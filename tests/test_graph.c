@@ -316,6 +316,44 @@ static void grad_nested(void **state)
 		"              - {name: out, concat: [r, g]}\n", 2);
 }
 
+/* akkctl check: the graph's nodes beneath its row, in topological
+ * order (the output q written before the nodes it reads), each with its
+ * kind, output, parameters, FLOPs and inputs; an unnamed node as #I. */
+static void check_prints_nodes(void **state)
+{
+	static char out[1 << 16], err[1 << 14];
+	const char *dir = tu_tmpdir();
+	char path[600];
+	const char *yaml =
+		"data: {train: {images: train-images, labels: train-labels}}\n"
+		"network:\n  input: [1, 8, 8]\n  gates:\n"
+		"    - layers:\n"
+		"        - graph:\n"
+		"            output: q\n"
+		"            nodes:\n"
+		"              - {name: q, concat: [t, input]}\n"
+		"              - {name: a, conv2d: {filters: 2, kernel: 3, padding: 1}, from: input}\n"
+		"              - tanh\n"
+		"              - {name: t, slice: {start: 0, end: 1}}\n"
+		"        - flatten\n        - {dense: 4}\n"
+		"optimizer: {type: adam, lr: 0.01}\n";
+
+	(void)state;
+	tu_write_set(dir, "train", 20, 8, 4, 1);
+	snprintf(path, sizeof(path), "%s/g.yaml", dir);
+	assert_int_equal(tu_write_file(path, yaml, strlen(yaml)), 0);
+	assert_int_equal(tu_ak(out, sizeof(out), err, sizeof(err), "check", path, NULL), 0);
+	tu_assert_line(out, "1     1      graph        [2, 8, 8]                  20           2560");
+	tu_assert_line(out, "             node kind       output               params   FLOPs/sample  from");
+	tu_assert_contains(out,
+		"             a    conv2d     [2, 8, 8]                20           2432  input\n"
+		"             #3   tanh       [2, 8, 8]                 0            128  a\n"
+		"             t    slice      [1, 8, 8]                 0              0  #3 [0:1]\n"
+		"             q    concat     [2, 8, 8]                 0              0  t, input (output)\n"
+		"1     2      flatten");
+	tu_rm_tree(dir);
+}
+
 /* --- export --------------------------------------------------------------- */
 
 /* A sink that writes each node as "Op(in, ...) -> out" and each
@@ -666,6 +704,7 @@ int main(void)
 		cmocka_unit_test(parses),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(overrides),
+		cmocka_unit_test(check_prints_nodes),
 		cmocka_unit_test(grad_images),
 		cmocka_unit_test(grad_vectors),
 		cmocka_unit_test(grad_sequences),
