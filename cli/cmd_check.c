@@ -9,6 +9,7 @@
 #include "model/balance.h"
 #include "model/gate.h"
 #include "model/model.h"
+#include "nn/layer_graph.h"
 #include "nn/optim.h"
 #include "runtime/schedule.h"
 #include "config/spec.h"
@@ -27,6 +28,49 @@ static void print_count(char *buf, int size, double v)
 		snprintf(buf, size, "%.1fK", v / 1e3);
 	else
 		snprintf(buf, size, "%.0f", v);
+}
+
+/* A graph layer's nodes beneath its row, in topological order: name (an
+ * unnamed node its place as written, #3), kind, output, parameters,
+ * FLOPs and the nodes it reads; a graph among them the same, further
+ * in. */
+static void print_graph(const struct akk_layer *l, int indent)
+{
+	const struct akk_graph_spec *g = l->spec->graph;
+	char shape[64], name[AKK_GRAPH_MAX_NAME + 8];
+	int nw = 4;
+
+	for (int i = 0; i < g->nnodes; i++)
+		if ((int)strlen(g->nodes[i].name) > nw)
+			nw = (int)strlen(g->nodes[i].name);
+	printf("%*s%-*s %-10s %-16s %10s %14s  %s\n", indent, "", nw, "node",
+	       "kind", "output", "params", "FLOPs/sample", "from");
+	for (int k = 0; k < g->nnodes; k++) {
+		int i = g->order[k];
+		const struct akk_graph_node *n = &g->nodes[i];
+		const struct akk_layer *c = &l->sub[i];
+		if (n->name[0])
+			snprintf(name, sizeof(name), "%s", n->name);
+		else
+			snprintf(name, sizeof(name), "#%d", i + 1);
+		akk_shape_format(c->out, shape, sizeof(shape));
+		printf("%*s%-*s %-10s %-16s %10zu %14.0f  ", indent, "", nw, name,
+		       akk_graph_node_kind(l->spec, i), shape, c->nparams, c->flops);
+		for (int m = 0; m < n->nfrom; m++) {
+			int j = n->from[m];
+			if (j == AKK_GRAPH_INPUT)
+				printf("%sinput", m ? ", " : "");
+			else if (g->nodes[j].name[0])
+				printf("%s%s", m ? ", " : "", g->nodes[j].name);
+			else
+				printf("%s#%d", m ? ", " : "", j + 1);
+		}
+		if (n->op == AKK_GRAPH_SLICE)
+			printf(" [%d:%d]", n->start, n->end);
+		printf("%s\n", i == g->output && g->output_mark.line ? " (output)" : "");
+		if (c->ops == &akk_layer_graph)
+			print_graph(c, indent + 2);
+	}
 }
 
 static void print_plan(const struct akk_spec *s, const struct akk_model *m,
@@ -55,6 +99,8 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 			akk_shape_format(l->out, shape, sizeof(shape));
 			printf("%-5d %-6d %-*s %-16s %12zu %14.0f\n", g + 1, i + 1,
 			       kw, l->ops->name, shape, l->nparams, l->flops);
+			if (l->ops == &akk_layer_graph)
+				print_graph(l, 13);
 		}
 	}
 	print_count(flops, sizeof(flops), m->flops);

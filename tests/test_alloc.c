@@ -342,6 +342,25 @@ static const char *resnet_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* Graph layers: branches read the input and join by concat and add, a
+ * slice, a residual block as a node, a join on features; the forked
+ * gradients accumulate in the layer's aux. */
+static const char *graph_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [1, 8, 8]\n"
+	"  gates:\n"
+	"    - layers: [graph: [{name: a, conv2d: {filters: 4, kernel: 1}},\n"
+	"                       {name: b, conv2d: {filters: 4, kernel: 3, padding: 1}, from: input},\n"
+	"                       {name: c, maxpool2d: {kernel: 3, stride: 1, padding: 1}, from: input},\n"
+	"                       {name: cat, concat: [a, b, c]}, {name: lo, slice: {start: 0, end: 4}},\n"
+	"                       {name: r, residual: [{conv2d: {filters: 4, kernel: 3, padding: 1}}, batchnorm]},\n"
+	"                       {add: [r, a]}], relu]\n"
+	"    - layers: [flatten, graph: [{name: d, dense: 8}, {name: t, tanh}, {concat: [t, d]}], {dense: 4}]\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* The generators: a transposed convolution with output padding (its
  * products through akk_sgemm on the flip-flop pool), both up-sampling
  * modes, and one without bias in the last gate. */
@@ -395,7 +414,8 @@ static const char *net_name(const char *yaml)
 {
 	static const struct { const char *const *yaml, *name; } nets[] = {
 		{ &conv_yaml, "conv" }, { &wide_yaml, "wide" }, { &remainder_yaml, "remainder" },
-		{ &resnet_yaml, "resnet" }, { &generators_yaml, "generators" },
+		{ &resnet_yaml, "resnet" }, { &graph_yaml, "graph" },
+		{ &generators_yaml, "generators" },
 		{ &sequences_yaml, "sequences" }, { &recurrent_yaml, "recurrent" },
 	};
 
@@ -547,6 +567,20 @@ static void wheels_resnet_allocates_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(resnet_yaml, "wheels", NULL);
+}
+
+static void flipflop_graph_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(graph_yaml, "flip-flop", NULL);
+}
+
+static void wheels_graph_allocates_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(graph_yaml, "wheels", NULL);
 }
 
 static void flipflop_generators_allocate_nothing(void **unused)
@@ -874,6 +908,8 @@ int main(void)
 		cmocka_unit_test(flipflop_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_remainder_allocates_nothing),
 		cmocka_unit_test(wheels_resnet_allocates_nothing),
+		cmocka_unit_test(flipflop_graph_allocates_nothing),
+		cmocka_unit_test(wheels_graph_allocates_nothing),
 		cmocka_unit_test(flipflop_generators_allocate_nothing),
 		cmocka_unit_test(wheels_generators_allocate_nothing),
 		cmocka_unit_test(flipflop_sequences_allocate_nothing),

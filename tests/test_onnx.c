@@ -8,6 +8,7 @@
  * regression tables (CSV). The classifiers (the MLP of configs/mnist.yaml,
  * configs/lenet.yaml, the batchnorm net of tests/configs/onnx-bn.yaml, the
  * activations of onnx-acts.yaml, the residual blocks of onnx-resnet.yaml,
+ * the graph layers of onnx-graph.yaml and onnx-graph-seq.yaml,
  * the transposed convolutions and up-sampling of onnx-gen.yaml, the
  * sequence models of onnx-lstm.yaml and onnx-gru.yaml, which read each
  * image as 28 steps of 28 pixels)
@@ -635,6 +636,19 @@ static void conv1d_net(void **state)
 		     AKK_OUTPUT_SOFTMAX);
 }
 
+/* Graph layers: joins on the channels of images (Concat axis 1, Slice
+ * through Constant starts, ends and axes, Add), on features (Concat, a
+ * chain of Add for three inputs, a residual block as a node, the output
+ * node written first) and on the features of each step of a sequence
+ * (Concat and Slice on axis 2). */
+static void graph_net(void **state)
+{
+	(void)state;
+	roundtrip("tests/configs/onnx-graph.yaml", "graph");
+	roundtrip_on("tests/configs/onnx-graph-seq.yaml", "graph-seq", 1, "2",
+		     &g_images, AKK_OUTPUT_SOFTMAX);
+}
+
 /* Token ids: the pixel values through an embedding (Cast to int64, then
  * Gather), conv1d over each row's ids and then the rows, the maximum over
  * them (ReduceMax). */
@@ -869,6 +883,7 @@ int main(void)
 		cmocka_unit_test(batchnorm_net),
 		cmocka_unit_test(activations_net),
 		cmocka_unit_test(resnet),
+		cmocka_unit_test(graph_net),
 		cmocka_unit_test(conv1d_net),
 		cmocka_unit_test(embedding_net),
 		cmocka_unit_test(generators_net),

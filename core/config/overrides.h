@@ -36,7 +36,7 @@ struct akk_yaml_ctx {
 	 * explicit string tag (!!str or !), found by prescan. */
 	size_t *strs;
 	size_t nstrs, capstrs;
-	int nested;		/* layers inside residual blocks so far */
+	int nested;		/* layers inside residual blocks and graphs so far */
 	/* The limits of the text: bytes, and lists and mappings nested. */
 	int max_bytes, max_depth;
 	/* Called by akk_yaml_h_path with each path as written (at: the

@@ -26,7 +26,9 @@
 #include <yaml.h>
 
 #include "config/overrides.h"
+#include "config/spec_graph.h"
 #include "config/yaml_keys.h"
+#include "nn/layer_graph.h"
 
 /* One section being walked: its key table and the struct it fills. */
 static int h_channels(struct akk_yaml_ctx *c, const struct key *k,
@@ -180,14 +182,17 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 
 static int residual_item(struct akk_yaml_ctx *c, yaml_node_t *item, yaml_node_t *opts,
 			 struct akk_layer_spec *l);
+static int layers_before(const struct akk_yaml_ctx *c);
+static int layer_kind(struct akk_yaml_ctx *c, yaml_node_t *item,
+		      yaml_node_t *name, yaml_node_t *opts,
+		      struct akk_layer_spec *l);
 
 /* One item of a gate's layers: NAME, or {NAME: OPTIONS}. */
 static int layer_item(struct akk_yaml_ctx *c, yaml_node_t *item,
 		      struct akk_layer_spec *l)
 {
 	yaml_node_t *name, *opts = NULL;
-	struct key keys[AKK_MAX_OPTIONS + 1];
-	char buf[96], secname[64];
+	char buf[96];
 
 	memset(l, 0, sizeof(*l));
 	l->mark = akk_yaml_mark_of(c, item);
@@ -211,6 +216,20 @@ static int layer_item(struct akk_yaml_ctx *c, yaml_node_t *item,
 	} else {
 		name = item;
 	}
+	return layer_kind(c, item, name, opts, l);
+}
+
+/* The layer of kind name with options opts (NULL: none), written at item
+ * (a gate's list item, or a graph's node). */
+static int layer_kind(struct akk_yaml_ctx *c, yaml_node_t *item,
+		      yaml_node_t *name, yaml_node_t *opts,
+		      struct akk_layer_spec *l)
+{
+	struct key keys[AKK_MAX_OPTIONS + 1];
+	char buf[96], secname[64];
+
+	memset(l, 0, sizeof(*l));
+	l->mark = akk_yaml_mark_of(c, item);
 	if (name->type != YAML_SCALAR_NODE || akk_yaml_is_null(name) || akk_yaml_tag_type(name))
 		return akk_yaml_fail_type(c, "a layer name", "a name", name);
 	l->ops = akk_layer_find(akk_yaml_text(name));
@@ -222,6 +241,10 @@ static int layer_item(struct akk_yaml_ctx *c, yaml_node_t *item,
 				    sizeof(buf)));
 	if (l->ops == &akk_layer_residual)
 		return residual_item(c, item, opts, l);
+	if (l->ops == &akk_layer_graph)
+		return akk_spec_graph_item(c, item, opts, l, layer_kind,
+					   AKK_MAX_LAYERS - layers_before(c),
+					   AKK_MAX_LAYERS);
 	layer_keys(l->ops, keys);
 	apply_defaults(keys, l);
 	snprintf(secname, sizeof(secname), "layer '%s'", l->ops->name);
@@ -266,6 +289,17 @@ static int layer_item(struct akk_yaml_ctx *c, yaml_node_t *item,
 
 /* --- residual blocks: lists of layers inside a layer ---------------------- */
 
+/* The layers of the network so far, those inside blocks and graphs
+ * included. */
+static int layers_before(const struct akk_yaml_ctx *c)
+{
+	int before = c->nested;
+
+	for (int i = 0; i < c->s->ngates && c->s->gates; i++)
+		before += c->s->gates[i].nlayers;
+	return before;
+}
+
 /* A list of layers inside a block (what names it: "'residual'"), into
  * *out (owned by the spec). Aliases could nest a list in itself many times
  * over: the layers inside blocks count towards AKK_MAX_LAYERS too. */
@@ -273,10 +307,8 @@ static int layer_list(struct akk_yaml_ctx *c, yaml_node_t *val, const char *what
 		      struct akk_layer_spec **out, int *nout)
 {
 	yaml_node_item_t *items = val->data.sequence.items.start;
-	int n = (int)(val->data.sequence.items.top - items), before = c->nested;
+	int n = (int)(val->data.sequence.items.top - items), before = layers_before(c);
 
-	for (int i = 0; i < c->s->ngates && c->s->gates; i++)
-		before += c->s->gates[i].nlayers;
 	if (!n)
 		return akk_yaml_fail(c, val, "%s has no layers", what);
 	if (n > AKK_MAX_LAYERS - before)
@@ -347,6 +379,7 @@ static void layers_free(struct akk_layer_spec *l, int n)
 	for (int i = 0; l && i < n; i++) {
 		layers_free(l[i].inner, l[i].ninner);
 		layers_free(l[i].shortcut, l[i].nshort);
+		akk_graph_spec_free(l[i].graph);
 	}
 	free(l);
 }

@@ -35,6 +35,7 @@
 	X(lstm)                                                              \
 	X(gru)                                                               \
 	X(rnn)                                                               \
+	X(graph)                                                             \
 	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;

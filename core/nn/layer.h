@@ -67,6 +67,9 @@ struct akk_layer_spec {
 	 * (nshort 0: the identity), owned by the spec. */
 	struct akk_layer_spec *inner, *shortcut;
 	int ninner, nshort;
+	/* graph: its nodes and edges (nn/layer_graph.h), owned by the spec;
+	 * inner[i] holds node i's layer (ninner nodes). NULL otherwise. */
+	struct akk_graph_spec *graph;
 };
 
 /* A named tensor inside a gate block, for checkpoints and inspect. */
@@ -123,7 +126,7 @@ struct akk_layer {
 				 * the gate's tape batch; lent by the gate */
 	struct akk_layer_sync *sync;	/* data parallelism: sums over every
 				 * replica (batchnorm), or NULL; lent by the run */
-	/* Composite kinds (residual): their inner layers, planned by ops->plan
+	/* Composite kinds (residual, graph): their inner layers, planned by ops->plan
 	 * with offsets relative to this layer's poff/soff, owned by this
 	 * layer (akk_layer_release). A composite passes its own pool to
 	 * them on each call. */
@@ -324,6 +327,6 @@ extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
 	akk_layer_conv_transpose2d, akk_layer_upsample2d, akk_layer_embedding,
 	akk_layer_conv1d, akk_layer_maxpool1d, akk_layer_avgpool1d,
 	akk_layer_global_maxpool1d, akk_layer_global_avgpool1d, akk_layer_lstm,
-	akk_layer_gru, akk_layer_rnn;
+	akk_layer_gru, akk_layer_rnn, akk_layer_graph;
 
 #endif
