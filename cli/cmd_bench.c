@@ -703,8 +703,9 @@ static int bench_open(struct bench *b)
 	if (b->trace && !(b->tf = fopen(b->trace, "w")))
 		return akk_err_set(&b->e, "cannot open '%s': %s", b->trace, strerror(errno));
 	akk_shape_format(s->input, shape, sizeof(shape));
-	printf("akkctl bench: %s%s: input %s, %d gates, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
+	printf("akkctl bench: %s%s: input %s, %d gate%s, %zu parameters, %.0f FLOPs/sample forward, batch %d\n",
 	       s->name, b->config ? "" : " (built-in Akkordeon net)", shape, b->m.ngates,
+	       b->m.ngates == 1 ? "" : "s",
 	       b->m.nparams, b->m.flops, s->sched.batch_size);
 	if (b->pred) {
 		printf("split of gates: {auto: %d} (by %s): network.gates.split=[",

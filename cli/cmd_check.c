@@ -82,8 +82,8 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	double mem_total = 0, stash_total = 0, train_total = 0;
 
 	akk_shape_format(s->input, shape, sizeof(shape));
-	printf("%s: %d gates, input %s, loss %s, mode %s\n", s->name, m->ngates,
-	       shape, akk_loss_name(s->loss), akk_mode_name(s->sched.mode));
+	printf("%s: %d gate%s, input %s, loss %s, mode %s\n", s->name, m->ngates,
+	       m->ngates == 1 ? "" : "s", shape, akk_loss_name(s->loss), akk_mode_name(s->sched.mode));
 	int kw = 12;	/* the kind column: as wide as the longest kind */
 
 	for (int g = 0; g < m->ngates; g++)

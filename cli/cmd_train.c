@@ -983,8 +983,8 @@ static void train_announce(const struct train_state *st)
 	if (st->dropped_best)
 		fprintf(stderr, "removed '%s/best.bin': saved after the point this run resumes from\n",
 			s->out.dir);
-	fprintf(stderr, "%s: %s, %d gates, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
-		s->name, akk_mode_name(s->sched.mode), st->m.ngates, st->m.nparams,
+	fprintf(stderr, "%s: %s, %d gate%s, %zu parameters, %zu training / %zu validation samples, %d compute thread%s per busy gate\n",
+		s->name, akk_mode_name(s->sched.mode), st->m.ngates, st->m.ngates == 1 ? "" : "s", st->m.nparams,
 		st->train.n, st->have_val ? st->val.n : 0, threads, threads == 1 ? "" : "s");
 	cli_print_data_defaults(stderr, &s->data, st->train.xtype == AKK_X_F32);
 	if (st->dp)
