@@ -104,6 +104,56 @@ static void expect_dataset_error(const char *f, const char *l, int nhwc,
 
 /* ---- .npy: good files ---- */
 
+/* Sequences from .npy: float features (N, T, F) feed a network whose
+ * input is [T, F] (an lstm), int64 token ids (N, T) an embedding, read
+ * unscaled; an id past the vocabulary is refused before the run, naming
+ * the file, the sample and the step. */
+static void test_npy_sequences(void **state)
+{
+	enum { N = 48, T = 6, F = 3 };
+	static float x[N][T][F];
+	static int64_t ids[N][T], y[N];
+	char cfg[1024];
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		y[i] = i % 2;
+		for (int t = 0; t < T; t++) {
+			ids[i][t] = (i * 7 + t * 3) % 10;
+			for (int f = 0; f < F; f++)
+				x[i][t][f] = (float)((i % 2 ? 1 : -1) * (t + 1) + f) / 10.0f;
+		}
+	}
+	write_npy("seq-x.npy", "<f4", "(48, 6, 3)", x, sizeof(x));
+	write_npy("seq-ids.npy", "<i8", "(48, 6)", ids, sizeof(ids));
+	write_npy("seq-y.npy", "<i8", "(48,)", y, sizeof(y));
+	snprintf(cfg, sizeof(cfg),
+		 "data:\n  format: npy\n  train: {features: seq-x.npy, labels: seq-y.npy}\n"
+		 "network:\n  input: [6, 3]\n  gates:\n    - layers: [{lstm: 8}, {dense: 2}]\n"
+		 "optimizer: {type: adam, lr: 0.01}\n"
+		 "schedule: {mode: flip-flop, epochs: 2, batch_size: 16}\noutput: {dir: seq-run}\n");
+	assert_int_equal(tu_write_file(in_dir("seq.yaml"), cfg, strlen(cfg)), 0);
+	assert_int_equal(ak("train", in_dir("seq.yaml"), "--quiet", NULL), 0);
+	snprintf(cfg, sizeof(cfg),
+		 "data:\n  format: npy\n  train: {features: seq-ids.npy, labels: seq-y.npy}\n"
+		 "network:\n  input: [6]\n  gates:\n"
+		 "    - layers: [{embedding: {vocab: %d, units: 4}}, {gru: 8}, {dense: 2}]\n"
+		 "optimizer: {type: adam, lr: 0.01}\n"
+		 "schedule: {mode: flip-flop, epochs: 2, batch_size: 16}\noutput: {dir: ids-run}\n", 10);
+	assert_int_equal(tu_write_file(in_dir("ids.yaml"), cfg, strlen(cfg)), 0);
+	assert_int_equal(ak("train", in_dir("ids.yaml"), "--quiet", NULL), 0);
+	/* a vocabulary of 9: the id 9 is no token id */
+	{
+		char *v = strstr(cfg, "vocab: 10");
+		assert_non_null(v);
+		memcpy(v, "vocab:  9", 9);
+	}
+	assert_int_equal(tu_write_file(in_dir("ids9.yaml"), cfg, strlen(cfg)), 0);
+	assert_int_equal(ak("train", in_dir("ids9.yaml"), "--quiet", "--force", NULL), 2);
+	tu_assert_contains(g_err, "seq-ids.npy: sample ");
+	tu_assert_contains(g_err, "9 is not a token id of the first layer's vocabulary (integers 0 to 8)");
+}
+
 static void test_npy_float_int64(void **state)
 {
 	float x[6] = { 0.5f, -1, 2, 3.25f, 4, -5 };
@@ -952,6 +1002,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_npy_float_int64),
 		cmocka_unit_test(test_npy_bytes_images),
+		cmocka_unit_test(test_npy_sequences),
 		cmocka_unit_test(test_npy_big_endian),
 		cmocka_unit_test(test_npy_nhwc),
 		cmocka_unit_test(test_npy_regression),
