@@ -24,8 +24,6 @@
  * below |x| = 0.625, 1 - 2 / (e^2|x| + 1) above), within 3 ulp. */
 
 #pragma GCC diagnostic ignored "-Wpsabi"
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
 #define INLINE static inline __attribute__((always_inline))
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -39,79 +37,45 @@ static int avx2(void)
 #define HAVE_AVX2 0
 #endif
 
-/* m ? a : b, lane by lane (m all ones or all zeros) */
-INLINE v8f vsel(v8i m, v8f a, v8f b)
-{
-	return (v8f)((m & (v8i)a) | (~m & (v8i)b));
-}
+/* The baseline body: 4-float vectors (SSE2 on x86-64: a 32-byte vector
+ * outside an AVX function changes the ABI, which clang refuses). */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+#define VF v4f
+#define VI v4i
+#define VN 4
+#define TARGET
+#define FN(name) name##_base
+#include "nn/recurrent_vmath.h"
+#undef VF
+#undef VI
+#undef VN
+#undef TARGET
+#undef FN
 
-INLINE v8f vexp(v8f x)
-{
-	v8f zero = { 0 }, k, r, p;
-	v8i bits;
-
-	x = vsel(x < -87.0f, zero - 87.0f, x);	/* 2^k stays a normal float */
-	x = vsel(x > 88.0f, zero + 88.0f, x);
-	k = x * 1.44269504088896341f + 12582912.0f;	/* round(x / ln2): */
-	k -= 12582912.0f;				/* the 1.5 2^23 shift */
-	r = x - k * 0.693359375f;	/* ln2 in two parts: exact k ln2_hi */
-	r -= k * -2.12194440e-4f;
-	p = zero + 1.9875691500e-4f;
-	p = p * r + 1.3981999507e-3f;
-	p = p * r + 8.3334519073e-3f;
-	p = p * r + 4.1665795894e-2f;
-	p = p * r + 1.6666665459e-1f;
-	p = p * r + 5.0000001201e-1f;
-	p = p * (r * r) + r + 1.0f;
-	bits = (__builtin_convertvector(k, v8i) + 127) << 23;
-	return p * (v8f)bits;
-}
-
-INLINE v8f vsigmoid(v8f x)
-{
-	return 1.0f / (1.0f + vexp(-x));
-}
-
-INLINE v8f vtanh(v8f x)
-{
-	v8i neg = x < 0.0f;
-	v8f a = vsel(neg, -x, x), s = x * x, small, large;
-
-	small = ((((-5.70498872745e-3f * s + 2.06390887954e-2f) * s -
-		   5.37397155531e-2f) * s + 1.33314422036e-1f) * s -
-		 3.33332819422e-1f) * s * x + x;
-	large = 1.0f - 2.0f / (vexp(2.0f * a) + 1.0f);
-	large = vsel(neg, -large, large);
-	return vsel(a < 0.625f, small, large);
-}
-
-/* v[0..n) = fn(v) in place, 8 at a time, the tail through a copy. */
-#define MAP_BODY(fn)                                                         \
-	size_t i = 0;                                                        \
-	v8f x;                                                               \
-	for (; i + 8 <= n; i += 8) {                                          \
-		memcpy(&x, v + i, sizeof(x));                                \
-		x = fn(x);                                                   \
-		memcpy(v + i, &x, sizeof(x));                                \
-	}                                                                    \
-	if (i < n) {                                                         \
-		x = (v8f){ 0 };                                              \
-		memcpy(&x, v + i, (n - i) * sizeof(float));                  \
-		x = fn(x);                                                   \
-		memcpy(v + i, &x, (n - i) * sizeof(float));                  \
-	}
-
-static void sigmoid_base(float *v, size_t n) { MAP_BODY(vsigmoid) }
-static void tanh_base(float *v, size_t n) { MAP_BODY(vtanh) }
-#if HAVE_AVX2
-AVX2 static void sigmoid_avx2(float *v, size_t n) { MAP_BODY(vsigmoid) }
-AVX2 static void tanh_avx2(float *v, size_t n) { MAP_BODY(vtanh) }
+#if HAVE_AVX2	/* the same lane by lane on 8-float vectors */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+#define VF v8f
+#define VI v8i
+#define VN 8
+#define TARGET AVX2
+#define FN(name) name##_avx2
+#include "nn/recurrent_vmath.h"
 #endif
+
+/* 1: the baseline body even where the CPU has AVX2 (the tests'). */
+static int g_baseline;
+
+void akk_rec_vmath_baseline(int on)
+{
+	g_baseline = on;
+}
 
 void akk_rec_sigmoid(float *v, size_t n)
 {
 #if HAVE_AVX2
-	if (avx2()) {
+	if (!g_baseline && avx2()) {
 		sigmoid_avx2(v, n);
 		return;
 	}
@@ -122,7 +86,7 @@ void akk_rec_sigmoid(float *v, size_t n)
 void akk_rec_tanh(float *v, size_t n)
 {
 #if HAVE_AVX2
-	if (avx2()) {
+	if (!g_baseline && avx2()) {
 		tanh_avx2(v, n);
 		return;
 	}

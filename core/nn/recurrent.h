@@ -167,5 +167,9 @@ static inline int akk_rec_prev(const struct akk_rec_pass *ps, int t)
  * branch-free, vectorized (recurrent.c). */
 void akk_rec_sigmoid(float *v, size_t n);
 void akk_rec_tanh(float *v, size_t n);
+/* 1: the two run their baseline body even where the CPU has AVX2, so the
+ * tests can hold both to the same bits; 0 (the default): the best. Not
+ * for use while another thread runs them. */
+void akk_rec_vmath_baseline(int on);
 
 #endif
