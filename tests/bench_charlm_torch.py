@@ -7,6 +7,10 @@ norm clipped to 5, batches of 32 shuffled every epoch, the last partial).
 
   bench_charlm_torch.py [--epochs N] [--threads K] [--seed S] FILE...
 
+--threads: torch's intra-op threads, default 1: its cheapest in CPU time
+(on 2 cores shared with other jobs, 2 threads spent about 14 times the CPU
+seconds of 1 on the same LSTM forward: the waiting thread spins).
+
 FILE...: the training text's files in order (configs/char-lm.yaml's
 data.train.files). The text is cut as akkctl cuts it (data/text.h): the
 vocabulary is its distinct bytes, sorted; window i reads bytes 100 i ..
@@ -51,7 +55,7 @@ def split(n, span, stride, fraction):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--epochs', type=int, default=10)
-    ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--seed', type=int, default=42)
     ap.add_argument('files', nargs='+')
     a = ap.parse_args()
