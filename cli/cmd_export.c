@@ -57,13 +57,6 @@ int cmd_export(int argc, char **argv)
 	if (akk_model_plan(&m, &s, &e) || akk_checkpoint_match(&ck, &m, ckpath, &e) ||
 	    akk_onnx_check(&m, ckpath, &e))
 		goto report;
-	/* the graph's output is declared [N, classes]: one row per sample */
-	if (m.steps > 1) {
-		akk_err_at(&e, ckpath, 0, 0,
-			   "the network outputs a sequence of %d steps of %d classes; export writes one row of outputs per sample",
-			   m.steps, m.classes);
-		goto report;
-	}
 	n = (size_t)akk_shape_size(s.input);
 	gates = calloc(m.ngates, sizeof(*gates));
 	gp = calloc(m.ngates, sizeof(*gp));
@@ -95,8 +88,11 @@ int cmd_export(int argc, char **argv)
 	char shape[64];
 	akk_shape_format(s.input, shape, sizeof(shape));
 	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, "
-	       "output '%s' [N, %d]\n", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
-	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m), m.classes);
+	       "output '%s' [N, ", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
+	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m));
+	if (m.steps > 1)
+		printf("%d, ", m.steps);
+	printf("%d]\n", m.classes);
 	rc = EXIT_OK;
 	goto out;
 report:

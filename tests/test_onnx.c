@@ -40,6 +40,7 @@
 #include "nn/export.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
+#include "api/akk.h"
 #include "forge.h"
 #include "testutil.h"
 
@@ -659,6 +660,88 @@ static void embedding_net(void **state)
 		     AKK_OUTPUT_SOFTMAX);
 }
 
+/* A language model: token ids into an embedding, an lstm returning every
+ * step, a dense per step, softmax cross-entropy at every step: the graph's
+ * output is [N, T, classes] with a Softmax on the last axis, and
+ * onnxruntime's probabilities equal the library's (akk_predict) for every
+ * step of every window. */
+static void language_model(void **state)
+{
+	enum { T = 12, WINDOWS = 40 };
+	char cfg[1024], ckpt[700], model[700], in[700], out[700], err[256];
+	char *text = malloc(4096);
+	size_t len = 0, no;
+	float *x, *ort, *lib;
+	akk_model *m;
+
+	(void)state;
+	assert_non_null(text);
+	for (int i = 0; len < 3000; i++)
+		len += (size_t)snprintf(text + len, 4096 - len, "%s %d. ",
+					i % 3 ? "the cat sat" : "a dog ran", i % 7);
+	assert_int_equal(tu_write_file(tu_path(g_dir, "lm.txt"), text, len), 0);
+	snprintf(cfg, sizeof(cfg),
+		 "name: lm\nseed: 3\ndata:\n  format: text\n  train: {file: lm.txt}\n"
+		 "  validation: {split: 0.1}\n  text: {seq_len: %d}\n"
+		 "network:\n  input: [%d]\n  gates:\n"
+		 "    - layers: [{embedding: {vocab: 20, units: 8}}, {lstm: {units: 16, return_sequences: true}}]\n"
+		 "    - layers: [{dense: 20}]\n"
+		 "optimizer: {type: adam, lr: 0.01}\n"
+		 "schedule: {mode: flip-flop, epochs: 2, batch_size: 16}\noutput: {dir: lm-run}\n", T, T);
+	assert_int_equal(tu_write_file(tu_path(g_dir, "lm.yaml"), cfg, strlen(cfg)), 0);
+	if (ak("train", tu_path(g_dir, "lm.yaml"), "--quiet", NULL))
+		fail_msg("train: %s", g_err);
+	snprintf(ckpt, sizeof(ckpt), "%s/lm-run/best.bin", g_dir);
+	snprintf(model, sizeof(model), "%s/lm.onnx", g_dir);
+	assert_rc(ak("export", ckpt, "--onnx", model, NULL), 0);
+	tu_assert_contains(g_out, "output 'probabilities' [N, 12, ");
+	m = akk_open(ckpt, err, sizeof(err));
+	if (!m)
+		fail_msg("akk_open: %s", err);
+	assert_int_equal(akk_steps(m), T);
+	no = (size_t)WINDOWS * T * (size_t)akk_outputs(m);
+	x = malloc(WINDOWS * T * sizeof(*x));
+	lib = malloc(no * sizeof(*lib));
+	assert_true(x && lib);
+	for (int i = 0; i < WINDOWS * T; i++)	/* ids of the vocabulary */
+		x[i] = (float)((i * 7 + i / T) % akk_outputs(m));
+	assert_int_equal(akk_predict(m, x, WINDOWS * T, lib, no, err, sizeof(err)), 0);
+	if (g_have_onnx) {
+		const char *argv[] = { PYTHON, "tests/onnx/check.py", model, NULL };
+		char line[800];
+
+		assert_rc(tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)), 0);
+		snprintf(line, sizeof(line), "ok %s: last node Softmax", model);
+		tu_assert_line(g_out, line);
+	}
+	if (g_have_ort) {
+		char dims[16];
+		const char *argv[] = { "node", "tests/onnx/run.js", model, in, dims, out, NULL };
+		size_t got;
+		double worst = 0;
+
+		snprintf(in, sizeof(in), "%s/lm.in.f32", g_dir);
+		snprintf(out, sizeof(out), "%s/lm.out.f32", g_dir);
+		snprintf(dims, sizeof(dims), "%d", T);
+		unlink(out);
+		assert_int_equal(tu_write_file(in, x, WINDOWS * T * sizeof(*x)), 0);
+		assert_rc(tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)), 0);
+		ort = (float *)tu_slurp(out, &got);
+		assert_non_null(ort);
+		assert_int_equal(got, no * sizeof(float));
+		for (size_t k = 0; k < no; k++)
+			worst = fmax(worst, fabs((double)ort[k] - lib[k]));
+		print_message("lm: %d windows x %d steps x %d outputs, max |onnxruntime - "
+			      "akk_predict| = %.3g\n", WINDOWS, T, akk_outputs(m), worst);
+		assert_true(worst <= TOLERANCE);
+		free(ort);
+	}
+	akk_close(m);
+	free(x);
+	free(lib);
+	free(text);
+}
+
 /* Sigmoid cross-entropy: ten independent probabilities, a Sigmoid. */
 static void sigmoid_net(void **state)
 {
@@ -886,6 +969,7 @@ int main(void)
 		cmocka_unit_test(graph_net),
 		cmocka_unit_test(conv1d_net),
 		cmocka_unit_test(embedding_net),
+		cmocka_unit_test(language_model),
 		cmocka_unit_test(generators_net),
 		cmocka_unit_test(sigmoid_net),
 		cmocka_unit_test(lstm_net),

@@ -360,7 +360,8 @@ static int output_node(struct akk_graph_sink *g, const struct akk_model *m,
 		       const char *cur, struct akk_err *e)
 {
 	const char *out = akk_onnx_output(m);
-	struct akk_attr axis = AKK_ATTR_I("axis", 1);
+	/* a sequence output [N, T, classes]: a softmax per step */
+	struct akk_attr axis = AKK_ATTR_I("axis", m->steps > 1 ? 2 : 1);
 
 	switch (output_kind(m)) {
 	case AKK_OUTPUT_VALUES:
@@ -421,7 +422,9 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
 	Onnx__OperatorSetIdProto *opsets[1] = { &opset };
 	Onnx__ValueInfoProto *gin, *gout;
-	struct akk_shape out = { 1, { src->m->classes, 0, 0 } };
+	struct akk_shape out = src->m->steps > 1 ?
+		(struct akk_shape){ 2, { src->m->steps, src->m->classes, 0 } } :
+		(struct akk_shape){ 1, { src->m->classes, 0, 0 } };
 	uint8_t *buf = NULL;
 	size_t len;
 	int rc = -1;
