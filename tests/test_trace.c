@@ -222,7 +222,7 @@ static void wheels_pipelines_within_K_versions(void **unused)
 /* Weight stashing, three gates: the middle one, whose backward reads its
  * weights for the input gradient, computes each backward with the
  * weights its forward used; without stashing, with the newest, which
- * differ whenever others stepped in between (most batches at K = 4).
+ * differ whenever others stepped in between (many batches at K = 4).
  * The trained weights differ. */
 static void stashing_changes_the_backward_weights(void **unused)
 {
@@ -245,7 +245,10 @@ static void stashing_changes_the_backward_weights(void **unused)
 	print_message("middle gate's backward on its forward's weights: stashing %ld, without %ld of %d; weights differ by %.4g\n",
 		      same_on, same_off, NBATCH, distance(&on.r, &off.r));
 	assert_int_equal(same_on, NBATCH);
-	assert_true(same_off < NBATCH / 2);
+	/* how many depends on how the threads interleave (about a third on
+	 * an idle machine, two thirds under ASan on a loaded one); a wheels
+	 * that never overlapped would give all of them */
+	assert_true(same_off < NBATCH);
 	assert_true(distance(&on.r, &off.r) > 1e-5);
 	release(&on);
 	release(&off);
