@@ -463,6 +463,9 @@ static void t_interrupted_mid_epoch(void **state)
 	struct akk_checkpoint c;
 	struct akk_err e = { 0 };
 	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	/* after epoch 1's row: long enough for a batch of epoch 2 on a
+	 * loaded machine under ASan (20 ms was not), short beside an epoch */
+	struct timespec into = { 0, 300 * 1000 * 1000 };
 	int status;
 	pid_t pid;
 
@@ -492,7 +495,7 @@ static void t_interrupted_mid_epoch(void **state)
 	}
 	for (int i = 0; i < 6000 && !has_row(tu_path(run, "metrics.csv")); i++)
 		nanosleep(&nap, NULL);
-	nanosleep(&nap, NULL);	/* into the next epoch */
+	nanosleep(&into, NULL);	/* into the next epoch */
 	assert_int_equal(kill(pid, SIGINT), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
