@@ -214,3 +214,13 @@ void akk_max_steps(float *y, float *aux, const float *x, int C, int t0, int t1)
 		}
 	}
 }
+
+void akk_layer_composite_views(struct akk_layer *l)
+{
+	if (l->nparams)
+		l->views[l->nviews++] = (struct akk_view){
+			"params", 0, 0, 1, { (int)l->nparams } };
+	if (l->nstate)
+		l->views[l->nviews++] = (struct akk_view){
+			"state", 1, 0, 1, { (int)l->nstate } };
+}

@@ -242,6 +242,9 @@ extern const char *const akk_layer_names[];
 /* The names of enum akk_init, NULL-terminated, in enum order. */
 extern const char *const akk_init_names[];
 
+/* A composite layer's views: its sub-layers' tensors flat, "params" and
+ * "state" (each when it has any), in the sub-layers' order. */
+void akk_layer_composite_views(struct akk_layer *l);
 /* Free what ops->plan allocated for a composite layer (its sub-layers,
  * recursively); nothing for the other kinds. */
 void akk_layer_release(struct akk_layer *l);

@@ -302,12 +302,7 @@ static int graph_plan(struct akk_layer *l, struct akk_err *e)
 	}
 	/* the output node's value and gradient are the layer's y and dy */
 	l->aux = total - 2 * (size_t)akk_shape_size(l->out);
-	if (l->nparams)
-		l->views[l->nviews++] = (struct akk_view){
-			"params", 0, 0, 1, { (int)l->nparams } };
-	if (l->nstate)
-		l->views[l->nviews++] = (struct akk_view){
-			"state", 1, 0, 1, { (int)l->nstate } };
+	akk_layer_composite_views(l);
 	return 0;
 fail:
 	akk_layer_release(l);

@@ -193,12 +193,7 @@ static int residual_plan(struct akk_layer *l, struct akk_err *e)
 	}
 	l->aux = total;
 	l->flops += (double)akk_shape_size(l->out);	/* the sum */
-	if (l->nparams)
-		l->views[l->nviews++] = (struct akk_view){
-			"params", 0, 0, 1, { (int)l->nparams } };
-	if (l->nstate)
-		l->views[l->nviews++] = (struct akk_view){
-			"state", 1, 0, 1, { (int)l->nstate } };
+	akk_layer_composite_views(l);
 	return 0;
 fail:
 	akk_layer_release(l);
