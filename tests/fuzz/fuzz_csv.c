@@ -11,15 +11,22 @@
  * finite, a class label out of 0..classes-1, class names not in strictly
  * increasing byte order, or a reader that inflates more than
  * AKK_CSV_GZ_RATIO times the input (plus the slack): a gzip bomb must be
- * stopped while inflating (the harness counts what inflate hands over). */
+ * stopped while inflating (the harness counts what inflate hands over).
+ * A regression table is then cut into a series' windows (data/series.h;
+ * window, horizon and stride from the input's size): a finding is a count
+ * other than (n - W - H) / S + 1, a window whose values are not its rows'
+ * features and targets and the next rows' targets, or a split whose
+ * training windows share a row with the held-out ones. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "fuzz_util.h"
 #include "data/csv.h"
+#include "data/series.h"
 
 static size_t via_inflate;	/* bytes inflate handed over this load */
 static int counting;
@@ -82,6 +89,63 @@ static void check(const struct akk_dataset *d, int regression)
 			fuzz_violation("class names %d and %d out of order", k - 1, k);
 }
 
+/* The value of row r, column c of the table d (features, then targets). */
+static float cell(const struct akk_dataset *d, size_t r, size_t c)
+{
+	return c < d->in ? akk_dataset_x(d, r * d->in + c) : d->y[r * (size_t)d->targets + c - d->in];
+}
+
+static void windows(const struct akk_dataset *t, size_t size)
+{
+	struct akk_series s = { 1 + (int)(size % 5), 1 + (int)(size / 5 % 3), 1 + (int)(size / 15 % 3) };
+	struct akk_dataset d = *t;
+	struct akk_err e = { 0 };
+	size_t row = t->in + (size_t)t->targets, span = (size_t)s.window + (size_t)s.horizon, m;
+	uint32_t *held, *train;
+	size_t nh, nt;
+
+	/* d owns copies: the windows replace its table */
+	d.x8 = NULL;
+	d.xf = malloc(t->n * t->in * sizeof(float) + 1);
+	d.y = malloc(t->n * (size_t)t->targets * sizeof(float) + 1);
+	d.xtype = AKK_X_F32;
+	if (!d.xf || !d.y)
+		fuzz_violation("out of memory");
+	for (size_t i = 0; i < t->n * t->in; i++)
+		d.xf[i] = akk_dataset_x(t, i);
+	memcpy(d.y, t->y, t->n * (size_t)t->targets * sizeof(float));
+	if (akk_series_windows(&d, &s, "x.csv", &e)) {
+		if (t->n >= span)
+			fuzz_violation("%zu rows refused for windows of %zu: %s", t->n, span, e.msg);
+		free(d.xf);
+		free(d.y);
+		return;
+	}
+	m = (t->n - span) / (size_t)s.stride + 1;
+	if (d.n != m || d.in != (size_t)s.window * row || d.targets != s.horizon * t->targets)
+		fuzz_violation("%zu windows of %zu values and %d targets", d.n, d.in, d.targets);
+	for (size_t i = 0; i < d.n; i += d.n > 1 ? d.n - 1 : 1) {	/* the first and the last */
+		size_t first = i * (size_t)s.stride;
+		for (size_t k = 0; k < d.in; k++)
+			if (d.xf[i * d.in + k] != cell(t, first + k / row, k % row))
+				fuzz_violation("window %zu value %zu", i, k);
+		for (int k = 0; k < d.targets; k++)
+			if (d.y[i * (size_t)d.targets + k] !=
+			    cell(t, first + (size_t)s.window + (size_t)k / (size_t)t->targets,
+				 t->in + (size_t)k % (size_t)t->targets))
+				fuzz_violation("window %zu target %d", i, k);
+	}
+	if (!akk_series_split(&held, &nh, &train, &nt, &d, 0.25, &e)) {
+		for (size_t j = 0; j < nt; j++)
+			if ((size_t)train[j] * (size_t)s.stride + span > (size_t)held[0] * (size_t)s.stride)
+				fuzz_violation("training window %u shares a row with held-out %u",
+					       train[j], held[0]);
+		free(held);
+		free(train);
+	}
+	akk_dataset_release(&d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct akk_err e = { 0 };
@@ -130,6 +194,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc)
 		return fuzz_refused("csv", &e);
 	check(&d, regression);
+	if (regression)
+		windows(&d, size);
 	akk_dataset_release(&d);
 	return 0;
 }
