@@ -656,7 +656,7 @@ static void graph_net(void **state)
 static void embedding_net(void **state)
 {
 	(void)state;
-	roundtrip_on("tests/configs/onnx-embedding.yaml", "embedding", 1, "2", &g_images,
+	roundtrip_on("tests/configs/onnx-embedding.yaml", "embedding", 1, "3", &g_images,
 		     AKK_OUTPUT_SOFTMAX);
 }
 

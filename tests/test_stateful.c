@@ -459,7 +459,10 @@ static void t_learns_across_batches(void **state)
 	with = train_switch(dir, "stateful", lstm, "mode: flip-flop");
 	without = train_switch(dir, "plain", "{lstm: 16}", "mode: flip-flop");
 	wheels = train_switch(dir, "wheels", lstm, "mode: wheels, concurrency: {train: 4}");
-	assert_true(with > 0.9);
+	/* how far training gets depends on the kernels' rounding (0.99 with
+	 * Zen's, 0.75 with Sandybridge's); chance is 0.5, where a layer that
+	 * starts every batch from zero stays */
+	assert_true(with > 0.7);
 	assert_true(without < 0.6);
 	assert_true(wheels > 0.7);
 	tu_rm_tree(dir);
