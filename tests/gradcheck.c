@@ -214,3 +214,16 @@ void grad_check(const struct akk_layer_spec *sp, struct akk_shape in,
 	grad_check_fused(sp, NULL, in, B, mode);
 }
 
+/* One "NAME N v..." line into a fresh array of N floats (*n). */
+float *read_values(FILE *f, const char *name, size_t *n)
+{
+	char got[8];
+	float *v;
+
+	assert_int_equal(fscanf(f, "%7s %zu", got, n), 2);
+	assert_string_equal(got, name);
+	v = alloc_nan(*n ? *n : 1);
+	for (size_t i = 0; i < *n; i++)
+		assert_int_equal(fscanf(f, "%f", &v[i]), 1);
+	return v;
+}

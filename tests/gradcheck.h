@@ -24,6 +24,7 @@
 #define AKK_TESTS_GRADCHECK_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "nn/layer.h"
@@ -81,5 +82,9 @@ void grad_check_fused(const struct akk_layer_spec *sp,
 		      int B, enum xmode mode);
 void grad_check(const struct akk_layer_spec *sp, struct akk_shape in, int B,
 		enum xmode mode);
+
+/* A reference fixture's line "NAME N v...": N floats in a fresh array
+ * (akk_free), *n = N; fails the test on another name or a short line. */
+float *read_values(FILE *f, const char *name, size_t *n);
 
 #endif

@@ -163,20 +163,6 @@ static const struct akk_layer_ops *kind_of(const char *name)
 	return ops;
 }
 
-/* One "NAME N v..." line into a fresh array of N floats (*n). */
-static float *read_values(FILE *f, const char *name, size_t *n)
-{
-	char got[8];
-	float *v;
-
-	assert_int_equal(fscanf(f, "%7s %zu", got, n), 2);
-	assert_string_equal(got, name);
-	v = alloc_nan(*n ? *n : 1);
-	for (size_t i = 0; i < *n; i++)
-		assert_int_equal(fscanf(f, "%f", &v[i]), 1);
-	return v;
-}
-
 static void expect_close(const char *what, int ncase, const float *got,
 			 const float *want, size_t n)
 {

@@ -224,3 +224,12 @@ void akk_layer_composite_views(struct akk_layer *l)
 		l->views[l->nviews++] = (struct akk_view){
 			"state", 1, 0, 1, { (int)l->nstate } };
 }
+
+void akk_layer_composite_add(struct akk_layer *l, const struct akk_layer *s)
+{
+	if (s->work > l->work)
+		l->work = s->work;
+	if (s->work_sample > l->work_sample)
+		l->work_sample = s->work_sample;
+	l->flops += s->flops;
+}

@@ -245,6 +245,9 @@ extern const char *const akk_init_names[];
 /* A composite layer's views: its sub-layers' tensors flat, "params" and
  * "state" (each when it has any), in the sub-layers' order. */
 void akk_layer_composite_views(struct akk_layer *l);
+/* A composite layer l takes in its sub-layer s's scratch (the largest
+ * work and work_sample of its sub-layers) and FLOPs (their sum). */
+void akk_layer_composite_add(struct akk_layer *l, const struct akk_layer *s);
 /* Free what ops->plan allocated for a composite layer (its sub-layers,
  * recursively); nothing for the other kinds. */
 void akk_layer_release(struct akk_layer *l);

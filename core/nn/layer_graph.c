@@ -288,11 +288,7 @@ static int graph_plan(struct akk_layer *l, struct akk_err *e)
 				    "values per sample", AKK_MAX_DIM);
 			goto fail;
 		}
-		if (s->work > l->work)
-			l->work = s->work;
-		if (s->work_sample > l->work_sample)
-			l->work_sample = s->work_sample;
-		l->flops += s->flops;
+		akk_layer_composite_add(l, s);
 	}
 	l->out = l->sub[g->output].out;
 	if (!akk_add_max(&total, scratch_size(l), AKK_MAX_DIM)) {

@@ -177,11 +177,7 @@ static int residual_plan(struct akk_layer *l, struct akk_err *e)
 				    "values per sample", AKK_MAX_DIM);
 			goto fail;
 		}
-		if (s->work > l->work)
-			l->work = s->work;
-		if (s->work_sample > l->work_sample)
-			l->work_sample = s->work_sample;
-		l->flops += s->flops;
+		akk_layer_composite_add(l, s);
 	}
 	struct layout o = layout_of(l);
 	if (!akk_add_max(&total, o.P, AKK_MAX_DIM) ||
