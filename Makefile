@@ -11,6 +11,7 @@
 #   make tsan         the actor tests under ThreadSanitizer
 #   make fuzz         libFuzzer harnesses (tests/fuzz/; sh datasets/deps.sh fuzz)
 #   make deps-graph   the include graph; fails on a circle or an upward include
+#   make house-limits no function over 120 lines, no file over 1,500, no ticket tags
 #   make bench-conv   LeNet's conv layers, akkctl against oneDNN (needs
 #                     libdnnl-dev: sh datasets/deps.sh peers)
 #   make install PREFIX=/usr/local [DESTDIR=...]   binary, man pages, bash
@@ -304,6 +305,13 @@ clean:
 .PHONY: deps-graph
 deps-graph:
 	@sh tests/deps_graph.sh
+
+# The house style's size limits on core/ and cli/: no function over 120
+# lines, no file over 1,500, no ticket tags (needs universal-ctags:
+# `sh datasets/deps.sh fuzz`).
+.PHONY: house-limits
+house-limits:
+	@sh tests/house_limits.sh
 
 # `make fuzz` and its helpers, when present.
 -include tests/fuzz/fuzz.mk

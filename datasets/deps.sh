@@ -6,7 +6,8 @@
 #   deps.sh         what building and training need (the build, `make data`)
 #   deps.sh test    that and what the test suite needs (`make test`)
 #   deps.sh mpi     the build set and Open MPI (ranks across processes)
-#   deps.sh fuzz    the test set and clang for `make fuzz`
+#   deps.sh fuzz    the test set, clang for `make fuzz` and universal-ctags
+#                   for `make house-limits` (what CI runs besides the suite)
 #   deps.sh xsmm    the build set and libxsmm-dev for `make XSMM=1`
 #   deps.sh peers   the test set and numpy and torch for tests/bench_peers.sh
 set -eu
@@ -38,7 +39,7 @@ case "${1:-}" in
 '') ;;
 test) PKGS="$PKGS $TEST_PKGS" ;;
 mpi) PKGS="$PKGS $MPI_PKGS" ;;
-fuzz) PKGS="$PKGS $TEST_PKGS clang libclang-rt-14-dev" ;;
+fuzz) PKGS="$PKGS $TEST_PKGS clang libclang-rt-14-dev universal-ctags" ;;
 xsmm) PKGS="$PKGS libxsmm-dev" ;;
 peers) PKGS="$PKGS $TEST_PKGS python3-numpy python3-torch libdnnl-dev" ;;
 *) echo "usage: sh datasets/deps.sh [test|mpi|fuzz|xsmm|peers]" >&2; exit 2 ;;

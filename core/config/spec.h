@@ -175,13 +175,6 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e);
  * stopping, or the plateau lr schedule): its checkpoints then store the
  * watch (struct akk_watch). */
 int akk_spec_watches(const struct akk_spec *s);
-/* The channels of network.input that per-channel normalisation and the
- * pixel map see: C of [C, H, W], each feature of [F], and one for a
- * sequence [T, F] (its values are normalised alike). */
-static inline int akk_spec_channels(const struct akk_spec *s)
-{
-	return s->input.rank == 2 ? 1 : s->input.d[0];
-}
 
 /* With schedule.lr_scaling: linear, scale every optimizer's lr by the
  * replicas of data parallelism (nn/optim.h: lr_scale); else nothing. */

@@ -117,18 +117,18 @@ static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 		s->out.best_by = s->data.task == AKK_TASK_REGRESSION ? AKK_BEST_LOSS
 								      : AKK_BEST_ACCURACY;
 	/* per-channel lists have one value per channel of network.input
-	 * (akk_spec_channels) */
+	 * (akk_shape_channels) */
 	for (int i = 0; i < 2; i++) {
 		const struct akk_channels *ch = i ? &s->data.std_ch : &s->data.mean_ch;
-		if (ch->n && ch->n != akk_spec_channels(s))
+		if (ch->n && ch->n != akk_shape_channels(s->input))
 			return akk_err_at(e, file, ch->mark.line, ch->mark.col,
 					  "'%s' has %d value%s, but network.input has %d channel%s",
 					  i ? "std" : "mean", ch->n, ch->n == 1 ? "" : "s",
-					  akk_spec_channels(s), akk_spec_channels(s) == 1 ? "" : "s");
+					  akk_shape_channels(s->input), akk_shape_channels(s->input) == 1 ? "" : "s");
 	}
 	/* values that overflow together: the pixel map (data/preprocess.h),
 	 * per channel */
-	for (int ci = 0; ci < akk_spec_channels(s); ci++) {
+	for (int ci = 0; ci < akk_shape_channels(s->input); ci++) {
 		const struct akk_data_spec *d = &s->data;
 		double mean = !d->normalize ? 0 : d->mean_ch.n ? d->mean_ch.v[ci] : d->mean;
 		double std = !d->normalize ? 1 : d->std_ch.n ? d->std_ch.v[ci] : d->std;

@@ -1158,5 +1158,5 @@ int akk_checkpoint_input_map(const struct akk_checkpoint *c,
 
 	if (c->pre.in)
 		return akk_preprocess_set(pre, c->pre.in, c->pre.a, c->pre.b, e);
-	return akk_preprocess_init(pre, &s->data, in, akk_spec_channels(s), NULL, e);
+	return akk_preprocess_init(pre, &s->data, in, akk_shape_channels(s->input), NULL, e);
 }

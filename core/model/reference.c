@@ -32,7 +32,7 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 			return -1;
 		}
 	if (akk_preprocess_init(&r->pre, &s->data, akk_shape_size(s->input),
-				akk_spec_channels(s), train, e)) {
+				akk_shape_channels(s->input), train, e)) {
 		akk_reference_release(r);
 		return -1;
 	}

@@ -246,7 +246,7 @@ static int make_providers(struct akk_run *r, struct akk_err *e)
 	size_t in = akk_shape_size(s->input);
 
 	if (cfg->pre ? akk_preprocess_set(&r->pre, cfg->pre->in, cfg->pre->a, cfg->pre->b, e)
-		     : akk_preprocess_init(&r->pre, &s->data, in, akk_spec_channels(s), r->train, e))
+		     : akk_preprocess_init(&r->pre, &s->data, in, akk_shape_channels(s->input), r->train, e))
 		return -1;
 	if (r->pre.in != in)
 		return akk_err_set(e, "the input map has %zu values, but network.input needs %zu",

@@ -24,6 +24,14 @@ static inline long akk_shape_size(struct akk_shape s)
 	return n;
 }
 
+/* The channels a per-channel normalisation and the pixel map see in a
+ * sample of shape s: C of [C, H, W], each feature of [F], and one for a
+ * sequence [T, F] (its values are normalised alike). */
+static inline int akk_shape_channels(struct akk_shape s)
+{
+	return s.rank == 2 ? 1 : s.d[0];
+}
+
 /* Format "[784]" or "[1, 28, 28]" into buf. */
 void akk_shape_format(struct akk_shape s, char *buf, int size);
 
