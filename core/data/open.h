@@ -3,8 +3,9 @@
  * The one place that knows which reader handles which data.format: a
  * table of { name, opener, file, ... } lines in open.c. Adding a format:
  * its reader file in data/ (reading gzip through data/gzip.h if it takes
- * it), its line in that table, its keys in spec.c's data_file_keys (and
- * format_names), its test and the docs. */
+ * it), its line in that table, its name in config/spec_data.c's
+ * format_names and its keys in data_file_keys, its test and the docs
+ * (README.md, man/akkctl.5): 7 files. */
 #ifndef AKK_OPEN_H
 #define AKK_OPEN_H
 
