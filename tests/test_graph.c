@@ -3,11 +3,13 @@
  * forks and joins against finite differences, a residual block written as
  * a graph training bit for bit as the residual kind, flip-flop equal to
  * the sequential reference on a graph, and wheels learning one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/spec.h"
+#include "model/balance.h"
 #include "model/model.h"
 #include "model/reference.h"
 #include "nn/export.h"
@@ -698,6 +700,124 @@ static void wheels_learns(void **state)
 	teardown(&f);
 }
 
+/* Branches without batchnorm (a micro-batch's statistics would differ
+ * from the batch's): an inception module, then a slice, a residual block
+ * and a concat with the gate's input. */
+static const char *branchy_yaml = NET_HEAD
+	"    - layers:\n"
+	"        - graph:\n"
+	"            nodes:\n"
+	"              - {name: a, conv2d: {filters: 4, kernel: 1}}\n"
+	"              - {name: b, conv2d: {filters: 4, kernel: 3, padding: 1}, from: input}\n"
+	"              - {name: c, maxpool2d: {kernel: 3, stride: 1, padding: 1}, from: input}\n"
+	"              - {name: cat, concat: [a, b, c]}\n"
+	"              - relu\n"
+	"    - layers:\n"
+	"        - graph:\n"
+	"            nodes:\n"
+	"              - {name: half, slice: {start: 0, end: 4}}\n"
+	"              - {name: r, residual: [{conv2d: {filters: 4, kernel: 3, padding: 1}}, tanh]}\n"
+	"              - {name: s, add: [half, r]}\n"
+	"              - {concat: [s, input]}\n"
+	"        - {maxpool2d: 2}\n        - flatten\n        - {dense: 4}\n" NET_TAIL;
+
+/* The relative 2-norm distance of two gates' parameters. */
+static double gate_distance(const struct akk_gate *a, const struct akk_gate *b)
+{
+	double d2 = 0, n2 = 0;
+
+	for (size_t i = 0; i < a->plan->nparams; i++) {
+		double d = (double)a->params[i] - b->params[i];
+		d2 += d * d;
+		n2 += (double)b->params[i] * b->params[i];
+	}
+	return sqrt(d2 / n2);
+}
+
+/* The pipeline on graphs: each batch of 16 in 4 micro-batches through
+ * both gates' graphs in 1F1B order, the chunks' gradients summed, equals
+ * flip-flop within float rounding (1e-5 relative), step for step. */
+static void pipeline_equals_flipflop(void **state)
+{
+	struct fixture ff, fp;
+	struct akk_run a, b;
+	struct akk_err e = { 0 };
+
+	(void)state;
+	akk_blas_threads(1);
+	setup(&ff, branchy_yaml, "flip-flop", 2, 1);
+	setup(&fp, branchy_yaml, "pipeline, micro_batches: 4", 2, 1);
+	if (run_actors(&ff, &a, (struct akk_observer){ 0 }, &e) ||
+	    run_actors(&fp, &b, (struct akk_observer){ 0 }, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(b.sched.micro, 4);
+	for (int g = 0; g < ff.model.ngates; g++) {
+		assert_int_equal(b.gates[g].gate.step, 2 * 25);
+		assert_int_equal(b.gates[g].forwards, 2L * 25 * 4);
+		if (!(gate_distance(&b.gates[g].gate, &a.gates[g].gate) <= 1e-5))
+			fail_msg("gate %d: pipeline and flip-flop differ by %g relative",
+				 g + 1, gate_distance(&b.gates[g].gate, &a.gates[g].gate));
+	}
+	akk_run_release(&a);
+	akk_run_release(&b);
+	teardown(&ff);
+	teardown(&fp);
+}
+
+/* gates: {auto: 2} over a flat list holding two graphs splits between
+ * layers, each graph whole in one gate, and the gates it makes train bit
+ * for bit as the sequential reference. */
+static void auto_gates_keep_graphs_whole(void **state)
+{
+	static const char *flat =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n  input: [1, 8, 8]\n  gates: {auto: 2}\n  layers:\n"
+		"    - {conv2d: {filters: 4, kernel: 3, padding: 1}}\n"
+		"    - graph:\n"
+		"        - {name: a, conv2d: {filters: 4, kernel: 1}}\n"
+		"        - {name: b, conv2d: {filters: 4, kernel: 3, padding: 1}, from: input}\n"
+		"        - {concat: [a, b]}\n"
+		"    - relu\n"
+		"    - graph:\n"
+		"        - {name: m, conv2d: {filters: 8, kernel: 3, padding: 1}}\n"
+		"        - {add: [m, input]}\n"
+		"    - {maxpool2d: 2}\n    - flatten\n    - {dense: 4}\n"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 16}\n";
+	struct fixture f;
+	struct akk_reference ref;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	int graphs = 0;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	if (akk_spec_parse(&f.spec, flat, strlen(flat), "t.yaml", ".", NULL, 0, &e))
+		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	assert_int_equal(akk_balance(&f.spec, 0, NULL, &e), 0);
+	assert_int_equal(f.spec.ngates, 2);
+	for (int g = 0; g < 2; g++)
+		for (int i = 0; i < f.spec.gates[g].nlayers; i++)
+			graphs += f.spec.gates[g].layers[i].ops == &akk_layer_graph;
+	assert_int_equal(graphs, 2);
+	assert_int_equal(f.spec.gates[0].nlayers + f.spec.gates[1].nlayers, 7);
+	if (akk_model_plan(&f.model, &f.spec, &e))
+		fail_msg("plan: %s", e.msg);
+	tu_dataset(&f.train, 400, 8, 4, 7);
+	tu_dataset(&f.val, 100, 8, 4, 9);
+	akk_blas_threads(1);
+	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
+	for (long i = 0; i < 25; i++)
+		assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
+	if (run_actors(&f, &r, (struct akk_observer){ 0 }, &e))
+		fail_msg("%s", e.msg);
+	for (int g = 0; g < 2; g++)
+		assert_same_gates(&r.gates[g].gate, &ref.gates[g]);
+	akk_run_release(&r);
+	akk_reference_release(&ref);
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -714,6 +834,8 @@ int main(void)
 		cmocka_unit_test(shipped_resnet_as_graph),
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(wheels_learns),
+		cmocka_unit_test(pipeline_equals_flipflop),
+		cmocka_unit_test(auto_gates_keep_graphs_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
