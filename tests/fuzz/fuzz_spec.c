@@ -25,7 +25,9 @@ static const char *const numeric_keys[] = {
 	"weight_decay", "clip_norm", "gamma", "step_epochs", "min_lr",
 	"warmup_epochs", "rate", "alpha", "init_value", "delta", "mean", "std",
 	"scale", "dense", "maxpool2d", "avgpool2d", "dropout", "leaky_relu",
-	"bias", "weight_stashing", NULL,
+	"bias", "weight_stashing", "start", "end", "output_padding", "vocab",
+	"micro_batches", "accumulate", "horizon", "window", "seq_len",
+	"log_every_steps", "return_sequences", "stateful", NULL,
 };
 
 static int numeric_key(const char *k)
