@@ -154,6 +154,7 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 		[AKK_OPTION_BOOL] = { akk_yaml_h_bool, "true or false" },
 		[AKK_OPTION_INIT] = { akk_yaml_h_names, "a name" },
 		[AKK_OPTION_NAME] = { akk_yaml_h_names, "a name" },
+		[AKK_OPTION_SHAPE] = { akk_yaml_h_shape, "a list of sizes" },
 	};
 	size_t n = 0;
 
@@ -161,10 +162,12 @@ static void layer_keys(const struct akk_layer_ops *ops, struct key *keys)
 	     o++) {
 		int init = o->type == AKK_OPTION_INIT;
 		int named = init || o->type == AKK_OPTION_NAME;
+		int shape = o->type == AKK_OPTION_SHAPE;
 		assert(n < AKK_MAX_OPTIONS);
 		keys[n++] = (struct key){
 			.name = o->name,
-			.type = named ? YAML_NO_NODE : YAML_SCALAR_NODE,
+			.type = named ? YAML_NO_NODE : shape ? YAML_SEQUENCE_NODE
+			      : YAML_SCALAR_NODE,
 			.fn = types[o->type].fn, .what = types[o->type].what,
 			.off = o->off, .flags = o->flags, .lo = o->lo,
 			.hi = o->hi, .def = o->def,
@@ -216,6 +219,15 @@ static int layer_item(struct akk_yaml_ctx *c, yaml_node_t *item,
 
 /* The layer of kind name with options opts (NULL: none), written at item
  * (a gate's list item, or a graph's node). */
+/* The key a layer's shorthand ("dense: 10", "reshape: [1, 28, 28]") sets. */
+static const struct key *shorthand_key(const struct key *keys,
+				       const struct akk_layer_spec *l)
+{
+	while (strcmp(keys->name, l->ops->shorthand))
+		keys++;
+	return keys;
+}
+
 static int layer_kind(struct akk_yaml_ctx *c, yaml_node_t *item,
 		      yaml_node_t *name, yaml_node_t *opts,
 		      struct akk_layer_spec *l)
@@ -252,11 +264,8 @@ static int layer_kind(struct akk_yaml_ctx *c, yaml_node_t *item,
 					    opts : item,
 					    "missing required key '%s' in %s",
 					    k->name, secname);
-	} else if (opts->type == YAML_SCALAR_NODE && l->ops->shorthand) {
-		const struct key *k = keys;
-		while (strcmp(k->name, l->ops->shorthand))
-			k++;
-		if (k->fn(c, k, &sec, NULL, opts))
+	} else if (l->ops->shorthand && opts->type == shorthand_key(keys, l)->type) {
+		if (shorthand_key(keys, l)->fn(c, shorthand_key(keys, l), &sec, NULL, opts))
 			return -1;
 	} else if (opts->type == YAML_MAPPING_NODE) {
 		yaml_node_t *kn, *iv;
@@ -271,8 +280,7 @@ static int layer_kind(struct akk_yaml_ctx *c, yaml_node_t *item,
 		const struct key *k = keys;
 		snprintf(subject, sizeof(subject), "'%s'", l->ops->name);
 		if (l->ops->shorthand) {
-			while (strcmp(k->name, l->ops->shorthand))
-				k++;
+			k = shorthand_key(keys, l);
 			snprintf(what, sizeof(what), "%s or a mapping", k->what);
 		} else {
 			snprintf(what, sizeof(what), "a mapping");
@@ -464,25 +472,9 @@ static int h_input(struct akk_yaml_ctx *c, const struct key *k,
 		   yaml_node_t *val)
 {
 	struct akk_spec *s = sec->obj;
-	yaml_node_item_t *items = val->data.sequence.items.start;
-	int n = (int)(val->data.sequence.items.top - items);
-	const struct key dim = { .name = "input", .flags = F_LO | F_HI,
-				 .lo = 1, .hi = INT_MAX };
 
-	(void)k;
-	(void)key;
-	if (n < 1 || n > 3)
-		return akk_yaml_fail(c, val, "'input' must have 1, 2 or 3 dimensions, "
-			    "got %d", n);
-	s->input.rank = n;
-	for (int i = 0; i < n; i++) {
-		yaml_node_t *item = akk_yaml_node(c, items[i]);
-		long long v;
-		if (akk_yaml_parse_int(c, "input", item, &v) ||
-		    akk_yaml_check_range(c, &dim, item, (double)v, ""))
-			return -1;
-		s->input.d[i] = (int)v;
-	}
+	if (akk_yaml_h_shape(c, k, sec, key, val))
+		return -1;
 	s->input_mark = akk_yaml_mark_of(c, val);
 	return 0;
 }
@@ -579,7 +571,8 @@ static int h_flat_layers(struct akk_yaml_ctx *c, const struct key *k,
 
 static const struct key network_keys[] = {
 	{ .name = "input", .type = YAML_SEQUENCE_NODE, .fn = h_input,
-	  .what = "a list", .flags = F_REQ },
+	  .what = "a list", .flags = F_REQ,
+	  .off = offsetof(struct akk_spec, input) },
 	{ .name = "gates", .type = YAML_NO_NODE, .fn = h_gates_any,
 	  .what = "a list", .flags = F_REQ },
 	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_flat_layers,

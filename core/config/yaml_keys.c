@@ -382,6 +382,34 @@ int akk_yaml_h_int(struct akk_yaml_ctx *c, const struct key *k, const struct sec
 	return 0;
 }
 
+/* A list of 1 to 3 sizes, each from 1 to INT_MAX, into the struct
+ * akk_shape at k's field: network.input, reshape's shape. */
+int akk_yaml_h_shape(struct akk_yaml_ctx *c, const struct key *k,
+		     const struct section *sec, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int n = (int)(val->data.sequence.items.top - items);
+	const struct key dim = { .name = k->name, .flags = F_LO | F_HI,
+				 .lo = 1, .hi = INT_MAX };
+	struct akk_shape *out = FIELD(sec->obj, k, struct akk_shape);
+
+	(void)key;
+	if (n < 1 || n > 3)
+		return akk_yaml_fail(c, val, "'%s' must have 1, 2 or 3 dimensions, "
+				     "got %d", k->name, n);
+	out->rank = n;
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
+		long long v;
+		if (akk_yaml_parse_int(c, k->name, item, &v) ||
+		    akk_yaml_check_range(c, &dim, item, (double)v, ""))
+			return -1;
+		out->d[i] = (int)v;
+	}
+	return 0;
+}
+
 int akk_yaml_h_float(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)

@@ -120,6 +120,8 @@ int akk_yaml_h_int(struct akk_yaml_ctx *c, const struct key *k, const struct sec
 		   yaml_node_t *key, yaml_node_t *val);
 int akk_yaml_h_names(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		     yaml_node_t *key, yaml_node_t *val);
+int akk_yaml_h_shape(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
+		     yaml_node_t *key, yaml_node_t *val);
 int akk_yaml_h_path(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,
 		    yaml_node_t *key, yaml_node_t *val);
 int akk_yaml_h_section(struct akk_yaml_ctx *c, const struct key *k, const struct section *sec,

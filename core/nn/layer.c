@@ -36,6 +36,7 @@
 	X(gru)                                                               \
 	X(rnn)                                                               \
 	X(graph)                                                             \
+	X(reshape)                                                           \
 	/* a new kind: one line above */
 
 #define DECLARE(k) extern const struct akk_layer_ops akk_layer_##k;

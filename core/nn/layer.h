@@ -155,6 +155,8 @@ enum akk_option_type {
 	AKK_OPTION_INIT,	/* a name of enum akk_init: "he_normal" */
 	AKK_OPTION_NAME,	/* one of the option's names, stored as its
 				 * index in an int field: "bilinear" */
+	AKK_OPTION_SHAPE,	/* a list of 1 to 3 sizes, stored as a struct
+				 * akk_shape over iopt: "[1, 28, 28]" */
 };
 
 enum {
@@ -333,6 +335,6 @@ extern const struct akk_layer_ops akk_layer_dense, akk_layer_conv2d,
 	akk_layer_conv_transpose2d, akk_layer_upsample2d, akk_layer_embedding,
 	akk_layer_conv1d, akk_layer_maxpool1d, akk_layer_avgpool1d,
 	akk_layer_global_maxpool1d, akk_layer_global_avgpool1d, akk_layer_lstm,
-	akk_layer_gru, akk_layer_rnn, akk_layer_graph;
+	akk_layer_gru, akk_layer_rnn, akk_layer_graph, akk_layer_reshape;
 
 #endif
