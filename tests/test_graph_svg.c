@@ -480,6 +480,28 @@ static void command_write_error(void **state)
 	assert_int_equal(ak("check", cfg, "--graph", NULL), 2);
 }
 
+/* The picture the README shows is what its command draws now. */
+static void readme_picture(void **state)
+{
+	char *readme = tu_slurp("README.md", NULL), *shipped = tu_slurp("docs/graph.svg", NULL);
+	char *now;
+	const char *path = tu_path(g_dir, "readme-graph.svg");
+
+	(void)state;
+	assert_non_null(readme);
+	assert_non_null(shipped);
+	tu_assert_contains(readme, "![the network of configs/fashion-inception.yaml](docs/graph.svg)");
+	tu_assert_contains(readme, "`./akkctl check configs/fashion-inception.yaml --graph docs/graph.svg`");
+	/* exit 0, or 2 without the Fashion-MNIST files: the picture is
+	 * drawn before the data are looked at */
+	(void)ak("check", "configs/fashion-inception.yaml", "--graph", path, NULL);
+	assert_non_null(now = tu_slurp(path, NULL));
+	assert_string_equal(shipped, now);
+	free(now);
+	free(shipped);
+	free(readme);
+}
+
 static int group_setup(void **state)
 {
 	const char *d = tu_tmpdir();
@@ -508,6 +530,7 @@ int main(void)
 		cmocka_unit_test(renders),
 		cmocka_unit_test(command_writes),
 		cmocka_unit_test(command_write_error),
+		cmocka_unit_test(readme_picture),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
