@@ -424,6 +424,7 @@ static char g_out[1 << 17], g_err[1 << 14];
 static const char *small_config(void)
 {
 	const char *yaml =
+		"name: \"x<&>'y\"\n"
 		"data: {train: {images: train-images, labels: train-labels}}\n"
 		"network:\n  input: [1, 8, 8]\n  gates:\n"
 		"    - layers:\n"
@@ -440,7 +441,8 @@ static const char *small_config(void)
 	return path;
 }
 
-/* The file written whole, said on stderr; the plan still printed. */
+/* The file written whole, said on stderr; the plan still printed; the
+ * config's name escaped in the title. */
 static void command_writes(void **state)
 {
 	char cfg[600], svgpath[600], line[700];
@@ -456,8 +458,16 @@ static void command_writes(void **state)
 	assert_non_null(svg = tu_slurp(svgpath, NULL));
 	tu_assert_prefix(svg, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg ");
 	tu_assert_contains(svg, ">a: conv2d</text>");
+	tu_assert_contains(svg, "<title>x&lt;&amp;&gt;&apos;y: 1 gate, input [1, 8, 8], 792 parameters</title>");
 	tu_assert_contains(svg, "</svg>\n");
 	free(svg);
+	if (system("command -v xmllint >/dev/null 2>&1") == 0) {
+		const char *argv[] = { "xmllint", "--noout", svgpath, NULL };
+		if (tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)))
+			fail_msg("xmllint rejects %s:\n%s", svgpath, g_err);
+	} else {
+		fprintf(stderr, "SKIP xmllint check: no xmllint (Debian: libxml2-utils)\n");
+	}
 	/* - : the picture on stdout, no plan */
 	assert_int_equal(ak("check", cfg, "--graph", "-", NULL), 0);
 	tu_assert_prefix(g_out, "<?xml");
