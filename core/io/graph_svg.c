@@ -15,7 +15,7 @@
 #define NODE_H 64.0
 #define LANE_GAP 34.0
 #define ROW_GAP 30.0
-#define LABEL_W 64.0	/* left of the first lane inside a gate: its label */
+#define LABEL_W 72.0	/* left of the first lane inside a gate: its label */
 #define MARGIN 16.0
 #define TOP 48.0	/* the title's band */
 #define PARAM_CHARS 34	/* of the options on one line of a vertex */
