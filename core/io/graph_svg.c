@@ -465,8 +465,10 @@ int akk_graph_svg(FILE *f, const struct akk_graph_layout *gl,
 		  const char *title, const char *what, struct akk_err *e)
 {
 	struct akk_svg s;
+	/* wide enough for the title too (bold 15 px: under 9.5 a character) */
+	double w = fmax(gl->width, 2 * MARGIN + 9.5 * (double)strlen(title));
 
-	akk_svg_begin(&s, f, (int)ceil(gl->width), (int)ceil(gl->height), title);
+	akk_svg_begin(&s, f, (int)ceil(w), (int)ceil(gl->height), title);
 	akk_svg_text(&s, MARGIN, 28, AKK_SVG_START, 15, C_TEXT, 0, 1, title);
 	draw_gates(&s, gl);
 	draw_edges(&s, gl);

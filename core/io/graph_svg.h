@@ -59,7 +59,8 @@ struct akk_graph_layout {
 					 * owned */
 	int ngates;
 	int rows, lanes;
-	double width, height;
+	double width, height;	/* the layout's extent; the SVG is as wide
+				 * as its title needs when that is more */
 };
 
 /* Flatten and lay out m (planned by akk_model_plan). 0, or -1 with e
