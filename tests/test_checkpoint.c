@@ -1621,8 +1621,8 @@ static void write_in_1099_char_dir(void **unused)
  * akkctl's `eval --images val-images --labels val-labels --predictions`.
  * Today's reads it whole, names its residual block's flat tensors as
  * then, predicts the same classes with the same probabilities, and
- * resumes it: its third epoch's losses are those of the old akkctl's
- * run of 3 epochs (training 0.000161, validation 0.075384). */
+ * resumes it for a third epoch alone, whose losses are those of the old
+ * akkctl's run of 3 epochs (training 0.000161, validation 0.075384). */
 static void old_checkpoint_still_loads(void **unused)
 {
 	static char out[1 << 14], err[1 << 14];
@@ -1650,8 +1650,8 @@ static void old_checkpoint_still_loads(void **unused)
 	tu_assert_line(out, "samples 48  loss 0.4376  accuracy 100.00%");
 	assert_non_null(want = tu_slurp("tests/fixtures/old-residual-predictions.csv", NULL));
 	assert_non_null(got = tu_slurp(pred, NULL));
-	/* the same rows; each probability within 2e-6 (other kernels round
-	 * the last bits otherwise) */
+	/* the same rows; each probability within 1e-5 (other kernels and
+	 * optimisation levels round the last bits otherwise) */
 	for (char *a = want, *b = got; *a || *b;) {
 		long ia, la, pa, ib, lb, pb;
 		double qa, qb;
@@ -1661,7 +1661,7 @@ static void old_checkpoint_still_loads(void **unused)
 			assert_int_equal(sscanf(a, "%ld,%ld,%ld,%lf", &ia, &la, &pa, &qa), 4);
 			assert_int_equal(sscanf(b, "%ld,%ld,%ld,%lf", &ib, &lb, &pb, &qb), 4);
 			assert_true(ia == ib && la == lb && pa == pb);
-			assert_true(fabs(qa - qb) <= 2e-6);
+			assert_true(fabs(qa - qb) <= 1e-5);
 		}
 		a = strchr(a, '\n');
 		b = strchr(b, '\n');
@@ -1683,11 +1683,20 @@ static void old_checkpoint_still_loads(void **unused)
 	assert_int_equal(tu_ak(out, sizeof(out), err, sizeof(err), "train",
 			       tu_path(dir, "old-residual.yaml"), "--resume", tu_path(dir, "run"),
 			       "--set", "schedule.epochs=3", NULL), 0);
+	/* only epoch 3 ran (the run did start from the checkpoint), to the
+	 * old losses: equal in the build and kernels of the fixture, within
+	 * 5% elsewhere (an epoch of Adam carries the last bits' rounding
+	 * into the losses: 0.075449 at -O1); new weights would give the
+	 * first epoch's 0.62 and 1.06 */
 	assert_non_null(got = tu_slurp(tu_path(dir, "run/metrics.csv"), NULL));
-	assert_non_null(row = strstr(got, "\n3,train,96,"));
-	assert_true(fabs(strtod(row + strlen("\n3,train,96,"), NULL) - 0.000161) <= 2e-6);
+	tu_assert_prefix(got, "epoch,phase,");
+	tu_assert_prefix(strchr(got, '\n') + 1, "3,train,96,");
+	row = strchr(got, '\n') + 1 + strlen("3,train,96,");
+	assert_true(fabs(strtod(row, NULL) - 0.000161) <= 0.05 * 0.000161 + 1e-6);
 	assert_non_null(row = strstr(got, "\n3,validation,48,"));
-	assert_true(fabs(strtod(row + strlen("\n3,validation,48,"), NULL) - 0.075384) <= 2e-6);
+	assert_true(fabs(strtod(row + strlen("\n3,validation,48,"), NULL) - 0.075384) <=
+		    0.05 * 0.075384);
+	tu_assert_not_contains(got, "\n1,");
 	free(got);
 }
 
