@@ -323,7 +323,8 @@ static void residual(void **state)
 
 /* Composites inside a graph: a residual block (3 layers and its add)
  * and a graph (2 layers and a concat) side by side, joined by a concat;
- * flatten and dense after. 1 + 4 + 3 + 1 + 2 + 1 = 12 nodes; edges:
+ * flatten and dense after, each composite's name on its output
+ * node. 1 + 4 + 3 + 1 + 2 + 1 = 12 nodes; edges:
  * 11, one into each but the input, and one more into the add and each
  * of the 2 concats: 14. */
 static void nested(void **state)
@@ -343,6 +344,9 @@ static void nested(void **state)
 	parse(svg, &d);
 	check_drawing(&d, 12, 14, (const int[]){ 10 }, 1);
 	assert_int_equal(edges_into(&d, find(&d, "out: concat", 0)), 2);
+	/* a composite node's name on its output */
+	assert_int_equal(edges_into(&d, find(&d, "r: add", 0)), 2);
+	assert_int_equal(edges_into(&d, find(&d, "g: concat", 0)), 2);
 	free(svg);
 }
 

@@ -211,11 +211,17 @@ static int add_layer(struct akk_graph_layout *gl, const struct akk_layer *l,
 		     struct akk_err *e)
 {
 	char params[128], shape[64];
+	int rc;
 
-	if (l->ops == &akk_layer_graph)
-		return add_graph(gl, l, gate, in, out, e);
-	if (l->ops == &akk_layer_residual)
-		return add_residual(gl, l, gate, in, out, e);
+	if (l->ops == &akk_layer_graph || l->ops == &akk_layer_residual) {
+		rc = l->ops == &akk_layer_graph ? add_graph(gl, l, gate, in, out, e) :
+			add_residual(gl, l, gate, in, out, e);
+		/* a composite graph node's name goes to its output, unless
+		 * that has a name of its own */
+		if (!rc && name && name[0] && !gl->v[*out].name[0])
+			snprintf(gl->v[*out].name, sizeof(gl->v[*out].name), "%s", name);
+		return rc;
+	}
 	describe(l->spec, params, sizeof(params));
 	akk_shape_format(l->out, shape, sizeof(shape));
 	*out = new_vertex(gl, l->ops->name, name, params, shape, gate, &in, 1, e);

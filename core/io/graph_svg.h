@@ -35,7 +35,8 @@ struct akk_graph_box {
 
 struct akk_graph_vertex {
 	char kind[32];		/* "conv2d", "add", "input", "loss" */
-	char name[64];		/* a graph node's name, else "" */
+	char name[64];		/* a graph node's name (a composite node's on
+				 * its output vertex), else "" */
 	char params[128];	/* the main options: "filters 24, kernel 3" */
 	char shape[64];		/* the output shape, "" for the loss */
 	int gate;		/* 1-based; 0 for the input and the loss */
