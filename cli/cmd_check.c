@@ -15,6 +15,8 @@
 #include "config/spec.h"
 #include "data/open.h"
 #include "data/preprocess.h"
+#include "io/graph_svg.h"
+#include "pictures.h"
 #include "tensor/gemm_xsmm.h"
 #include "tensor/smallmm.h"
 
@@ -230,12 +232,53 @@ static void print_data(const struct akk_data_spec *ds)
 	cli_print_data_defaults(stdout, ds, f);
 }
 
+/* --graph: the network drawn as a graph into path, whole (or to stdout
+ * for "-"). EXIT_OK, or the exit status after the error was reported. */
+static int write_graph(const struct akk_model *m, const char *path)
+{
+	struct akk_graph_layout gl;
+	struct akk_err e = { 0 };
+	char title[256], shape[64], *buf = NULL;
+	size_t len = 0;
+	FILE *mem = NULL;
+	int rc = EXIT_RUNTIME;
+
+	akk_shape_format(m->spec->input, shape, sizeof(shape));
+	snprintf(title, sizeof(title), "%s: %d gate%s, input %s, %zu parameters",
+		 m->spec->name, m->ngates, m->ngates == 1 ? "" : "s", shape, m->nparams);
+	if (akk_graph_layout(&gl, m, &e))
+		goto out;
+	if (!(mem = open_memstream(&buf, &len))) {
+		akk_err_set(&e, "out of memory");
+		goto out;
+	}
+	if (akk_graph_svg(mem, &gl, title, path, &e)) {
+		fclose(mem);
+		goto out;
+	}
+	if (fclose(mem)) {
+		akk_err_set(&e, "out of memory");
+		goto out;
+	}
+	rc = EXIT_USAGE;	/* the file named cannot be written */
+	if (cli_write_svg(path, buf, len, &e))
+		goto out;
+	if (strcmp(path, "-"))
+		fprintf(stderr, "wrote '%s'\n", path);
+	rc = EXIT_OK;
+out:
+	free(buf);
+	akk_graph_layout_release(&gl);
+	return rc == EXIT_OK ? rc : cli_report(&e, rc);
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "set", required_argument, NULL, 's' },
 		{ "no-profile", no_argument, NULL, 'P' },
 		{ "data-dir", required_argument, NULL, 'D' },
+		{ "graph", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -244,7 +287,7 @@ int cmd_check(int argc, char **argv)
 	struct akk_model m = { 0 };
 	struct akk_schedule plan;
 	struct akk_err e = { 0 };
-	const char *data_dir = NULL;
+	const char *data_dir = NULL, *graph = NULL;
 	int nsets = 0, c, rc, profile = 1;
 	double *cost = NULL;
 
@@ -261,6 +304,9 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'D':
 			data_dir = optarg;
+			break;
+		case 'G':
+			graph = optarg;
 			break;
 		case 'h':
 			free(sets);
@@ -291,11 +337,16 @@ int cmd_check(int argc, char **argv)
 	} else if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
 				     s.sched.threads, akk_cores(), &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
+	} else if (graph && (rc = write_graph(&m, graph)) != EXIT_OK) {
+		;	/* reported */
 	} else {
-		print_plan(&s, &m, &plan);
-		print_data(&s.data);
-		if (s.auto_gates)
-			print_split(&s, cost, profile);
+		/* with --graph -, the picture is stdout */
+		if (!graph || strcmp(graph, "-")) {
+			print_plan(&s, &m, &plan);
+			print_data(&s.data);
+			if (s.auto_gates)
+				print_split(&s, cost, profile);
+		}
 		/* the plan stands; the data must be there to train it */
 		rc = akk_spec_check_data(&s, &e) ? cli_report(&e, EXIT_USAGE) : EXIT_OK;
 	}

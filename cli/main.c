@@ -109,12 +109,15 @@ const struct cli_command cli_commands[] = {
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
 	  "measure the throughput of the schedules", NULL },
 	{ "check", cmd_check, CLI_CONFIG,
-	  "usage: akkctl check CONFIG [--set KEY=VALUE]...\n"
+	  "usage: akkctl check CONFIG [--set KEY=VALUE]... [--graph FILE.svg]\n"
 	  "\n"
 	  "Validate CONFIG and print each gate's layers with output shape, parameters\n"
 	  "and forward FLOPs per sample, then the memory each gate plans. Trains nothing.\n"
 	  "\n"
 	  "  -s, --set KEY=VALUE    override a config key, with the same checks\n"
+	  "      --graph FILE.svg   draw the network as a graph (layers, branches, joins,\n"
+	  "                         shortcuts, gates as coloured groups) into FILE.svg;\n"
+	  "                         - writes it to stdout instead of the plan\n"
 	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n"
 	  "      --data-dir DIR     look for data files the config's folder lacks in DIR\n"
 	  "                         (then the working directory, then $AKKCTL_DATA); a\n"

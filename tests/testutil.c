@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 const char *tu_akkctl(void)
 {
@@ -470,4 +471,152 @@ void tu_pool_free(struct tu_pool *tp)
 	akk_workers_release(&tp->w);	/* stops its threads first */
 	akk_pool_destroy(tp->p);
 	tp->p = NULL;
+}
+
+/* ---- pictures: a tiny PNG reader (8-bit RGB or RGBA, not interlaced) and
+ * SVG rendered with headless Chromium ---------------------------------- */
+
+static unsigned be32(const unsigned char *p)
+{
+	return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
+}
+
+static int paeth(int a, int b, int c)
+{
+	int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+
+	return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+void tu_png_read(const char *path, struct tu_png *img)
+{
+	size_t len, zn = 0, pos = 8;
+	unsigned char *f = (unsigned char *)tu_slurp(path, &len), *z = NULL, *raw;
+	uLongf rawlen;
+	unsigned stride;
+
+	assert_non_null(f);
+	assert_true(len > 8 && !memcmp(f, "\x89PNG\r\n\x1a\n", 8));
+	*img = (struct tu_png){ 0 };
+	while (pos + 12 <= len) {
+		unsigned n = be32(f + pos);
+		const unsigned char *type = f + pos + 4, *data = f + pos + 8;
+		assert_true(pos + 12 + n <= len);
+		if (!memcmp(type, "IHDR", 4)) {
+			img->w = be32(data);
+			img->h = be32(data + 4);
+			assert_int_equal(data[8], 8);		/* bit depth */
+			assert_true(data[9] == 2 || data[9] == 6);	/* RGB, RGBA */
+			assert_int_equal(data[12], 0);		/* not interlaced */
+			img->ch = data[9] == 6 ? 4 : 3;
+		} else if (!memcmp(type, "IDAT", 4)) {
+			z = realloc(z, zn + n);
+			assert_non_null(z);
+			memcpy(z + zn, data, n);
+			zn += n;
+		} else if (!memcmp(type, "IEND", 4)) {
+			break;
+		}
+		pos += 12 + n;
+	}
+	assert_true(img->w > 0 && img->h > 0 && zn > 0);
+	stride = img->w * img->ch;
+	rawlen = (uLongf)(stride + 1) * img->h;
+	raw = malloc(rawlen);
+	img->px = malloc((size_t)stride * img->h);
+	assert_true(raw && img->px);
+	assert_int_equal(uncompress(raw, &rawlen, z, zn), Z_OK);
+	assert_int_equal(rawlen, (uLongf)(stride + 1) * img->h);
+	for (unsigned y = 0; y < img->h; y++) {
+		const unsigned char *in = raw + (size_t)y * (stride + 1) + 1;
+		unsigned char *o = img->px + (size_t)y * stride;
+		const unsigned char *up = y ? o - stride : NULL;
+		int filter = in[-1];
+		for (unsigned i = 0; i < stride; i++) {
+			int a = i >= img->ch ? o[i - img->ch] : 0, b = up ? up[i] : 0,
+			    c = up && i >= img->ch ? up[i - img->ch] : 0, v = in[i];
+			switch (filter) {
+			case 0: break;
+			case 1: v += a; break;
+			case 2: v += b; break;
+			case 3: v += (a + b) / 2; break;
+			case 4: v += paeth(a, b, c); break;
+			default: fail_msg("PNG filter %d", filter);
+			}
+			o[i] = (unsigned char)v;
+		}
+	}
+	free(raw);
+	free(z);
+	free(f);
+}
+
+int tu_render(const char *svg, int w, int h, struct tu_png *img)
+{
+	char png[700], ws[16], hs[16];
+	const char *argv[] = { "sh", "tests/render_svg.sh", svg, png, ws, hs, NULL };
+	static char err[1 << 14];
+	int rc;
+
+	snprintf(png, sizeof(png), "%s.png", svg);
+	snprintf(ws, sizeof(ws), "%d", w);
+	snprintf(hs, sizeof(hs), "%d", h);
+	rc = tu_run(argv, NULL, 0, err, sizeof(err));
+	if (rc == 77) {
+		static int warned;
+		if (!warned++)
+			fprintf(stderr, "SKIP rendering checks: %s", err);
+		return 1;
+	}
+	if (rc) {
+		print_error("render_svg.sh exit %d:\n%s\n", rc, err);
+		fail();
+	}
+	tu_png_read(png, img);
+	assert_int_equal(img->w, w);
+	assert_int_equal(img->h, h);
+	return 0;
+}
+
+/* Render svg (w x h) with Chromium and check the picture: its size, that
+ * at least min_ink of its pixels are not white, that it has at least
+ * min_colours distinct colours, and that each colour of want (0xRRGGBB,
+ * 0-terminated) appears on 20 pixels or more (within 24 per channel:
+ * anti-aliasing); 0x222222 is the text's colour, so text was drawn. */
+void tu_assert_renders(const char *svg, int w, int h, double min_ink, int min_colours,
+		       const unsigned *want)
+{
+	struct tu_png img;
+	long ink = 0, found[8] = { 0 };
+	int colours = 0;
+	static unsigned char seen[1 << 21];	/* a bit per 24-bit colour */
+
+	if (tu_render(svg, w, h, &img))
+		return;
+	memset(seen, 0, sizeof(seen));
+	for (size_t i = 0; i < (size_t)img.w * img.h; i++) {
+		const unsigned char *p = img.px + i * img.ch;
+		unsigned rgb = (unsigned)p[0] << 16 | (unsigned)p[1] << 8 | p[2];
+		ink += rgb != 0xffffff;
+		if (!(seen[rgb >> 3] & 1 << (rgb & 7))) {
+			seen[rgb >> 3] |= (unsigned char)(1 << (rgb & 7));
+			colours++;
+		}
+		for (int k = 0; want && want[k]; k++) {
+			int dr = abs(p[0] - (int)(want[k] >> 16)), dg = abs(p[1] - (int)(want[k] >> 8 & 255)),
+			    db = abs(p[2] - (int)(want[k] & 255));
+			found[k] += dr <= 24 && dg <= 24 && db <= 24;
+		}
+	}
+	if (ink < min_ink * img.w * img.h || colours < min_colours) {
+		print_error("%s.png: %ld of %u pixels not white, %d colours\n", svg, ink,
+			    img.w * img.h, colours);
+		fail();
+	}
+	for (int k = 0; want && want[k]; k++)
+		if (found[k] < 20) {
+			print_error("%s.png: colour #%06x on %ld pixels\n", svg, want[k], found[k]);
+			fail();
+		}
+	free(img.px);
 }

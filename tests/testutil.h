@@ -120,4 +120,23 @@ struct tu_pool {
 struct akk_pool *tu_pool_new(struct tu_pool *tp, int n);
 void tu_pool_free(struct tu_pool *tp);
 
+/* A decoded PNG: 8-bit RGB or RGBA, not interlaced (what Chromium
+ * writes). */
+struct tu_png {
+	unsigned w, h, ch;
+	unsigned char *px;	/* (h, w, ch); free it */
+};
+void tu_png_read(const char *path, struct tu_png *img);
+/* Render svg (w x h) with headless Chromium (tests/render_svg.sh) into
+ * svg.png and read it into img: 0; 1 when no Chromium is installed (the
+ * caller skips; said once on stderr). Fails the test otherwise. */
+int tu_render(const char *svg, int w, int h, struct tu_png *img);
+/* Render svg and check the picture: its size, that at least min_ink of
+ * its pixels are not white, that it has at least min_colours distinct
+ * colours, and that each colour of want (0xRRGGBB, 0-terminated, up to
+ * 8) appears on 20 pixels or more (within 24 per channel:
+ * anti-aliasing); 0x222222 is the text's colour, so text was drawn. */
+void tu_assert_renders(const char *svg, int w, int h, double min_ink, int min_colours,
+		       const unsigned *want);
+
 #endif

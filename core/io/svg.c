@@ -146,6 +146,16 @@ void akk_svg_rect(struct akk_svg *s, double x, double y, double w, double h,
 	out(s, "/>\n");
 }
 
+void akk_svg_round_rect(struct akk_svg *s, double x, double y, double w, double h,
+			double r, const char *fill, const char *stroke)
+{
+	out(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"%.1f\" "
+	       "fill=\"%s\"", x, y, w, h, r, fill);
+	if (stroke)
+		out(s, " stroke=\"%s\" stroke-width=\"1.5\"", stroke);
+	out(s, "/>\n");
+}
+
 void akk_svg_circle(struct akk_svg *s, double cx, double cy, double r,
 		    const char *fill, const char *stroke)
 {

@@ -43,6 +43,9 @@ void akk_svg_line(struct akk_svg *s, double x1, double y1, double x2, double y2,
 		  const char *stroke, double width, const char *dash);
 void akk_svg_rect(struct akk_svg *s, double x, double y, double w, double h,
 		  const char *fill, const char *stroke);
+/* A rectangle with corners rounded to radius r. */
+void akk_svg_round_rect(struct akk_svg *s, double x, double y, double w, double h,
+			double r, const char *fill, const char *stroke);
 void akk_svg_circle(struct akk_svg *s, double cx, double cy, double r,
 		    const char *fill, const char *stroke);
 /* A polyline drawn point by point; cls may be NULL. */
