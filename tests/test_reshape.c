@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config/spec.h"
+#include "io/graph_svg.h"
 #include "model/model.h"
 #include "model/reference.h"
 #include "runtime/run_internal.h"
@@ -140,12 +141,42 @@ static void decoder_trains_as_the_reference(void **state)
 	akk_spec_release(&s);
 }
 
+/* check --graph's box for a reshape shows the shape it makes. */
+static void graph_box_shows_the_shape(void **state)
+{
+	static const char *yaml =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n  input: [784]\n  gates:\n"
+		"    - layers: [{reshape: [1, 28, 28]}, flatten, {dense: 4}]\n" TAIL;
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_graph_layout gl;
+	struct akk_err e = { 0 };
+	int found = 0;
+
+	(void)state;
+	if (akk_spec_parse(&s, yaml, strlen(yaml), "t.yaml", ".", NULL, 0, &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(akk_graph_layout(&gl, &m, &e), 0);
+	for (int i = 0; i < gl.nv; i++)
+		if (!strcmp(gl.v[i].kind, "reshape")) {
+			assert_string_equal(gl.v[i].params, "shape [1, 28, 28]");
+			found++;
+		}
+	assert_int_equal(found, 1);
+	akk_graph_layout_release(&gl);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(config_forms_and_errors),
 		cmocka_unit_test(order_and_gradient),
 		cmocka_unit_test(decoder_trains_as_the_reference),
+		cmocka_unit_test(graph_box_shows_the_shape),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

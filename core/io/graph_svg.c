@@ -129,6 +129,12 @@ static void describe(const struct akk_layer_spec *sp, char *buf, size_t size)
 				w = snprintf(buf + n, size - n, "%s%s %s", sep, o->name,
 					     o->names[iv]);
 			break;
+		case AKK_OPTION_SHAPE: {
+			char sh[64];
+			akk_shape_format(*(const struct akk_shape *)p, sh, sizeof(sh));
+			w = snprintf(buf + n, size - n, "%s%s %s", sep, o->name, sh);
+			break;
+		}
 		default:
 			if ((o->flags & AKK_OPTION_REQ) || iv != (int)o->def)
 				w = snprintf(buf + n, size - n, "%s%s %d", sep, o->name, iv);
