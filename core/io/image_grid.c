@@ -2,6 +2,7 @@
 #include "io/image_grid.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "io/svg.h"
 
@@ -19,23 +20,36 @@ static int byte_of(float v, float peak)
 	return x >= 255 ? 255 : x > 0 ? (int)(x + 0.5f) : 0;
 }
 
-/* One image (c, h, w) with its top left corner at (x0, y0). */
+/* The colour of pixel i of an image (c, h, w) as #rrggbb. */
+static void colour(char fill[8], const float *v, size_t i, size_t plane, int c,
+		   float peak)
+{
+	int r = byte_of(v[i], peak);
+	int g = c == 3 ? byte_of(v[plane + i], peak) : r;
+	int b = c == 3 ? byte_of(v[2 * plane + i], peak) : r;
+
+	snprintf(fill, 8, "#%02x%02x%02x", r, g, b);
+}
+
+/* One image (c, h, w) with its top left corner at (x0, y0): a rect per
+ * run of pixels of one colour in a row. */
 static void image(struct akk_svg *s, const float *v, int c, int h, int w,
 		  float peak, double x0, double y0)
 {
 	size_t plane = (size_t)h * w;
-	char fill[8];
+	char fill[8], next[8];
 
 	akk_svg_group_begin(s, "image");
 	for (int y = 0; y < h; y++)
-		for (int x = 0; x < w; x++) {
-			size_t i = (size_t)y * w + x;
-			int r = byte_of(v[i], peak);
-			int g = c == 3 ? byte_of(v[plane + i], peak) : r;
-			int b = c == 3 ? byte_of(v[2 * plane + i], peak) : r;
-			snprintf(fill, sizeof(fill), "#%02x%02x%02x", r, g, b);
+		for (int x = 0, run; x < w; x += run) {
+			colour(fill, v, (size_t)y * w + x, plane, c, peak);
+			for (run = 1; x + run < w; run++) {
+				colour(next, v, (size_t)y * w + x + run, plane, c, peak);
+				if (strcmp(next, fill))
+					break;
+			}
 			akk_svg_rect(s, x0 + x * AKK_GRID_PIXEL, y0 + y * AKK_GRID_PIXEL,
-				     AKK_GRID_PIXEL, AKK_GRID_PIXEL, fill, "none");
+				     run * AKK_GRID_PIXEL, AKK_GRID_PIXEL, fill, NULL);
 		}
 	akk_svg_group_end(s);
 }

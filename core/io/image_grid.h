@@ -3,9 +3,10 @@
  * akkctl eval --pictures draws a denoiser's or autoencoder's work so: a
  * row of the inputs, one of the noisy inputs the network saw, one of its
  * outputs, the same samples in the same columns. Each pixel is a square
- * rect of PIXEL user units (no embedded raster, no script): a value v of
- * a sample in [0, peak] (clipped) becomes grey round(255 v / peak), or
- * with 3 channels the colour of its three values. Every row is a <g> of
+ * of AKK_GRID_PIXEL user units (a rect per run of one colour in a row; no
+ * embedded raster, no script): a value v of a sample in [0, peak]
+ * (clipped) becomes grey round(255 v / peak), or with 3 channels the
+ * colour of its three values. Every row is a <g> of
  * class "row-N" (N from 0), every image in it a <g> of class "image". */
 #ifndef AKK_IMAGE_GRID_H
 #define AKK_IMAGE_GRID_H
