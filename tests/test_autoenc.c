@@ -359,6 +359,38 @@ static void targets_from_a_file(void **unused)
 	akk_spec_release(&s);
 }
 
+/* Through the CLI: a network trained on target files, evaluated with the
+ * input's PSNR against its target; a target file of another image size is
+ * refused before training, named. */
+static void train_on_target_files(void **unused)
+{
+	const char *cfg = tu_path(g_dir, "files.yaml");
+	char text[2048], want[1024];
+	static const char *const fmt =
+		"data:\n  targets: files\n"
+		"  train: {images: tr-images, target_images: %s}\n"
+		"  validation: {images: va-images, target_images: va-images}\n"
+		"network:\n  input: [1, 8, 8]\n  gates:\n    - layers: " DENSE_AE "\n  loss: mse\n"
+		"optimizer: {type: adam, lr: 0.01}\nschedule: {epochs: 2, batch_size: 32}\n"
+		"output: {dir: files}\n";
+
+	(void)unused;
+	tu_write_set(g_dir, "small", NTRAIN, 4, 4, 3);
+	snprintf(text, sizeof(text), fmt, "small-images");
+	assert_int_equal(tu_write_file(cfg, text, strlen(text)), 0);
+	assert_int_equal(ak("check", cfg, NULL), 0);
+	assert_int_equal(ak("train", cfg, "--quiet", NULL), 2);
+	snprintf(want, sizeof(want), "akkctl: %s: training data has 16 targets per sample, but the network outputs 64",
+		 tu_path(g_dir, "small-images"));
+	tu_assert_line(g_err, want);
+	snprintf(text, sizeof(text), fmt, "tr-images");
+	assert_int_equal(tu_write_file(cfg, text, strlen(text)), 0);
+	assert_int_equal(ak("train", cfg, "--quiet", NULL), 0);
+	assert_int_equal(ak("eval", tu_path(g_dir, "files"), NULL), 0);
+	/* the validation inputs are their own targets: a perfect copy */
+	tu_assert_line(g_out, "input psnr 100.00 dB (the input against its target)");
+}
+
 /* ---- PSNR ------------------------------------------------------------- */
 
 /* By hand: two samples of 4 values whose MSEs are 0.04 and 0.01 have PSNRs
@@ -696,6 +728,7 @@ int main(void)
 		cmocka_unit_test(noise_on_input_only),
 		cmocka_unit_test(validation_clean_unless_asked),
 		cmocka_unit_test(targets_from_a_file),
+		cmocka_unit_test(train_on_target_files),
 		cmocka_unit_test(psnr_by_hand),
 		cmocka_unit_test(autoencoder_learns),
 		cmocka_unit_test(eval_matches_numpy),
