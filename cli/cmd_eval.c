@@ -419,7 +419,9 @@ static int print_naive(struct eval *v)
 static int write_pictures(struct eval *v)
 {
 	const struct akk_shape in = v->s.input;
-	int count = v->d.n < 8 ? (int)v->d.n : 8, width, height, rc = -1;
+	/* 8 samples, at most a forward pass of the gates (--batch) */
+	int most = v->bs < 8 ? v->bs : 8, width, height, rc = -1;
+	int count = v->d.n < (size_t)most ? (int)v->d.n : most;
 	size_t per = (size_t)akk_shape_size(in);
 	float *clean = malloc((size_t)count * per * sizeof(float));
 	float *noisy = malloc((size_t)count * per * sizeof(float));

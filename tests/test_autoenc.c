@@ -718,6 +718,16 @@ static void pictures(void **unused)
 	assert_true(out_vs_noisy > 8 * IN / 2);
 	free(img.px);
 	free(va);
+	/* a forward pass of 3 (--batch 3): 3 samples a row, the SVG alone on
+	 * stdout */
+	assert_int_equal(ak("eval", tu_path(g_dir, "noisy"), "--batch", "3", "--pictures", "-",
+			    NULL), 0);
+	tu_assert_prefix(g_out, "<?xml");
+	images = 0;
+	for (p = g_out; (p = strstr(p, "<g class=\"image\"")); p++)
+		images++;
+	assert_int_equal(images, 3 * 3);
+	tu_assert_not_contains(g_out, "samples 128");
 }
 
 int main(void)
