@@ -730,6 +730,27 @@ static void pictures(void **unused)
 	tu_assert_not_contains(g_out, "samples 128");
 }
 
+/* --pictures draws the data's own values: a classifier's checkpoint is
+ * refused, exit 2. */
+static void pictures_need_value_targets(void **unused)
+{
+	const char *cfg = tu_path(g_dir, "cls.yaml");
+	static const char text[] =
+		"data:\n  train: {images: tr-images, labels: tr-labels}\n"
+		"network:\n  input: [1, 8, 8]\n  gates:\n    - layers: [flatten, {dense: 4}]\n"
+		"optimizer: {type: adam, lr: 0.01}\nschedule: {epochs: 1, batch_size: 32}\n"
+		"output: {dir: cls}\n";
+
+	(void)unused;
+	assert_int_equal(tu_write_file(cfg, text, strlen(text)), 0);
+	assert_int_equal(ak("train", cfg, "--quiet", NULL), 0);
+	assert_int_equal(ak("eval", tu_path(g_dir, "cls"), "--images", tu_path(g_dir, "va-images"),
+			    "--labels", tu_path(g_dir, "va-labels"), "--pictures",
+			    tu_path(g_dir, "no.svg"), NULL), 2);
+	tu_assert_line(g_err, "akkctl: --pictures draws inputs and outputs of data.targets input or files; the checkpoint's targets are labels");
+	assert_false(tu_exists(tu_path(g_dir, "no.svg")));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -744,6 +765,7 @@ int main(void)
 		cmocka_unit_test(eval_matches_numpy),
 		cmocka_unit_test(eval_noisy_baseline),
 		cmocka_unit_test(pictures),
+		cmocka_unit_test(pictures_need_value_targets),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
