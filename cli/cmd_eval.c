@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "io/checkpoint.h"
+#include "io/image_grid.h"
 #include "ckpt_files.h"
 #include "cli.h"
 #include "model/evaluate.h"
@@ -24,6 +25,7 @@
 #include "data/open.h"
 #include "data/series.h"
 #include "data/split.h"
+#include "data/targets.h"
 #include "model/model.h"
 #include "config/spec.h"
 #include "io/plot.h"
@@ -192,7 +194,7 @@ static int load_own_validation(struct akk_dataset *d, const struct akk_spec *s,
 
 /* One evaluation: its options, then what it loads and computes. */
 struct eval {
-	const char *operand, *dir, *images, *labels, *preds, *svg;
+	const char *operand, *dir, *images, *labels, *preds, *svg, *pictures;
 	char *ckpath;
 	char ipath[1100], lpath[1100];
 	int bs, confusion;
@@ -201,6 +203,7 @@ struct eval {
 	struct akk_model m;
 	struct akk_dataset d;
 	struct akk_preprocess pre;
+	struct akk_noise noise;
 	struct akk_gate *gates, **gp;
 	struct akk_eval_result res;
 	struct akk_err e;
@@ -220,6 +223,7 @@ static int eval_parse(struct eval *v, int argc, char **argv)
 		{ "confusion", no_argument, NULL, 'c' },
 		{ "predictions", required_argument, NULL, 'p' },
 		{ "confusion-svg", required_argument, NULL, 'S' },
+		{ "pictures", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -242,6 +246,11 @@ static int eval_parse(struct eval *v, int argc, char **argv)
 				return cli_errorf(EXIT_USAGE, "option '--confusion-svg' needs a file name");
 			v->svg = optarg;
 			break;
+		case 'G':
+			if (!*optarg)
+				return cli_errorf(EXIT_USAGE, "option '--pictures' needs a file name");
+			v->pictures = optarg;
+			break;
 		case 'h': return cli_help("eval");
 		default: return cli_bad_option("eval", c, argv);
 		}
@@ -252,6 +261,8 @@ static int eval_parse(struct eval *v, int argc, char **argv)
 		return cli_errorf(EXIT_USAGE, "give either --data or --images and --labels, not both");
 	if (v->labels && !v->images)
 		return cli_errorf(EXIT_USAGE, "--labels needs --images");
+	if (v->svg && v->pictures && !strcmp(v->svg, "-") && !strcmp(v->pictures, "-"))
+		return cli_errorf(EXIT_USAGE, "--confusion-svg - and --pictures - both want stdout");
 	v->operand = argv[optind];
 	return -1;
 }
@@ -275,11 +286,15 @@ static int eval_load(struct eval *v)
 		v->images = v->ipath;
 		v->labels = v->lpath;
 	}
-	if (v->images && !v->labels && !akk_data_labels_inside(s->data.format))
+	if (v->images && !v->labels && !akk_data_labels_inside(s->data.format) &&
+	    s->data.targets == AKK_TARGETS_LABELS)
 		return akk_err_set(e, "--images in data format '%s' needs --labels: its labels are a file of their own",
 				   s->data.format ? s->data.format : "idx");
 	if (v->images && v->dir)	/* --data: the IDX test set */
-		rc = akk_idx_dataset(&v->d, v->images, v->labels, e);
+		rc = akk_idx_dataset(&v->d, v->images, v->labels, e) ||
+		     (s->data.targets == AKK_TARGETS_FILES ?
+		      akk_err_set(e, "--data has no target files: give --images and --labels (the target file)") :
+		      akk_targets_attach(&v->d, &s->data, NULL, v->images, e));
 	else if (v->images)	/* files in the checkpoint's data.format */
 		rc = akk_data_open_given(&v->d, &s->data, v->images, v->labels,
 					 v->ck.class_names, v->ck.nclass_names, e);
@@ -316,6 +331,11 @@ static int eval_load(struct eval *v)
 	if (v->d.classes > v->m.classes)
 		return akk_err_at(e, v->labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
 				  v->d.classes - 1, v->m.classes);
+	if (v->pictures && s->data.targets == AKK_TARGETS_LABELS)
+		return akk_err_set(e, "--pictures draws inputs and outputs of data.targets input or files; the checkpoint's targets are labels");
+	if (v->pictures && (v->m.classes != akk_shape_size(s->input) || s->input.rank != 3 ||
+			    (s->input.d[0] != 1 && s->input.d[0] != 3)))
+		return akk_err_set(e, "--pictures needs images of 1 or 3 channels for input and output alike");
 	if (v->svg && v->m.classes > AKK_PLOT_MAX_CLASSES)
 		return akk_err_set(e, "--confusion-svg draws at most %d classes; the network has %d",
 				   AKK_PLOT_MAX_CLASSES, v->m.classes);
@@ -353,8 +373,10 @@ static int eval_run(struct eval *v)
 	}
 	akk_float_mode();
 	pfile = (struct pred_file){ v->pf, v->ck.class_names, v->ck.nclass_names };
-	if (akk_evaluate(v->gp, m, &v->d, &v->pre, v->bs, &v->res,
-			 v->pf ? write_prediction : NULL, &pfile, e)) {
+	/* evaluation noise: seeded per sample by the config's seed */
+	akk_noise_init(&v->noise, &v->s.data, &v->pre, v->d.xtype, v->s.seed);
+	if (akk_evaluate_noisy(v->gp, m, &v->d, &v->pre, &v->noise, v->bs, &v->res,
+			       v->pf ? write_prediction : NULL, &pfile, e)) {
 		char msg[sizeof(e->msg)];
 
 		if (!v->res.not_finite)
@@ -392,6 +414,57 @@ static int print_naive(struct eval *v)
 	return 0;
 }
 
+/* --pictures: the first samples (at most 8) in rows: inputs, noisy
+ * inputs, outputs, in the data's units; written whole. */
+static int write_pictures(struct eval *v)
+{
+	const struct akk_shape in = v->s.input;
+	/* 8 samples, at most a forward pass of the gates (--batch) */
+	int most = v->bs < 8 ? v->bs : 8, width, height, rc = -1;
+	int count = v->d.n < (size_t)most ? (int)v->d.n : most;
+	size_t per = (size_t)akk_shape_size(in);
+	float *clean = malloc((size_t)count * per * sizeof(float));
+	float *noisy = malloc((size_t)count * per * sizeof(float));
+	float *out = malloc((size_t)count * per * sizeof(float));
+	const char *base = strrchr(v->ckpath, '/');
+	char *buf = NULL, title[512];
+	size_t len = 0;
+	FILE *mem = NULL;
+
+	if (!clean || !noisy || !out || !(mem = open_memstream(&buf, &len))) {
+		akk_err_set(&v->e, "out of memory");
+		goto out;
+	}
+	if (akk_evaluate_rows(v->gp, &v->m, &v->d, &v->pre, &v->noise, count, clean,
+			      noisy, out, &v->e))
+		goto out;
+	snprintf(title, sizeof(title), "%s: inputs, noisy inputs, outputs (%s)",
+		 v->s.name && *v->s.name ? v->s.name : "akkctl", base ? base + 1 : v->ckpath);
+	{
+		const struct akk_grid_row rows[3] = {
+			{ "input", clean },
+			{ v->noise.std > 0 ? "noisy input" : "input seen", noisy },
+			{ "output", out },
+		};
+		akk_image_grid_size(3, count, in.d[1], in.d[2], &width, &height);
+		rc = akk_image_grid_svg(mem, rows, 3, count, in.d[0], in.d[1], in.d[2],
+					v->res.peak, title, v->pictures, &v->e);
+	}
+	if (fclose(mem) && !rc)
+		rc = akk_err_set(&v->e, "out of memory");
+	mem = NULL;
+	if (!rc)
+		rc = cli_write_svg(v->pictures, buf, len, &v->e);
+out:
+	if (mem)
+		fclose(mem);
+	free(buf);
+	free(clean);
+	free(noisy);
+	free(out);
+	return rc;
+}
+
 /* The report on stdout (or the SVG there, for --confusion-svg -). */
 static int eval_print(struct eval *v)
 {
@@ -400,11 +473,22 @@ static int eval_print(struct eval *v)
 	v->rc = EXIT_RUNTIME;
 	if (v->svg && write_confusion_svg(v->svg, res, &v->ck, v->s.name, v->ckpath, &v->e))
 		return -1;
-	if (v->svg && !strcmp(v->svg, "-"))	/* "-": stdout holds the SVG alone */
-		;
+	if (v->pictures && write_pictures(v))
+		return -1;
+	if ((v->svg && !strcmp(v->svg, "-")) || (v->pictures && !strcmp(v->pictures, "-")))
+		;	/* stdout holds the SVG alone */
 	else if (res->regression) {	/* RMSE and R^2 */
-		printf("samples %ld  loss %.4f  rmse %.4g  r2 %.4f\n", res->n, res->loss,
+		printf("samples %ld  loss %.4f  rmse %.4g  r2 %.4f", res->n, res->loss,
 		       res->rmse, res->r2);
+		if (res->psnr_on)
+			printf("  psnr %.2f dB", res->psnr);
+		printf("\n");
+		if (res->noisy)
+			printf("noisy input psnr %.2f dB (noise std %g, seeded per sample)\n",
+			       res->psnr_input, (double)v->noise.std);
+		else if (res->psnr_on && v->s.data.targets == AKK_TARGETS_FILES &&
+			 res->psnr_input > 0)
+			printf("input psnr %.2f dB (the input against its target)\n", res->psnr_input);
 		if (akk_series_is(&v->d) && print_naive(v))
 			return -1;
 	}

@@ -85,14 +85,13 @@ int cmd_export(int argc, char **argv)
 	struct akk_onnx_source src = { &m, gp, a, b, s.name };
 	if (akk_onnx_write(onnx, &src, &e))
 		goto report;
-	char shape[64];
+	char shape[64], oshape[64];
 	akk_shape_format(s.input, shape, sizeof(shape));
+	akk_shape_format(akk_onnx_output_shape(&m), oshape, sizeof(oshape));
 	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, "
-	       "output '%s' [N, ", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
-	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m));
-	if (m.steps > 1)
-		printf("%d, ", m.steps);
-	printf("%d]\n", m.classes);
+	       "output '%s' [N, %s\n", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
+	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m),
+	       oshape[0] == '[' ? oshape + 1 : oshape);
 	rc = EXIT_OK;
 	goto out;
 report:

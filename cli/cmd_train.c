@@ -122,15 +122,22 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	ui->drawn = 0;
 	if (rep->regression) {	/* RMSE and R^2 */
 		if (final) {
-			fprintf(stderr, "final: validation loss %.4f rmse %.4g r2 %.4f (weights after %ld steps)\n",
-				rep->val_loss, rep->val_rmse, rep->val_acc, rep->vmax);
+			fprintf(stderr, "final: validation loss %.4f rmse %.4g r2 %.4f", rep->val_loss,
+				rep->val_rmse, rep->val_acc);
+			if (rep->psnr_on)
+				fprintf(stderr, " psnr %.2f dB", rep->val_psnr);
+			fprintf(stderr, " (weights after %ld steps)\n", rep->vmax);
 			return 0;
 		}
 		fprintf(stderr, "epoch %d/%d: train loss %.4f rmse %.4g r2 %.4f", rep->epoch,
 			rep->epochs, rep->train_loss, rep->train_rmse, rep->train_acc);
+		if (rep->psnr_on)
+			fprintf(stderr, " psnr %.2f dB", rep->train_psnr);
 		if (rep->val_samples)
 			fprintf(stderr, "  validation loss %.4f rmse %.4g r2 %.4f", rep->val_loss,
 				rep->val_rmse, rep->val_acc);
+		if (rep->val_samples && rep->psnr_on)
+			fprintf(stderr, " psnr %.2f dB", rep->val_psnr);
 		weights_note_epoch(stderr, rep);
 		fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
 			rep->samples_per_s, rep->lr);
@@ -858,7 +865,8 @@ static enum train_next train_prepare(struct train_state *st)
 			return TRAIN_REPORT;
 		if (o->resume && akk_metrics_truncate_for(st->metrics, st->ck.pos.epoch,
 							  lr_columns(s),
-							  s->data.task == AKK_TASK_REGRESSION,
+							  s->data.task != AKK_TASK_REGRESSION ? 0 :
+							  s->data.targets != AKK_TARGETS_LABELS ? 2 : 1,
 							  s->out.best_by == AKK_BEST_LOSS,
 							  &st->ui.best, e)) {
 			st->rc = e->file[0] ? EXIT_USAGE : EXIT_RUNTIME;	/* bad file, or I/O */

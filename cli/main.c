@@ -29,7 +29,7 @@ const struct cli_command cli_commands[] = {
 	{ "eval", cmd_eval, CLI_CHECKPOINT,
 	  "usage: akkctl eval CHECKPOINT|DIR [--data DIR | --images F [--labels F]]\n"
 	  "                   [--batch N] [--confusion] [--predictions FILE.csv]\n"
-	  "                   [--confusion-svg FILE.svg]\n"
+	  "                   [--confusion-svg FILE.svg] [--pictures FILE.svg]\n"
 	  "\n"
 	  "  -d, --data DIR         the test set in DIR: t10k-images-idx3-ubyte and\n"
 	  "                         t10k-labels-idx1-ubyte, each plain or .gz\n"
@@ -44,7 +44,11 @@ const struct cli_command cli_commands[] = {
 	  "                         write every sample's prediction to FILE.csv\n"
 	  "      --confusion-svg FILE.svg\n"
 	  "                         draw the confusion matrix as a heat map (-: the SVG\n"
-	  "                         on stdout instead of the report)\n",
+	  "                         on stdout instead of the report)\n"
+	  "      --pictures FILE.svg\n"
+	  "                         data.targets input or files: draw the first 8\n"
+	  "                         samples in rows: inputs, noisy inputs, outputs\n"
+	  "                         (-: the SVG on stdout instead of the report)\n",
 	  "evaluate a checkpoint on a dataset",
 	  "\n"
 	  "Rebuilds the network from the config stored in CHECKPOINT, loads its\n"
@@ -71,6 +75,13 @@ const struct cli_command cli_commands[] = {
 	  "      row per label starting with the label; the cell in row R, column K\n"
 	  "      counts the samples labelled R predicted K. The diagonal holds the\n"
 	  "      correct predictions; all cells sum to N.\n"
+	  "  samples N  loss L  rmse R  r2 Q  psnr P dB\n"
+	  "      a regression: R^2 as Q; P, with data.targets input or files, the\n"
+	  "      mean over samples of each one's PSNR, 10 log10(peak^2 / its MSE),\n"
+	  "      peak the data's range (1 for bytes scaled by 255).\n"
+	  "  noisy input psnr B dB\n"
+	  "      with data.augment.noise and noise_eval: the same for the noisy\n"
+	  "      input the network saw (seeded per sample) against the target.\n"
 	  "\n"
 	  "The --predictions file is CSV with the header\n"
 	  "index,label,predicted,probability and one row per sample in file order:\n"

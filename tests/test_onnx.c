@@ -14,8 +14,9 @@
  * image as 28 steps of 28 pixels)
  * end in a Softmax; onnx-sigmoid.yaml, trained with sigmoid cross-entropy,
  * in a Sigmoid; a regression net (one value of about 150, standardized
- * features, mse) and an autoencoder-style net (12 values, huber) give the
- * last layer's output as it is. Each is trained with `akkctl train`,
+ * features, mse), an autoencoder-style net (12 values, huber) and the
+ * image-to-image net of onnx-autoenc.yaml (data.targets: input, an
+ * output image [1, 28, 28]) give the last layer's output as it is. Each is trained with `akkctl train`,
  * exported with `akkctl export`, checked by tests/onnx/check.py and run by
  * tests/onnx/run.js on its test set as raw float32 values; its outputs
  * must equal, within 1e-5 (relative above 1), those `akkctl predict`
@@ -70,6 +71,7 @@ struct testset {
 };
 static struct testset g_images;	/* the test images (MNIST's t10k) */
 static struct testset g_reg, g_vec;	/* regression: one value, a vector */
+static struct testset g_ae;	/* the test images as their own targets */
 
 static char g_out[1 << 16], g_err[1 << 16];
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
@@ -277,6 +279,14 @@ static int group_setup(void **state)
 	free(x);
 	g_images.n = g_test.n;
 	g_images.labels = g_test.labels;
+	/* data.targets: input: each image its own target, scaled by 255 */
+	g_ae = g_images;
+	g_ae.labels = NULL;
+	g_ae.ntargets = (int)g_test.in;
+	g_ae.targets = malloc(n * sizeof(float));
+	assert_non_null(g_ae.targets);
+	for (size_t i = 0; i < n; i++)
+		g_ae.targets[i] = g_test.x8[i] / 255.0f;
 	regression_sets();
 
 	g_have_onnx = tu_run(py, NULL, 0, NULL, 0) == 0;
@@ -299,6 +309,7 @@ static int group_teardown(void **state)
 	akk_dataset_release(&g_test);
 	free(g_reg.targets);
 	free(g_vec.targets);
+	free(g_ae.targets);
 	tu_rm_tree(g_dir);
 	return 0;
 }
@@ -551,7 +562,12 @@ static void roundtrip_on(const char *config, const char *name, int mnist,
 	free(ref);
 	/* the output the export line names: checked last, so that a wrong
 	 * output shows first as wrong numbers */
-	snprintf(line, sizeof(line), "float32 raw values, output '%s' [N, %d]\n", oname, C);
+	if (t == &g_ae)	/* an image stays an image */
+		snprintf(line, sizeof(line), "float32 raw values, output '%s' [N, 1, 28, 28]\n",
+			 oname);
+	else
+		snprintf(line, sizeof(line), "float32 raw values, output '%s' [N, %d]\n",
+			 oname, C);
 	tu_assert_contains(wrote, line);
 	free(wrote);
 	if (skipped)
@@ -766,6 +782,15 @@ static void vector_net(void **state)
 	roundtrip_on(tu_path(g_dir, "vec.yaml"), "vec", 0, "40", &g_vec, AKK_OUTPUT_VALUES);
 }
 
+/* An image-to-image network (data.targets: input): its output an image,
+ * [N, 1, 28, 28], the values as they are. */
+static void image_autoencoder_net(void **state)
+{
+	(void)state;
+	roundtrip_on("tests/configs/onnx-autoenc.yaml", "autoenc", 1, "1", &g_ae,
+		     AKK_OUTPUT_VALUES);
+}
+
 /* ---- the export hooks ------------------------------------------------ */
 
 static void every_kind_has_an_export_hook(void **state)
@@ -976,6 +1001,7 @@ int main(void)
 		cmocka_unit_test(gru_rnn_net),
 		cmocka_unit_test(regression_net),
 		cmocka_unit_test(vector_net),
+		cmocka_unit_test(image_autoencoder_net),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

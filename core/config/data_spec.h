@@ -53,6 +53,10 @@ struct akk_csv_spec {
 
 /* data.task and output.best_by. */
 enum akk_task { AKK_TASK_CLASSIFICATION, AKK_TASK_REGRESSION };
+/* data.targets: what a sample's target is (data/targets.h): its label
+ * (or a table's target columns), the sample's own input, or the sample
+ * of the same index in the part's target file. */
+enum akk_targets { AKK_TARGETS_LABELS, AKK_TARGETS_INPUT, AKK_TARGETS_FILES };
 enum akk_best_by { AKK_BEST_ACCURACY, AKK_BEST_LOSS };
 
 /* A list of floats, one per input channel. */
@@ -74,6 +78,10 @@ struct akk_data_files {
 	char *file, *targets;
 	/* images: a folder of class folders, or an image list */
 	char *folder, *list;
+	/* data.targets: files: the part's targets, an IDX file
+	 * (target_images) or a .npy file (target_features) of as many
+	 * samples as its inputs */
+	char *target;
 };
 
 struct akk_data_spec {
@@ -97,7 +105,14 @@ struct akk_data_spec {
 	int crop_padding;		/* augment.crop_padding, default 0 */
 	int flip;			/* augment.flip, default false */
 	int translate;			/* augment.translate, default 0 */
-	struct akk_mark augment_mark;
+	/* augment.noise: Gaussian noise of this std, in the data's scaled
+	 * units, added to the network's input only (data/noise.h); 0: none.
+	 * noise_clip: the noisy value is clipped to the data's range
+	 * (default true); noise_eval: validation and eval see seeded noise
+	 * too (default false) */
+	float noise;
+	int noise_clip, noise_eval;
+	struct akk_mark augment_mark, noise_mark;
 	/* per-channel normalize, standardize and the
 	 * validation split. */
 	struct akk_channels mean_ch, std_ch;	/* normalize lists; n = 0: the
@@ -110,6 +125,10 @@ struct akk_data_spec {
 					 * validation (akkctl train trains K
 					 * models, data/split.h); 0 = none */
 	int task;			/* enum akk_task, default classification */
+	struct akk_mark task_mark;	/* line 0: data.task not given */
+	int targets;			/* enum akk_targets, default labels; input
+					 * or files make the task regression */
+	struct akk_mark targets_mark;
 	/* series: {window, horizon, stride}: the table's rows are a time
 	 * series cut into windows (data/series.h); 0 = not a series */
 	int window;			/* rows a sample reads */

@@ -1020,6 +1020,7 @@ static void data_files_release(struct akk_data_files *f)
 	free(f->targets);
 	free(f->folder);
 	free(f->list);
+	free(f->target);
 }
 
 void akk_spec_release(struct akk_spec *s)

@@ -95,10 +95,43 @@ static int check_pipeline(const struct akk_spec *s, const char *file,
 	return 0;
 }
 
+/* data.targets input or files: a regression on the data's own values
+ * (data/targets.h), from formats that hold arrays; geometric augmentation
+ * would move the input away from its target. */
+static int check_targets(struct akk_spec *s, const char *file, struct akk_err *e)
+{
+	struct akk_data_spec *d = &s->data;
+	const struct akk_mark at = d->targets_mark;
+	const char *name = d->targets == AKK_TARGETS_INPUT ? "input" : "files";
+
+	if (d->noise > 0 && !strcmp(d->format, "text"))
+		return akk_err_at(e, file, d->noise_mark.line, d->noise_mark.col,
+				  "'noise' would change the token ids of a text");
+	if (d->targets == AKK_TARGETS_LABELS)
+		return 0;
+	if (d->task_mark.line && d->task != AKK_TASK_REGRESSION)
+		return akk_err_at(e, file, d->task_mark.line, d->task_mark.col,
+				  "data.targets: %s is a regression on values: data.task must be regression (or left out)",
+				  name);
+	if (!strcmp(d->format, "text") ||
+	    (d->targets == AKK_TARGETS_FILES && strcmp(d->format, "idx") && strcmp(d->format, "npy")))
+		return akk_err_at(e, file, at.line, at.col,
+				  "data.targets: %s does not apply to data format '%s'%s", name, d->format,
+				  d->targets == AKK_TARGETS_FILES ? " (target files are IDX or .npy: formats idx and npy)" : "");
+	if (d->augment && (d->crop_padding || d->translate || d->flip))
+		return akk_err_at(e, file, d->augment_mark.line, d->augment_mark.col,
+				  "crop_padding, translate and flip would move the input but not its target (data.targets: %s); 'noise' is the augmentation for it",
+				  name);
+	d->task = AKK_TASK_REGRESSION;
+	return 0;
+}
+
 /* data.task against the loss, the per-channel lists against the input,
  * and the pixel map's floats. */
 static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 {
+	if (check_targets(s, file, e))
+		return -1;
 	/* regression takes the losses that compare with float targets;
 	 * best.bin is best by loss unless told */
 	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&

@@ -70,6 +70,9 @@ static const struct key file_keys[] = {
 	STR("targets_file", akk_yaml_h_path, FILES, targets, 0),
 	STR("folder", akk_yaml_h_path, FILES, folder, 0),
 	STR("list", akk_yaml_h_path, FILES, list, 0),
+	/* data.targets: files */
+	STR("target_images", akk_yaml_h_path, FILES, target, 0),
+	STR("target_features", akk_yaml_h_path, FILES, target, 0),
 	END,
 };
 
@@ -84,6 +87,7 @@ static const struct {
 	{ "csv", "file", 1 }, { "csv", "targets_file", 0 },
 	{ "images", "folder", 0 }, { "images", "list", 0 },
 	{ "text", "file", 0 }, { "text", "files", 0 },
+	{ "idx", "target_images", 0 }, { "npy", "target_features", 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -94,10 +98,20 @@ static int h_data_files(struct akk_yaml_ctx *c, const struct key *k,
 			yaml_node_t *val)
 {
 	const char *format = ((const DATA *)sec->obj)->format;
-	int folder;
+	int targets = ((const DATA *)sec->obj)->targets, folder;
+	const char *tkey = !strcmp(format, "npy") ? "target_features" : "target_images";
+	yaml_node_t *tk = NULL;
 
 	if (akk_yaml_h_section(c, k, sec, key, val))
 		return -1;
+	/* a target file per part exactly when data.targets is files (read
+	 * before: table order) */
+	if (akk_yaml_map_get(c, val, tkey, &tk) && targets != AKK_TARGETS_FILES)
+		return akk_yaml_fail(c, tk, "'%s' needs data.targets: files", tkey);
+	if (targets == AKK_TARGETS_FILES && (!strcmp(format, "idx") || !strcmp(format, "npy")) &&
+	    !akk_yaml_map_get(c, val, tkey, NULL))
+		return akk_yaml_fail(c, val, "missing required key '%s' in data.%s (data.targets: files)",
+				     tkey, k->name);
 	folder = akk_yaml_map_get(c, val, "folder", NULL) != 0;
 	if (!strcmp(format, "images") && folder == (akk_yaml_map_get(c, val, "list", NULL) != 0))
 		return akk_yaml_fail(c, val, "data.%s %s 'folder' (class folders) or 'list' (an image list)%s",
@@ -116,6 +130,7 @@ static int h_data_files(struct akk_yaml_ctx *c, const struct key *k,
 	}
 	for (int i = 0; data_file_keys[i].format; i++)
 		if (data_file_keys[i].required &&
+		    (targets == AKK_TARGETS_LABELS || strcmp(data_file_keys[i].key, "labels")) &&
 		    !strcmp(data_file_keys[i].format, format) &&
 		    !akk_yaml_map_get(c, val, data_file_keys[i].key, NULL))
 			return akk_yaml_fail(c, val, "missing required key '%s' in data.%s%s%s%s",
@@ -307,6 +322,24 @@ static const struct key normalize_keys[] = {
 };
 /* data.task */
 static const char *const task_names[] = { "classification", "regression", NULL };
+/* data.targets (enum akk_targets) */
+static const char *const targets_names[] = { "labels", "input", "files", NULL };
+
+/* data.task and data.targets: a name, its place kept (config/spec_checks.c
+ * checks them together). */
+static int h_named_at(struct akk_yaml_ctx *c, const struct key *k,
+		      const struct section *sec, yaml_node_t *key, yaml_node_t *val)
+{
+	if (akk_yaml_h_names(c, k, sec, key, val))
+		return -1;
+	*(struct akk_mark *)((char *)sec->obj + k->mark_off - 1) = akk_yaml_mark_of(c, key);
+	return 0;
+}
+
+#define NAMED_AT(K_, F_, LIST_, NOUN_, D_, M_)                               \
+	{ .name = K_, .type = YAML_NO_NODE, .fn = h_named_at, .what = "a name", \
+	  .off = offsetof(DATA, F_), .def = D_, .names = LIST_, .noun = NOUN_, \
+	  .mark_off = MARK(DATA, M_) }
 
 /* validation: {split: F} holds out part of train. */
 static const struct key split_keys[] = {
@@ -384,12 +417,25 @@ static int h_validation(struct akk_yaml_ctx *c, const struct key *k,
 	return h_data_files(c, k, sec, key, val);
 }
 
+/* augment.noise: a number, its place kept (config/spec_checks.c). */
+static int h_noise(struct akk_yaml_ctx *c, const struct key *k,
+		   const struct section *sec, yaml_node_t *key, yaml_node_t *val)
+{
+	if (akk_yaml_h_float(c, k, sec, key, val))
+		return -1;
+	((DATA *)sec->obj)->noise_mark = akk_yaml_mark_of(c, key);
+	return 0;
+}
+
 /* rank-4 image layout and augmentation. */
 static const char *const layout_names[] = { "nchw", "nhwc", NULL };
 static const struct key augment_keys[] = {
 	INT("crop_padding", DATA, crop_padding, F_LO | F_HI, 0, 64, 0),
 	BOOL("flip", DATA, flip, 0),
 	INT("translate", DATA, translate, F_LO | F_HI, 0, 64, 0),
+	KEY("noise", SCALAR, h_noise, "a number", DATA, noise, F_LO | F_HI, 0, 1e6, 0, 0),
+	BOOL("noise_clip", DATA, noise_clip, 1),
+	BOOL("noise_eval", DATA, noise_eval, 0),
 	END,
 };
 
@@ -413,6 +459,8 @@ const struct key akk_spec_data_keys[] = {
 	{ .name = "format", .type = YAML_NO_NODE, .fn = h_format,
 	  .what = "a name", .off = offsetof(DATA, format), .flags = F_NOSTORE,
 	  .names = format_names, .noun = "data format" },
+	/* before train and validation: it says which target keys they take */
+	NAMED_AT("targets", targets, targets_names, "targets", AKK_TARGETS_LABELS, targets_mark),
 	{ .name = "train", .type = YAML_MAPPING_NODE, .fn = h_data_files,
 	  .what = "a mapping", .off = offsetof(DATA, train), .flags = F_REQ,
 	  .keys = file_keys, .mark_off = MARK(DATA, train_mark) },
@@ -434,7 +482,7 @@ const struct key akk_spec_data_keys[] = {
 	  .set_off = MARK(DATA, augment), .mark_off = MARK(DATA, augment_mark) },
 	KEY("standardize", SCALAR, h_standardize, "true or false", DATA, standardize,
 	    0, 0, 0, 0, 0),
-	NAMES("task", DATA, task, 0, task_names, "task", AKK_TASK_CLASSIFICATION),
+	NAMED_AT("task", task, task_names, "task", AKK_TASK_CLASSIFICATION, task_mark),
 	{ .name = "series", .type = YAML_MAPPING_NODE, .fn = akk_yaml_h_section,
 	  .what = "a mapping", .keys = series_keys,
 	  .mark_off = MARK(DATA, series_mark) },

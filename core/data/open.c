@@ -13,6 +13,7 @@
 #include "data/image_set.h"
 #include "data/npy.h"
 #include "data/series.h"
+#include "data/targets.h"
 #include "data/pnm.h"
 #include "data/text.h"
 
@@ -31,9 +32,15 @@ static const struct akk_data_files *part_of(const struct akk_data_spec *s,
 	return TRAIN(part) ? &s->train : &s->val;
 }
 
+static int idx_inputs(struct akk_dataset *d, const char *path,
+		      const struct akk_data_spec *ds, struct akk_err *e);
+
+/* Without labels (data.targets input or files): the images alone. */
 static int idx_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		    enum akk_data_part part, struct akk_err *e)
 {
+	if (!part_of(s, part)->labels)
+		return idx_inputs(d, part_of(s, part)->images, s, e);
 	return akk_idx_dataset_layout(d, part_of(s, part)->images,
 				      part_of(s, part)->labels,
 				      s->layout_nhwc, e);
@@ -178,9 +185,6 @@ static int images_inputs(struct akk_dataset *d, const char *path,
 	       akk_image_inputs(d, path, 1, 0, 0, e);
 }
 
-static int idx_inputs(struct akk_dataset *d, const char *path,
-		      const struct akk_data_spec *ds, struct akk_err *e);
-
 /* Files named on the command line as a part's: samples in the format's
  * samples key, labels in its labels key (for the formats that keep their
  * labels inside, a CSV targets table when it is another file). one: room
@@ -300,6 +304,27 @@ static int series_of(struct akk_dataset *d, const struct akk_data_spec *s,
 	return 0;
 }
 
+/* data.targets (data/targets.h): the input, or the array in the file
+ * target, read as predict reads the format's unlabelled input. */
+static int targets_of(struct akk_dataset *d, const struct akk_data_spec *s,
+		      const char *target, struct akk_err *e)
+{
+	struct akk_dataset t = { 0 };
+	int rc;
+
+	if (s->targets == AKK_TARGETS_FILES && target &&
+	    akk_data_open_inputs(&t, s->format, target, s, e)) {
+		akk_dataset_release(d);
+		return -1;
+	}
+	rc = akk_targets_attach(d, s, s->targets == AKK_TARGETS_FILES && target ? &t : NULL,
+				target ? target : akk_data_file(s, AKK_DATA_TRAIN), e);
+	akk_dataset_release(&t);
+	if (rc)
+		akk_dataset_release(d);
+	return rc;
+}
+
 int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		  enum akk_data_part part, struct akk_err *e)
 {
@@ -313,7 +338,9 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		return akk_err_set(e, "data format '%s' has no reader", s->format);
 	if (f->open(d, s, part, e))
 		return -1;
-	return series_of(d, s, f->file(s, part), e);
+	if (series_of(d, s, f->file(s, part), e))
+		return -1;
+	return targets_of(d, s, part_of(s, part)->target, e);
 }
 
 int akk_data_labels_inside(const char *format)
@@ -334,13 +361,19 @@ int akk_data_open_given(struct akk_dataset *d, const struct akk_data_spec *s,
 	memset(d, 0, sizeof(*d));
 	if (!f || !f->open || !f->given)
 		return akk_err_set(e, "data format '%s' has no reader", s->format);
-	if (!labels && !f->labels_inside)
+	if (!labels && !f->labels_inside && s->targets == AKK_TARGETS_LABELS)
 		return akk_err_set(e, "data format '%s' keeps its labels in a file of their own: give it too",
 				   f->name);
+	if (!labels && s->targets == AKK_TARGETS_FILES)
+		return akk_err_set(e, "data.targets is files: give the target file too");
 	given.val = (struct akk_data_files){ 0 };
-	f->given(&given.val, (char *)samples, (char *)labels, one);
+	/* data.targets input or files: no labels; files: labels is the
+	 * target file */
+	f->given(&given.val, (char *)samples,
+		 s->targets == AKK_TARGETS_LABELS ? (char *)labels : NULL, one);
 	if (f->open(d, &given, AKK_DATA_VAL, e) ||
-	    series_of(d, &given, samples, e))
+	    series_of(d, &given, samples, e) ||
+	    targets_of(d, &given, labels, e))
 		return -1;
 	return akk_data_match_classes(d, &given, AKK_DATA_VAL, names, n, e);
 }

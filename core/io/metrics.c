@@ -14,6 +14,8 @@
 
 #define HEADER_REGRESSION "epoch,phase,samples,loss,r2,rmse,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
 
+#define HEADER_PSNR "epoch,phase,samples,loss,r2,rmse,psnr,lr,seconds,samples_per_second,weight_version_min,weight_version_max"
+
 char *akk_metrics_header(int nlr)
 {
 	return akk_metrics_header_for(nlr, 0);
@@ -21,14 +23,15 @@ char *akk_metrics_header(int nlr)
 
 char *akk_metrics_header_for(int nlr, int regression)
 {
-	size_t size = sizeof(HEADER) + sizeof(HEADER_REGRESSION) +
+	size_t size = sizeof(HEADER) + sizeof(HEADER_PSNR) +
 		      (size_t)(nlr > 0 ? nlr : 0) * 24;
 	char *h = malloc(size);
 	size_t n;
 
 	if (!h)
 		return NULL;
-	n = (size_t)snprintf(h, size, "%s", regression ? HEADER_REGRESSION : HEADER);
+	n = (size_t)snprintf(h, size, "%s", regression == 2 ? HEADER_PSNR :
+				       regression ? HEADER_REGRESSION : HEADER);
 	for (int g = 1; g <= nlr; g++)
 		n += (size_t)snprintf(h + n, size - n, ",lr_g%d", g);
 	return h;
@@ -89,7 +92,12 @@ int akk_metrics_write(FILE *f, const char *path, const struct akk_metrics_row *r
 		bad = !h || fprintf(f, "%s\n", h) < 0;
 		free(h);
 	}
-	if (!bad && r->regression &&
+	if (!bad && r->regression == 2 &&
+	    fprintf(f, "%d,%s,%ld,%.6f,%.6f,%.6g,%.4f,%.6g,%.3f,%.1f,%ld,%ld", r->epoch,
+		    r->phase, r->samples, r->loss, r->accuracy, r->rmse, r->psnr, r->lr,
+		    r->seconds, sps, r->vmin, r->vmax) < 0)
+		bad = 1;
+	if (!bad && r->regression == 1 &&
 	    fprintf(f, "%d,%s,%ld,%.6f,%.6f,%.6g,%.6g,%.3f,%.1f,%ld,%ld", r->epoch,
 		    r->phase, r->samples, r->loss, r->accuracy, r->rmse, r->lr,
 		    r->seconds, sps, r->vmin, r->vmax) < 0)

@@ -25,17 +25,19 @@ struct akk_metrics_row {
 	 * lr_g1..lr_gN when nlr > 0; 0 when the gates share one optimizer. */
 	const double *lrs;
 	int nlr;
-	/* data.task regression: accuracy holds R^2, and the
-	 * columns are loss, r2, rmse instead of loss, accuracy */
+	/* data.task regression (1): accuracy holds R^2, and the
+	 * columns are loss, r2, rmse instead of loss, accuracy; 2 (data.targets
+	 * input or files): loss, r2, rmse, psnr */
 	int regression;
-	double rmse;
+	double rmse, psnr;
 };
 
 /* The header line, without its newline, for nlr per-gate lr columns
  * (0: the plain header). Allocated; NULL when out of memory. */
 char *akk_metrics_header(int nlr);
-/* The same for a run of data.task regression (regression != 0):
- * epoch,phase,samples,loss,r2,rmse,lr,... */
+/* The same for a run of data.task regression (regression 1):
+ * epoch,phase,samples,loss,r2,rmse,lr,...; with PSNR (2):
+ * epoch,phase,samples,loss,r2,rmse,psnr,lr,... */
 char *akk_metrics_header_for(int nlr, int regression);
 /* Open path for appending. The header is written with the first row when
  * the file is new or empty. A symbolic link, a file that is not a regular

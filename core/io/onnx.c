@@ -349,6 +349,16 @@ static enum akk_output_kind output_kind(const struct akk_model *m)
 	return akk_loss_output(m->spec->loss, m->spec->data.task == AKK_TASK_REGRESSION);
 }
 
+struct akk_shape akk_onnx_output_shape(const struct akk_model *m)
+{
+	/* targets that are the data's own values: the last layer's shape
+	 * (an image stays an image) */
+	if (m->spec->data.targets != AKK_TARGETS_LABELS)
+		return m->gates[m->ngates - 1].out;
+	return m->steps > 1 ? (struct akk_shape){ 2, { m->steps, m->classes, 0 } } :
+			      (struct akk_shape){ 1, { m->classes, 0, 0 } };
+}
+
 const char *akk_onnx_output(const struct akk_model *m)
 {
 	return output_kind(m) == AKK_OUTPUT_VALUES ? AKK_ONNX_VALUES : AKK_ONNX_OUTPUT;
@@ -422,9 +432,7 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
 	Onnx__OperatorSetIdProto *opsets[1] = { &opset };
 	Onnx__ValueInfoProto *gin, *gout;
-	struct akk_shape out = src->m->steps > 1 ?
-		(struct akk_shape){ 2, { src->m->steps, src->m->classes, 0 } } :
-		(struct akk_shape){ 1, { src->m->classes, 0, 0 } };
+	struct akk_shape out = akk_onnx_output_shape(src->m);
 	uint8_t *buf = NULL;
 	size_t len;
 	int rc = -1;

@@ -49,6 +49,10 @@ int akk_onnx_check(const struct akk_model *m, const char *path,
 /* The name of m's graph output: AKK_ONNX_VALUES for a regression
  * network, else AKK_ONNX_OUTPUT. */
 const char *akk_onnx_output(const struct akk_model *m);
+/* The shape of one sample of that output: [classes], [steps, classes]
+ * for a sequence, or with data.targets input or files the last layer's
+ * own shape ([1, 28, 28] for an image). */
+struct akk_shape akk_onnx_output_shape(const struct akk_model *m);
 
 /* Whether m's outputs stay finite with the weights in gates (m->ngates,
  * each with max_batch >= 2 and one evaluation tape): two probe samples,

@@ -13,6 +13,30 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		 int bs, struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
 		 struct akk_err *e)
 {
+	return akk_evaluate_noisy(gates, m, d, pre, NULL, bs, res, fn, ctx, e);
+}
+
+/* The PSNR of each of the batch's inputs (back in the data's units)
+ * against its target, summed into *sum. */
+static void input_psnr(const struct akk_noise *un, const struct akk_batch *b,
+		       size_t in, float *u, double *sum)
+{
+	for (int j = 0; j < b->B; j++) {
+		akk_noise_unmap(un, u, b->x + (size_t)j * in);
+		*sum += akk_psnr(u, b->targets + (size_t)j * in, in, un->peak);
+	}
+}
+
+int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
+		       const struct akk_dataset *d, const struct akk_preprocess *pre,
+		       const struct akk_noise *noise, int bs, struct akk_eval_result *res,
+		       akk_prediction_fn fn, void *ctx, struct akk_err *e)
+{
+	struct akk_noise un;	/* the input map's inverse, and the peak */
+	size_t in = akk_shape_size(m->spec->input);
+	int base;
+	float *u = NULL;
+	double isum = 0;
 	const struct akk_spec *s = m->spec;
 	int C = m->classes, L = m->steps, O = akk_model_outputs(m);
 	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
@@ -25,9 +49,16 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	memset(res, 0, sizeof(*res));
 	res->classes = C;
 	res->regression = reg;
+	akk_noise_init(&un, &s->data, pre, d->xtype, 0);
+	res->psnr_on = s->data.targets != AKK_TARGETS_LABELS;
+	res->peak = un.peak;
+	res->noisy = noise && noise->std > 0 && noise->eval;
+	base = res->psnr_on && (size_t)O == in;
 	if (!reg)
 		res->confusion = calloc((size_t)C * C, sizeof(long));
-	if (!prob || (!reg && !res->confusion) ||
+	if (base)
+		u = malloc(in * sizeof(float));
+	if (!prob || (!reg && !res->confusion) || (base && !u) ||
 	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), O, L)) {
 		free(prob);
 		akk_eval_result_release(res);
@@ -38,6 +69,10 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		double loss;
 
 		akk_batch_fill(&b, d, NULL, i, bs, pre);
+		if (res->noisy)
+			akk_noise_batch(noise, b.x, b.B, NULL, (size_t)i * bs, AKK_NOISE_EVAL);
+		if (base)
+			input_psnr(&un, &b, in, u, &isum);
 		for (int g = 0; g < m->ngates; g++) {
 			const float *y = akk_gate_eval(gates[g], 0, h, b.B);
 			size_t n = (size_t)b.B * akk_shape_size(m->gates[g].out);
@@ -82,8 +117,11 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 	res->accuracy = d->n ? (double)correct / ((double)d->n * L) : 0;
 	res->rmse = akk_reg_rmse(&rs);
 	res->r2 = akk_reg_r2(&rs);
+	res->psnr = res->psnr_on ? akk_reg_psnr(&rs, res->peak) : 0;
+	res->psnr_input = base && d->n ? isum / (double)d->n : 0;
 	rc = 0;
 out:
+	free(u);
 	free(prob);
 	akk_batch_release(&b);
 	if (rc)
@@ -120,5 +158,35 @@ int akk_evaluate_naive(const struct akk_spec *s, const struct akk_dataset *d,
 	res->loss = d->n ? sum / (double)d->n : 0;
 	res->rmse = akk_reg_rmse(&rs);
 	res->r2 = akk_reg_r2(&rs);
+	return 0;
+}
+
+int akk_evaluate_rows(struct akk_gate *const *gates, const struct akk_model *m,
+		      const struct akk_dataset *d, const struct akk_preprocess *pre,
+		      const struct akk_noise *noise, int count, float *clean,
+		      float *noisy, float *out, struct akk_err *e)
+{
+	size_t in = akk_shape_size(m->spec->input);
+	struct akk_noise un;
+	struct akk_batch b;
+	const float *h;
+
+	if (count < 1 || (size_t)count > d->n)
+		return akk_err_set(e, "cannot show %d samples of %zu", count, d->n);
+	if (akk_batch_alloc(&b, count, in, akk_model_outputs(m), m->steps))
+		return akk_err_set(e, "out of memory");
+	akk_noise_init(&un, &m->spec->data, pre, d->xtype, 0);
+	akk_batch_fill_range(&b, d, NULL, 0, count, 0, pre);
+	for (int j = 0; j < count; j++)
+		akk_noise_unmap(&un, clean + (size_t)j * in, b.x + (size_t)j * in);
+	if (noise && noise->std > 0)
+		akk_noise_batch(noise, b.x, count, NULL, 0, AKK_NOISE_EVAL);
+	for (int j = 0; j < count; j++)
+		akk_noise_unmap(&un, noisy + (size_t)j * in, b.x + (size_t)j * in);
+	h = b.x;
+	for (int g = 0; g < m->ngates; g++)
+		h = akk_gate_eval(gates[g], 0, h, count);
+	memcpy(out, h, (size_t)count * akk_model_outputs(m) * sizeof(float));
+	akk_batch_release(&b);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #define AKK_EVALUATE_H
 
 #include "data/batch.h"
+#include "data/noise.h"
 #include "model/gate.h"
 #include "model/model.h"
 
@@ -22,6 +23,14 @@ struct akk_eval_result {
 	 * the RMSE and R^2 over all targets pooled */
 	int regression;
 	double rmse, r2;
+	/* data.targets input or files: the mean PSNR per sample of the
+	 * outputs against the targets at peak (data/targets.h), and of the
+	 * network's input, back in the data's units, against them (the
+	 * baseline a denoiser must beat; 0 when their sizes differ) */
+	int psnr_on;
+	float peak;
+	double psnr, psnr_input;
+	int noisy;		/* the inputs had evaluation noise */
 	/* set when akk_evaluate fails on a value that is not finite (an
 	 * output or the loss: weights that overflow), not on memory or the
 	 * callback: the checkpoint is at fault, not the run */
@@ -42,7 +51,22 @@ int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
 		 const struct akk_dataset *d, const struct akk_preprocess *pre,
 		 int bs, struct akk_eval_result *res, akk_prediction_fn fn, void *ctx,
 		 struct akk_err *e);
+/* The same with noise (data/noise.h; NULL or off: none) on the inputs, at
+ * its evaluation epoch when noise->eval is set. */
+int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
+		       const struct akk_dataset *d, const struct akk_preprocess *pre,
+		       const struct akk_noise *noise, int bs, struct akk_eval_result *res,
+		       akk_prediction_fn fn, void *ctx, struct akk_err *e);
 void akk_eval_result_release(struct akk_eval_result *res);
+
+/* The first count samples of d (count <= the gates' max_batch) as the
+ * network sees them: clean (count, in) in the data's scaled units, noisy
+ * (count, in) the same with evaluation noise (noise NULL or off: a copy),
+ * and out (count, outputs) the network's outputs. For pictures. */
+int akk_evaluate_rows(struct akk_gate *const *gates, const struct akk_model *m,
+		      const struct akk_dataset *d, const struct akk_preprocess *pre,
+		      const struct akk_noise *noise, int count, float *clean,
+		      float *noisy, float *out, struct akk_err *e);
 
 /* The naive forecast of the series windows d (data/series.h) scored as
  * akk_evaluate scores a network on them: the loss of spec s, the RMSE and

@@ -84,6 +84,34 @@ static int add_layer(struct akk_model *m, struct akk_gate_plan *g,
 	return 0;
 }
 
+/* data.targets input: the output is the input's shape, or flat with as
+ * many values (a dense decoder); files: checked against the file when it
+ * is read (runtime/run.c). The outputs are one row of m->classes. */
+static int plan_value_output(struct akk_model *m, const struct akk_spec *s,
+			     struct akk_shape out, struct akk_err *e)
+{
+	long n = akk_shape_size(out), in = akk_shape_size(s->input);
+	int same = out.rank == s->input.rank;
+
+	for (int i = 0; same && i < out.rank; i++)
+		same = out.d[i] == s->input.d[i];
+	if (s->data.targets == AKK_TARGETS_INPUT && !same && !(out.rank == 1 && n == in)) {
+		const struct akk_gate_spec *last = &s->gates[s->ngates - 1];
+		const struct akk_layer_spec *ls = &last->layers[last->nlayers - 1];
+		char o[64], i[64];
+		akk_shape_format(out, o, sizeof(o));
+		akk_shape_format(s->input, i, sizeof(i));
+		akk_model_release(m);
+		return akk_err_at(e, s->path, ls->mark.line, ls->mark.col,
+				  "the network outputs %s, but its target (data.targets: input) is its input %s: the output must have the input's shape, or be flat with %ld values",
+				  o, i, in);
+	}
+	m->steps = 1;
+	m->classes = (int)n;
+	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
+	return 0;
+}
+
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		   struct akk_err *e)
 {
@@ -157,6 +185,10 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		g->out = cur;
 		m->flops += g->flops;
 	}
+	/* targets that are the data's own values: any output shape, its
+	 * values as many as the target's (data/targets.h) */
+	if (s->data.targets != AKK_TARGETS_LABELS)
+		return plan_value_output(m, s, cur, e);
 	/* a classifier may end in a sequence [T, classes]: a label per step */
 	if (cur.rank != 1 &&
 	    (cur.rank != 2 || s->data.task == AKK_TASK_REGRESSION)) {

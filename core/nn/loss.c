@@ -180,6 +180,14 @@ double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
 	return sum * s;
 }
 
+/* 10 log10(peak^2 / mse), the mse floored at 1e-10 peak^2. */
+static double psnr_of(double mse, double peak)
+{
+	double p2 = peak * peak;
+
+	return 10 * log10(p2 / (mse > 1e-10 * p2 ? mse : 1e-10 * p2));
+}
+
 double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
 			const float *out, const float *targets, int B, int D,
 			struct akk_reg_sums *sums)
@@ -193,17 +201,39 @@ double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
 
 		sum += elementwise_row(k, delta, dout ? dout + (size_t)b * D : NULL,
 				       z, 0, t, D, s);
-		if (sums)
+		if (sums) {
+			double sse = 0;
 			for (int j = 0; j < D; j++) {
 				double r = (double)z[j] - t[j];
-				sums->sse += r * r;
+				sse += r * r;
 				sums->sy += t[j];
 				sums->syy += (double)t[j] * t[j];
 			}
+			sums->sse += sse;
+			sums->psnr += psnr_of(sse / D, 1);
+		}
 	}
-	if (sums)
+	if (sums) {
 		sums->n += (long)B * D;
+		sums->samples += B;
+	}
 	return sum * s;
+}
+
+double akk_psnr(const float *x, const float *t, size_t n, float peak)
+{
+	double sse = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double r = (double)x[i] - t[i];
+		sse += r * r;
+	}
+	return psnr_of(n ? sse / (double)n : 0, peak);
+}
+
+double akk_reg_psnr(const struct akk_reg_sums *s, float peak)
+{
+	return s->samples ? s->psnr / (double)s->samples + 20 * log10(peak) : 0;
 }
 
 double akk_reg_rmse(const struct akk_reg_sums *s)

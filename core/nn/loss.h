@@ -9,6 +9,7 @@
 #ifndef AKK_LOSS_H
 #define AKK_LOSS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum akk_loss_kind {
@@ -33,12 +34,22 @@ double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
 		long *correct);
 
 /* Regression: the running sums an epoch's RMSE and R^2 come
- * from, over all target values pooled. */
+ * from, over all target values pooled, and its PSNR, per sample. */
 struct akk_reg_sums {
 	double sse;		/* sum of (output - target)^2 */
 	double sy, syy;		/* sum of targets, of their squares */
 	long n;			/* target values (samples * targets) */
+	double psnr;		/* sum over samples of akk_psnr at peak 1 */
+	long samples;
 };
+
+/* The PSNR of one sample of n values x against its target t: 10
+ * log10(peak^2 / mse), the mse floored at 1e-10 peak^2 (a perfect copy
+ * gives 100 dB). */
+double akk_psnr(const float *x, const float *t, size_t n, float peak);
+/* The mean PSNR per sample of the sums at peak: the mean at peak 1 plus
+ * 20 log10(peak) (the floor scales with the peak); 0 for no samples. */
+double akk_reg_psnr(const struct akk_reg_sums *s, float peak);
 
 /* Mean over the B x D elements of mse, mae or huber (only) of outputs
  * against float targets (B x D, row-major), with its gradient in dout

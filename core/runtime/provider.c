@@ -37,6 +37,9 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 	p->pre = pre;
 	if (shuffle && ds && akk_augment_init(&p->aug, ds, d->c, d->h, d->w, seed, e))
 		return -1;
+	akk_noise_init(&p->noise, ds, pre, d->xtype, seed);
+	if (!shuffle && !p->noise.eval)
+		p->noise.std = 0;	/* validation is clean unless told */
 	p->pool = calloc(npool, sizeof(*p->pool));
 	p->perm = shuffle ? malloc(d->n * sizeof(*p->perm)) : NULL;
 	if (!p->pool || (shuffle && !p->perm) ||
@@ -74,6 +77,8 @@ static int fill_one(struct akk_provider *p, struct akk_batch *b)
 	akk_batch_fill_range(b, p->data, p->perm, a, (int)(z - a),
 			     p->index + 1 == p->per_epoch, p->pre);
 	akk_augment_batch(&p->aug, b->x, b->B, p->perm, a, p->epoch);
+	akk_noise_batch(&p->noise, b->x, b->B, p->perm, a,
+			p->shuffle ? p->epoch : AKK_NOISE_EVAL);
 	b->index = p->index;
 	b->epoch = p->epoch;
 	if (++p->index == p->per_epoch) {

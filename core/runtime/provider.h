@@ -11,6 +11,7 @@
 
 #include "data/augment.h"
 #include "data/batch.h"
+#include "data/noise.h"
 #include "runtime/mailbox.h"
 
 struct akk_provider {
@@ -22,6 +23,7 @@ struct akk_provider {
 	long per_epoch;
 	const struct akk_preprocess *pre;	/* lent until release */
 	struct akk_augment aug;		/* training only (data.augment) */
+	struct akk_noise noise;		/* training; validation with noise_eval */
 	uint32_t *perm;			/* (n) the training order */
 	struct akk_batch *pool;		/* npool batches */
 	int npool;

@@ -23,6 +23,10 @@ struct akk_epoch_report {
 	 * (at most 1, may be negative), these the RMSE */
 	int regression;
 	double train_rmse, val_rmse;
+	/* data.targets input or files: the mean PSNR per sample in dB
+	 * (data/targets.h) */
+	int psnr_on;
+	double train_psnr, val_psnr;
 	long vmin, vmax;	/* weight versions validation saw */
 	int during;		/* the validation ran while training batches
 				 * were in flight (wheels), on weights that

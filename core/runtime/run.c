@@ -70,9 +70,13 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 	/* a held-out split's validation part comes from the training files */
 	enum akk_data_part vp = akk_data_has(ds, AKK_DATA_VAL) ? AKK_DATA_VAL : AKK_DATA_TRAIN;
 
+	/* target files (data.targets: files) hold what labels would */
+	int files = ds->targets == AKK_TARGETS_FILES;
+
 	return check_one(m, train, "training", akk_data_file(ds, AKK_DATA_TRAIN),
-			 akk_data_label_file(ds, AKK_DATA_TRAIN), e) ||
+			 files ? ds->train.target : akk_data_label_file(ds, AKK_DATA_TRAIN), e) ||
 	       (val && check_one(m, val, "validation", akk_data_file(ds, vp),
+				 files ? (vp == AKK_DATA_VAL ? ds->val.target : ds->train.target) :
 				 akk_data_label_file(ds, vp), e)) ? -1 : 0;
 }
 

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/targets.h"
 #include "nn/loss.h"
 #include "io/metrics.h"
 #include "io/steps.h"
@@ -541,6 +542,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		  const char *phase, double seconds, struct akk_err *e)
 {
 	int reg = r->model->spec->data.task == AKK_TASK_REGRESSION;
+	int psnr = r->model->spec->data.targets != AKK_TARGETS_LABELS;
+	float peak = akk_targets_peak(&r->model->spec->data, r->train ? r->train->xtype : AKK_X_U8);
 	int steps = r->model->steps;
 	struct akk_epoch_report rep = {
 		.epoch = epoch + 1, .epochs = r->cfg.epochs, .phase = phase,
@@ -561,6 +564,9 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		.regression = reg,
 		.train_rmse = akk_reg_rmse(&ph->treg),
 		.val_rmse = akk_reg_rmse(&ph->vreg),
+		.psnr_on = psnr,
+		.train_psnr = psnr ? akk_reg_psnr(&ph->treg, peak) : 0,
+		.val_psnr = psnr ? akk_reg_psnr(&ph->vreg, peak) : 0,
 	};
 
 	if (reg) {
@@ -588,7 +594,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 	if (r->metrics && ph->samples) {
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
-			0, 0, lrs, nlr, .regression = reg, .rmse = rep.train_rmse };
+			0, 0, lrs, nlr, .regression = reg + psnr, .rmse = rep.train_rmse,
+			.psnr = rep.train_psnr };
 		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
@@ -596,8 +603,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		struct akk_metrics_row row = { epoch + 1,
 			ph->samples ? "validation" : phase, ph->vsamples,
 			rep.val_loss, rep.val_acc, rep.lr, seconds,
-			rep.vmin, rep.vmax, lrs, nlr, .regression = reg,
-			.rmse = rep.val_rmse };
+			rep.vmin, rep.vmax, lrs, nlr, .regression = reg + psnr,
+			.rmse = rep.val_rmse, .psnr = rep.val_psnr };
 		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
@@ -651,10 +658,11 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 		r->epochs_done = epoch + 1;
 		if (r->shards > 1) {
 			/* the epoch's training metrics over every rank's slices */
-			double sums[7] = { ph.loss_sum, (double)ph.correct, (double)ph.samples,
+			double sums[9] = { ph.loss_sum, (double)ph.correct, (double)ph.samples,
 					   ph.treg.sse, ph.treg.sy, ph.treg.syy,
-					   (double)ph.treg.n };
-			if (akk_mpi_allreduce(&r->tr, r->model->ngates, sums, 7, 1)) {
+					   (double)ph.treg.n, ph.treg.psnr,
+					   (double)ph.treg.samples };
+			if (akk_mpi_allreduce(&r->tr, r->model->ngates, sums, 9, 1)) {
 				akk_err_set(e, "the metrics reduction failed");
 				goto fail;
 			}
@@ -662,7 +670,8 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.correct = (long)sums[1];
 			ph.samples = (long)sums[2];
 			ph.treg = (struct akk_reg_sums){ sums[3], sums[4], sums[5],
-							 (long)sums[6] };
+							 (long)sums[6], sums[7],
+							 (long)sums[8] };
 		}
 		reductions = r->watch.reductions;
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
