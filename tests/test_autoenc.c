@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "testutil.h"
 #include "base/workers.h"
@@ -587,81 +586,8 @@ static void eval_noisy_baseline(void **unused)
 
 /* ---- the picture ------------------------------------------------------ */
 
-/* An 8-bit RGB or RGBA PNG, not interlaced (Chromium's screenshots). */
-struct png {
-	unsigned w, h, ch;
-	unsigned char *px;
-};
-
-static unsigned be32(const unsigned char *p)
-{
-	return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
-}
-
-static int paeth(int a, int b, int c)
-{
-	int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
-
-	return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-}
-
-static void png_read(const char *path, struct png *img)
-{
-	size_t len, zn = 0, pos = 8;
-	unsigned char *f = (unsigned char *)tu_slurp(path, &len), *z = NULL, *raw;
-	uLongf rawlen;
-	unsigned stride;
-
-	assert_true(f && len > 8 && !memcmp(f, "\x89PNG\r\n\x1a\n", 8));
-	*img = (struct png){ 0 };
-	while (pos + 12 <= len) {
-		unsigned n = be32(f + pos);
-		const unsigned char *type = f + pos + 4, *data = f + pos + 8;
-		assert_true(pos + 12 + n <= len);
-		if (!memcmp(type, "IHDR", 4)) {
-			img->w = be32(data);
-			img->h = be32(data + 4);
-			assert_true(data[8] == 8 && (data[9] == 2 || data[9] == 6) && !data[12]);
-			img->ch = data[9] == 6 ? 4 : 3;
-		} else if (!memcmp(type, "IDAT", 4)) {
-			z = realloc(z, zn + n);
-			assert_non_null(z);
-			memcpy(z + zn, data, n);
-			zn += n;
-		}
-		pos += 12 + n;
-	}
-	stride = img->w * img->ch;
-	rawlen = (uLongf)(stride + 1) * img->h;
-	raw = malloc(rawlen);
-	img->px = malloc((size_t)stride * img->h);
-	assert_true(raw && img->px && zn);
-	assert_int_equal(uncompress(raw, &rawlen, z, zn), Z_OK);
-	for (unsigned y = 0; y < img->h; y++) {
-		const unsigned char *in = raw + (size_t)y * (stride + 1) + 1;
-		unsigned char *o = img->px + (size_t)y * stride;
-		const unsigned char *up = y ? o - stride : NULL;
-		for (unsigned i = 0; i < stride; i++) {
-			int a = i >= img->ch ? o[i - img->ch] : 0, b = up ? up[i] : 0,
-			    c = up && i >= img->ch ? up[i - img->ch] : 0, v = in[i];
-			switch (in[-1]) {
-			case 0: break;
-			case 1: v += a; break;
-			case 2: v += b; break;
-			case 3: v += (a + b) / 2; break;
-			case 4: v += paeth(a, b, c); break;
-			default: fail_msg("PNG filter %d", in[-1]);
-			}
-			o[i] = (unsigned char)v;
-		}
-	}
-	free(raw);
-	free(z);
-	free(f);
-}
-
 /* The grey of pixel (x, y) of image j in row r of the rendered grid. */
-static int grey_at(const struct png *img, int r, int j, int x, int y)
+static int grey_at(const struct tu_png *img, int r, int j, int x, int y)
 {
 	int px = AKK_GRID_LEFT + j * (SIDE * AKK_GRID_PIXEL + AKK_GRID_GAP) + x * AKK_GRID_PIXEL + 1;
 	int py = AKK_GRID_TOP + r * (SIDE * AKK_GRID_PIXEL + AKK_GRID_GAP) + y * AKK_GRID_PIXEL + 1;
@@ -677,13 +603,12 @@ static int grey_at(const struct png *img, int r, int j, int x, int y)
  * input's, not the input's). */
 static void pictures(void **unused)
 {
-	const char *svg = tu_path(g_dir, "pics.svg"), *png = tu_path(g_dir, "pics.png");
-	const char *argv[] = { "sh", "tests/render_svg.sh", svg, png, NULL, NULL, NULL };
+	const char *svg = tu_path(g_dir, "pics.svg");
 	unsigned char *va = (unsigned char *)tu_slurp(tu_path(g_dir, "va-images"), NULL);
-	char ws[16], hs[16], *text;
+	char *text;
 	const char *p;
-	int width, height, rc, images = 0, off_noisy = 0, off_out = 0, out_vs_noisy = 0;
-	struct png img;
+	int width, height, images = 0, off_noisy = 0, off_out = 0, out_vs_noisy = 0;
+	struct tu_png img;
 
 	(void)unused;
 	if (!tu_exists(tu_path(g_dir, "noisy/metrics.csv")))
@@ -701,20 +626,10 @@ static void pictures(void **unused)
 	akk_image_grid_size(3, 8, SIDE, SIDE, &width, &height);
 	/* Chromium's window is at least 500 wide: a larger one, the picture
 	 * at its top left at 100% */
-	snprintf(ws, sizeof(ws), "%d", width < 800 ? 800 : width);
-	snprintf(hs, sizeof(hs), "%d", height < 600 ? 600 : height);
-	argv[4] = ws;
-	argv[5] = hs;
-	rc = tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
-	if (rc == 77) {
-		fprintf(stderr, "SKIP rendering checks: %s", g_err);
+	if (tu_render(svg, width < 800 ? 800 : width, height < 600 ? 600 : height, &img)) {
 		free(va);
 		skip();
 	}
-	assert_int_equal(rc, 0);
-	png_read(png, &img);
-	assert_int_equal(img.w, width < 800 ? 800 : width);
-	assert_int_equal(img.h, height < 600 ? 600 : height);
 	for (int j = 0; j < 8; j++)
 		for (int y = 0; y < SIDE; y++)
 			for (int x = 0; x < SIDE; x++) {
