@@ -28,6 +28,7 @@
 #include "config/overrides.h"
 #include "config/spec_data.h"
 #include "config/spec_graph.h"
+#include "config/spec_heads.h"
 #include "config/yaml_keys.h"
 #include "nn/layer_graph.h"
 
@@ -588,6 +589,8 @@ static const struct key network_keys[] = {
 	  .what = "a name or a mapping", .flags = F_VAL_MARK,
 	  .keys = loss_keys, .shorthand = "type",
 	  .mark_off = MARK(SPEC, loss_mark), .kind_what = "loss" },
+	{ .name = "outputs", .type = YAML_SEQUENCE_NODE, .fn = akk_spec_h_outputs,
+	  .what = "a list" },
 	NAMES("placement", SPEC, placement, 0, placement_names, "placement",
 	      AKK_PLACE_EXPLICIT),
 	END,
@@ -874,7 +877,8 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
 {
-	return akk_spec_check_sections(s, file, e) || check_auto(s, file, e) ? -1 : 0;
+	return akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s, file, e) ||
+	       check_auto(s, file, e) ? -1 : 0;
 }
 
 int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
@@ -1052,6 +1056,7 @@ void akk_spec_release(struct akk_spec *s)
 		layers_free(s->gates[i].layers, s->gates[i].nlayers);
 	free(s->gates);
 	free(s->auto_split);
+	akk_spec_heads_release(s);
 	free(s->out.dir);
 	free(s->out.metrics);
 	for (int i = 0; s->sets && i < s->nsets; i++)

@@ -22,6 +22,11 @@ struct akk_eval_result {
 	 * the RMSE and R^2 over all targets pooled */
 	int regression;
 	double rmse, r2;
+	/* network.outputs: each head's sums (model/heads.h), nheads of them;
+	 * the fields above hold the first labels head's accuracy and
+	 * confusion and the first float head's RMSE and R^2 */
+	int nheads;
+	struct akk_head_sums heads[AKK_MAX_HEADS];
 	/* set when akk_evaluate fails on a value that is not finite (an
 	 * output or the loss: weights that overflow), not on memory or the
 	 * callback: the checkpoint is at fault, not the run */
