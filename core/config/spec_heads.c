@@ -127,9 +127,11 @@ int akk_spec_check_heads(struct akk_spec *s, const char *file, struct akk_err *e
 				return akk_err_at(e, file, h->mark.line, h->mark.col,
 						  "output name '%s' is used twice (first at line %d)",
 						  h->name, s->heads[j].mark.line);
-		if (!h->name[0])
+		if (!h->name[0] || h->name[strspn(h->name, "abcdefghijklmnopqrstuvwxyz"
+						   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")])
 			return akk_err_at(e, file, h->mark.line, h->mark.col,
-					  "output %d has an empty name", i + 1);
+					  "output name '%s' is not a name: letters, digits, '_' and '-' only (it names metrics columns)",
+					  h->name);
 		if (s->nheads > 1 && !h->size)
 			return akk_err_at(e, file, h->mark.line, h->mark.col,
 					  "output '%s' needs a size: with several outputs each is a slice of the network's output",

@@ -1,6 +1,7 @@
 /* heads.c - the losses of a network's several outputs, combined. */
 #include "model/heads.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int akk_head_size(const struct akk_spec *s, int i, int outputs)
@@ -126,4 +127,30 @@ int akk_heads_width(const struct akk_spec *s, int outputs, int target, int n)
 			return size;
 	}
 	return n;
+}
+
+void akk_heads_columns(const struct akk_spec *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < s->nheads && n < size; i++) {
+		int w = snprintf(buf + n, size - n, ",%s_loss,%s_%s", s->heads[i].name,
+				 s->heads[i].name,
+				 s->heads[i].target == AKK_TARGET_LABELS ? "acc" : "rmse");
+		n += w > 0 ? (size_t)w : 0;
+	}
+}
+
+void akk_heads_values(const struct akk_spec *s, const struct akk_head_sums *hs,
+		      double *v)
+{
+	for (int i = 0; i < s->nheads; i++) {
+		long n = hs[i].samples;
+
+		v[2 * i] = n ? hs[i].loss / (double)n : 0;
+		v[2 * i + 1] = s->heads[i].target == AKK_TARGET_LABELS ?
+			       (n ? (double)hs[i].correct / (double)n : 0) :
+			       akk_reg_rmse(&hs[i].reg);
+	}
 }

@@ -54,6 +54,15 @@ double akk_heads_loss(const struct akk_spec *s, int outputs, float *dout,
  * labels up to n - 1), or n when every such head can. */
 int akk_heads_width(const struct akk_spec *s, int outputs, int target, int n);
 
+/* The metrics.csv columns of the heads, two per head: ",NAME_loss,NAME_acc"
+ * for a head compared with labels, ",NAME_loss,NAME_rmse" for the others;
+ * "" without heads. Cut short to fit size. */
+void akk_heads_columns(const struct akk_spec *s, char *buf, size_t size);
+/* Their values from each head's sums: v[2i] the mean loss (unweighted),
+ * v[2i + 1] the accuracy (a share) or the RMSE; 0 for no samples. */
+void akk_heads_values(const struct akk_spec *s, const struct akk_head_sums *hs,
+		      double *v);
+
 /* What predict, libakk and the export turn head i's outputs into. */
 enum akk_output_kind akk_head_output(const struct akk_spec *s, int i);
 

@@ -69,6 +69,7 @@ struct phase {
 	double loss_sum, vloss_sum;
 	long correct, vcorrect, samples, vsamples;
 	struct akk_reg_sums treg, vreg;	/* regression: R^2 and RMSE sums */
+	struct akk_head_sums th[AKK_MAX_HEADS], vh[AKK_MAX_HEADS];	/* per head */
 	long vmin, vmax;
 	int stopping, state;
 	int voting;		/* data parallelism: a stop vote is out */
@@ -273,10 +274,10 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 	float *dl = b->dlogits + (size_t)c->off * outputs;
 	struct akk_msg back = *m;
 	double tl = akk_now();
-	double loss = akk_model_loss(r->model, dl, m->data,
-				     b->labels + (size_t)c->off * b->steps,
-				     b->targets + (size_t)c->off * outputs, c->B,
-				     &ph->correct, &ph->treg);
+	double loss = akk_model_loss_heads(r->model, dl, m->data,
+					   b->labels + (size_t)c->off * b->steps,
+					   b->targets + (size_t)c->off * outputs, c->B,
+					   &ph->correct, &ph->treg, ph->th);
 
 	/* a gate's non-finite output stops the run in that gate; finite
 	 * logits can still overflow the loss */
@@ -345,9 +346,9 @@ static void take_validation(struct akk_run *r, struct phase *ph,
 {
 	struct akk_batch *b = vslots[m->eval_slot];
 
-	ph->vloss_sum += akk_model_loss(r->model, NULL, m->data, b->labels,
-					b->targets, b->B, &ph->vcorrect,
-					&ph->vreg) * b->B;
+	ph->vloss_sum += akk_model_loss_heads(r->model, NULL, m->data, b->labels,
+					      b->targets, b->B, &ph->vcorrect,
+					      &ph->vreg, ph->vh) * b->B;
 	ph->vsamples += b->B;
 	if (m->vmin < ph->vmin)
 		ph->vmin = m->vmin;
@@ -563,6 +564,13 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		.val_rmse = akk_reg_rmse(&ph->vreg),
 	};
 
+	const struct akk_spec *s = r->model->spec;
+	char heads[AKK_MAX_HEADS * 2 * 80];
+
+	rep.nheads = s->nheads;
+	akk_heads_values(s, ph->th, rep.train_heads);
+	akk_heads_values(s, ph->vh, rep.val_heads);
+	akk_heads_columns(s, heads, sizeof(heads));
 	if (reg) {
 		rep.train_acc = ph->samples ? akk_reg_r2(&ph->treg) : 0;
 		rep.val_acc = ph->vsamples ? akk_reg_r2(&ph->vreg) : 0;
@@ -588,7 +596,9 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 	if (r->metrics && ph->samples) {
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
-			0, 0, lrs, nlr, .regression = reg, .rmse = rep.train_rmse };
+			0, 0, lrs, nlr, .regression = reg, .rmse = rep.train_rmse,
+			.heads_header = heads, .heads = rep.train_heads,
+			.nheads_values = 2 * s->nheads };
 		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
@@ -597,7 +607,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 			ph->samples ? "validation" : phase, ph->vsamples,
 			rep.val_loss, rep.val_acc, rep.lr, seconds,
 			rep.vmin, rep.vmax, lrs, nlr, .regression = reg,
-			.rmse = rep.val_rmse };
+			.rmse = rep.val_rmse, .heads_header = heads,
+			.heads = rep.val_heads, .nheads_values = 2 * s->nheads };
 		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
