@@ -392,6 +392,31 @@ static int print_naive(struct eval *v)
 	return 0;
 }
 
+/* network.outputs: a line per head, its own (unweighted) loss and its
+ * metric: the accuracy of a classifier head, the MSE and RMSE of the
+ * others, and for a head compared with the input the PSNR too,
+ * 10 log10(1 / MSE): pixels in [0, 1] after data.scale. */
+static void print_heads(const struct akk_spec *s, const struct akk_eval_result *r)
+{
+	double v[2 * AKK_MAX_HEADS];
+
+	akk_heads_values(s, r->heads, v);
+	printf("\n%-12s %10s  metrics\n", "output", "loss");
+	for (int i = 0; i < s->nheads; i++) {
+		const struct akk_head_spec *h = &s->heads[i];
+		double mse = v[2 * i + 1] * v[2 * i + 1];
+
+		printf("%-12s %10.4g  ", h->name, v[2 * i]);
+		if (h->target == AKK_TARGET_LABELS)
+			printf("accuracy %.2f%%\n", 100 * v[2 * i + 1]);
+		else if (h->target == AKK_TARGET_INPUT && mse > 0)
+			printf("mse %.4g  rmse %.4g  psnr %.2f dB\n", mse, v[2 * i + 1],
+			       10 * log10(1 / mse));
+		else
+			printf("mse %.4g  rmse %.4g\n", mse, v[2 * i + 1]);
+	}
+}
+
 /* The report on stdout (or the SVG there, for --confusion-svg -). */
 static int eval_print(struct eval *v)
 {
@@ -410,6 +435,8 @@ static int eval_print(struct eval *v)
 	}
 	else
 		print_report(res, v->confusion, v->ck.class_names, v->ck.nclass_names);
+	if (res->nheads && !(v->svg && !strcmp(v->svg, "-")))
+		print_heads(&v->s, res);
 	v->rc = EXIT_OK;
 	return 0;
 }
