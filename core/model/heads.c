@@ -154,3 +154,14 @@ void akk_heads_values(const struct akk_spec *s, const struct akk_head_sums *hs,
 			       akk_reg_rmse(&hs[i].reg);
 	}
 }
+
+void akk_heads_output_row(const struct akk_spec *s, float *p, const float *z,
+			  int outputs)
+{
+	for (int i = 0; i < s->nheads; i++) {
+		int off = akk_head_offset(s, i, outputs);
+
+		akk_output_row(akk_head_output(s, i), p + off, z + off,
+			       akk_head_size(s, i, outputs));
+	}
+}

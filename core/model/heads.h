@@ -65,5 +65,9 @@ void akk_heads_values(const struct akk_spec *s, const struct akk_head_sums *hs,
 
 /* What predict, libakk and the export turn head i's outputs into. */
 enum akk_output_kind akk_head_output(const struct akk_spec *s, int i);
+/* One row of outputs turned into p, each head's slice as its kind says
+ * (p may be z). */
+void akk_heads_output_row(const struct akk_spec *s, float *p, const float *z,
+			  int outputs);
 
 #endif
