@@ -87,9 +87,16 @@ int cmd_export(int argc, char **argv)
 		goto report;
 	char shape[64];
 	akk_shape_format(s.input, shape, sizeof(shape));
-	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, "
-	       "output '%s' [N, ", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
-	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m));
+	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, ",
+	       onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT, shape[0] == '[' ? shape + 1 : shape);
+	for (int i = 0; i < s.nheads; i++)
+		printf("%s'%s' [N, %d]%s", i ? "" : "outputs ", s.heads[i].name,
+		       akk_head_size(&s, i, m.classes), i + 1 < s.nheads ? ", " : "\n");
+	if (s.nheads) {
+		rc = EXIT_OK;
+		goto out;
+	}
+	printf("output '%s' [N, ", akk_onnx_output(&m));
 	if (m.steps > 1)
 		printf("%d, ", m.steps);
 	printf("%d]\n", m.classes);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/akk.h"
 #include "config/spec.h"
 #include "data/batch.h"
 #include "data/preprocess.h"
@@ -448,6 +449,93 @@ static void flipflop_equals_reference(void **state)
 static char g_out[1 << 17], g_err[1 << 14];
 #define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
 
+/* The 40 test images of dir as raw floats in x (40 x 64). */
+static void test_inputs(const char *dir, float *x)
+{
+	struct akk_dataset d;
+
+	tu_dataset(&d, 40, 8, 4, 2);	/* what tu_write_set wrote as "test" */
+	for (size_t i = 0; i < 40 * 64; i++)
+		x[i] = d.x8[i];
+	akk_dataset_release(&d);
+	(void)dir;
+}
+
+/* predict writes every head (a classifier as its class and probability,
+ * the decoder as its 64 values) or, with --head, one; libakk reports the
+ * heads and gives the same rows; the ONNX export has one output per head,
+ * and onnxruntime's outputs equal libakk's within 1e-5 (skipped without
+ * onnxruntime-node). */
+static void predict_and_export(const char *dir, const char *ck)
+{
+	static float x[40 * 64], lib[40 * 68];
+	char want[2048], msg[512], model[700], f32[700], outs[700];
+	const char *name;
+	int n = 0, off, size, cls;
+	akk_model *m;
+
+	n += snprintf(want + n, sizeof(want) - n, "index,class,class_probability");
+	for (int k = 1; k <= 64; k++)
+		n += snprintf(want + n, sizeof(want) - n, ",image_%d", k);
+	assert_int_equal(ak("predict", ck, tu_path(dir, "test-images"), NULL), 0);
+	tu_assert_prefix(g_out, want);
+	assert_int_equal(ak("predict", ck, tu_path(dir, "test-images"), "--head", "image", NULL), 0);
+	tu_assert_prefix(g_out, "index,value1,value2,");
+	tu_assert_not_contains(g_out, "value65");
+	assert_int_equal(ak("predict", ck, tu_path(dir, "test-images"), "--head", "class",
+			    "--top", "2", NULL), 0);
+	tu_assert_prefix(g_out, "index,predicted,probability,top2,probability2\n");
+	assert_int_equal(ak("predict", ck, tu_path(dir, "test-images"), "--head", "nope", NULL), 2);
+	tu_assert_contains(g_err, "--head nope: the network has no output of that name\n");
+
+	m = akk_open(ck, msg, sizeof(msg));
+	assert_non_null(m);
+	assert_int_equal(akk_heads(m), 2);
+	assert_int_equal(akk_outputs(m), 68);
+	assert_int_equal(akk_head(m, 1, &name, &off, &size, &cls), 0);
+	assert_string_equal(name, "image");
+	assert_int_equal(off, 4);
+	assert_int_equal(size, 64);
+	assert_int_equal(cls, 0);
+	assert_int_equal(akk_head(m, 0, NULL, &off, &size, &cls), 0);
+	assert_true(off == 0 && size == 4 && cls == 1);
+	assert_int_equal(akk_head(m, 2, NULL, NULL, NULL, NULL), -1);
+	test_inputs(dir, x);
+	assert_int_equal(akk_predict(m, x, 40 * 64, lib, 40 * 68, msg, sizeof(msg)), 0);
+	for (int i = 0; i < 40; i++) {
+		double sum = 0;
+		for (int k = 0; k < 4; k++)
+			sum += lib[i * 68 + k];
+		assert_true(fabs(sum - 1) < 1e-5);	/* a softmax over the class head alone */
+	}
+	akk_close(m);
+
+	snprintf(model, sizeof(model), "%s/h.onnx", dir);
+	assert_int_equal(ak("export", ck, "--onnx", model, NULL), 0);
+	tu_assert_contains(g_out, "float32 raw values, outputs 'class' [N, 4], 'image' [N, 64]\n");
+	snprintf(f32, sizeof(f32), "%s/x.f32", dir);
+	snprintf(outs, sizeof(outs), "%s/y.f32", dir);
+	assert_int_equal(tu_write_file(f32, x, sizeof(x)), 0);
+	const char *argv[] = { "node", "tests/onnx/run.js", model, f32, "1,8,8", outs, NULL };
+	int rc = tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err));
+	if (rc == 3 || rc == 127 || rc < 0) {
+		print_message("onnxruntime-node is not there: the ONNX outputs are not run\n");
+		return;
+	}
+	assert_int_equal(rc, 0);
+	tu_assert_line(g_out, "outputs class [40, 4], image [40, 64]");
+	size_t len;
+	float *ort = (float *)tu_slurp(outs, &len);
+	assert_non_null(ort);
+	assert_int_equal(len, sizeof(lib));
+	double worst = 0;
+	for (int i = 0; i < 40 * 68; i++)
+		worst = fmax(worst, fabs((double)ort[i] - lib[i]) / fmax(1, fabs(lib[i])));
+	print_message("two heads: max |onnxruntime - libakk| = %.3g\n", worst);
+	assert_true(worst <= 1e-5);
+	free(ort);
+}
+
 /* train, eval, predict and export a two-head model. */
 static void cli_run(void **state)
 {
@@ -494,6 +582,7 @@ static void cli_run(void **state)
 	tu_assert_contains(g_out, "  accuracy ");
 	tu_assert_contains(g_out, "image        ");
 	tu_assert_contains(g_out, " dB\n");
+	predict_and_export(dir, ck);
 	tu_rm_tree(dir);
 }
 
