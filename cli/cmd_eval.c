@@ -303,20 +303,23 @@ static int eval_load(struct eval *v)
 	if (akk_checkpoint_input_map(&v->ck, s, &v->pre, e))
 		return akk_err_at(e, v->ckpath, 0, 0, "%s",
 				  "the checkpoint has no input map for its config");
-	if (s->data.task == AKK_TASK_REGRESSION && (!v->d.y || v->d.targets != v->m.classes))
+	/* with heads, the heads compared with targets are that wide */
+	int wt = akk_heads_width(s, v->m.classes, AKK_TARGET_TARGETS, v->d.targets);
+	if (s->data.task == AKK_TASK_REGRESSION && (!v->d.y || v->d.targets != wt))
 		return akk_err_at(e, v->labels, 0, 0, "%s: the network outputs %d regression targets",
 				  v->d.y ? "the data has another number of targets" :
-				  "the data has no regression targets", v->m.classes);
+				  "the data has no regression targets", wt);
 	if (s->data.task == AKK_TASK_REGRESSION && (v->preds || v->confusion))
 		return akk_err_set(e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
 	if (v->d.labels && akk_dataset_steps(&v->d) != v->m.steps)
 		return akk_err_at(e, v->labels, 0, 0, "the data has %d label%s per sample, but the network outputs %d step%s of %d classes",
 				  akk_dataset_steps(&v->d), akk_dataset_steps(&v->d) == 1 ? "" : "s",
 				  v->m.steps, v->m.steps == 1 ? "" : "s", v->m.classes);
-	if (v->d.classes > v->m.classes)
+	int wc = akk_heads_width(s, v->m.classes, AKK_TARGET_LABELS, v->d.classes);
+	if (v->d.classes > wc)
 		return akk_err_at(e, v->labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
-				  v->d.classes - 1, v->m.classes);
-	if (v->svg && v->m.classes > AKK_PLOT_MAX_CLASSES)
+				  v->d.classes - 1, wc);
+	if (v->svg && (s->nheads ? wc : v->m.classes) > AKK_PLOT_MAX_CLASSES)
 		return akk_err_set(e, "--confusion-svg draws at most %d classes; the network has %d",
 				   AKK_PLOT_MAX_CLASSES, v->m.classes);
 	return 0;
@@ -395,8 +398,10 @@ static int print_naive(struct eval *v)
 /* network.outputs: a line per head, its own (unweighted) loss and its
  * metric: the accuracy of a classifier head, the MSE and RMSE of the
  * others, and for a head compared with the input the PSNR too,
- * 10 log10(1 / MSE): pixels in [0, 1] after data.scale. */
-static void print_heads(const struct akk_spec *s, const struct akk_eval_result *r)
+ * 10 log10(1 / MSE), when that input is pixels (bytes over data.scale
+ * 255: in [0, 1]). */
+static void print_heads(const struct akk_spec *s, const struct akk_eval_result *r,
+			int pixels)
 {
 	double v[2 * AKK_MAX_HEADS];
 
@@ -409,7 +414,7 @@ static void print_heads(const struct akk_spec *s, const struct akk_eval_result *
 		printf("%-12s %10.4g  ", h->name, v[2 * i]);
 		if (h->target == AKK_TARGET_LABELS)
 			printf("accuracy %.2f%%\n", 100 * v[2 * i + 1]);
-		else if (h->target == AKK_TARGET_INPUT && mse > 0)
+		else if (h->target == AKK_TARGET_INPUT && pixels && mse > 0)
 			printf("mse %.4g  rmse %.4g  psnr %.2f dB\n", mse, v[2 * i + 1],
 			       10 * log10(1 / mse));
 		else
@@ -436,7 +441,8 @@ static int eval_print(struct eval *v)
 	else
 		print_report(res, v->confusion, v->ck.class_names, v->ck.nclass_names);
 	if (res->nheads && !(v->svg && !strcmp(v->svg, "-")))
-		print_heads(&v->s, res);
+		print_heads(&v->s, res, v->d.xtype == AKK_X_U8 &&
+			    akk_preprocess_scale(&v->s.data, AKK_X_U8) == 255);
 	v->rc = EXIT_OK;
 	return 0;
 }
