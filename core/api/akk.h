@@ -72,7 +72,7 @@ int akk_input_shape(const akk_model *m, int *dims);
 /* Values per input sample: the product of the dims. */
 size_t akk_input_size(const akk_model *m);
 /* Outputs per sample: the number of classes (or of predicted values for
- * regression). */
+ * regression; with heads, akk_heads, the sum of their sizes). */
 int akk_outputs(const akk_model *m);
 /* Rows of outputs per sample: 1, or T for a network that outputs a
  * sequence [T, classes] (a class per step, as a language model does). */

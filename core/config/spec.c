@@ -590,7 +590,8 @@ static const struct key network_keys[] = {
 	  .keys = loss_keys, .shorthand = "type",
 	  .mark_off = MARK(SPEC, loss_mark), .kind_what = "loss" },
 	{ .name = "outputs", .type = YAML_SEQUENCE_NODE, .fn = akk_spec_h_outputs,
-	  .what = "a list" },
+	  .what = "a list", .off = offsetof(SPEC, heads),
+	  .mark_off = MARK(SPEC, heads_mark), .set_off = MARK(SPEC, nheads) },
 	NAMES("placement", SPEC, placement, 0, placement_names, "placement",
 	      AKK_PLACE_EXPLICIT),
 	END,
@@ -877,7 +878,8 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
 {
-	return akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s, file, e) ||
+	return akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s->heads, s->nheads, &s->data, s->input,
+					s->loss_mark, file, e) ||
 	       check_auto(s, file, e) ? -1 : 0;
 }
 
@@ -1056,7 +1058,7 @@ void akk_spec_release(struct akk_spec *s)
 		layers_free(s->gates[i].layers, s->gates[i].nlayers);
 	free(s->gates);
 	free(s->auto_split);
-	akk_spec_heads_release(s);
+	akk_spec_heads_release(s->heads, &s->nheads);
 	free(s->out.dir);
 	free(s->out.metrics);
 	for (int i = 0; s->sets && i < s->nsets; i++)

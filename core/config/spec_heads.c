@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/spec.h"
 
 const char *const akk_head_target_names[] = { "labels", "targets", "input", NULL };
 
@@ -40,13 +39,15 @@ static void head_marks(struct akk_yaml_ctx *c, yaml_node_t *item, HEAD *h)
 int akk_spec_h_outputs(struct akk_yaml_ctx *c, const struct key *k,
 		       const struct section *sec, yaml_node_t *key, yaml_node_t *val)
 {
-	struct akk_spec *s = sec->obj;
+	HEAD *heads = FIELD(sec->obj, k, HEAD);
+	int *nheads = (int *)((char *)sec->obj + k->set_off - 1);
+	struct akk_mark *mark = (struct akk_mark *)((char *)sec->obj + k->mark_off - 1);
 	yaml_node_item_t *items = val->data.sequence.items.start;
 	int n = (int)(val->data.sequence.items.top - items);
 	char name[48];
 
-	(void)k, (void)key;
-	s->heads_mark = akk_yaml_mark_of(c, val);
+	(void)key;
+	*mark = akk_yaml_mark_of(c, val);
 	if (n < 1)
 		return akk_yaml_fail(c, val, "'outputs' needs at least one head");
 	if (n > AKK_MAX_HEADS)
@@ -54,7 +55,7 @@ int akk_spec_h_outputs(struct akk_yaml_ctx *c, const struct key *k,
 				     AKK_MAX_HEADS);
 	for (int i = 0; i < n; i++) {
 		yaml_node_t *item = akk_yaml_node(c, items[i]);
-		HEAD *h = &s->heads[i];
+		HEAD *h = &heads[i];
 		struct section hs = { name, head_keys, h, 0,
 				      offsetof(HEAD, loss) + 1, akk_loss_names, "loss" };
 
@@ -62,7 +63,7 @@ int akk_spec_h_outputs(struct akk_yaml_ctx *c, const struct key *k,
 		memset(h, 0, sizeof(*h));
 		h->weight = 1;
 		h->huber_delta = 1;
-		s->nheads = i + 1;	/* released with the spec from here on */
+		*nheads = i + 1;	/* released with the spec from here on */
 		if (item->type != YAML_MAPPING_NODE)
 			return akk_yaml_fail_type(c, name, "a mapping", item);
 		if (akk_yaml_walk(c, item, &hs))
@@ -73,13 +74,13 @@ int akk_spec_h_outputs(struct akk_yaml_ctx *c, const struct key *k,
 }
 
 /* A head's target as the data allows it; -1 with e set if not. */
-static int check_target(struct akk_spec *s, HEAD *h, const char *file,
-			struct akk_err *e)
+static int check_target(HEAD *h, const struct akk_data_spec *d, struct akk_shape input,
+			const char *file, struct akk_err *e)
 {
-	int reg = s->data.task == AKK_TASK_REGRESSION;
+	int reg = d->task == AKK_TASK_REGRESSION;
 	int elementwise = h->loss == AKK_LOSS_MSE || h->loss == AKK_LOSS_MAE ||
 			  h->loss == AKK_LOSS_HUBER;
-	long in = akk_shape_size(s->input);
+	long in = akk_shape_size(input);
 	struct akk_mark *at = &h->target_mark;
 
 	if (!h->target_set)
@@ -105,46 +106,48 @@ static int check_target(struct akk_spec *s, HEAD *h, const char *file,
 		return akk_err_at(e, file, h->size_mark.line, h->size_mark.col,
 				  "output '%s' compares with the input, which has %ld values, but its size is %d",
 				  h->name, in, h->size);
-	if (h->target == AKK_TARGET_INPUT && s->data.augment)
+	if (h->target == AKK_TARGET_INPUT && d->augment)
 		return akk_err_at(e, file, at->line, at->col,
 				  "output '%s' compares with the input, which data.augment changes after it is read; drop one of them",
 				  h->name);
 	return 0;
 }
 
-int akk_spec_check_heads(struct akk_spec *s, const char *file, struct akk_err *e)
+int akk_spec_check_heads(HEAD *heads, int n, const struct akk_data_spec *d,
+			 struct akk_shape input, struct akk_mark loss_mark, const char *file,
+			 struct akk_err *e)
 {
-	if (!s->nheads)
+	if (!n)
 		return 0;
-	if (s->loss_mark.line)
-		return akk_err_at(e, file, s->loss_mark.line, s->loss_mark.col,
+	if (loss_mark.line)
+		return akk_err_at(e, file, loss_mark.line, loss_mark.col,
 				  "network.loss and network.outputs both given: each output names its own loss");
-	for (int i = 0; i < s->nheads; i++) {
-		HEAD *h = &s->heads[i];
+	for (int i = 0; i < n; i++) {
+		HEAD *h = &heads[i];
 
 		for (int j = 0; j < i; j++)
-			if (!strcmp(s->heads[j].name, h->name))
+			if (!strcmp(heads[j].name, h->name))
 				return akk_err_at(e, file, h->mark.line, h->mark.col,
 						  "output name '%s' is used twice (first at line %d)",
-						  h->name, s->heads[j].mark.line);
+						  h->name, heads[j].mark.line);
 		if (!h->name[0] || h->name[strspn(h->name, "abcdefghijklmnopqrstuvwxyz"
 						   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")])
 			return akk_err_at(e, file, h->mark.line, h->mark.col,
 					  "output name '%s' is not a name: letters, digits, '_' and '-' only (it names metrics columns)",
 					  h->name);
-		if (s->nheads > 1 && !h->size)
+		if (n > 1 && !h->size)
 			return akk_err_at(e, file, h->mark.line, h->mark.col,
 					  "output '%s' needs a size: with several outputs each is a slice of the network's output",
 					  h->name);
-		if (check_target(s, h, file, e))
+		if (check_target(h, d, input, file, e))
 			return -1;
 	}
 	return 0;
 }
 
-void akk_spec_heads_release(struct akk_spec *s)
+void akk_spec_heads_release(HEAD *heads, int *n)
 {
-	for (int i = 0; i < s->nheads; i++)
-		free(s->heads[i].name);
-	s->nheads = 0;
+	for (int i = 0; i < *n; i++)
+		free(heads[i].name);
+	*n = 0;
 }
