@@ -572,6 +572,14 @@ static void cli_run(void **state)
 	tu_assert_prefix(csv, "epoch,phase,samples,loss,accuracy,lr,seconds,samples_per_second,"
 			 "weight_version_min,weight_version_max,class_loss,class_acc,image_loss,image_rmse\n");
 	free(csv);
+	/* a resume checks the file's columns, the heads' included */
+	if (ak("train", path, "--resume", run, "--epochs", "4", NULL))
+		fail_msg("resume: %s", g_err);
+	tu_assert_contains(g_err, "epoch 4/4: ");
+	csv = tu_slurp(tu_path(run, "metrics.csv"), NULL);
+	assert_non_null(csv);
+	tu_assert_contains(csv, "\n4,validation,40,");
+	free(csv);
 
 	snprintf(ck, sizeof(ck), "%s/last.bin", run);
 	assert_int_equal(ak("eval", ck, "--images", tu_path(dir, "test-images"), "--labels",

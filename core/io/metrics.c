@@ -205,9 +205,10 @@ int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 	}
 	nl = strchr(buf, '\n');
 	if (!nl || (size_t)(nl - buf) != strlen(header) || strncmp(buf, header, strlen(header))) {
-		akk_err_at(e, path, 1, 1, "its columns are not the ones this run writes (%s): "
+		akk_err_at(e, path, 1, 1, "its columns are not the ones this run writes (%s%s%s): "
 			   "resume into another directory with --out",
-			   nlr ? "lr_g1.. for every gate" : "no per-gate lr columns");
+			   nlr ? "lr_g1.. for every gate" : "no per-gate lr columns",
+			   heads && *heads ? ", then " : "", heads && *heads ? heads + 1 : "");
 		goto out;
 	}
 	keep = (size_t)(nl + 1 - buf);

@@ -538,6 +538,27 @@ static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
 	return 0;
 }
 
+/* Data parallelism: each head's training sums over every rank's slices. */
+static int reduce_heads(struct akk_run *r, struct akk_head_sums *hs, int n)
+{
+	double v[7 * AKK_MAX_HEADS];
+
+	for (int i = 0; i < n; i++) {
+		double *p = v + 7 * i;
+		p[0] = hs[i].loss, p[1] = (double)hs[i].samples, p[2] = (double)hs[i].correct;
+		p[3] = hs[i].reg.sse, p[4] = hs[i].reg.sy, p[5] = hs[i].reg.syy;
+		p[6] = (double)hs[i].reg.n;
+	}
+	if (akk_mpi_allreduce(&r->tr, r->model->ngates, v, 7 * n, 1))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		const double *p = v + 7 * i;
+		hs[i] = (struct akk_head_sums){ p[0], (long)p[1], (long)p[2],
+						{ p[3], p[4], p[5], (long)p[6] } };
+	}
+	return 0;
+}
+
 static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		  const char *phase, double seconds, struct akk_err *e)
 {
@@ -674,6 +695,11 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.samples = (long)sums[2];
 			ph.treg = (struct akk_reg_sums){ sums[3], sums[4], sums[5],
 							 (long)sums[6] };
+			if (r->model->spec->nheads &&
+			    reduce_heads(r, ph.th, r->model->spec->nheads)) {
+				akk_err_set(e, "the metrics reduction failed");
+				goto fail;
+			}
 		}
 		reductions = r->watch.reductions;
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))
