@@ -594,6 +594,22 @@ static void cli_run(void **state)
 	tu_rm_tree(dir);
 }
 
+/* bench on synthetic data (the config's files are missing) labels its
+ * samples for the classifier head: 4 classes, not the 68 outputs. */
+static void bench_synthetic(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char path[600];
+
+	(void)state;
+	snprintf(text, sizeof(text), NET, "", TWO_HEADS, "flip-flop", 1, 1);
+	snprintf(path, sizeof(path), "%s/h.yaml", dir);
+	assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
+	if (ak("bench", "--config", path, "--mode", "flip-flop", "--steps", "4", NULL))
+		fail_msg("bench: %s", g_err);
+	tu_rm_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +621,7 @@ int main(void)
 		cmocka_unit_test(single_head_equals_loss),
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(cli_run),
+		cmocka_unit_test(bench_synthetic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
