@@ -513,6 +513,18 @@ static void predict_and_export(const char *dir, const char *ck)
 	snprintf(model, sizeof(model), "%s/h.onnx", dir);
 	assert_int_equal(ak("export", ck, "--onnx", model, NULL), 0);
 	tu_assert_contains(g_out, "float32 raw values, outputs 'class' [N, 4], 'image' [N, 64]\n");
+	/* python3-onnx's checker, and the operator that writes each output */
+	const char *check[] = { "/usr/bin/python3", "tests/onnx/check.py", "--heads", "class,image",
+				model, NULL };
+	int crc = tu_run(check, g_out, sizeof(g_out), g_err, sizeof(g_err));
+	if (crc == 3 || crc == 127 || crc < 0) {
+		print_message("python3-onnx is not there: the ONNX model is not checked\n");
+	} else {
+		char line[800];
+		assert_int_equal(crc, 0);
+		snprintf(line, sizeof(line), "ok %s: last node class Softmax, image Identity", model);
+		tu_assert_line(g_out, line);
+	}
 	snprintf(f32, sizeof(f32), "%s/x.f32", dir);
 	snprintf(outs, sizeof(outs), "%s/y.f32", dir);
 	assert_int_equal(tu_write_file(f32, x, sizeof(x)), 0);
