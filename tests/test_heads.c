@@ -253,6 +253,76 @@ static void loss_gradient(void **state)
 	akk_spec_release(&s);
 }
 
+/* The combined loss of the rig's output (the layer's forward as rig_loss
+ * runs it) against labels and targets; its gradient into g->r when grad. */
+static double rig_heads_loss(struct rig *g, const struct akk_spec *s, const int32_t *labels,
+			     const float *targets, int grad)
+{
+	rig_loss(g);
+	return akk_heads_loss(s, (int)g->nout, grad ? g->r : NULL, g->y, labels, targets,
+			      g->B, NULL, NULL, NULL);
+}
+
+/* Through a two-head graph (a classifier and a sigmoid decoder of the
+ * input, joined by concat) with weights 2 and 0.3: the parameters' and
+ * the input's gradients of the combined loss against its central
+ * differences, on the shared rig (gradcheck.h). */
+static void graph_gradient(void **state)
+{
+	enum { B = 3, IN = 6, NOUT = 9 };
+	struct akk_spec s;
+	struct akk_err e;
+	struct rig g = { 0 };
+	int32_t labels[B] = { 1, 0, 2 };
+	float targets[B * NOUT];
+	const char *t =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n  input: [6]\n  gates:\n"
+		"    - layers:\n        - graph:\n            nodes:\n"
+		"              - {name: cls, dense: 3, from: input}\n"
+		"              - {name: dec, dense: 6, from: input}\n"
+		"              - {name: rec, sigmoid}\n"
+		"              - {concat: [cls, rec]}\n"
+		"  outputs:\n"
+		"    - {name: c, size: 3, loss: softmax_cross_entropy, weight: 2}\n"
+		"    - {name: r, size: 6, loss: mse, weight: 0.3, target: input}\n"
+		"optimizer: {type: sgd, lr: 0.1}\n";
+
+	(void)state;
+	if (parse(&s, t, &e))
+		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	rig_open(&g, &s.gates[0].layers[0], s.input, B, X_PLAIN);
+	assert_int_equal(g.nout, NOUT);
+	size_t np = g.l.nparams, nx = (size_t)B * IN;
+	float *num = alloc_nan(np > nx ? np : nx), *dp = alloc_nan(np), *dx = alloc_nan(nx);
+	/* the decoder's target: the input as it was, fixed while x moves */
+	for (int b = 0; b < B; b++)
+		for (int k = 0; k < IN; k++)
+			targets[b * NOUT + 3 + k] = 0.5f + 0.4f * g.x[b * IN + k];
+	memset(g.dp, 0, np * sizeof(float));
+	rig_heads_loss(&g, &s, labels, targets, 1);
+	g.l.ops->backward(&g.l, g.dx, g.dp, g.work, g.r, g.x, g.y, g.aux, g.p, B);
+	memcpy(dp, g.dp, np * sizeof(float));
+	memcpy(dx, g.dx, nx * sizeof(float));
+	for (size_t i = 0; i < np + nx; i++) {
+		float *v = i < np ? &g.p[i] : &g.x[i - np], keep = *v;
+		*v = keep + GRAD_EPS;
+		double lp = rig_heads_loss(&g, &s, labels, targets, 0);
+		*v = keep - GRAD_EPS;
+		double lm = rig_heads_loss(&g, &s, labels, targets, 0);
+		*v = keep;
+		num[i < np ? i : i - np] = (float)((lp - lm) / (2.0 * GRAD_EPS));
+		if (i + 1 == np)
+			check_close("dp", "two heads", num, dp, np, GRAD_TOL);
+	}
+	check_close("dx", "two heads", num, dx, nx, GRAD_TOL);
+	akk_free(num);
+	akk_free(dp);
+	akk_free(dx);
+	rig_close(&g);
+	akk_spec_release(&s);
+}
+
 /* A head compared with the input gets the stored values over data.scale,
  * not the normalized input the network reads; a classifier head's slice
  * of the targets row is left alone. */
@@ -629,6 +699,7 @@ int main(void)
 		cmocka_unit_test(check_prints_heads),
 		cmocka_unit_test(loss_combination),
 		cmocka_unit_test(loss_gradient),
+		cmocka_unit_test(graph_gradient),
 		cmocka_unit_test(input_target_before_normalize),
 		cmocka_unit_test(single_head_equals_loss),
 		cmocka_unit_test(flipflop_equals_reference),
