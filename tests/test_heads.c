@@ -1,7 +1,8 @@
 /* test_heads.c - several outputs (network.outputs): the errors the spec
  * reports at FILE:LINE:COL, the combined loss and its weighted gradient
- * (against each head's own loss and against finite differences), the
- * input target taken before normalize, one head equal to network.loss bit
+ * (against each head's own loss and against finite differences, at the
+ * output and through a two-head graph on the shared rig), the input
+ * target taken before normalize, one head equal to network.loss bit
  * for bit, flip-flop equal to the sequential reference on a two-head
  * graph, and a CLI run: check, train, eval, predict and export. */
 #include <math.h>
