@@ -525,9 +525,13 @@ static int load_or_synthesize(struct akk_dataset *d, const struct akk_spec *s,
 	if (!*synthetic && akk_data_has(&s->data, part) &&
 	    (!images || !access(images, F_OK)))
 		return akk_data_open(d, &s->data, part, e);
+	/* with heads, labels for the first classifier head */
+	int fl = akk_heads_first(m->spec, 1);
+
 	*synthetic = 1;
 	return akk_dataset_synthetic(d, n, akk_shape_size(m->spec->input),
-				     m->classes, m->spec->seed + n, e);
+				     fl >= 0 ? akk_head_size(m->spec, fl, m->classes) : m->classes,
+				     m->spec->seed + n, e);
 }
 
 /* One bench: its options, then what it builds and measures. */

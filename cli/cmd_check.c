@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "heads.h"
 #include "data_search.h"
 #include "model/balance.h"
 #include "model/gate.h"
@@ -85,7 +86,8 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 
 	akk_shape_format(s->input, shape, sizeof(shape));
 	printf("%s: %d gate%s, input %s, loss %s, mode %s\n", s->name, m->ngates,
-	       m->ngates == 1 ? "" : "s", shape, akk_loss_name(s->loss), akk_mode_name(s->sched.mode));
+	       m->ngates == 1 ? "" : "s", shape, s->nheads ? "per output (below)" : akk_loss_name(s->loss),
+	       akk_mode_name(s->sched.mode));
 	int kw = 12;	/* the kind column: as wide as the longest kind */
 
 	for (int g = 0; g < m->ngates; g++)
@@ -343,6 +345,7 @@ int cmd_check(int argc, char **argv)
 		/* with --graph -, the picture is stdout */
 		if (!graph || strcmp(graph, "-")) {
 			print_plan(&s, &m, &plan);
+			cli_print_heads(stdout, &s, akk_model_outputs(&m));
 			print_data(&s.data);
 			if (s.auto_gates)
 				print_split(&s, cost, profile);

@@ -318,25 +318,28 @@ static int eval_load(struct eval *v)
 	if (akk_checkpoint_input_map(&v->ck, s, &v->pre, e))
 		return akk_err_at(e, v->ckpath, 0, 0, "%s",
 				  "the checkpoint has no input map for its config");
-	if (s->data.task == AKK_TASK_REGRESSION && (!v->d.y || v->d.targets != v->m.classes))
+	/* with heads, the heads compared with targets are that wide */
+	int wt = akk_heads_width(s, v->m.classes, AKK_TARGET_TARGETS, v->d.targets);
+	if (s->data.task == AKK_TASK_REGRESSION && (!v->d.y || v->d.targets != wt))
 		return akk_err_at(e, v->labels, 0, 0, "%s: the network outputs %d regression targets",
 				  v->d.y ? "the data has another number of targets" :
-				  "the data has no regression targets", v->m.classes);
+				  "the data has no regression targets", wt);
 	if (s->data.task == AKK_TASK_REGRESSION && (v->preds || v->confusion))
 		return akk_err_set(e, "--predictions and --confusion are for classification; the checkpoint's task is regression");
 	if (v->d.labels && akk_dataset_steps(&v->d) != v->m.steps)
 		return akk_err_at(e, v->labels, 0, 0, "the data has %d label%s per sample, but the network outputs %d step%s of %d classes",
 				  akk_dataset_steps(&v->d), akk_dataset_steps(&v->d) == 1 ? "" : "s",
 				  v->m.steps, v->m.steps == 1 ? "" : "s", v->m.classes);
-	if (v->d.classes > v->m.classes)
+	int wc = akk_heads_width(s, v->m.classes, AKK_TARGET_LABELS, v->d.classes);
+	if (v->d.classes > wc)
 		return akk_err_at(e, v->labels, 0, 0, "labels go up to %d, but the network outputs %d classes",
-				  v->d.classes - 1, v->m.classes);
+				  v->d.classes - 1, wc);
 	if (v->pictures && s->data.targets == AKK_TARGETS_LABELS)
 		return akk_err_set(e, "--pictures draws inputs and outputs of data.targets input or files; the checkpoint's targets are labels");
 	if (v->pictures && (v->m.classes != akk_shape_size(s->input) || s->input.rank != 3 ||
 			    (s->input.d[0] != 1 && s->input.d[0] != 3)))
 		return akk_err_set(e, "--pictures needs images of 1 or 3 channels for input and output alike");
-	if (v->svg && v->m.classes > AKK_PLOT_MAX_CLASSES)
+	if (v->svg && (s->nheads ? wc : v->m.classes) > AKK_PLOT_MAX_CLASSES)
 		return akk_err_set(e, "--confusion-svg draws at most %d classes; the network has %d",
 				   AKK_PLOT_MAX_CLASSES, v->m.classes);
 	return 0;
@@ -465,6 +468,33 @@ out:
 	return rc;
 }
 
+/* network.outputs: a line per head, its own (unweighted) loss and its
+ * metric: the accuracy of a classifier head, the MSE and RMSE of the
+ * others, and for a head compared with the input the PSNR too, per
+ * image then averaged as data.targets' PSNR is (nn/loss.h: akk_reg_psnr),
+ * when that input is pixels (bytes over data.scale 255: in [0, 1]). */
+static void print_heads(const struct akk_spec *s, const struct akk_eval_result *r,
+			int pixels)
+{
+	double v[2 * AKK_MAX_HEADS];
+
+	akk_heads_values(s, r->heads, v);
+	printf("\n%-12s %10s  metrics\n", "output", "loss");
+	for (int i = 0; i < s->nheads; i++) {
+		const struct akk_head_spec *h = &s->heads[i];
+		double mse = v[2 * i + 1] * v[2 * i + 1];
+
+		printf("%-12s %10.4g  ", h->name, v[2 * i]);
+		if (h->target == AKK_TARGET_LABELS)
+			printf("accuracy %.2f%%\n", 100 * v[2 * i + 1]);
+		else if (h->target == AKK_TARGET_INPUT && pixels && r->heads[i].reg.samples)
+			printf("mse %.4g  rmse %.4g  psnr %.2f dB\n", mse, v[2 * i + 1],
+			       akk_reg_psnr(&r->heads[i].reg, 1));
+		else
+			printf("mse %.4g  rmse %.4g\n", mse, v[2 * i + 1]);
+	}
+}
+
 /* The report on stdout (or the SVG there, for --confusion-svg -). */
 static int eval_print(struct eval *v)
 {
@@ -494,6 +524,9 @@ static int eval_print(struct eval *v)
 	}
 	else
 		print_report(res, v->confusion, v->ck.class_names, v->ck.nclass_names);
+	if (res->nheads && !(v->svg && !strcmp(v->svg, "-")))
+		print_heads(&v->s, res, v->d.xtype == AKK_X_U8 &&
+			    akk_preprocess_scale(&v->s.data, AKK_X_U8) == 255);
 	v->rc = EXIT_OK;
 	return 0;
 }

@@ -87,10 +87,17 @@ int cmd_export(int argc, char **argv)
 		goto report;
 	char shape[64], oshape[64];
 	akk_shape_format(s.input, shape, sizeof(shape));
+	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, ",
+	       onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT, shape[0] == '[' ? shape + 1 : shape);
+	for (int i = 0; i < s.nheads; i++)
+		printf("%s'%s' [N, %d]%s", i ? "" : "outputs ", s.heads[i].name,
+		       akk_head_size(&s, i, m.classes), i + 1 < s.nheads ? ", " : "\n");
+	if (s.nheads) {
+		rc = EXIT_OK;
+		goto out;
+	}
 	akk_shape_format(akk_onnx_output_shape(&m), oshape, sizeof(oshape));
-	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, "
-	       "output '%s' [N, %s\n", onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT,
-	       shape[0] == '[' ? shape + 1 : shape, akk_onnx_output(&m),
+	printf("output '%s' [N, %s\n", akk_onnx_output(&m),
 	       oshape[0] == '[' ? oshape + 1 : oshape);
 	rc = EXIT_OK;
 	goto out;

@@ -30,7 +30,52 @@ struct out_ctx {
 	const akk_model *m;
 	int C, top;
 	int *order;	/* C class indices, sorted per row */
+	/* Several outputs: every head in its columns (head -1), or with
+	 * --head the one head whose slice [off, off + C) is written as a
+	 * network of its own would be; stride: floats per row. */
+	int heads, head, off, stride, regression;
 };
+
+/* Every head of a network with several: a classifier head as its most
+ * probable class and that probability, a head of values as its values. */
+static void write_heads_header(const struct out_ctx *o)
+{
+	fprintf(o->f, "index");
+	for (int i = 0; i < o->heads; i++) {
+		const char *name;
+		int size, cls;
+
+		akk_head(o->m, i, &name, NULL, &size, &cls);
+		if (cls)
+			fprintf(o->f, ",%s,%s_probability", name, name);
+		for (int k = 1; !cls && k <= size; k++)
+			fprintf(o->f, ",%s_%d", name, k);
+	}
+	fprintf(o->f, "\n");
+}
+
+static void put_class(FILE *f, const akk_model *m, int k);
+
+static void write_heads_row(const struct out_ctx *o, long index, const float *p)
+{
+	fprintf(o->f, "%ld", index);
+	for (int i = 0; i < o->heads; i++) {
+		int off, size, cls, best = 0;
+
+		akk_head(o->m, i, NULL, &off, &size, &cls);
+		for (int k = 1; cls && k < size; k++)
+			if (p[off + k] > p[off + best])
+				best = k;
+		if (cls) {
+			fputc(',', o->f);
+			put_class(o->f, o->m, best);
+			fprintf(o->f, ",%.9g", p[off + best]);
+		}
+		for (int k = 0; !cls && k < size; k++)
+			fprintf(o->f, ",%.9g", p[off + k]);
+	}
+	fprintf(o->f, "\n");
+}
 
 static void put_class(FILE *f, const akk_model *m, int k)
 {
@@ -45,7 +90,11 @@ static void put_class(FILE *f, const akk_model *m, int k)
 
 static void write_header(const struct out_ctx *o)
 {
-	if (akk_is_regression(o->m)) {
+	if (o->heads && o->head < 0) {
+		write_heads_header(o);
+		return;
+	}
+	if (o->regression) {
 		fprintf(o->f, "index");
 		for (int k = 1; k <= o->C; k++)
 			fprintf(o->f, ",value%d", k);
@@ -71,8 +120,13 @@ static int by_prob(const void *a, const void *b)
 
 static void write_row(struct out_ctx *o, long index, const float *p)
 {
+	if (o->heads && o->head < 0) {
+		write_heads_row(o, index, p);
+		return;
+	}
+	p += o->off;
 	fprintf(o->f, "%ld", index);
-	if (akk_is_regression(o->m)) {
+	if (o->regression) {
 		for (int k = 0; k < o->C; k++)
 			fprintf(o->f, ",%.9g", p[k]);
 		fprintf(o->f, "\n");
@@ -124,17 +178,17 @@ static int predict_rows(struct out_ctx *o, const struct akk_dataset *d, const ch
 		for (size_t k = 0; k < B * in; k++)
 			x[k] = d->xtype == AKK_X_U8 ? (float)d->x8[s * in + k]
 						    : d->xf[s * in + k];
-		if (akk_predict(o->m, x, B * in, prob, B * o->C, msg, sizeof(msg)))
+		if (akk_predict(o->m, x, B * in, prob, B * o->stride, msg, sizeof(msg)))
 			return akk_err_at(e, path, 0, 0, "%s", msg);
 		for (size_t j = 0; j < B; j++)
-			write_row(o, (*index)++, prob + j * o->C);
+			write_row(o, (*index)++, prob + j * o->stride);
 	}
 	return 0;
 }
 
 /* One prediction run: its options, then what it opens and writes. */
 struct predict {
-	const char *outpath, *format;
+	const char *outpath, *format, *head;	/* --head NAME */
 	int top, header;		/* --top; --csv-header: -1 as trained */
 	char *ckpath;
 	akk_model *m;
@@ -156,6 +210,7 @@ static int predict_parse(struct predict *p, int argc, char **argv)
 		{ "top", required_argument, NULL, 'k' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "csv-header", required_argument, NULL, 'H' },
+		{ "head", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -170,6 +225,7 @@ static int predict_parse(struct predict *p, int argc, char **argv)
 				return cli_usage_error("predict");
 			break;
 		case 'f': p->format = optarg; break;	/* data/open.c knows the formats */
+		case 'O': p->head = optarg; break;
 		case 'H':
 			if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
 				cli_errorf(EXIT_USAGE, "option '--csv-header' needs yes or no, got '%s'",
@@ -185,6 +241,34 @@ static int predict_parse(struct predict *p, int argc, char **argv)
 	if (cli_operands("predict", argc, argv))
 		return EXIT_USAGE;
 	return -1;
+}
+
+/* --head NAME: the head's slice alone, written as a network of one output
+ * would be; without it a network with heads writes every head. */
+static int select_head(struct predict *p)
+{
+	int cls;
+
+	p->o.heads = akk_heads(p->m);
+	p->o.head = -1;
+	if (!p->head)
+		return 0;
+	for (int i = 0; i < p->o.heads; i++) {
+		const char *name;
+
+		akk_head(p->m, i, &name, &p->o.off, &p->o.C, &cls);
+		if (!strcmp(name, p->head)) {
+			p->o.head = i;
+			p->o.regression = !cls;
+			return 0;
+		}
+	}
+	p->rc = EXIT_USAGE;
+	if (!p->o.heads)
+		return akk_err_at(&p->e, p->ckpath, 0, 0,
+				  "--head %s: the network has one output, no heads", p->head);
+	return akk_err_at(&p->e, p->ckpath, 0, 0, "--head %s: the network has no output of that name",
+			  p->head);
 }
 
 /* The checkpoint (its stored config's data: the default format of the
@@ -207,13 +291,16 @@ static int predict_open(struct predict *p, const char *operand)
 				  "the network outputs a sequence of %d steps, and predict writes one row per sample%s",
 				  akk_steps(p->m), strcmp(p->spec.data.format, "text") ? "" :
 				  ": akkctl generate samples text from a language model");
-	p->o.C = akk_outputs(p->m);
+	p->o.C = p->o.stride = akk_outputs(p->m);
+	p->o.regression = akk_is_regression(p->m);
+	if (select_head(p))
+		return -1;
 	p->o.top = p->top > p->o.C ? p->o.C : p->top;
 	in = akk_input_size(p->m);
 	p->rc = EXIT_RUNTIME;
 	p->o.order = malloc(p->o.C * sizeof(int));
 	p->x = malloc((size_t)PREDICT_BLOCK * in * sizeof(float));
-	p->prob = malloc((size_t)PREDICT_BLOCK * p->o.C * sizeof(float));
+	p->prob = malloc((size_t)PREDICT_BLOCK * p->o.stride * sizeof(float));
 	if (!p->o.order || !p->x || !p->prob)
 		return akk_err_set(&p->e, "out of memory");
 	if (!p->outpath) {

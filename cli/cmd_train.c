@@ -61,7 +61,26 @@ struct train_ui {
 	double final_acc, final_train_acc;
 	int best_missing;	/* early stopping: no best.bin to restore here */
 	double final_loss;	/* for regression's summary */
+	double final_heads[2 * AKK_MAX_HEADS];	/* network.outputs: the last
+				 * validation's values per head */
 };
+
+/* network.outputs: each head's loss and accuracy or RMSE, as v holds them
+ * (akk_heads_values), after the epoch line's what ("train", ...). */
+static void print_heads(FILE *f, const struct akk_spec *s, const char *what,
+			const double *v)
+{
+	fprintf(f, "  %s", what);
+	for (int i = 0; i < s->nheads; i++) {
+		if (s->heads[i].target == AKK_TARGET_LABELS)
+			fprintf(f, "  %s loss %.4f acc %.2f%%", s->heads[i].name, v[2 * i],
+				100 * v[2 * i + 1]);
+		else
+			fprintf(f, "  %s loss %.4g rmse %.4g", s->heads[i].name, v[2 * i],
+				v[2 * i + 1]);
+	}
+	fputc('\n', f);
+}
 
 static void progress(void *ctx, const struct akk_progress *p)
 {
@@ -109,6 +128,7 @@ static int epoch_end(void *ctx, struct akk_run *r,
 		ui->final_acc = rep->val_acc;
 		ui->final_loss = rep->val_loss;
 		ui->final_seen = weights_seen_of(rep);
+		memcpy(ui->final_heads, rep->val_heads, sizeof(ui->final_heads));
 		if (weights_best_takes(ui->ckpt.spec, r, rep, &ui->best)) {
 			ui->best = (struct akk_metrics_best){ rep->epoch, final, rep->val_acc,
 							      rep->val_loss };
@@ -127,7 +147,7 @@ static int epoch_end(void *ctx, struct akk_run *r,
 			if (rep->psnr_on)
 				fprintf(stderr, " psnr %.2f dB", rep->val_psnr);
 			fprintf(stderr, " (weights after %ld steps)\n", rep->vmax);
-			return 0;
+			goto heads;
 		}
 		fprintf(stderr, "epoch %d/%d: train loss %.4f rmse %.4g r2 %.4f", rep->epoch,
 			rep->epochs, rep->train_loss, rep->train_rmse, rep->train_acc);
@@ -141,12 +161,12 @@ static int epoch_end(void *ctx, struct akk_run *r,
 		weights_note_epoch(stderr, rep);
 		fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
 			rep->samples_per_s, rep->lr);
-		return 0;
+		goto heads;
 	}
 	if (final) {
 		fprintf(stderr, "final: validation loss %.4f acc %.2f%% (weights after %ld steps)\n",
 			rep->val_loss, 100 * rep->val_acc, rep->vmax);
-		return 0;
+		goto heads;
 	}
 	fprintf(stderr, "epoch %d/%d: train loss %.4f acc %.2f%%", rep->epoch,
 		rep->epochs, rep->train_loss, 100 * rep->train_acc);
@@ -156,6 +176,11 @@ static int epoch_end(void *ctx, struct akk_run *r,
 	weights_note_epoch(stderr, rep);
 	fprintf(stderr, "  %.2f s  %.0f samples/s  lr %.3g\n", rep->seconds,
 		rep->samples_per_s, rep->lr);
+heads:
+	if (rep->nheads && rep->samples && !final)
+		print_heads(stderr, ui->ckpt.spec, "train", rep->train_heads);
+	if (rep->nheads && rep->val_samples)
+		print_heads(stderr, ui->ckpt.spec, "validation", rep->val_heads);
 	return 0;
 }
 
@@ -285,6 +310,8 @@ static int summary(const struct train_ui *ui, const struct akk_run *run,
 		fprintf(stderr, "; final training accuracy %.2f%% (no validation data)",
 			100 * ui->final_train_acc);
 	fputs("\n", stderr);
+	if (ui->have_val && ui->ckpt.spec->nheads)
+		print_heads(stderr, ui->ckpt.spec, "final validation:", ui->final_heads);
 	if ((path = ckpt_join(dir, metrics, NULL)))
 		fprintf(stderr, "  metrics: %s\n", path);
 	free(path);
@@ -863,10 +890,14 @@ static enum train_next train_prepare(struct train_state *st)
 		    run_dir_remove_temps(s->out.dir, s->out.metrics, e) ||
 		    write_config(s, e))
 			return TRAIN_REPORT;
+		char heads[AKK_MAX_HEADS * 2 * 80];
+
+		akk_heads_columns(s, heads, sizeof(heads));
 		if (o->resume && akk_metrics_truncate_for(st->metrics, st->ck.pos.epoch,
 							  lr_columns(s),
 							  s->data.task != AKK_TASK_REGRESSION ? 0 :
 							  s->data.targets != AKK_TARGETS_LABELS ? 2 : 1,
+							  heads,
 							  s->out.best_by == AKK_BEST_LOSS,
 							  &st->ui.best, e)) {
 			st->rc = e->file[0] ? EXIT_USAGE : EXIT_RUNTIME;	/* bad file, or I/O */

@@ -147,7 +147,7 @@ const struct cli_command cli_commands[] = {
 	  "\nExit status: 0 success; 1 runtime failure; 2 bad usage or an invalid config.\n" },
 	{ "predict", cmd_predict, CLI_CHECKPOINT | CLI_INPUTS,
 	  "usage: akkctl predict CHECKPOINT|DIR INPUT... [--out FILE] [--top K]\n"
-	  "                      [--format FORMAT] [--csv-header yes|no]\n"
+	  "                      [--format FORMAT] [--csv-header yes|no] [--head NAME]\n"
 	  "\n"
 	  "  -o, --out FILE         write the CSV to FILE instead of stdout\n"
 	  "  -k, --top K            also the K best classes and their probabilities\n"
@@ -159,7 +159,9 @@ const struct cli_command cli_commands[] = {
 	  "      --csv-header yes|no whether a CSV INPUT starts with a header row\n"
 	  "                         (default: as the model was trained; then a first\n"
 	  "                         row of numbers only, where a header is expected,\n"
-	  "                         is an error)\n",
+	  "                         is an error)\n"
+	  "      --head NAME        a network with several outputs: only the output\n"
+	  "                         NAME, written as a network of one output\n",
 	  "predict classes for unlabelled input",
 	  "\n"
 	  "Rebuilds the network from CHECKPOINT (a run directory: its best.bin, else\n"
@@ -182,7 +184,12 @@ const struct cli_command cli_commands[] = {
 	  "      sigmoid of its own output; %.9g: the float exactly);\n"
 	  "      with --top K the next K-1 classes by probability.\n"
 	  "  index,value1,...,valueN\n"
-	  "      for a regression network: the N predicted values.\n" },
+	  "      for a regression network: the N predicted values.\n"
+	  "  index,NAME,NAME_probability,...,NAME_1,...,NAME_N,...\n"
+	  "      for a network with several outputs (network.outputs), every output\n"
+	  "      in its order: a classifier's most probable class and its\n"
+	  "      probability, the N values of any other; --head NAME writes one\n"
+	  "      output in the forms above.\n" },
 	{ "generate", cmd_generate, CLI_CHECKPOINT,
 	  "usage: akkctl generate CHECKPOINT|DIR [--prime TEXT] [--length N]\n"
 	  "                       [--temperature T] [--seed S]\n"

@@ -243,6 +243,27 @@ int akk_is_regression(const akk_model *m)
 	return m->regression;
 }
 
+int akk_heads(const akk_model *m)
+{
+	return m ? m->spec.nheads : -1;
+}
+
+int akk_head(const akk_model *m, int i, const char **name, int *offset, int *size,
+	     int *classifier)
+{
+	if (!m || i < 0 || i >= m->spec.nheads)
+		return -1;
+	if (name)
+		*name = m->spec.heads[i].name;
+	if (offset)
+		*offset = akk_head_offset(&m->spec, i, m->plan.classes);
+	if (size)
+		*size = akk_head_size(&m->spec, i, m->plan.classes);
+	if (classifier)
+		*classifier = m->spec.heads[i].target == AKK_TARGET_LABELS;
+	return 0;
+}
+
 const char *akk_class_name(const akk_model *m, int k)
 {
 	return m && m->class_names && k >= 0 && k < m->plan.classes ? m->class_names[k] : NULL;
@@ -417,7 +438,10 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 					rc = AKK_ERR_OUTPUT;
 					goto out;
 				}
-			akk_output_row(m->output, o, row, C);
+			if (m->spec.nheads)
+				akk_heads_output_row(&m->spec, o, row, C);
+			else
+				akk_output_row(m->output, o, row, C);
 		}
 	}
 	rc = 0;

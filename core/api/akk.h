@@ -72,7 +72,7 @@ int akk_input_shape(const akk_model *m, int *dims);
 /* Values per input sample: the product of the dims. */
 size_t akk_input_size(const akk_model *m);
 /* Outputs per sample: the number of classes (or of predicted values for
- * regression). */
+ * regression; with heads, akk_heads, the sum of their sizes). */
 int akk_outputs(const akk_model *m);
 /* Rows of outputs per sample: 1, or T for a network that outputs a
  * sequence [T, classes] (a class per step, as a language model does). */
@@ -83,13 +83,28 @@ int akk_is_regression(const akk_model *m);
  * names no classes (or k is out of range). Owned by the model. */
 const char *akk_class_name(const akk_model *m, int k);
 
+/* Several outputs (a network trained with network.outputs): each row of
+ * akk_outputs(m) floats is the heads' slices one after the other. The
+ * number of heads; 0 for a network with one output. */
+int akk_heads(const akk_model *m);
+/* Head i (0 <= i < akk_heads): its name (owned by the model), the offset
+ * and size of its slice of a row, and whether it is a classifier (1: its
+ * slice holds class probabilities, softmax, or each class's own sigmoid
+ * for sigmoid_cross_entropy; the class names, if any, name its classes)
+ * or gives values (0: a head compared with targets or with the input).
+ * Any pointer may be NULL. Returns 0, or -1 for no model or i out of
+ * range. */
+int akk_head(const akk_model *m, int i, const char **name, int *offset, int *size,
+	     int *classifier);
+
 /* Predict the samples in x: nx raw values, a whole number of samples of
  * akk_input_size(m) values each, sample after sample (channels first).
  * out (room for nout floats) receives akk_steps(m) rows of akk_outputs(m)
  * floats per sample (one row but for a sequence output, step after step):
  * the probability of every class (softmax; for a network trained with
  * sigmoid_cross_entropy each class's own sigmoid), or the predicted
- * values for regression. Returns 0, or a negative enum akk_error with a
+ * values for regression; with heads (akk_heads), each head's slice as
+ * akk_head says. Returns 0, or a negative enum akk_error with a
  * message in err: AKK_ERR_USAGE (m, x or out NULL, nx not a whole number
  * of samples, out too small), AKK_ERR_INPUT (a NaN or infinite input
  * value, named), AKK_ERR_SIZE (nx or nout floats overflow a byte count),

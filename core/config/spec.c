@@ -28,6 +28,7 @@
 #include "config/overrides.h"
 #include "config/spec_data.h"
 #include "config/spec_graph.h"
+#include "config/spec_heads.h"
 #include "config/yaml_keys.h"
 #include "nn/layer_graph.h"
 
@@ -581,6 +582,9 @@ static const struct key network_keys[] = {
 	  .what = "a name or a mapping", .flags = F_VAL_MARK,
 	  .keys = loss_keys, .shorthand = "type",
 	  .mark_off = MARK(SPEC, loss_mark), .kind_what = "loss" },
+	{ .name = "outputs", .type = YAML_SEQUENCE_NODE, .fn = akk_spec_h_outputs,
+	  .what = "a list", .off = offsetof(SPEC, heads),
+	  .mark_off = MARK(SPEC, heads_mark), .set_off = MARK(SPEC, nheads) },
 	NAMES("placement", SPEC, placement, 0, placement_names, "placement",
 	      AKK_PLACE_EXPLICIT),
 	END,
@@ -867,7 +871,9 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
 {
-	return akk_spec_check_sections(s, file, e) || check_auto(s, file, e) ? -1 : 0;
+	return akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s->heads, s->nheads, &s->data, s->input,
+					s->loss_mark, file, e) ||
+	       check_auto(s, file, e) ? -1 : 0;
 }
 
 int akk_spec_parse(struct akk_spec *s, const char *txt, size_t len,
@@ -1046,6 +1052,7 @@ void akk_spec_release(struct akk_spec *s)
 		layers_free(s->gates[i].layers, s->gates[i].nlayers);
 	free(s->gates);
 	free(s->auto_split);
+	akk_spec_heads_release(s->heads, &s->nheads);
 	free(s->out.dir);
 	free(s->out.metrics);
 	for (int i = 0; s->sets && i < s->nsets; i++)

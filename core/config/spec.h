@@ -20,6 +20,7 @@
 #include "nn/monitor.h"
 #include "nn/optim.h"
 #include "config/data_spec.h"
+#include "config/heads_spec.h"
 
 /* The most gates a network may have: the spec checks it at the config's
  * line, and the checkpoint writer and reader hold the same bound. */
@@ -113,6 +114,10 @@ struct akk_spec {
 	enum akk_loss_kind loss;	/* default softmax_cross_entropy */
 	float huber_delta;		/* default 1 */
 	struct akk_mark loss_mark;
+	/* network.outputs (config/heads_spec.h): nheads 0 when not given */
+	struct akk_head_spec heads[AKK_MAX_HEADS];
+	int nheads;
+	struct akk_mark heads_mark;
 	enum akk_placement placement;	/* network.placement, default explicit */
 	/* network.gates: {auto: N} with one flat network.layers list: the
 	 * list is split into N contiguous gates (model/balance.h). Until then

@@ -134,7 +134,7 @@ static int check_data(struct akk_spec *s, const char *file, struct akk_err *e)
 		return -1;
 	/* regression takes the losses that compare with float targets;
 	 * best.bin is best by loss unless told */
-	if (s->data.task == AKK_TASK_REGRESSION && s->loss != AKK_LOSS_MSE &&
+	if (s->data.task == AKK_TASK_REGRESSION && !s->nheads && s->loss != AKK_LOSS_MSE &&
 	    s->loss != AKK_LOSS_MAE && s->loss != AKK_LOSS_HUBER) {
 		struct akk_mark at = s->loss_mark.line ? s->loss_mark : s->data.mark;
 		return akk_err_at(e, file, at.line, at.col,

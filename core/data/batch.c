@@ -98,7 +98,10 @@ void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			b->labels[j * L + t] = d->labels ? d->labels[s * L + t] : 0;
 		/* regression: the sample's targets (the run checked that
 		 * they are as many as the network's outputs) */
-		if (d->y)
+		if (b->tmap)
+			akk_target_map_fill(b->tmap, b->targets + (size_t)j * b->tmap->stride,
+					    d, s);
+		else if (d->y)
 			memcpy(b->targets + (size_t)j * d->targets,
 			       d->y + s * (size_t)d->targets,
 			       (size_t)d->targets * sizeof(float));

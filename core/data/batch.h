@@ -15,6 +15,7 @@
 
 #include "base/err.h"
 #include "data/dataset.h"
+#include "data/head_targets.h"
 #include "data/preprocess.h"
 #include "config/spec.h"
 
@@ -25,7 +26,11 @@ struct akk_batch {
 	float *dlogits;		/* (max_batch, outputs) loss gradient, lent to the
 				 * last gate until this batch's backward returns */
 	float *targets;		/* (max_batch, outputs) regression targets (the
-				 * data's y; outputs = its targets), else 0 */
+				 * data's y; outputs = its targets), else 0;
+				 * laid out by tmap when it is set */
+	const struct akk_target_map *tmap;	/* a network with heads: where
+				 * each head's target goes (data/head_targets.h);
+				 * NULL: the data's y as it is. Not owned */
 	int steps;		/* labels per sample */
 	int B;			/* samples in this batch */
 	int epoch;		/* 0-based epoch (training) or pass (validation) */

@@ -23,8 +23,13 @@ char *akk_metrics_header(int nlr)
 
 char *akk_metrics_header_for(int nlr, int regression)
 {
+	return akk_metrics_header_heads(nlr, regression, NULL);
+}
+
+char *akk_metrics_header_heads(int nlr, int regression, const char *heads)
+{
 	size_t size = sizeof(HEADER) + sizeof(HEADER_PSNR) +
-		      (size_t)(nlr > 0 ? nlr : 0) * 24;
+		      (size_t)(nlr > 0 ? nlr : 0) * 24 + (heads ? strlen(heads) : 0);
 	char *h = malloc(size);
 	size_t n;
 
@@ -34,6 +39,8 @@ char *akk_metrics_header_for(int nlr, int regression)
 				       regression ? HEADER_REGRESSION : HEADER);
 	for (int g = 1; g <= nlr; g++)
 		n += (size_t)snprintf(h + n, size - n, ",lr_g%d", g);
+	if (heads)
+		snprintf(h + n, size - n, "%s", heads);
 	return h;
 }
 
@@ -88,7 +95,7 @@ int akk_metrics_write(FILE *f, const char *path, const struct akk_metrics_row *r
 	int bad = start < 0;
 
 	if (!bad && start == 0) {
-		char *h = akk_metrics_header_for(r->nlr, r->regression);
+		char *h = akk_metrics_header_heads(r->nlr, r->regression, r->heads_header);
 		bad = !h || fprintf(f, "%s\n", h) < 0;
 		free(h);
 	}
@@ -109,6 +116,8 @@ int akk_metrics_write(FILE *f, const char *path, const struct akk_metrics_row *r
 		bad = 1;
 	for (int g = 0; !bad && g < r->nlr; g++)
 		bad = fprintf(f, ",%.6g", r->lrs[g]) < 0;
+	for (int i = 0; !bad && i < r->nheads_values; i++)
+		bad = fprintf(f, ",%.6g", r->heads[i]) < 0;
 	if (bad || fputc('\n', f) == EOF || fflush(f)) {
 		int err = errno;
 
@@ -182,7 +191,7 @@ static int slurp(const char *path, char **buf, size_t *len, int *fdp, struct akk
 }
 
 int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
-			     int regression, int by_loss,
+			     int regression, const char *heads, int by_loss,
 			     struct akk_metrics_best *best, struct akk_err *e)
 {
 	char *buf = NULL, *header = NULL, *p, *nl;
@@ -198,15 +207,16 @@ int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
 		rc = 0;
 		goto out;
 	}
-	if (!(header = akk_metrics_header_for(nlr, regression))) {
+	if (!(header = akk_metrics_header_heads(nlr, regression, heads))) {
 		akk_err_set(e, "out of memory");
 		goto out;
 	}
 	nl = strchr(buf, '\n');
 	if (!nl || (size_t)(nl - buf) != strlen(header) || strncmp(buf, header, strlen(header))) {
-		akk_err_at(e, path, 1, 1, "its columns are not the ones this run writes (%s): "
+		akk_err_at(e, path, 1, 1, "its columns are not the ones this run writes (%s%s%s): "
 			   "resume into another directory with --out",
-			   nlr ? "lr_g1.. for every gate" : "no per-gate lr columns");
+			   nlr ? "lr_g1.. for every gate" : "no per-gate lr columns",
+			   heads && *heads ? ", then " : "", heads && *heads ? heads + 1 : "");
 		goto out;
 	}
 	keep = (size_t)(nl + 1 - buf);

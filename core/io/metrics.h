@@ -30,6 +30,12 @@ struct akk_metrics_row {
 	 * input or files): loss, r2, rmse, psnr */
 	int regression;
 	double rmse, psnr;
+	/* network.outputs: columns of the heads after the lr columns, their
+	 * header text (",class_loss,class_acc,...", model/heads.h; NULL:
+	 * none) and values (nheads_values of them) */
+	const char *heads_header;
+	const double *heads;
+	int nheads_values;
 };
 
 /* The header line, without its newline, for nlr per-gate lr columns
@@ -39,6 +45,8 @@ char *akk_metrics_header(int nlr);
  * epoch,phase,samples,loss,r2,rmse,lr,...; with PSNR (2):
  * epoch,phase,samples,loss,r2,rmse,psnr,lr,... */
 char *akk_metrics_header_for(int nlr, int regression);
+/* The same with the heads' columns (NULL or "": none) at its end. */
+char *akk_metrics_header_heads(int nlr, int regression, const char *heads);
 /* Open path for appending. The header is written with the first row when
  * the file is new or empty. A symbolic link, a file that is not a regular
  * file or one larger than AKK_METRICS_MAX_BYTES is refused (e names it as
@@ -64,14 +72,14 @@ struct akk_metrics_best {
  * crash-safely (a temporary copy, fsync, rename, fsync of the directory).
  * A missing file is left missing. The header must be the one for nlr
  * per-gate lr columns (of a run of data.task regression when regression
- * is set). best (may be NULL) gets the best validation row kept: the
+ * is set), ending in the heads' columns (NULL: none). best (may be NULL) gets the best validation row kept: the
  * highest accuracy (R^2), or with by_loss the lowest loss.
  * Errors: a file that is not a metrics file of this run (a link, not a
  * regular file, over AKK_METRICS_MAX_BYTES, a NUL byte, other columns, a
  * row that is not a row) has e->file set to path; a system error (a read
  * or a rewrite on a full disk) names the path in e->msg alone. */
 int akk_metrics_truncate_for(const char *path, int epochs, int nlr,
-			     int regression, int by_loss,
+			     int regression, const char *heads, int by_loss,
 			     struct akk_metrics_best *best, struct akk_err *e);
 
 /* Cut the rows of epochs after `epochs` off path in place (no copy: this

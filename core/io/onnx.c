@@ -384,6 +384,43 @@ static int output_node(struct akk_graph_sink *g, const struct akk_model *m,
 	return g->node(g, "Softmax", &cur, 1, &out, 1, &axis, 1, e);
 }
 
+/* A network with several outputs: one graph output per head, named as
+ * the head, its slice of the last layer's output cur (Slice on axis 1
+ * through Constant starts, ends and axes) turned into what predict gives
+ * for it (Softmax, Sigmoid or Identity). */
+static int head_nodes(struct akk_graph_sink *g, const struct akk_model *m,
+		      const char *cur, struct akk_err *e)
+{
+	static const char *const ops[] = { [AKK_OUTPUT_VALUES] = "Identity",
+		[AKK_OUTPUT_SIGMOID] = "Sigmoid", [AKK_OUTPUT_SOFTMAX] = "Softmax" };
+	static const char *const what[3] = { "starts", "ends", "axes" };
+	const struct akk_spec *s = m->spec;
+	struct akk_attr axis = AKK_ATTR_I("axis", 1);
+
+	for (int i = 0; i < s->nheads; i++) {
+		int off = akk_head_offset(s, i, m->classes);
+		const int64_t v[3] = { off, off + akk_head_size(s, i, m->classes), 1 };
+		char names[4][300];
+		const char *ins[4] = { cur, names[0], names[1], names[2] };
+		const char *sliced = names[3], *out = s->heads[i].name;
+		enum akk_output_kind kind = akk_head_output(s, i);
+
+		for (int k = 0; k < 3; k++) {
+			struct akk_attr a = AKK_ATTR_IS("value_ints", &v[k], 1);
+			const char *o = names[k];
+			snprintf(names[k], sizeof(names[k]), "heads.%s.%s", out, what[k]);
+			if (g->node(g, "Constant", NULL, 0, &o, 1, &a, 1, e))
+				return -1;
+		}
+		snprintf(names[3], sizeof(names[3]), "heads.%s", out);
+		if (g->node(g, "Slice", ins, 4, &sliced, 1, NULL, 0, e) ||
+		    g->node(g, ops[kind], &sliced, 1, &out, 1, &axis,
+			    kind == AKK_OUTPUT_SOFTMAX, e))
+			return -1;
+	}
+	return 0;
+}
+
 /* Preprocessing, every layer, the output node: the nodes and
  * initializers. */
 static int build_graph(struct akk_graph_sink *g,
@@ -419,7 +456,30 @@ static int build_graph(struct akk_graph_sink *g,
 			memcpy(cur, next, sizeof(cur));
 		}
 	}
-	return output_node(g, m, cur, e);
+	return m->spec->nheads ? head_nodes(g, m, cur, e) : output_node(g, m, cur, e);
+}
+
+/* The graph's outputs: one, or one per head, [N, size] each. */
+static int graph_outputs(struct onnx *o, const struct akk_model *m,
+			 Onnx__ValueInfoProto **gout, struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	struct akk_shape out = akk_onnx_output_shape(m);
+
+	for (int i = 0; i < s->nheads; i++) {
+		/* the only names without a dot besides the outputs */
+		if (!strcmp(s->heads[i].name, AKK_ONNX_INPUT) ||
+		    !strcmp(s->heads[i].name, "preprocess"))
+			return akk_err_at(e, s->path, s->heads[i].mark.line, s->heads[i].mark.col,
+					  "output '%s' cannot be exported: ONNX names the graph's input and preprocessing so; rename the output",
+					  s->heads[i].name);
+		out = (struct akk_shape){ 1, { akk_head_size(s, i, m->classes), 0, 0 } };
+		if (!(gout[i] = value_info(o, s->heads[i].name, out)))
+			return akk_err_set(e, "out of memory");
+	}
+	if (!s->nheads && !(gout[0] = value_info(o, akk_onnx_output(m), out)))
+		return akk_err_set(e, "out of memory");
+	return 0;
 }
 
 int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
@@ -431,17 +491,16 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
 	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
 	Onnx__OperatorSetIdProto *opsets[1] = { &opset };
-	Onnx__ValueInfoProto *gin, *gout;
-	struct akk_shape out = akk_onnx_output_shape(src->m);
+	Onnx__ValueInfoProto *gin, *gout[AKK_MAX_HEADS];
 	uint8_t *buf = NULL;
 	size_t len;
 	int rc = -1;
 
-	if (akk_onnx_check(src->m, "", e) || build_graph(&sink, src, e))
+	if (akk_onnx_check(src->m, "", e) || graph_outputs(&o, src->m, gout, e) ||
+	    build_graph(&sink, src, e))
 		goto out;
 	gin = value_info(&o, AKK_ONNX_INPUT, src->m->spec->input);
-	gout = value_info(&o, akk_onnx_output(src->m), out);
-	if (!gin || !gout) {
+	if (!gin) {
 		akk_err_set(e, "out of memory");
 		goto out;
 	}
@@ -452,8 +511,8 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	graph.n_initializer = o.ninits;
 	graph.input = &gin;
 	graph.n_input = 1;
-	graph.output = &gout;
-	graph.n_output = 1;
+	graph.output = gout;
+	graph.n_output = src->m->spec->nheads ? src->m->spec->nheads : 1;
 	opset.domain = "";
 	opset.has_version = 1;
 	opset.version = AKK_ONNX_OPSET;

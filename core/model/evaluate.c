@@ -38,12 +38,18 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 	float *u = NULL;
 	double isum = 0;
 	const struct akk_spec *s = m->spec;
-	int C = m->classes, L = m->steps, O = akk_model_outputs(m);
+	/* with heads, the confusion is the first labels head's: C of the
+	 * O outputs from coff on */
+	int fl = s->nheads ? akk_heads_first(s, 1) : -1;
+	int C = fl >= 0 ? akk_head_size(s, fl, akk_model_outputs(m)) : m->classes;
+	int coff = fl >= 0 ? akk_head_offset(s, fl, akk_model_outputs(m)) : 0;
+	int L = m->steps, O = akk_model_outputs(m);
+	enum akk_output_kind ok = fl >= 0 ? akk_head_output(s, fl) : akk_loss_output(s->loss, 0);
 	long nb = akk_batches_per_epoch(d->n, bs), correct = 0;
 	struct akk_batch b;
 	float *prob = malloc(C * sizeof(float));
 	double sum = 0;
-	int rc = -1, reg = s->data.task == AKK_TASK_REGRESSION;
+	int rc = -1, reg = s->data.task == AKK_TASK_REGRESSION || (s->nheads && fl < 0);
 	struct akk_reg_sums rs = { 0 };
 
 	memset(res, 0, sizeof(*res));
@@ -54,6 +60,7 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 	res->peak = un.peak;
 	res->noisy = noise && noise->std > 0 && noise->eval;
 	base = res->psnr_on && (size_t)O == in;
+	res->nheads = s->nheads;
 	if (!reg)
 		res->confusion = calloc((size_t)C * C, sizeof(long));
 	if (base)
@@ -64,6 +71,7 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 		akk_eval_result_release(res);
 		return akk_err_set(e, "out of memory");
 	}
+	b.tmap = m->tmap.n ? &m->tmap : NULL;
 	for (long i = 0; i < nb; i++) {
 		const float *h = b.x;
 		double loss;
@@ -86,7 +94,8 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 				}
 			h = y;
 		}
-		loss = akk_model_loss(m, NULL, h, b.labels, b.targets, b.B, &correct, &rs);
+		loss = akk_model_loss_heads(m, NULL, h, b.labels, b.targets, b.B, &correct,
+					    &rs, res->heads);
 		if (!isfinite(loss)) {
 			akk_err_set(e, "non-finite loss on samples %ld to %ld", i * bs + 1,
 				    i * bs + b.B);
@@ -96,14 +105,14 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 		sum += loss * b.B;
 		/* a sequence: every step is a prediction of its own */
 		for (int j = 0; !reg && j < b.B * L; j++) {
-			const float *row = h + (size_t)j * C;
+			const float *row = h + (size_t)j * (s->nheads ? O : C) + coff;
 			int best = 0;
 			for (int k = 1; k < C; k++)
 				if (row[k] > row[best])
 					best = k;
 			res->confusion[(size_t)b.labels[j] * C + best]++;
 			if (fn) {
-				akk_output_row(akk_loss_output(m->spec->loss, 0), prob, row, C);
+				akk_output_row(ok, prob, row, C);
 				if (fn(ctx, i * bs * L + j, b.labels[j], best, prob[best])) {
 					akk_err_set(e, "cannot write the predictions");
 					goto out;

@@ -31,6 +31,11 @@ struct akk_eval_result {
 	float peak;
 	double psnr, psnr_input;
 	int noisy;		/* the inputs had evaluation noise */
+	/* network.outputs: each head's sums (model/heads.h), nheads of them;
+	 * the fields above hold the first labels head's accuracy and
+	 * confusion and the first float head's RMSE and R^2 */
+	int nheads;
+	struct akk_head_sums heads[AKK_MAX_HEADS];
 	/* set when akk_evaluate fails on a value that is not finite (an
 	 * output or the loss: weights that overflow), not on memory or the
 	 * callback: the checkpoint is at fault, not the run */

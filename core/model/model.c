@@ -204,6 +204,10 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 	m->steps = cur.rank == 2 ? cur.d[0] : 1;
 	m->classes = cur.d[cur.rank - 1];
 	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
+	if (akk_heads_plan(s, m->steps, akk_model_outputs(m), &m->tmap, e)) {
+		akk_model_release(m);
+		return -1;
+	}
 	/* one output is enough for one regression target */
 	if (m->classes < (s->data.task == AKK_TASK_REGRESSION ? 1 : 2)) {
 		const struct akk_gate_spec *last = &s->gates[s->ngates - 1];
@@ -220,8 +224,19 @@ double akk_model_loss(const struct akk_model *m, float *dout, const float *out,
 		      const int32_t *labels, const float *targets, int B,
 		      long *correct, struct akk_reg_sums *rs)
 {
+	return akk_model_loss_heads(m, dout, out, labels, targets, B, correct, rs, NULL);
+}
+
+double akk_model_loss_heads(const struct akk_model *m, float *dout, const float *out,
+			    const int32_t *labels, const float *targets, int B,
+			    long *correct, struct akk_reg_sums *rs,
+			    struct akk_head_sums *hs)
+{
 	const struct akk_spec *s = m->spec;
 
+	if (s->nheads)
+		return akk_heads_loss(s, akk_model_outputs(m), dout, out, labels, targets,
+				      B, correct, rs, hs);
 	if (s->data.task == AKK_TASK_REGRESSION)
 		return akk_loss_targets(s->loss, s->huber_delta, dout, out, targets,
 					B, akk_model_outputs(m), rs);

@@ -12,6 +12,7 @@
 #include "config/spec.h"
 #include "data/dataset.h"
 #include "nn/loss.h"
+#include "model/heads.h"
 
 struct akk_gate_plan {
 	int index;			/* 0-based */
@@ -38,6 +39,9 @@ struct akk_model {
 	int classes;			/* outputs per step */
 	int steps;			/* labels per sample: 1 or T */
 	size_t nparams;
+	/* network.outputs: where the batches put each head's float target
+	 * (n 0 without heads); model/heads.h */
+	struct akk_target_map tmap;
 	double flops;			/* forward FLOPs per sample */
 	/* Training FLOPs per sample: forward, input gradient and parameter
 	 * gradient, each about one forward, less the input gradient the first
@@ -78,5 +82,11 @@ int akk_gate_needs_stash(const struct akk_gate_plan *g);
 double akk_model_loss(const struct akk_model *m, float *dout, const float *out,
 		      const int32_t *labels, const float *targets, int B,
 		      long *correct, struct akk_reg_sums *rs);
+/* The same, with each head's sums added to hs (spec->nheads of them; NULL:
+ * none) for a network with heads. */
+double akk_model_loss_heads(const struct akk_model *m, float *dout, const float *out,
+			    const int32_t *labels, const float *targets, int B,
+			    long *correct, struct akk_reg_sums *rs,
+			    struct akk_head_sums *hs);
 
 #endif

@@ -22,6 +22,7 @@ int akk_reference_init(struct akk_reference *r, const struct akk_model *m,
 		akk_reference_release(r);
 		return akk_err_set(e, "out of memory");
 	}
+	r->batch.tmap = m->tmap.n ? &m->tmap : NULL;
 	for (int i = 0; i < m->ngates; i++)
 		if (akk_gate_init(&r->gates[i], &m->gates[i],
 				  &(struct akk_gate_config){ .max_batch = bs, .ntapes = 1, .nevals = 1,

@@ -153,33 +153,6 @@ static double elementwise_row(enum akk_loss_kind k, double delta, float *d,
 	return sum;
 }
 
-double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
-		const float *logits, const int32_t *labels, int B, int D,
-		long *correct)
-{
-	double sum = 0;
-	/* d(mean)/dz: softmax CE averages over rows, the rest over elements. */
-	double s = k == AKK_LOSS_SOFTMAX_CE ? 1.0 / B : 1.0 / ((double)B * D);
-	long hits = 0;
-
-	assert(B > 0 && D > 0);
-	for (int b = 0; b < B; b++) {
-		const float *z = logits + (size_t)b * D;
-		float *d = dlogits ? dlogits + (size_t)b * D : NULL;
-		int y = labels[b];
-
-		assert(y < D);
-		if (k == AKK_LOSS_SOFTMAX_CE)
-			sum += softmax_ce_row(d, z, y, D, s);
-		else
-			sum += elementwise_row(k, delta, d, z, y, NULL, D, s);
-		hits += argmax(z, D) == y;
-	}
-	if (correct)
-		*correct += hits;
-	return sum * s;
-}
-
 /* 10 log10(peak^2 / mse), the mse floored at 1e-10 peak^2. */
 static double psnr_of(double mse, double peak)
 {
@@ -188,20 +161,34 @@ static double psnr_of(double mse, double peak)
 	return 10 * log10(p2 / (mse > 1e-10 * p2 ? mse : 1e-10 * p2));
 }
 
-double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
-			const float *out, const float *targets, int B, int D,
-			struct akk_reg_sums *sums)
+double akk_loss_slice(enum akk_loss_kind k, float delta, double w, float *dout,
+		      const float *out, const int32_t *labels, const float *targets,
+		      int ld, int B, int D, long *correct, struct akk_reg_sums *sums)
 {
-	double sum = 0, s = 1.0 / ((double)B * D);
+	double sum = 0;
+	/* d(mean)/dz: softmax CE averages over rows, the rest over elements;
+	 * w scales the gradient (w = 1 leaves it as it is, to the bit) */
+	double s = k == AKK_LOSS_SOFTMAX_CE ? 1.0 / B : 1.0 / ((double)B * D);
+	long hits = 0;
 
-	assert(B > 0 && D > 0);
-	assert(k == AKK_LOSS_MSE || k == AKK_LOSS_MAE || k == AKK_LOSS_HUBER);
+	assert(B > 0 && D > 0 && ld >= D);
+	assert(labels || k == AKK_LOSS_MSE || k == AKK_LOSS_MAE || k == AKK_LOSS_HUBER);
 	for (int b = 0; b < B; b++) {
-		const float *z = out + (size_t)b * D, *t = targets + (size_t)b * D;
+		const float *z = out + (size_t)b * ld;
+		const float *t = targets ? targets + (size_t)b * ld : NULL;
+		float *d = dout ? dout + (size_t)b * ld : NULL;
+		int y = labels ? labels[b] : 0;
 
-		sum += elementwise_row(k, delta, dout ? dout + (size_t)b * D : NULL,
-				       z, 0, t, D, s);
-		if (sums) {
+		if (labels) {
+			assert(y < D);
+			hits += argmax(z, D) == y;
+			t = NULL;
+		}
+		if (k == AKK_LOSS_SOFTMAX_CE)
+			sum += softmax_ce_row(d, z, y, D, s * w);
+		else
+			sum += elementwise_row(k, delta, d, z, y, t, D, s * w);
+		if (t && sums) {
 			double sse = 0;
 			for (int j = 0; j < D; j++) {
 				double r = (double)z[j] - t[j];
@@ -213,11 +200,30 @@ double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
 			sums->psnr += psnr_of(sse / D, 1);
 		}
 	}
-	if (sums) {
+	if (correct)
+		*correct += hits;
+	if (!labels && sums) {
 		sums->n += (long)B * D;
 		sums->samples += B;
 	}
 	return sum * s;
+}
+
+double akk_loss(enum akk_loss_kind k, float delta, float *dlogits,
+		const float *logits, const int32_t *labels, int B, int D,
+		long *correct)
+{
+	return akk_loss_slice(k, delta, 1.0, dlogits, logits, labels, NULL, D, B, D,
+			      correct, NULL);
+}
+
+double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
+			const float *out, const float *targets, int B, int D,
+			struct akk_reg_sums *sums)
+{
+	assert(k == AKK_LOSS_MSE || k == AKK_LOSS_MAE || k == AKK_LOSS_HUBER);
+	return akk_loss_slice(k, delta, 1.0, dout, out, NULL, targets, D, B, D,
+			      NULL, sums);
 }
 
 double akk_psnr(const float *x, const float *t, size_t n, float peak)

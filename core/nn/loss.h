@@ -57,6 +57,15 @@ double akk_reg_psnr(const struct akk_reg_sums *s, float peak);
 double akk_loss_targets(enum akk_loss_kind k, float delta, float *dout,
 			const float *out, const float *targets, int B, int D,
 			struct akk_reg_sums *sums);
+/* Both of the above over a slice: D outputs of each row of a wider output
+ * whose rows are ld >= D floats apart (out, dout and targets alike), with
+ * the gradient scaled by w as well (w = 1: the same bits as akk_loss or
+ * akk_loss_targets). Against labels when labels is not NULL (any loss;
+ * counts correct), else against targets (mse, mae or huber; adds to
+ * sums). Returns the unweighted mean. */
+double akk_loss_slice(enum akk_loss_kind k, float delta, double w, float *dout,
+		      const float *out, const int32_t *labels, const float *targets,
+		      int ld, int B, int D, long *correct, struct akk_reg_sums *sums);
 /* sqrt(sse / n), and R^2 = 1 - sse / sst with sst = syy - sy^2 / n (1 or
  * 0 for constant targets); 0 for no values. */
 double akk_reg_rmse(const struct akk_reg_sums *s);

@@ -50,6 +50,7 @@ int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		struct akk_batch *b = &p->pool[i];
 		if (akk_batch_alloc(b, bs, in, classes, c->steps > 1 ? c->steps : 1))
 			goto oom;
+		b->tmap = c->tmap;
 		/* the box holds npool and is open: this cannot fail, but a
 		 * batch lost here would hang the stream, so say it */
 		if (akk_mailbox_send(&p->free, &b)) {

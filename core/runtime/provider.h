@@ -56,6 +56,7 @@ struct akk_provider_config {
 	int epoch;		/* the first batch: epoch, and index in it */
 	long index;
 	int shards, shard;	/* data parallelism; shards <= 1: none */
+	const struct akk_target_map *tmap;	/* the batches' (data/batch.h) */
 };
 int akk_provider_init(struct akk_provider *p, const struct akk_dataset *d,
 		      const struct akk_preprocess *pre,

@@ -4,6 +4,8 @@
 #ifndef AKK_REPORT_H
 #define AKK_REPORT_H
 
+#include "config/heads_spec.h"
+
 struct akk_progress {
 	int epoch, epochs;	/* 1-based */
 	long batch, batches;	/* batches done in this epoch, of */
@@ -35,6 +37,10 @@ struct akk_epoch_report {
 				 * a checkpoint written by epoch_end stores */
 	double seconds, samples_per_s;
 	double lr;
+	/* network.outputs: each head's loss and accuracy or RMSE
+	 * (akk_heads_values), 2 * nheads values, training and validation */
+	int nheads;
+	double train_heads[2 * AKK_MAX_HEADS], val_heads[2 * AKK_MAX_HEADS];
 };
 
 /* Tracing (akkctl bench --trace): each actor records what it did into its

@@ -37,11 +37,12 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 			return akk_err_at(e, lpath, 0, 0,
 					  "%s data has no regression targets, but data.task is regression",
 					  what);
-		if (d->targets != akk_model_outputs(m))
+		int w = akk_heads_width(s, akk_model_outputs(m), AKK_TARGET_TARGETS, d->targets);
+		if (d->targets != w)
 			return akk_err_at(e, lpath, 0, 0,
-					  "%s data has %d target%s per sample, but the network outputs %d",
+					  "%s data has %d target%s per sample, but the network %s %d",
 					  what, d->targets, d->targets == 1 ? "" : "s",
-					  akk_model_outputs(m));
+					  s->nheads ? "has an output of" : "outputs", w);
 	} else if (d->y && !d->labels) {
 		return akk_err_at(e, lpath, 0, 0,
 				  "%s data has regression targets, not class labels: set data.task: regression",
@@ -53,10 +54,11 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 				  "%s data has %d label%s per sample, but the network outputs %d step%s of %d classes",
 				  what, akk_dataset_steps(d), akk_dataset_steps(d) == 1 ? "" : "s",
 				  m->steps, m->steps == 1 ? "" : "s", m->classes);
-	if (d->classes > m->classes)
+	int wc = akk_heads_width(s, m->classes, AKK_TARGET_LABELS, d->classes);
+	if (d->classes > wc)
 		return akk_err_at(e, lpath, 0, 0,
-				  "%s labels go up to %d, but the network outputs %d classes",
-				  what, d->classes - 1, m->classes);
+				  "%s labels go up to %d, but the network %s %d classes",
+				  what, d->classes - 1, s->nheads ? "has an output of" : "outputs", wc);
 	if (!d->n)
 		return akk_err_at(e, path, 0, 0, "%s set is empty", what);
 	return akk_model_check_ids(m, d, path, e);
@@ -259,12 +261,14 @@ static int make_providers(struct akk_run *r, struct akk_err *e)
 			.ds = &s->data, .shuffle = 1, .order = s->sched.order, .seed = s->seed,
 			.bs = bs, .in = in, .classes = akk_model_outputs(m), .steps = m->steps,
 			.npool = r->sched.K + 2, .epoch = cfg->start.epoch,
-			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank }, e))
+			.index = cfg->start.index, .shards = r->shards, .shard = cfg->rank,
+			.tmap = m->tmap.n ? &m->tmap : NULL }, e))
 		return -1;
 	if (r->val &&
 	    akk_provider_init(&r->vprov, r->val, &r->pre, &(struct akk_provider_config){
 			.ds = &s->data, .seed = s->seed, .bs = bs, .in = in,
-			.classes = akk_model_outputs(m), .steps = m->steps, .npool = r->sched.V + 2, .shards = 1 }, e))
+			.classes = akk_model_outputs(m), .steps = m->steps, .npool = r->sched.V + 2, .shards = 1,
+			.tmap = m->tmap.n ? &m->tmap : NULL }, e))
 		return -1;
 	return 0;
 }

@@ -70,6 +70,7 @@ struct phase {
 	double loss_sum, vloss_sum;
 	long correct, vcorrect, samples, vsamples;
 	struct akk_reg_sums treg, vreg;	/* regression: R^2 and RMSE sums */
+	struct akk_head_sums th[AKK_MAX_HEADS], vh[AKK_MAX_HEADS];	/* per head */
 	long vmin, vmax;
 	int stopping, state;
 	int voting;		/* data parallelism: a stop vote is out */
@@ -274,10 +275,10 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 	float *dl = b->dlogits + (size_t)c->off * outputs;
 	struct akk_msg back = *m;
 	double tl = akk_now();
-	double loss = akk_model_loss(r->model, dl, m->data,
-				     b->labels + (size_t)c->off * b->steps,
-				     b->targets + (size_t)c->off * outputs, c->B,
-				     &ph->correct, &ph->treg);
+	double loss = akk_model_loss_heads(r->model, dl, m->data,
+					   b->labels + (size_t)c->off * b->steps,
+					   b->targets + (size_t)c->off * outputs, c->B,
+					   &ph->correct, &ph->treg, ph->th);
 
 	/* a gate's non-finite output stops the run in that gate; finite
 	 * logits can still overflow the loss */
@@ -346,9 +347,9 @@ static void take_validation(struct akk_run *r, struct phase *ph,
 {
 	struct akk_batch *b = vslots[m->eval_slot];
 
-	ph->vloss_sum += akk_model_loss(r->model, NULL, m->data, b->labels,
-					b->targets, b->B, &ph->vcorrect,
-					&ph->vreg) * b->B;
+	ph->vloss_sum += akk_model_loss_heads(r->model, NULL, m->data, b->labels,
+					      b->targets, b->B, &ph->vcorrect,
+					      &ph->vreg, ph->vh) * b->B;
 	ph->vsamples += b->B;
 	if (m->vmin < ph->vmin)
 		ph->vmin = m->vmin;
@@ -538,6 +539,29 @@ static int watch_epoch(struct akk_run *r, const struct akk_epoch_report *rep,
 	return 0;
 }
 
+/* Data parallelism: each head's training sums over every rank's slices. */
+static int reduce_heads(struct akk_run *r, struct akk_head_sums *hs, int n)
+{
+	double v[9 * AKK_MAX_HEADS];
+
+	for (int i = 0; i < n; i++) {
+		double *p = v + 9 * i;
+		p[0] = hs[i].loss, p[1] = (double)hs[i].samples, p[2] = (double)hs[i].correct;
+		p[3] = hs[i].reg.sse, p[4] = hs[i].reg.sy, p[5] = hs[i].reg.syy;
+		p[6] = (double)hs[i].reg.n, p[7] = hs[i].reg.psnr;
+		p[8] = (double)hs[i].reg.samples;
+	}
+	if (akk_mpi_allreduce(&r->tr, r->model->ngates, v, 9 * n, 1))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		const double *p = v + 9 * i;
+		hs[i] = (struct akk_head_sums){ p[0], (long)p[1], (long)p[2],
+						{ p[3], p[4], p[5], (long)p[6], p[7],
+						  (long)p[8] } };
+	}
+	return 0;
+}
+
 static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		  const char *phase, double seconds, struct akk_err *e)
 {
@@ -569,6 +593,13 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		.val_psnr = psnr ? akk_reg_psnr(&ph->vreg, peak) : 0,
 	};
 
+	const struct akk_spec *s = r->model->spec;
+	char heads[AKK_MAX_HEADS * 2 * 80];
+
+	rep.nheads = s->nheads;
+	akk_heads_values(s, ph->th, rep.train_heads);
+	akk_heads_values(s, ph->vh, rep.val_heads);
+	akk_heads_columns(s, heads, sizeof(heads));
 	if (reg) {
 		rep.train_acc = ph->samples ? akk_reg_r2(&ph->treg) : 0;
 		rep.val_acc = ph->vsamples ? akk_reg_r2(&ph->vreg) : 0;
@@ -595,7 +626,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 		struct akk_metrics_row row = { epoch + 1, "train", ph->samples,
 			rep.train_loss, rep.train_acc, rep.lr, seconds,
 			0, 0, lrs, nlr, .regression = reg + psnr, .rmse = rep.train_rmse,
-			.psnr = rep.train_psnr };
+			.psnr = rep.train_psnr, .heads_header = heads,
+			.heads = rep.train_heads, .nheads_values = 2 * s->nheads };
 		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
@@ -604,7 +636,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 			ph->samples ? "validation" : phase, ph->vsamples,
 			rep.val_loss, rep.val_acc, rep.lr, seconds,
 			rep.vmin, rep.vmax, lrs, nlr, .regression = reg + psnr,
-			.rmse = rep.val_rmse, .psnr = rep.val_psnr };
+			.rmse = rep.val_rmse, .psnr = rep.val_psnr, .heads_header = heads,
+			.heads = rep.val_heads, .nheads_values = 2 * s->nheads };
 		if (akk_metrics_write(r->metrics, r->cfg.metrics_path, &row, e))
 			return -1;
 	}
@@ -672,6 +705,11 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 			ph.treg = (struct akk_reg_sums){ sums[3], sums[4], sums[5],
 							 (long)sums[6], sums[7],
 							 (long)sums[8] };
+			if (r->model->spec->nheads &&
+			    reduce_heads(r, ph.th, r->model->spec->nheads)) {
+				akk_err_set(e, "the metrics reduction failed");
+				goto fail;
+			}
 		}
 		reductions = r->watch.reductions;
 		if (report(r, &ph, epoch, "epoch", akk_now() - t0, e))

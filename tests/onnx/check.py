@@ -4,9 +4,11 @@
 # Each FILE must load and pass onnx.checker.check_model with full_check
 # (which runs shape inference), use the default opset 13 or later, and
 # have one input "input" and one output, "probabilities" (a classifier)
-# or "values" (a regression network), whose first dimension is the
-# symbolic "N". Prints "ok FILE: last node OP" per model, OP being the
-# operator that computes the output (Softmax, Sigmoid, Identity); exit status
+# or "values" (a regression network), or with --heads NAME,... one output
+# per head so named, each of whose first dimension is the symbolic "N".
+# Prints "ok FILE: last node OP" per model, OP being the operator that
+# computes the output (Softmax, Sigmoid, Identity; with --heads one
+# "NAME OP" per output, comma-separated); exit status
 # 0 all pass, 1 one fails (the reason on stderr), 3 when python3-onnx is
 # not installed (the test then skips).
 import sys
@@ -18,30 +20,42 @@ except ImportError as err:
     sys.exit(3)
 
 
-def check(path):
+def check(path, heads):
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
     opsets = {o.domain: o.version for o in model.opset_import}
     if opsets.get("", 0) < 13:
         raise ValueError(f"default opset {opsets.get('', 0)}, want 13 or later")
     g = model.graph
-    for what, vals, names in (("input", g.input, ["input"]),
-                              ("output", g.output, ["probabilities", "values"])):
-        if len(vals) != 1 or vals[0].name not in names:
-            raise ValueError(f"{what}s {[v.name for v in vals]}, want one of {names}")
-        dim0 = vals[0].type.tensor_type.shape.dim[0]
+    if len(g.input) != 1 or g.input[0].name != "input":
+        raise ValueError(f"inputs {[v.name for v in g.input]}, want ['input']")
+    names = [v.name for v in g.output]
+    if heads and names != heads:
+        raise ValueError(f"outputs {names}, want {heads}")
+    if not heads and (len(names) != 1 or names[0] not in ("probabilities", "values")):
+        raise ValueError(f"outputs {names}, want one of ['probabilities', 'values']")
+    ops = []
+    for v in list(g.input) + list(g.output):
+        dim0 = v.type.tensor_type.shape.dim[0]
         if dim0.dim_param != "N":
-            raise ValueError(f"{what} batch dimension {dim0}, want 'N'")
-    last = [n for n in g.node if g.output[0].name in n.output]
-    if len(last) != 1:
-        raise ValueError(f"{len(last)} nodes write the output, want 1")
-    return last[0].op_type
+            raise ValueError(f"{v.name} batch dimension {dim0}, want 'N'")
+    for out in g.output:
+        last = [n for n in g.node if out.name in n.output]
+        if len(last) != 1:
+            raise ValueError(f"{len(last)} nodes write the output {out.name}, want 1")
+        ops.append(f"{out.name} {last[0].op_type}" if heads else last[0].op_type)
+    return ", ".join(ops)
 
 
 status = 0
-for path in sys.argv[1:]:
+args = sys.argv[1:]
+heads = []
+if args[:1] == ["--heads"]:
+    heads = args[1].split(",")
+    args = args[2:]
+for path in args:
     try:
-        op = check(path)
+        op = check(path, heads)
         print(f"ok {path}: last node {op}")
     except Exception as err:  # the checker raises its own error types
         print(f"check.py: {path}: {type(err).__name__}: {err}", file=sys.stderr)

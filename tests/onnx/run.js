@@ -4,8 +4,12 @@
 //
 // INPUT.f32 holds N samples of float32 (little-endian) of shape DIMS
 // ("784" or "1,28,28"); the model's one input gets batches of them as
-// [n, ...DIMS] and its one output ([n, classes]) is appended to
-// OUTPUT.f32 as float32. Prints "N samples, C outputs each" on stdout.
+// [n, ...DIMS] and its output ([n, classes]) is appended to OUTPUT.f32
+// as float32; a model with several outputs (a network's heads, [n, size]
+// each) gets each sample's outputs one after the other, in the graph's
+// order, as one row. Prints "N samples, C outputs each" on stdout (C: all
+// outputs of a sample), and for several outputs a line "outputs NAME [n,
+// size], ...".
 // Exit status 0 ok, 1 a failure (the message on stderr), 3 when
 // onnxruntime-node is not installed (the test then skips).
 'use strict';
@@ -34,19 +38,35 @@ async function main() {
   if (!Number.isInteger(n)) throw new Error(`${input}: ${x.length} floats is not a whole number of samples of ${per}`);
   const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], intraOpNumThreads: 1 });
   const [inName] = session.inputNames;
-  const [outName] = session.outputNames;
+  const outNames = session.outputNames;
   const chunks = [];
-  let classes = 0;
+  let classes = 0, shapes = [];
   for (let i = 0; i < n; i += 1000) {
     const m = Math.min(1000, n - i);
     const t = new ort.Tensor('float32', x.slice(i * per, (i + m) * per), [m, ...dims]);
     const res = await session.run({ [inName]: t });
-    const y = res[outName];
-    classes = y.dims[1];
-    chunks.push(Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength));
+    const ys = outNames.map((name) => res[name]);
+    // values per sample of each output: [n, classes] or [n, T, classes]
+    const sizes = ys.map((y) => y.data.length / m);
+    classes = ys.length > 1 ? sizes.reduce((a, b) => a + b, 0) : ys[0].dims[1];
+    shapes = ys.map((y, k) => `${outNames[k]} [${y.dims.join(', ')}]`);
+    if (ys.length === 1) {
+      chunks.push(Buffer.from(ys[0].data.buffer, ys[0].data.byteOffset, ys[0].data.byteLength));
+      continue;
+    }
+    const rows = new Float32Array(m * classes);
+    for (let j = 0; j < m; j++) {
+      let at = j * classes;
+      ys.forEach((y, k) => {
+        rows.set(y.data.subarray(j * sizes[k], (j + 1) * sizes[k]), at);
+        at += sizes[k];
+      });
+    }
+    chunks.push(Buffer.from(rows.buffer));
   }
   fs.writeFileSync(output, Buffer.concat(chunks));
   console.log(`${n} samples, ${classes} outputs each`);
+  if (outNames.length > 1) console.log(`outputs ${shapes.join(', ')}`);
 }
 
 main().catch((err) => {
