@@ -321,6 +321,18 @@ static void residual(void **state)
 	}
 }
 
+/* network.outputs: the loss node names each head's loss and its weight
+ * when it is not 1. */
+static void heads(void **state)
+{
+	char *svg = draw("configs/fashion-two-heads.yaml", NULL, "heads.svg");
+
+	(void)state;
+	tu_assert_contains(svg, ">class softmax_cross_entropy<");
+	tu_assert_contains(svg, ">image mse x 4<");
+	free(svg);
+}
+
 /* Composites inside a graph: a residual block (3 layers and its add)
  * and a graph (2 layers and a concat) side by side, joined by a concat;
  * flatten and dense after, each composite's name on its output
@@ -540,6 +552,7 @@ int main(void)
 		cmocka_unit_test(inception),
 		cmocka_unit_test(residual),
 		cmocka_unit_test(nested),
+		cmocka_unit_test(heads),
 		cmocka_unit_test(long_chain),
 		cmocka_unit_test(renders),
 		cmocka_unit_test(command_writes),

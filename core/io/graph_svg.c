@@ -313,6 +313,29 @@ static int place(struct akk_graph_layout *gl, int ngates, struct akk_err *e)
 	return 0;
 }
 
+/* The loss node's text: the loss, or each head's "NAME LOSS" (" x W"
+ * when its weight is not 1), joined by ", " (network.outputs). */
+static void loss_label(const struct akk_spec *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (!s->nheads) {
+		snprintf(buf, size, "%s", akk_loss_name(s->loss));
+		return;
+	}
+	buf[0] = 0;
+	for (int i = 0; i < s->nheads && n < size; i++) {
+		const struct akk_head_spec *h = &s->heads[i];
+		int w = snprintf(buf + n, size - n, "%s%s %s", i ? ", " : "", h->name,
+				 akk_loss_name(h->loss));
+		n += w > 0 ? (size_t)w : 0;
+		if (h->weight != 1 && n < size) {
+			w = snprintf(buf + n, size - n, " x %g", (double)h->weight);
+			n += w > 0 ? (size_t)w : 0;
+		}
+	}
+}
+
 int akk_graph_layout(struct akk_graph_layout *gl, const struct akk_model *m,
 		     struct akk_err *e)
 {
@@ -328,7 +351,9 @@ int akk_graph_layout(struct akk_graph_layout *gl, const struct akk_model *m,
 		for (int i = 0; i < m->gates[g].nlayers; i++)
 			if (add_layer(gl, &m->gates[g].layers[i], g + 1, last, NULL, &last, e))
 				return -1;
-	if (new_vertex(gl, "loss", NULL, akk_loss_name(s->loss), NULL, 0, &last, 1, e) < 0 ||
+	char losses[128];
+	loss_label(s, losses, sizeof(losses));
+	if (new_vertex(gl, "loss", NULL, losses, NULL, 0, &last, 1, e) < 0 ||
 	    assign_lanes(gl, e))
 		return -1;
 	return place(gl, m->ngates, e);
