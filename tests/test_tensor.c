@@ -187,6 +187,90 @@ static void sgemm_splits_only_across_the_pool_given(void **unused)
 	tu_pool_free(&tp);
 }
 
+/* A split that holds the pool: part 0 (on the thread that split) waits
+ * until released, the other parts return at once. */
+struct hold {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int holding, release;
+};
+
+static void hold_part(void *arg, int part, int n)
+{
+	struct hold *h = arg;
+
+	(void)n;
+	if (part)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->holding = 1;
+	pthread_cond_broadcast(&h->cv);
+	while (!h->release)
+		pthread_cond_wait(&h->cv, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void *hold_pool(void *arg)
+{
+	void **a = arg;
+
+	akk_pool_for(a[0], hold_part, a[1]);
+	return NULL;
+}
+
+/* Whether the pool is free is a matter of timing (in flip-flop, another
+ * gate's optimizer step holds it while this gate's backward runs its
+ * products), so it must not change a product's bits: one that finds the
+ * pool busy computes the same row parts in turn. Each size here rounds
+ * differently whole and split with OpenBLAS's kernels on some CPUs; the
+ * busy product equals the split one, bit for bit, and the pool counts
+ * no split for it. (A busy pool used to mean the product whole.) */
+static void busy_pool_gives_the_split_bits(void **unused)
+{
+	static const int dims[][3] = { { 2047, 67, 131 }, { 1023, 129, 259 }, { 2048, 20, 256 } };
+	struct tu_pool tp;
+	struct akk_pool *p;
+	struct hold h = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	void *args[2];
+	pthread_t t;
+
+	(void)unused;
+	akk_blas_threads(1);
+	p = tu_pool_new(&tp, 2);
+	for (size_t d = 0; d < sizeof(dims) / sizeof(*dims); d++) {
+		int M = dims[d][0], N = dims[d][1], K = dims[d][2];
+		float *A = akk_alloc((size_t)M * K), *B = akk_alloc((size_t)K * N);
+		float *split = akk_alloc((size_t)M * N), *busy = akk_alloc((size_t)M * N);
+		long before;
+
+		tu_fill(A, (size_t)M * K, -1, 1, (uint32_t)(31 + d));
+		tu_fill(B, (size_t)K * N, -1, 1, (uint32_t)(41 + d));
+		akk_sgemm(p, 0, 0, M, N, K, 1, A, K, B, N, 0, split, N);
+		h.holding = h.release = 0;
+		args[0] = p;
+		args[1] = &h;
+		assert_int_equal(pthread_create(&t, NULL, hold_pool, args), 0);
+		pthread_mutex_lock(&h.mu);
+		while (!h.holding)
+			pthread_cond_wait(&h.cv, &h.mu);
+		pthread_mutex_unlock(&h.mu);
+		before = akk_pool_products(p);
+		akk_sgemm(p, 0, 0, M, N, K, 1, A, K, B, N, 0, busy, N);
+		assert_int_equal(akk_pool_products(p), before);	/* not split */
+		pthread_mutex_lock(&h.mu);
+		h.release = 1;
+		pthread_cond_broadcast(&h.cv);
+		pthread_mutex_unlock(&h.mu);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_memory_equal(busy, split, (size_t)M * N * sizeof(float));
+		akk_free(A);
+		akk_free(B);
+		akk_free(split);
+		akk_free(busy);
+	}
+	tu_pool_free(&tp);
+}
+
 /* akk_cores counts the CPUs of the affinity mask (taskset -c 0 means one
  * compute thread), and follows it when it changes. */
 static void cores_follow_affinity(void **unused)
@@ -334,6 +418,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sgemm_matches_reference),
 		cmocka_unit_test(pool_sgemm_matches_reference),
+		cmocka_unit_test(busy_pool_gives_the_split_bits),
 		cmocka_unit_test(sgemm_splits_only_across_the_pool_given),
 		cmocka_unit_test(cores_follow_affinity),
 		cmocka_unit_test(xsmm_matches_reference),

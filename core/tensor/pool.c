@@ -168,29 +168,47 @@ static void split(struct akk_pool *p, void (*fn)(void *, int, int), void *arg)
 	atomic_flag_clear(&p->busy);
 }
 
+/* Every part of n in turn on the calling thread: what a split computes,
+ * bit for bit, when the pool is on another split. Whether the pool is
+ * free is a matter of timing (another gate's step, another product), so
+ * the result must not depend on it: the parts are the same either way. */
+static void in_turn(void (*fn)(void *, int, int), void *arg, int n)
+{
+	for (int i = 0; i < n; i++)
+		fn(arg, i, n);
+}
+
 int akk_pool_for(struct akk_pool *p, void (*fn)(void *arg, int part, int n),
 		 void *arg)
 {
-	if (!p || atomic_flag_test_and_set(&p->busy)) {
+	if (!p) {
 		fn(arg, 0, 1);
 		return 1;
 	}
-	split(p, fn, arg);
+	if (atomic_flag_test_and_set(&p->busy))
+		in_turn(fn, arg, p->n);
+	else
+		split(p, fn, arg);
 	return p->n;
 }
 
-/* Split C = alpha op(A) op(B) + beta C across p. Returns 0 when done, -1
- * when the caller should compute it alone (no pool, too small, or the pool
- * is on another product). */
+/* Split C = alpha op(A) op(B) + beta C across p: its row parts, or, when
+ * the pool is on another product, the same row parts in turn here (the
+ * same bits: OpenBLAS may round a product of other sizes differently).
+ * Returns 0 when done, -1 when the caller should compute it whole (no
+ * pool, or too small: decided by the sizes alone). */
 static int split_sgemm(struct akk_pool *p, int trans_a, int trans_b, int M,
 		       int N, int K, float alpha, const float *A, int lda,
 		       const float *B, int ldb, float beta, float *C, int ldc)
 {
 	struct job j = { trans_a, trans_b, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc };
 
-	if (!p || (long)M * N * K < MIN_MNK || M < 2 * p->n ||
-	    atomic_flag_test_and_set(&p->busy))
+	if (!p || (long)M * N * K < MIN_MNK || M < 2 * p->n)
 		return -1;
+	if (atomic_flag_test_and_set(&p->busy)) {
+		in_turn(run_part, &j, p->n);
+		return 0;
+	}
 	p->job = j;
 	split(p, run_part, &p->job);
 	return 0;

@@ -25,18 +25,20 @@ void akk_pool_destroy(struct akk_pool *p);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * op(A) is M x K, op(B) is K x N, C is M x N. With a pool, a large product
- * is split by rows of C across it (a small one, or one that finds the pool
- * busy, runs on the calling thread); with NULL it runs on the calling
- * thread alone (akk_sgemm_here). Allocates nothing, whichever kernels
- * OpenBLAS picked for the CPU. */
+ * is split by rows of C across it (one that finds the pool busy computes
+ * the same row parts in turn on the calling thread, so its bits never
+ * depend on timing; a small one runs whole there); with NULL it runs on
+ * the calling thread alone (akk_sgemm_here). Allocates nothing, whichever
+ * kernels OpenBLAS picked for the CPU. */
 void akk_sgemm(struct akk_pool *pool, int trans_a, int trans_b, int M, int N,
 	       int K, float alpha, const float *A, int lda, const float *B,
 	       int ldb, float beta, float *C, int ldc);
 
 /* Any work split in parts: fn(arg, i, n) for i in 0..n-1, n parts across p
- * as a product's rows are, returning when every part is done; with NULL,
- * or when p is on another split, fn(arg, 0, 1) on the calling thread.
- * Returns n. A part must give the same result whoever runs it. */
+ * as a product's rows are, returning when every part is done; when p is
+ * on another split, the same n parts in turn on the calling thread; with
+ * NULL, fn(arg, 0, 1). Returns n. A part must give the same result
+ * whoever runs it. */
 int akk_pool_for(struct akk_pool *p, void (*fn)(void *arg, int part, int n),
 		 void *arg);
 
