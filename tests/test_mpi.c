@@ -1087,8 +1087,12 @@ static void lr_scaling_warmup_metrics_np2(void **unused)
 
 /* The batchnorms inside a residual block: the block hands the run's sync
  * to its inner layers. */
-static void write_resbn_cfg(char *path, size_t size, const char *name,
-			    int batch, const char *parallel)
+/* A config NAME.yaml in g_dir: a first gate of the given layers (YAML
+ * list items, 8 spaces in), a second of one dense layer; parallel: data
+ * or pipeline (with pipeline under mpirun, contiguous placement: the
+ * first gate on rank 0, the second on rank 1). */
+static void write_block_cfg(char *path, size_t size, const char *name,
+			    int batch, const char *parallel, const char *layers)
 {
 	char text[2048];
 	int n = snprintf(text, sizeof(text),
@@ -1097,24 +1101,28 @@ static void write_resbn_cfg(char *path, size_t size, const char *name,
 		"  train: {images: train-images, labels: train-labels}\n"
 		"network:\n"
 		"  input: [64]\n"
+		"  placement: contiguous\n"
 		"  gates:\n"
-		"    - layers:\n"
-		"        - {dense: 24}\n"
-		"        - relu\n"
-		"        - residual: [{dense: 24}, {batchnorm: {momentum: 0.2, sync: true}},\n"
-		"                     relu, {dense: 24}, {batchnorm: {momentum: 0.3, sync: true}}]\n"
-		"        - relu\n"
+		"    - layers:\n%s"
 		"    - layers: [{dense: 4}]\n"
 		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
 		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
 		"           parallel: %s}\n"
 		"output: {dir: out-%s}\n",
-		name, batch, parallel, name);
+		name, layers, batch, parallel, name);
 
 	assert_true(n > 0 && n < (int)sizeof(text));
 	snprintf(path, size, "%s/%s.yaml", g_dir, name);
 	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
 }
+
+/* A residual block with synchronised batchnorms. */
+static const char *resbn_layers =
+	"        - {dense: 24}\n"
+	"        - relu\n"
+	"        - residual: [{dense: 24}, {batchnorm: {momentum: 0.2, sync: true}},\n"
+	"                     relu, {dense: 24}, {batchnorm: {momentum: 0.3, sync: true}}]\n"
+	"        - relu\n";
 
 /* Two ranks of 32 against one process at 64: with SyncBN inside the
  * residual block every weight and both batchnorms' running statistics
@@ -1127,10 +1135,10 @@ static void residual_syncbn_np2(void **unused)
 	(void)unused;
 	if (!have_mpi())
 		skip();
-	write_resbn_cfg(cfg, sizeof(cfg), "rbn-one", 64, "pipeline");
+	write_block_cfg(cfg, sizeof(cfg), "rbn-one", 64, "pipeline", resbn_layers);
 	if (train(0, cfg, NULL, err, sizeof(err)))
 		fail_msg("single-process run failed: %s", err);
-	write_resbn_cfg(cfg, sizeof(cfg), "rbn2", 32, "data");
+	write_block_cfg(cfg, sizeof(cfg), "rbn2", 32, "data", resbn_layers);
 	if (train(2, cfg, NULL, err, sizeof(err)))
 		fail_msg("mpirun -np 2 failed: %s", err);
 	ckpt_path(a, sizeof(a), "rbn-one", "last.bin");
@@ -1142,45 +1150,19 @@ static void residual_syncbn_np2(void **unused)
 	assert_int_equal(assert_close_named(a, b, NULL, 1e-5), 8);
 }
 
-/* A config NAME.yaml in g_dir: a gate holding a graph whose two branches
- * each end in a synchronised batchnorm, joined by concat, then a gate of
- * one dense layer; parallel: data or pipeline, at placement (with
- * pipeline, the graph's gate on rank 0 and the last on rank 1). */
-static void write_graph_cfg(char *path, size_t size, const char *name,
-			    int batch, const char *parallel,
-			    const char *placement)
-{
-	char text[2048];
-	int n = snprintf(text, sizeof(text),
-		"name: %s\n"
-		"data:\n"
-		"  train: {images: train-images, labels: train-labels}\n"
-		"network:\n"
-		"  input: [64]\n"
-		"  placement: %s\n"
-		"  gates:\n"
-		"    - layers:\n"
-		"        - graph:\n"
-		"            nodes:\n"
-		"              - {name: a, dense: 20}\n"
-		"              - {batchnorm: {momentum: 0.2, sync: true}}\n"
-		"              - {name: ra, relu}\n"
-		"              - {name: b, dense: 12, from: input}\n"
-		"              - {batchnorm: {momentum: 0.3, sync: true}}\n"
-		"              - {name: tb, tanh}\n"
-		"              - {name: out, concat: [ra, tb]}\n"
-		"        - relu\n"
-		"    - layers: [{dense: 4}]\n"
-		"optimizer: {type: momentum, lr: 0.05, momentum: 0.9}\n"
-		"schedule: {mode: flip-flop, epochs: 3, batch_size: %d, threads: 1,\n"
-		"           parallel: %s}\n"
-		"output: {dir: out-%s}\n",
-		name, placement, batch, parallel, name);
-
-	assert_true(n > 0 && n < (int)sizeof(text));
-	snprintf(path, size, "%s/%s.yaml", g_dir, name);
-	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
-}
+/* A graph whose two branches each end in a synchronised batchnorm,
+ * joined by concat. */
+static const char *graph_layers =
+	"        - graph:\n"
+	"            nodes:\n"
+	"              - {name: a, dense: 20}\n"
+	"              - {batchnorm: {momentum: 0.2, sync: true}}\n"
+	"              - {name: ra, relu}\n"
+	"              - {name: b, dense: 12, from: input}\n"
+	"              - {batchnorm: {momentum: 0.3, sync: true}}\n"
+	"              - {name: tb, tanh}\n"
+	"              - {name: out, concat: [ra, tb]}\n"
+	"        - relu\n";
 
 /* Data parallelism over a graph: two ranks of 32 against one process at
  * 64. Both branches' batchnorms sum over the replicas, so every weight and
@@ -1193,10 +1175,10 @@ static void graph_syncbn_np2(void **unused)
 	(void)unused;
 	if (!have_mpi())
 		skip();
-	write_graph_cfg(cfg, sizeof(cfg), "gbn-one", 64, "pipeline", "contiguous");
+	write_block_cfg(cfg, sizeof(cfg), "gbn-one", 64, "pipeline", graph_layers);
 	if (train(0, cfg, NULL, err, sizeof(err)))
 		fail_msg("single-process run failed: %s", err);
-	write_graph_cfg(cfg, sizeof(cfg), "gbn2", 32, "data", "contiguous");
+	write_block_cfg(cfg, sizeof(cfg), "gbn2", 32, "data", graph_layers);
 	if (train(2, cfg, NULL, err, sizeof(err)))
 		fail_msg("mpirun -np 2 failed: %s", err);
 	ckpt_path(a, sizeof(a), "gbn-one", "last.bin");
@@ -1217,10 +1199,10 @@ static void graph_placed_np2(void **unused)
 	(void)unused;
 	if (!have_mpi())
 		skip();
-	write_graph_cfg(cfg, sizeof(cfg), "gpl-one", 32, "pipeline", "contiguous");
+	write_block_cfg(cfg, sizeof(cfg), "gpl-one", 32, "pipeline", graph_layers);
 	if (train(0, cfg, NULL, err, sizeof(err)))
 		fail_msg("single-process run failed: %s", err);
-	write_graph_cfg(cfg, sizeof(cfg), "gpl2", 32, "pipeline", "contiguous");
+	write_block_cfg(cfg, sizeof(cfg), "gpl2", 32, "pipeline", graph_layers);
 	if (train(2, cfg, NULL, err, sizeof(err)))
 		fail_msg("mpirun -np 2 failed: %s", err);
 	assert_non_null(strstr(err, "placement: gate 1 on rank 0, gate 2 on rank 1"));
