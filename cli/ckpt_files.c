@@ -471,7 +471,8 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
 			return akk_err_set(e, "out of memory");
 		/* the network is checked before anything else: a mismatch is
 		 * one whatever the epoch */
-		if (akk_checkpoint_read(ck, arg, e) || akk_checkpoint_match(ck, m, arg, e)) {
+		if (akk_checkpoint_read(ck, arg, e) || akk_checkpoint_match(ck, m, arg, e) ||
+		    akk_checkpoint_match_wiring(ck, m, arg, e)) {
 			akk_checkpoint_release(ck);
 			free(*path);
 			*path = NULL;
@@ -498,7 +499,8 @@ int ckpt_resolve(const char *arg, const struct akk_model *m,
 			free(cand);
 			continue;
 		}
-		if (akk_checkpoint_match(&c, m, cand, &why)) {
+		if (akk_checkpoint_match(&c, m, cand, &why) ||
+		    akk_checkpoint_match_wiring(&c, m, cand, &why)) {
 			if (!other++)
 				first = why;
 			note_passed(passed, &why);

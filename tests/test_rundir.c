@@ -391,6 +391,53 @@ static void mismatch_before_already_trained(void **state)
 	tu_assert_contains(g_err, "has already trained 1 of 1 epochs");
 }
 
+/* A graph whose two branches are swapped at the join keeps every
+ * tensor's name and size, so the tensors alone match; resuming it would
+ * load each branch's weights into the other. It is refused, naming the
+ * node; a change that holds no weights (a dropout rate) is not. */
+static void resume_refuses_a_rewired_graph(void **state)
+{
+	static const char *net =
+		"name: wired\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - layers:\n"
+		"        - graph:\n"
+		"            - {name: a, dense: 12}\n"
+		"            - {name: ra, relu}\n"
+		"            - {name: b, dense: 12, from: input}\n"
+		"            - {name: tb, tanh}\n"
+		"            - {concat: [%s]}\n"
+		"        - {dropout: %s}\n"
+		"    - layers: [{dense: 4}]\n"
+		"optimizer: {type: momentum, lr: 0.05}\n"
+		"schedule: {mode: flip-flop, epochs: 2, batch_size: 32}\n";
+	const char *d = subdir("rewired");
+	char text[1024], a[700], b[700], c[700], *text_rows;
+
+	(void)state;
+	snprintf(a, sizeof(a), "%s/wired-a.yaml", g_dir);
+	snprintf(b, sizeof(b), "%s/wired-b.yaml", g_dir);
+	snprintf(c, sizeof(c), "%s/wired-c.yaml", g_dir);
+	snprintf(text, sizeof(text), net, "ra, tb", "0.1");
+	assert_int_equal(tu_write_file(a, text, strlen(text)), 0);
+	snprintf(text, sizeof(text), net, "tb, ra", "0.1");
+	assert_int_equal(tu_write_file(b, text, strlen(text)), 0);
+	snprintf(text, sizeof(text), net, "ra, tb", "0.3");
+	assert_int_equal(tu_write_file(c, text, strlen(text)), 0);
+	assert_rc(ak("train", a, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	assert_rc(ak("train", b, "--quiet", "--resume", tu_path(d, "last.bin"), NULL), 2);
+	tu_assert_contains(g_err, "checkpoint does not match the network: its layers are wired "
+			   "otherwise: gate 1, layer 1 (graph), node 5: its inputs or its join differ");
+	assert_rc(ak("train", c, "--quiet", "--resume", d, NULL), 0);
+	text_rows = tu_slurp(tu_path(d, "metrics.csv"), NULL);
+	tu_assert_contains(text_rows, "\n2,train,");
+	free(text_rows);
+}
+
 /* ---- 3. the terminal --------------------------------------------------------- */
 
 static void progress_line_fits_the_width(void **state)
@@ -754,6 +801,7 @@ int main(void)
 		cmocka_unit_test(resume_keeps_the_schedule),
 		cmocka_unit_test(resume_takes_only_its_network),
 		cmocka_unit_test(mismatch_before_already_trained),
+		cmocka_unit_test(resume_refuses_a_rewired_graph),
 		cmocka_unit_test(progress_line_fits_the_width),
 		cmocka_unit_test(progress_on_a_terminal),
 		cmocka_unit_test(summary_after_every_run),

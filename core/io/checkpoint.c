@@ -1085,6 +1085,29 @@ static int match_gate(const struct akk_ckpt_gate *cg, const struct akk_gate_plan
 	return 0;
 }
 
+int akk_checkpoint_match_wiring(const struct akk_checkpoint *c, const struct akk_model *m,
+				const char *path, struct akk_err *e)
+{
+	struct akk_spec s;
+	struct akk_model stored;
+	char what[256];
+	int rc;
+
+	if (akk_checkpoint_spec(c, &s, NULL, 0, e))
+		return -1;
+	if (akk_model_plan(&stored, &s, e)) {
+		akk_spec_release(&s);
+		return -1;
+	}
+	rc = akk_model_same_wiring(&stored, m, what, sizeof(what));
+	akk_model_release(&stored);
+	akk_spec_release(&s);
+	if (rc)
+		return akk_err_at(e, path, 0, 0, "checkpoint does not match the network: "
+				  "its layers are wired otherwise: %s", what);
+	return 0;
+}
+
 int akk_checkpoint_match(const struct akk_checkpoint *c, const struct akk_model *m,
 			 const char *path, struct akk_err *e)
 {

@@ -157,6 +157,13 @@ int akk_checkpoint_spec(const struct akk_checkpoint *c, struct akk_spec *s,
 struct akk_model;
 int akk_checkpoint_match(const struct akk_checkpoint *c, const struct akk_model *m,
 			 const char *path, struct akk_err *e);
+/* Whether the checkpoint's own network (its stored config, planned) is
+ * wired as m where it decides which weights go where
+ * (akk_model_same_wiring): a graph whose nodes were reordered keeps every
+ * tensor's name and size, and would load each node's weights into
+ * another. */
+int akk_checkpoint_match_wiring(const struct akk_checkpoint *c, const struct akk_model *m,
+				const char *path, struct akk_err *e);
 /* Resuming with batch_size on shards ranks over n training samples:
  * check c's position against that run and express it in its batches. A
  * position at the end of an epoch's training (its validation interrupted)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/checked.h"
+#include "nn/layer_graph.h"
 
 static void describe(char *buf, int size, const struct akk_layer *l, int gate,
 		     int layer)
@@ -299,5 +300,108 @@ int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
 				  i, bad + 1, (double)v, vocab - 1);
 	}
 	free(row);
+	return 0;
+}
+
+static int same_shape(struct akk_shape x, struct akk_shape y)
+{
+	if (x.rank != y.rank)
+		return 0;
+	for (int i = 0; i < x.rank; i++)
+		if (x.d[i] != y.d[i])
+			return 0;
+	return 1;
+}
+
+/* A graph's nodes: the same op and inputs, node by node. */
+static int same_nodes(const struct akk_graph_spec *x, const struct akk_graph_spec *y,
+		      char *at, size_t size)
+{
+	if (x->nnodes != y->nnodes) {
+		snprintf(at, size, "%d nodes against %d", x->nnodes, y->nnodes);
+		return 0;
+	}
+	for (int i = 0; i < x->nnodes; i++) {
+		const struct akk_graph_node *n = &x->nodes[i], *o = &y->nodes[i];
+		int same = n->op == o->op && n->nfrom == o->nfrom &&
+			   n->start == o->start && n->end == o->end;
+		for (int k = 0; same && k < n->nfrom; k++)
+			same = n->from[k] == o->from[k];
+		if (!same) {
+			snprintf(at, size, "node %d: its inputs or its join differ", i + 1);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Layers x and y of nx and ny, inner layers included; at says where
+ * they part (relative: "layer 3 (graph), layer 2 (dense)"). */
+static int same_layers(const struct akk_layer *x, int nx, const struct akk_layer *y,
+		       int ny, char *at, size_t size)
+{
+	if (nx != ny) {
+		snprintf(at, size, "%d layers against %d", nx, ny);
+		return 0;
+	}
+	for (int i = 0; i < nx; i++) {
+		const struct akk_layer *l = &x[i], *o = &y[i];
+		int n;
+		char *rest;
+		size_t left;
+
+		if (!l->ops || !o->ops) {	/* a graph's join: same_nodes */
+			if (l->ops != o->ops) {
+				snprintf(at, size, "layer %d: a join against a layer", i + 1);
+				return 0;
+			}
+			continue;
+		}
+		n = snprintf(at, size, "layer %d (%s)", i + 1, l->ops->name);
+		rest = at + (n > 0 && (size_t)n < size ? n : 0);
+		left = n > 0 && (size_t)n < size ? size - (size_t)n : 0;
+		if (!l->nparams && !l->nsub && !o->nparams && !o->nsub)
+			continue;	/* holds no weights: its options may change */
+		if (l->ops != o->ops || !same_shape(l->in, o->in) ||
+		    !same_shape(l->out, o->out) || l->nparams != o->nparams ||
+		    l->nstate != o->nstate) {
+			snprintf(rest, left, ": kind, shapes or sizes differ (%s here)",
+				 o->ops->name);
+			return 0;
+		}
+		if (l->ops == &akk_layer_graph &&
+		    !same_nodes(l->spec->graph, o->spec->graph, rest + (left ? 2 : 0),
+				left > 2 ? left - 2 : 0)) {
+			if (left > 2)
+				memcpy(rest, ", ", 2);
+			return 0;
+		}
+		if (l->nsub && !same_layers(l->sub, l->nsub, o->sub, o->nsub,
+					    rest + (left ? 2 : 0), left > 2 ? left - 2 : 0)) {
+			if (left > 2)
+				memcpy(rest, ", ", 2);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
+			  char *what, size_t size)
+{
+	if (a->ngates != b->ngates) {
+		snprintf(what, size, "%d gates against %d", a->ngates, b->ngates);
+		return -1;
+	}
+	for (int g = 0; g < a->ngates; g++) {
+		int n = snprintf(what, size, "gate %d, ", g + 1);
+		if (n < 0 || (size_t)n >= size)
+			n = 0;
+		if (!same_layers(a->gates[g].layers, a->gates[g].nlayers,
+				 b->gates[g].layers, b->gates[g].nlayers,
+				 what + n, size - (size_t)n))
+			return -1;
+	}
+	snprintf(what, size, "the same");
 	return 0;
 }

@@ -58,6 +58,15 @@ static inline int akk_model_outputs(const struct akk_model *m)
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		   struct akk_err *e);
 void akk_model_release(struct akk_model *m);
+/* Whether a and b (both planned) are wired alike where it decides which
+ * weights go where: every layer with parameters or inner layers of the
+ * same kind, input and output shape, in the same place; a graph's nodes
+ * in the same order, each reading the same nodes with the same join.
+ * Options that hold no weights (a dropout rate, an activation without
+ * parameters) may differ. 0, or -1 with what (size bytes) saying where
+ * they part: "gate 1, layer 3 (graph), node 2: its inputs differ". */
+int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
+			  char *what, size_t size);
 /* A network whose first layer is an embedding takes token ids: fails,
  * naming path, the sample and the step, when a value of d is not an id
  * of its vocabulary (d's values as stored: the spec keeps ids unscaled).
