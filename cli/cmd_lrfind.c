@@ -191,8 +191,12 @@ static int sweep_run(struct sweep *w, const struct akk_spec *s, const struct akk
 	if (lr_suggest(w->lr, w->loss, w->smooth, w->done, &sg))
 		fprintf(stderr, "suggested lr: %.3g (the smaller of the steepest descent before the smoothed minimum, at lr %.3g, and a tenth of the minimum's lr %.3g)\n",
 			sg.lr, sg.steep, sg.minimum);
-	else
+	else {
 		fprintf(stderr, "no suggested lr after %d steps: %s\n", w->done, sg.why);
+		if (sg.steep > 0)
+			fprintf(stderr, "the steepest descent is at lr %.3g, the smoothed minimum at lr %.3g\n",
+				sg.steep, sg.minimum);
+	}
 	return EXIT_OK;
 }
 

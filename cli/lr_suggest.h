@@ -16,12 +16,18 @@
  * the sweep (the last tenth's mean below the tenth before by that drop):
  * then the minimum lies past --max, and a tenth of the last rate can be far
  * too low (a regression whose outputs must travel far to their targets,
- * configs/diabetes.yaml: 7.7e-07 against its own 2). */
+ * configs/diabetes.yaml: 7.7e-07 against its own 2); and when the
+ * steepest descent lies within LR_SUGGEST_NEAR of the minimum, where the
+ * two rules disagree tenfold. */
 #ifndef AKK_CLI_LR_SUGGEST_H
 #define AKK_CLI_LR_SUGGEST_H
 
 /* The fraction the smoothed loss must fall by to show a working range. */
 #define LR_SUGGEST_MIN_DROP 0.02
+/* No suggestion when the steepest descent's rate is within this factor
+ * of the minimum's: the descent runs into the divergence (the shipped
+ * classifiers' are 4 to 30 times below). */
+#define LR_SUGGEST_NEAR 2
 
 struct lr_suggestion {
 	double lr;		/* the suggestion, when ok */

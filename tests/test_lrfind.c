@@ -256,6 +256,33 @@ static void no_suggestion_without_a_range(void **state)
 	assert_string_equal(s.why, "too few steps (the first tenth and the last 5 are left out)");
 }
 
+/* A descent that runs into the divergence (the U-Net's sweep: steepest
+ * at 0.00705, the minimum at 0.0085, whose tenth trained 1.7 points of
+ * R^2 below the config's own rate): the two rules disagree tenfold and
+ * neither is safe, so no suggestion, with both rates kept to print. */
+static void descent_into_the_divergence_suggests_nothing(void **state)
+{
+	enum { N = 100 };
+	double lr[N], sm[N];
+	struct lr_suggestion s;
+
+	(void)state;
+	sweep_rates(lr, N);
+	for (int i = 0; i < N; i++) {
+		if (i < 60)
+			sm[i] = 0.20;
+		else if (i <= 80)	/* falling faster and faster */
+			sm[i] = 0.20 - 0.15 * pow((i - 60) / 20.0, 3);
+		else
+			sm[i] = sm[80] + (i - 80) * 0.05;	/* the divergence */
+	}
+	assert_int_equal(lr_suggest(lr, sm, sm, N, &s), 0);
+	assert_string_equal(s.why, "the loss falls steepest right before its minimum, where it turns: "
+			    "no rate stands out (keep the config's rate, or one below the steepest)");
+	assert_true(s.minimum == lr[80]);
+	assert_true(s.steep > s.minimum / LR_SUGGEST_NEAR && s.steep < s.minimum);
+}
+
 /* The last validation accuracy of the run in dir (metrics.csv). */
 static double final_accuracy(const char *dir)
 {
@@ -434,6 +461,7 @@ int main(void)
 		cmocka_unit_test(bad_flags_exit_2),
 		cmocka_unit_test(suggestion_comes_from_the_descent),
 		cmocka_unit_test(no_suggestion_without_a_range),
+		cmocka_unit_test(descent_into_the_divergence_suggests_nothing),
 		cmocka_unit_test(suggestion_trains_as_well),
 		cmocka_unit_test(noise_before_the_descent_is_not_a_descent),
 		cmocka_unit_test(regression_config_suggests_honestly),
