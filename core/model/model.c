@@ -303,16 +303,6 @@ int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
 	return 0;
 }
 
-static int same_shape(struct akk_shape x, struct akk_shape y)
-{
-	if (x.rank != y.rank)
-		return 0;
-	for (int i = 0; i < x.rank; i++)
-		if (x.d[i] != y.d[i])
-			return 0;
-	return 1;
-}
-
 /* A graph's nodes: the same op and inputs, node by node. */
 static int same_nodes(const struct akk_graph_spec *x, const struct akk_graph_spec *y,
 		      char *at, size_t size)
@@ -362,8 +352,8 @@ static int same_layers(const struct akk_layer *x, int nx, const struct akk_layer
 		left = n > 0 && (size_t)n < size ? size - (size_t)n : 0;
 		if (!l->nparams && !l->nsub && !o->nparams && !o->nsub)
 			continue;	/* holds no weights: its options may change */
-		if (l->ops != o->ops || !same_shape(l->in, o->in) ||
-		    !same_shape(l->out, o->out) || l->nparams != o->nparams ||
+		if (l->ops != o->ops || !akk_shape_equal(l->in, o->in) ||
+		    !akk_shape_equal(l->out, o->out) || l->nparams != o->nparams ||
 		    l->nstate != o->nstate) {
 			snprintf(rest, left, ": kind, shapes or sizes differ (%s here)",
 				 o->ops->name);

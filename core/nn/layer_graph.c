@@ -145,16 +145,6 @@ static float *value_of(const struct akk_layer *l, float *aux, const float *x,
 
 /* --- plan ----------------------------------------------------------------- */
 
-static int shape_eq(struct akk_shape a, struct akk_shape b)
-{
-	if (a.rank != b.rank)
-		return 0;
-	for (int i = 0; i < a.rank; i++)
-		if (a.d[i] != b.d[i])
-			return 0;
-	return 1;
-}
-
 /* What node j (or the input) is called in a shape message. */
 static const char *source(const struct akk_layer *l, int j, char *buf,
 			  size_t size)
@@ -196,7 +186,7 @@ static int plan_join(struct akk_layer *l, int i, struct akk_err *e)
 		akk_shape_format(b, sb, sizeof(sb));
 		source(l, n->from[k], nb, sizeof(nb));
 		if (n->op == AKK_GRAPH_ADD) {
-			if (!shape_eq(a, b))
+			if (!akk_shape_equal(a, b))
 				return akk_err_set(e, "%s outputs %s but %s outputs %s: "
 						   "add needs one shape", na, sa, nb, sb);
 			s->flops += (double)akk_shape_size(a);

@@ -108,16 +108,6 @@ static int plan_chain(struct akk_layer *l, int first, int n,
 	return 0;
 }
 
-static int shape_eq(struct akk_shape a, struct akk_shape b)
-{
-	if (a.rank != b.rank)
-		return 0;
-	for (int i = 0; i < a.rank; i++)
-		if (a.d[i] != b.d[i])
-			return 0;
-	return 1;
-}
-
 static int residual_plan(struct akk_layer *l, struct akk_err *e)
 {
 	const struct akk_layer_spec *sp = l->spec;
@@ -143,7 +133,7 @@ static int residual_plan(struct akk_layer *l, struct akk_err *e)
 		goto fail;
 	akk_shape_format(a, sa, sizeof(sa));
 	akk_shape_format(b, sb, sizeof(sb));
-	if (!shape_eq(a, b)) {
+	if (!akk_shape_equal(a, b)) {
 		if (sp->nshort)
 			akk_err_set(e, "the inner layers output %s but the "
 				    "shortcut outputs %s", sa, sb);

@@ -24,6 +24,17 @@ static inline long akk_shape_size(struct akk_shape s)
 	return n;
 }
 
+/* Whether a and b are the same shape. */
+static inline int akk_shape_equal(struct akk_shape a, struct akk_shape b)
+{
+	if (a.rank != b.rank)
+		return 0;
+	for (int i = 0; i < a.rank; i++)
+		if (a.d[i] != b.d[i])
+			return 0;
+	return 1;
+}
+
 /* The channels a per-channel normalisation and the pixel map see in a
  * sample of shape s: C of [C, H, W], each feature of [F], and one for a
  * sequence [T, F] (its values are normalised alike). */
