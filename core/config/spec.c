@@ -27,6 +27,7 @@
 
 #include "config/overrides.h"
 #include "config/spec_data.h"
+#include "config/spec_gates.h"
 #include "config/spec_graph.h"
 #include "config/yaml_keys.h"
 #include "nn/layer_graph.h"
@@ -427,6 +428,10 @@ static const struct key gate_keys[] = {
 	  .what = "a list", .flags = F_REQ },
 	OPTIMIZER(GATE, optim, F_OPTIONAL | F_SPACED, MARK(GATE, has_optim)),
 	INT("rank", GATE, rank, F_LO | F_HI, 0, 4095, -1),
+	{ .name = "name", .type = YAML_NO_NODE, .fn = akk_spec_h_gate_name, .what = "a name" },
+	{ .name = "from", .type = YAML_NO_NODE, .fn = akk_spec_h_gate_from,
+	  .what = "a gate's name or a list of them" },
+	{ .name = "join", .type = YAML_NO_NODE, .fn = akk_spec_h_gate_join, .what = "concat or add" },
 	END,
 };
 
@@ -464,7 +469,7 @@ static int h_gates(struct akk_yaml_ctx *c, const struct key *k,
 		if (akk_yaml_walk(c, item, &gs))
 			return -1;
 	}
-	return 0;
+	return akk_spec_gates_link(c, s);
 }
 
 static int h_input(struct akk_yaml_ctx *c, const struct key *k,

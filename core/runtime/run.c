@@ -135,6 +135,9 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
 		return -1;
+	if (!akk_model_is_chain(m) && (cfg->gate_rank || cfg->shards > 1))
+		return akk_err_set(e, "gates that fork and join (from:) do not run under mpirun yet: run them in one process");
+	akk_schedule_widen(&r->sched, m);
 	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1))
 		return akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
 	/* a carried state is per batch row, which micro-batches and shards
@@ -199,6 +202,34 @@ static int start_workers(struct akk_run *r, struct akk_err *e)
 	return 0;
 }
 
+/* A join's or fork's FIFOs, one per peer. */
+static int inbox_init(struct akk_inbox *in, int n, int cap, struct akk_err *e)
+{
+	memset(in, 0, sizeof(*in));
+	if (n < 2)
+		return 0;
+	in->n = n;
+	in->cap = cap;
+	if (!(in->q = calloc((size_t)n * cap, sizeof(*in->q))))
+		return akk_err_set(e, "out of memory");
+	return 0;
+}
+
+/* A gate's joined inputs, summed gradients and the FIFOs of its peers'
+ * messages (a fork's, also for one reader that concatenates it). */
+static int make_flow(struct akk_run *r, struct akk_gate_actor *a,
+		     const struct akk_gate_config *gc, struct akk_err *e)
+{
+	const struct akk_gate_plan *p = a->gate.plan;
+	int cap = r->sched.mailbox_cap;
+
+	if (akk_flow_init(&a->flow, p, gc->ntapes, gc->nevals, gc->max_batch, e) ||
+	    inbox_init(&a->srcs, p->nsrc, cap, e) ||
+	    inbox_init(&a->rds, p->nread, cap, e))
+		return -1;
+	return 0;
+}
+
 /* A process holds the gates it runs; rank 0 also holds a mirror of every
  * other rank's gates (parameters and all, no threads) for its
  * checkpoints. So a pipeline over ranks spreads memory as well. */
@@ -228,6 +259,8 @@ static int make_gates(struct akk_run *r, struct akk_err *e)
 		gc.epochs = cfg->epochs;
 		gc.seed = m->spec->seed;
 		if (akk_gate_init(&a->gate, &m->gates[i], &gc, e))
+			return -1;
+		if (a->local && make_flow(r, a, &gc, e))
 			return -1;
 		if (a->local)
 			akk_gate_use_pool(&a->gate, r->pool);
@@ -523,6 +556,9 @@ void akk_run_release(struct akk_run *r)
 	akk_mpi_link_stop(&r->tr, NULL);
 	for (int i = 0; r->gates && i < r->model->ngates; i++) {
 		akk_gate_release(&r->gates[i].gate);
+		akk_flow_release(&r->gates[i].flow);
+		free(r->gates[i].srcs.q);
+		free(r->gates[i].rds.q);
 		free(r->gates[i].trace.ev);
 		akk_free(r->gates[i].pack);
 		free(r->gates[i].sync.buf);
