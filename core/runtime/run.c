@@ -202,11 +202,12 @@ static int start_workers(struct akk_run *r, struct akk_err *e)
 	return 0;
 }
 
-/* A join's or fork's FIFOs, one per peer. */
+/* A join's or fork's FIFOs, one per peer (none: the messages are taken
+ * as they come). */
 static int inbox_init(struct akk_inbox *in, int n, int cap, struct akk_err *e)
 {
 	memset(in, 0, sizeof(*in));
-	if (n < 2)
+	if (!n)
 		return 0;
 	in->n = n;
 	in->cap = cap;
@@ -224,8 +225,8 @@ static int make_flow(struct akk_run *r, struct akk_gate_actor *a,
 	int cap = r->sched.mailbox_cap;
 
 	if (akk_flow_init(&a->flow, p, gc->ntapes, gc->nevals, gc->max_batch, e) ||
-	    inbox_init(&a->srcs, p->nsrc, cap, e) ||
-	    inbox_init(&a->rds, p->nread, cap, e))
+	    inbox_init(&a->srcs, p->nsrc > 1 ? p->nsrc : 0, cap, e) ||
+	    inbox_init(&a->rds, a->flow.dy ? p->nread : 0, cap, e))
 		return -1;
 	return 0;
 }

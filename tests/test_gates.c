@@ -1,0 +1,515 @@
+/* test_gates.c - gates that fork and join: the config's edges and their
+ * errors, the sequential reference's gradient through a fork and a join
+ * against finite differences, and the actors against the reference.
+ *
+ * Synthetic data only (tu_dataset: class patterns in 8x8 images). The
+ * graph: a stem gate, two branch gates reading it, a head gate joining
+ * them (concat or add). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "config/spec.h"
+#include "model/flow.h"
+#include "model/model.h"
+#include "model/reference.h"
+#include "runtime/run_internal.h"
+
+#define SIDE 8
+#define CLASSES 4
+
+/* %s the join, %d the right branch's width (16 for add), %s the
+ * optimizer, %s the schedule. */
+static const char *dag_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [64]\n"
+	"  gates:\n"
+	"    - {name: stem, layers: [{dense: 24}, relu]}\n"
+	"    - {name: left, from: stem, layers: [{dense: 16}, %s]}\n"
+	"    - {name: right, from: stem, layers: [{dense: %d}, %s]}\n"
+	"    - {name: head, from: [left, right], join: %s, layers: [{dense: 4}]}\n"
+	"optimizer: %s\n"
+	"schedule: %s\n";
+
+struct fixture {
+	struct akk_spec spec;
+	struct akk_model model;
+	struct akk_dataset train, val;
+};
+
+/* plain: no batchnorm and no dropout (evaluation equals training, and
+ * micro-batches equal whole batches), and smooth branches (no kink near
+ * a finite difference's steps) */
+static void setup(struct fixture *f, const char *join, int plain, const char *optim,
+		  const char *sched)
+{
+	char text[2048];
+	struct akk_err e = { 0 };
+
+	snprintf(text, sizeof(text), dag_yaml, plain ? "tanh" : "batchnorm, tanh",
+		 strcmp(join, "add") ? 8 : 16, plain ? "sigmoid" : "relu, {dropout: 0.1}", join,
+		 optim, sched);
+	memset(f, 0, sizeof(*f));
+	if (akk_spec_parse(&f->spec, text, strlen(text), "dag.yaml", ".", NULL, 0, &e))
+		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	if (akk_model_plan(&f->model, &f->spec, &e))
+		fail_msg("plan: %s", e.msg);
+	tu_dataset(&f->train, 1000, SIDE, CLASSES, 7);	/* 63 batches, the last of 8 */
+	tu_dataset(&f->val, 200, SIDE, CLASSES, 9);
+}
+
+static void teardown(struct fixture *f)
+{
+	akk_model_release(&f->model);
+	akk_spec_release(&f->spec);
+	akk_dataset_release(&f->train);
+	akk_dataset_release(&f->val);
+}
+
+static int run_actors(struct fixture *f, struct akk_run *r, struct akk_observer obs,
+		      int threads, struct akk_err *e)
+{
+	struct akk_run_config cfg = {
+		.mode = f->spec.sched.mode, .epochs = f->spec.sched.epochs,
+		.blas_threads = threads, .obs = obs,
+	};
+
+	if (akk_run_init(r, &f->model, &f->train, &f->val, &cfg, e))
+		return -1;
+	return akk_run_train(r, e);
+}
+
+/* ---- the config ----------------------------------------------------- */
+
+static void plan_error(const char *gates, const char *want, int line, int col)
+{
+	char text[2048];
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_err e = { 0 };
+	int rc;
+
+	snprintf(text, sizeof(text),
+		 "data: {train: {images: x, labels: y}}\n"
+		 "optimizer: {type: sgd, lr: 0.1}\n"
+		 "network:\n"
+		 "  input: [1, 8, 8]\n"
+		 "  gates:\n%s", gates);
+	rc = akk_spec_parse(&s, text, strlen(text), "g.yaml", ".", NULL, 0, &e);
+	if (!rc) {
+		rc = akk_model_plan(&m, &s, &e);
+		if (!rc)
+			akk_model_release(&m);
+		akk_spec_release(&s);
+	}
+	assert_int_equal(rc, -1);
+	if (!strstr(e.msg, want) || e.line != line || e.col != col)
+		fail_msg("got %s:%d:%d: %s; want %d:%d: ...%s...", e.file, e.line, e.col,
+			 e.msg, line, col, want);
+	assert_string_equal(e.file, "g.yaml");
+}
+
+static void config_errors_name_the_place(void **unused)
+{
+	(void)unused;
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {from: b, layers: [{dense: 4}]}\n",
+		   "unknown gate 'b' in 'from'", 7, 14);
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {name: b, from: a, layers: [{dense: 4}]}\n"
+		   "    - {from: a, layers: [{dense: 4}]}\n",
+		   "gate 'b' is read by no gate: only the last gate (3)", 7, 7);
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {name: b, from: a, layers: [{dense: 4}]}\n"
+		   "    - {name: c, from: a, layers: [{dense: 4}]}\n"
+		   "    - {from: [b, c], layers: [{dense: 4}]}\n",
+		   "reads 2 gates: say how they join", 9, 14);
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {join: add, layers: [{dense: 4}]}\n",
+		   "'join' applies to a gate that reads 2 or more gates", 7, 14);
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {from: [input], layers: [{dense: 4}]}\n",
+		   "only the first gate reads the network input", 7, 15);
+	plan_error("    - {name: a, from: b, layers: [flatten]}\n"
+		   "    - {name: b, layers: [{dense: 4}]}\n",
+		   "unknown gate 'b'", 6, 23);
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {name: a, layers: [{dense: 4}]}\n",
+		   "gate name 'a' is taken by gate 1", 7, 14);
+	plan_error("    - {name: a, layers: [{conv2d: {filters: 2, kernel: 3, padding: 1}}]}\n"
+		   "    - {name: b, from: a, layers: [{maxpool2d: 2}]}\n"
+		   "    - {name: c, from: a, layers: [{conv2d: {filters: 3, kernel: 1}}]}\n"
+		   "    - {from: [b, c], join: concat, layers: [flatten, {dense: 4}]}\n",
+		   "concat joins on the first dimension (channels of [C, H, W], features of [F]) and needs the others equal, but gate 'b' outputs [2, 4, 4] and gate 'c' outputs [3, 8, 8]", 9, 14);
+	plan_error("    - {name: a, layers: [{conv2d: {filters: 2, kernel: 3, padding: 1}}]}\n"
+		   "    - {name: b, from: a, layers: [relu]}\n"
+		   "    - {name: c, from: a, layers: [{conv2d: {filters: 3, kernel: 1}}]}\n"
+		   "    - {from: [b, c], join: add, layers: [flatten, {dense: 4}]}\n",
+		   "join: add needs equal shapes, but gate 'b' outputs [2, 8, 8] and gate 'c' outputs [3, 8, 8]", 9, 14);
+	plan_error("    - {name: a, layers: [flatten]}\n"
+		   "    - {name: b, from: [a, a], join: add, layers: [{dense: 4}]}\n",
+		   "'from' names 'a' twice", 7, 27);
+}
+
+/* Concat puts the sources' channels side by side: [2, 8, 8] and [3, 8, 8]
+ * make [5, 8, 8]; the readers know where each source's part lies. */
+static void concat_plans_channels_and_readers(void **unused)
+{
+	const char *text =
+		"data: {train: {images: x, labels: y}}\n"
+		"optimizer: {type: sgd, lr: 0.1}\n"
+		"network:\n"
+		"  input: [1, 8, 8]\n"
+		"  gates:\n"
+		"    - {name: a, layers: [{conv2d: {filters: 2, kernel: 3, padding: 1}}]}\n"
+		"    - {name: b, from: a, layers: [relu]}\n"
+		"    - {name: c, from: a, layers: [{conv2d: {filters: 3, kernel: 1}}]}\n"
+		"    - {from: [b, c], join: concat, layers: [flatten, {dense: 4}]}\n";
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	assert_int_equal(akk_spec_parse(&s, text, strlen(text), "g.yaml", ".", NULL, 0, &e), 0);
+	assert_int_equal(akk_model_plan(&m, &s, &e), 0);
+	assert_false(akk_model_is_chain(&m));
+	assert_int_equal(m.gates[3].in.rank, 3);
+	assert_int_equal(m.gates[3].in.d[0], 5);
+	assert_int_equal(m.gates[3].src_off[1], 2 * 64);
+	assert_int_equal(m.gates[0].nread, 2);
+	assert_int_equal(m.gates[0].readers[0], 1);
+	assert_int_equal(m.gates[0].readers[1], 2);
+	assert_int_equal(m.gates[2].rd_off[0], 2 * 64);
+	assert_int_equal(m.gates[2].rd_in[0], 5 * 64);
+	assert_int_equal(m.gates[2].rd_whole[0], 0);
+	assert_int_equal(m.gates[3].nread, 0);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
+/* ---- the reference ---------------------------------------------------- */
+
+/* The loss of the reference's current batch with its gates' current
+ * weights, evaluated through the graph. */
+static double batch_loss(struct akk_reference *r)
+{
+	struct akk_gate *gp[AKK_MAX_GATES];
+	const struct akk_model *m = r->model;
+
+	for (int g = 0; g < m->ngates; g++)
+		gp[g] = &r->gates[g];
+	akk_flows_eval(m, gp, r->flows, 0, r->batch.x, r->batch.B, r->outs);
+	return akk_model_loss(m, NULL, r->outs[m->ngates - 1], r->batch.labels,
+			      r->batch.targets, r->batch.B, NULL, NULL);
+}
+
+/* With sgd at lr 1 one step moves each weight by its gradient: the
+ * reference's gradient of every gate, the stem (a fork: the sum of two
+ * readers' gradients) and each branch (its part of the join's), is the
+ * loss's central difference for the weights with the largest gradients. */
+static void reference_gradient_is_the_loss_gradient(const char *join)
+{
+	struct fixture f;
+	struct akk_reference ref;
+	struct akk_err e = { 0 };
+	float *before[4], *grad[4];
+
+	setup(&f, join, 1, "{type: sgd, lr: 1}", "{mode: flip-flop, epochs: 1, batch_size: 16}");
+	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
+	for (int g = 0; g < 4; g++) {
+		size_t n = f.model.gates[g].nparams;
+		before[g] = malloc(n * sizeof(float));
+		memcpy(before[g], ref.gates[g].params, n * sizeof(float));
+	}
+	assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
+	/* every gate's gradient, then every gate back at its weights */
+	for (int g = 0; g < 4; g++) {
+		struct akk_gate *gt = &ref.gates[g];
+		size_t n = gt->plan->nparams;
+		assert_int_equal(gt->step, 1);
+		grad[g] = malloc(n * sizeof(float));
+		for (size_t i = 0; i < n; i++)
+			grad[g][i] = before[g][i] - gt->params[i];
+		memcpy(gt->params, before[g], n * sizeof(float));
+	}
+	for (int g = 0; g < 4; g++) {
+		struct akk_gate *gt = &ref.gates[g];
+		size_t n = gt->plan->nparams;
+		/* the 5 largest gradients: well above the differences' noise */
+		for (int t = 0; t < 5; t++) {
+			size_t best = 0;
+			for (size_t i = 1; i < n; i++)
+				if (fabsf(grad[g][i]) > fabsf(grad[g][best]))
+					best = i;
+			float w = gt->params[best], h = 1e-3f;
+			gt->params[best] = w + h;
+			double lp = batch_loss(&ref);
+			gt->params[best] = w - h;
+			double lm = batch_loss(&ref);
+			gt->params[best] = w;
+			double fd = (lp - lm) / (2 * h);
+			if (fabs(fd - grad[g][best]) > 1e-4 + 1e-2 * fabs(fd))
+				fail_msg("%s: gate %d weight %zu: gradient %g, central difference %g",
+					 join, g + 1, best, grad[g][best], fd);
+			grad[g][best] = 0;
+		}
+	}
+	for (int g = 0; g < 4; g++) {
+		free(before[g]);
+		free(grad[g]);
+	}
+	akk_reference_release(&ref);
+	teardown(&f);
+}
+
+static void reference_gradient_concat(void **unused)
+{
+	(void)unused;
+	reference_gradient_is_the_loss_gradient("concat");
+}
+
+static void reference_gradient_add(void **unused)
+{
+	(void)unused;
+	reference_gradient_is_the_loss_gradient("add");
+}
+
+/* ---- the actors ------------------------------------------------------- */
+
+static void assert_same_params(const struct akk_gate *a, const struct akk_gate *b)
+{
+	size_t n = a->plan->nparams, ns = a->plan->nstate;
+
+	assert_int_equal(a->step, b->step);
+	assert_memory_equal(a->params, b->params, n * sizeof(float));
+	if (ns)
+		assert_memory_equal(a->state, b->state, ns * sizeof(float));
+}
+
+/* Flip-flop on the graph is the topological-order reference bit for bit:
+ * 3 epochs, 189 steps, batchnorm and dropout in the branches, the two
+ * branches on two workers. */
+static void flipflop_equals_reference(const char *join)
+{
+	struct fixture f;
+	struct akk_reference ref;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+
+	setup(&f, join, 0, "{type: adam, lr: 0.01}", "{mode: flip-flop, epochs: 3, batch_size: 16}");
+	akk_blas_threads(1);
+	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
+	for (long i = 0; i < 3 * 63; i++)
+		assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
+	if (run_actors(&f, &r, (struct akk_observer){ 0 }, 1, &e))
+		fail_msg("%s", e.msg);
+	assert_true(r.workers.n >= 2);	/* the branches may compute at once */
+	for (int g = 0; g < f.model.ngates; g++) {
+		assert_int_equal(r.gates[g].gate.step, 3 * 63);
+		assert_same_params(&r.gates[g].gate, &ref.gates[g]);
+	}
+	akk_run_release(&r);
+	akk_reference_release(&ref);
+	teardown(&f);
+}
+
+static void flipflop_equals_reference_concat(void **unused)
+{
+	(void)unused;
+	flipflop_equals_reference("concat");
+}
+
+static void flipflop_equals_reference_add(void **unused)
+{
+	(void)unused;
+	flipflop_equals_reference("add");
+}
+
+struct reports {
+	int n;
+	long samples[8], val_samples[8], vmin[8], vmax[8];
+	double loss[8];
+	double final_acc;
+};
+
+static int collect(void *ctx, struct akk_run *r, const struct akk_epoch_report *rep,
+		   struct akk_err *e)
+{
+	struct reports *c = ctx;
+
+	(void)r;
+	(void)e;
+	if (!strcmp(rep->phase, "final")) {
+		c->final_acc = rep->val_acc;
+		return 0;
+	}
+	c->samples[c->n] = rep->samples;
+	c->val_samples[c->n] = rep->val_samples;
+	c->loss[c->n] = rep->train_loss;
+	c->vmin[c->n] = rep->vmin;
+	c->vmax[c->n] = rep->vmax;
+	c->n++;
+	return 0;
+}
+
+/* Wheels, four batches in flight with weight stashing: every batch once,
+ * the validation's weight versions within its epoch, and it learns. */
+static void wheels_learns_on_a_graph(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	struct reports c = { 0 };
+
+	(void)unused;
+	setup(&f, "concat", 0, "{type: adam, lr: 0.01}",
+	      "{mode: wheels, epochs: 4, batch_size: 16, concurrency: {train: 4, validation: 2}, weight_stashing: true}");
+	if (run_actors(&f, &r, (struct akk_observer){ &c, NULL, collect }, 1, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(c.n, 4);
+	for (int i = 0; i < c.n; i++) {
+		assert_int_equal(c.samples[i], 1000);
+		assert_int_equal(c.val_samples[i], 200);
+		assert_true(c.vmin[i] >= i * 63 && c.vmax[i] <= (i + 1) * 63);
+	}
+	for (int g = 0; g < f.model.ngates; g++) {
+		assert_int_equal(r.gates[g].forwards, 4 * 63);
+		assert_int_equal(r.gates[g].backwards, 4 * 63);
+		assert_int_equal(r.gates[g].gate.step, 4 * 63);
+	}
+	assert_true(c.loss[3] < 0.5 * c.loss[0]);
+	assert_true(c.final_acc > 0.9);
+	akk_run_release(&r);
+	teardown(&f);
+}
+
+/* The pipeline's micro-batches on the graph: within float rounding of
+ * flip-flop's whole batches. */
+static void pipeline_equals_flipflop(void **unused)
+{
+	struct fixture a, b;
+	struct akk_run ra, rb;
+	struct akk_err e = { 0 };
+
+	(void)unused;
+	akk_blas_threads(1);
+	setup(&a, "concat", 1, "{type: sgd, lr: 0.05}", "{mode: flip-flop, epochs: 2, batch_size: 16}");
+	setup(&b, "concat", 1, "{type: sgd, lr: 0.05}",
+	      "{mode: pipeline, micro_batches: 4, epochs: 2, batch_size: 16}");
+	if (run_actors(&a, &ra, (struct akk_observer){ 0 }, 1, &e) ||
+	    run_actors(&b, &rb, (struct akk_observer){ 0 }, 1, &e))
+		fail_msg("%s", e.msg);
+	for (int g = 0; g < a.model.ngates; g++) {
+		const struct akk_gate *x = &ra.gates[g].gate, *y = &rb.gates[g].gate;
+		assert_int_equal(y->step, 2 * 63);
+		assert_int_equal(rb.gates[g].forwards, 2 * (62 * 4 + 4));
+		double err = 0;
+		for (size_t i = 0; i < x->plan->nparams; i++)
+			if (fabs((double)x->params[i] - y->params[i]) > err)
+				err = fabs((double)x->params[i] - y->params[i]);
+		if (err > 1e-5)
+			fail_msg("gate %d: largest difference %g", g + 1, err);
+	}
+	akk_run_release(&ra);
+	akk_run_release(&rb);
+	teardown(&a);
+	teardown(&b);
+}
+
+/* A branch whose output overflows stops every actor, naming the branch. */
+static void a_failing_branch_stops_the_run(void **unused)
+{
+	const char *modes[] = { "{mode: flip-flop, epochs: 1, batch_size: 16}",
+				"{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 4}}" };
+
+	(void)unused;
+	for (int k = 0; k < 2; k++) {
+		struct fixture f;
+		struct akk_run r;
+		struct akk_err e = { 0 };
+		struct akk_run_config cfg = { .epochs = 1, .blas_threads = 1 };
+
+		setup(&f, "concat", 0, "{type: adam, lr: 0.01}", modes[k]);
+		cfg.mode = f.spec.sched.mode;
+		assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+		for (int i = 0; i < 24; i++)
+			r.gates[2].gate.params[i] = 3e38f;
+		assert_int_equal(akk_run_train(&r, &e), -1);
+		if (!strstr(e.msg, "non-finite output of gate 3 at step 0 (training batch 1)"))
+			fail_msg("%s", e.msg);
+		akk_run_release(&r);
+		teardown(&f);
+	}
+}
+
+static void interrupt_at(void *ctx, const struct akk_progress *p)
+{
+	struct akk_run *r = ctx;
+
+	if (p->epoch == 2 && p->batch == 10)
+		akk_run_interrupt(r);
+}
+
+/* An interrupt drains the batches in flight through the fork and the
+ * join and ends the run cleanly: every gate stepped as often. */
+static void interrupt_stops_cleanly(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	struct akk_run_config cfg = { .mode = AKK_MODE_WHEELS, .epochs = 5, .blas_threads = 1 };
+
+	(void)unused;
+	setup(&f, "add", 0, "{type: adam, lr: 0.01}",
+	      "{mode: wheels, epochs: 5, batch_size: 16, concurrency: {train: 4}}");
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), 0);
+	r.cfg.obs = (struct akk_observer){ &r, interrupt_at, NULL };
+	assert_int_equal(akk_run_train(&r, &e), 0);
+	assert_int_equal(atomic_load(&r.interrupted), 1);
+	assert_int_equal(r.pos.id, 63 + 13);
+	for (int g = 0; g < f.model.ngates; g++) {
+		assert_int_equal(r.gates[g].gate.step, 63 + 13);
+		assert_int_equal(r.gates[g].backwards, 63 + 13);
+	}
+	akk_run_release(&r);
+	teardown(&f);
+}
+
+/* Under mpirun the graph's edges are refused, saying so, not run wrong. */
+static void mpi_refuses_a_graph(void **unused)
+{
+	struct fixture f;
+	struct akk_run r;
+	struct akk_err e = { 0 };
+	int ranks[4] = { 0, 0, 1, 1 };
+	struct akk_run_config cfg = { .mode = AKK_MODE_FLIPFLOP, .epochs = 1, .blas_threads = 1,
+				      .gate_rank = ranks, .rank = 0 };
+
+	(void)unused;
+	setup(&f, "concat", 0, "{type: adam, lr: 0.01}", "{mode: flip-flop, epochs: 1, batch_size: 16}");
+	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), -1);
+	tu_assert_contains(e.msg, "do not run under mpirun yet");
+	teardown(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(config_errors_name_the_place),
+		cmocka_unit_test(concat_plans_channels_and_readers),
+		cmocka_unit_test(reference_gradient_concat),
+		cmocka_unit_test(reference_gradient_add),
+		cmocka_unit_test(flipflop_equals_reference_concat),
+		cmocka_unit_test(flipflop_equals_reference_add),
+		cmocka_unit_test(wheels_learns_on_a_graph),
+		cmocka_unit_test(pipeline_equals_flipflop),
+		cmocka_unit_test(a_failing_branch_stops_the_run),
+		cmocka_unit_test(interrupt_stops_cleanly),
+		cmocka_unit_test(mpi_refuses_a_graph),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
