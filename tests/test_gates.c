@@ -478,23 +478,6 @@ static void interrupt_stops_cleanly(void **unused)
 	teardown(&f);
 }
 
-/* Under mpirun the graph's edges are refused, saying so, not run wrong. */
-static void mpi_refuses_a_graph(void **unused)
-{
-	struct fixture f;
-	struct akk_run r;
-	struct akk_err e = { 0 };
-	int ranks[4] = { 0, 0, 1, 1 };
-	struct akk_run_config cfg = { .mode = AKK_MODE_FLIPFLOP, .epochs = 1, .blas_threads = 1,
-				      .gate_rank = ranks, .rank = 0 };
-
-	(void)unused;
-	setup(&f, "concat", 0, "{type: adam, lr: 0.01}", "{mode: flip-flop, epochs: 1, batch_size: 16}");
-	assert_int_equal(akk_run_init(&r, &f.model, &f.train, &f.val, &cfg, &e), -1);
-	tu_assert_contains(e.msg, "do not run under mpirun yet");
-	teardown(&f);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,7 +491,6 @@ int main(void)
 		cmocka_unit_test(pipeline_equals_flipflop),
 		cmocka_unit_test(a_failing_branch_stops_the_run),
 		cmocka_unit_test(interrupt_stops_cleanly),
-		cmocka_unit_test(mpi_refuses_a_graph),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

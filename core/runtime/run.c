@@ -80,16 +80,41 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 				 akk_data_label_file(ds, vp), e)) ? -1 : 0;
 }
 
-/* Under MPI: who runs where, and the link to the other ranks. */
+/* Under MPI, for gates that fork and join: each actor's peers (a join's
+ * sources, a fork's readers) and each sender's number among them. */
+static void link_peers(const struct akk_model *m, int *fan, int *peer)
+{
+	int n = m->ngates + 1;
+
+	fan[0] = 1;
+	for (int i = 0; i < m->ngates; i++) {
+		const struct akk_gate_plan *g = &m->gates[i];
+		int a = i + 1;
+		fan[a] = g->nsrc > g->nread ? g->nsrc : g->nread;
+		if (fan[a] < 1)
+			fan[a] = 1;
+		for (int k = 0; k < g->nsrc; k++)
+			peer[a * n + g->src[k] + 1] = k;
+		for (int j = 0; j < g->nread; j++)
+			peer[a * n + g->readers[j] + 1] = j;
+	}
+}
+
+/* Under MPI: who runs where, and the link to the other ranks. A gate's
+ * slots hold its (joined) input, and the largest gradient a reader sends
+ * it: its output's, or a concatenating reader's whole input's. */
 static int start_link(struct akk_run *r, struct akk_err *e)
 {
 	const struct akk_model *m = r->model;
 	int G = m->ngates, n = G + 1, rc = -1;
 	long *w = calloc(3 * (size_t)n, sizeof(long));
+	int *fan = calloc((size_t)n, sizeof(int)), *peer = calloc((size_t)n * n, sizeof(int));
 
 	r->actor_rank = calloc(n, sizeof(int));
-	if (!w || !r->actor_rank) {
+	if (!w || !r->actor_rank || !fan || !peer) {
 		free(w);
+		free(fan);
+		free(peer);
 		return akk_err_set(e, "out of memory");
 	}
 	w[0] = akk_model_outputs(m);	/* logits arrive at the sentinel */
@@ -97,16 +122,22 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
 		w[i + 1] = akk_shape_size(m->gates[i].in);
 		w[n + i + 1] = akk_shape_size(m->gates[i].out);
+		for (int j = 0; j < m->gates[i].nread; j++)
+			if ((long)m->gates[i].rd_in[j] > w[n + i + 1])
+				w[n + i + 1] = (long)m->gates[i].rd_in[j];
 		w[2 * n + i + 1] = akk_gate_pack_len(&m->gates[i]);
 	}
+	link_peers(m, fan, peer);
 	r->tr.actor_rank = r->actor_rank;
 	r->tr.rank = r->cfg.rank;
 	struct akk_link_plan plan = { .K = r->sched.K, .V = r->sched.V,
 				      .max_batch = m->spec->sched.batch_size,
 				      .fwd_width = w, .bwd_width = w + n,
-				      .state_len = w + 2 * n };
+				      .state_len = w + 2 * n, .fan = fan, .peer = peer };
 	rc = akk_mpi_link_start(&r->tr, &plan, e);
 	free(w);
+	free(fan);
+	free(peer);
 	return rc;
 }
 
@@ -135,8 +166,6 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
 		return -1;
-	if (!akk_model_is_chain(m) && (cfg->gate_rank || cfg->shards > 1))
-		return akk_err_set(e, "gates that fork and join (from:) do not run under mpirun yet: run them in one process");
 	akk_schedule_widen(&r->sched, m);
 	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1))
 		return akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
