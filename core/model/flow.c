@@ -33,21 +33,17 @@ void akk_flow_release(struct akk_flow *f)
 	f->in = f->dy = NULL;
 }
 
-static const float *join(struct akk_flow *f, int slot, const float *const *src, int B)
+void akk_join_into(const struct akk_gate_plan *p, const float *const *src, int B,
+		   float *y)
 {
-	const struct akk_gate_plan *p = f->plan;
 	size_t in = (size_t)akk_shape_size(p->in);
-	float *y;
 
-	if (p->nsrc == 1)
-		return src[0];
-	y = f->in + (size_t)slot * f->max_batch * in;
 	if (p->join == AKK_JOIN_ADD) {
 		memcpy(y, src[0], (size_t)B * in * sizeof(float));
 		for (int k = 1; k < p->nsrc; k++)
 			for (size_t i = 0; i < (size_t)B * in; i++)
 				y[i] += src[k][i];
-		return y;
+		return;
 	}
 	for (int k = 0; k < p->nsrc; k++) {
 		size_t n = p->src_n[k];
@@ -55,6 +51,17 @@ static const float *join(struct akk_flow *f, int slot, const float *const *src, 
 			memcpy(y + (size_t)b * in + p->src_off[k], src[k] + (size_t)b * n,
 			       n * sizeof(float));
 	}
+}
+
+static const float *join(struct akk_flow *f, int slot, const float *const *src, int B)
+{
+	const struct akk_gate_plan *p = f->plan;
+	float *y;
+
+	if (p->nsrc == 1)
+		return src[0];
+	y = f->in + (size_t)slot * f->max_batch * (size_t)akk_shape_size(p->in);
+	akk_join_into(p, src, B, y);
 	return y;
 }
 

@@ -28,6 +28,11 @@ int akk_flow_init(struct akk_flow *f, const struct akk_gate_plan *p, int ntrain,
 		  int neval, int max_batch, struct akk_err *e);
 void akk_flow_release(struct akk_flow *f);
 
+/* Gate p's sources' outputs src[k] (B rows each) joined into y (B rows of
+ * p's input), for a gate of two or more sources. */
+void akk_join_into(const struct akk_gate_plan *p, const float *const *src, int B,
+		   float *y);
+
 /* The gate's input from its sources' outputs src[k] (B rows each, in
  * plan->src order): src[0] itself for one source, else joined into the
  * buffer of the training tape g's next forward pushes. */
