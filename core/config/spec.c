@@ -691,10 +691,22 @@ static int h_split_later(struct akk_yaml_ctx *c, const struct key *k,
 	return 0;	/* read by h_gates_any, once auto is known */
 }
 
+/* A gate's graph keys where the gates are split automatically. */
+static int h_auto_no_graph(struct akk_yaml_ctx *c, const struct key *k,
+			   const struct section *sec, yaml_node_t *key,
+			   yaml_node_t *val)
+{
+	(void)sec, (void)val;
+	return akk_yaml_fail(c, key, "'%s' does not apply to gates: {auto: N}, which splits one chain of layers: write the gates out to fork and join them",
+			     k->name);
+}
+
 static const struct key auto_keys[] = {
 	INT("auto", SPEC, auto_gates, F_REQ | F_LO | F_HI, 1, AKK_MAX_GATES, 0),
 	{ .name = "split", .type = YAML_SEQUENCE_NODE, .fn = h_split_later,
 	  .what = "a list" },
+	{ .name = "from", .type = YAML_NO_NODE, .fn = h_auto_no_graph, .what = "a gate's name" },
+	{ .name = "join", .type = YAML_NO_NODE, .fn = h_auto_no_graph, .what = "concat or add" },
 	END,
 };
 
