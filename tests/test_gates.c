@@ -12,6 +12,7 @@
 
 #include "testutil.h"
 #include "config/spec.h"
+#include "io/graph_svg.h"
 #include "model/flow.h"
 #include "model/model.h"
 #include "model/reference.h"
@@ -188,6 +189,38 @@ static void concat_plans_channels_and_readers(void **unused)
 	assert_int_equal(m.gates[3].nread, 0);
 	akk_model_release(&m);
 	akk_spec_release(&s);
+}
+
+/* check --graph: the join is a box of the joining gate that reads the
+ * last layers of both branch gates, which both read the stem's last. */
+static void picture_forks_and_joins(void **unused)
+{
+	struct fixture f;
+	struct akk_graph_layout gl;
+	struct akk_err e = { 0 };
+	int join = -1, from[2] = { 0 }, n = 0;
+
+	(void)unused;
+	setup(&f, "concat", 1, "{type: sgd, lr: 1}", "{mode: flip-flop, epochs: 1, batch_size: 16}");
+	assert_int_equal(akk_graph_layout(&gl, &f.model, &e), 0);
+	for (int i = 0; i < gl.nv; i++)
+		if (!strcmp(gl.v[i].kind, "concat"))
+			join = i;
+	assert_true(join >= 0);
+	assert_int_equal(gl.v[join].gate, 4);
+	for (int k = 0; k < gl.ne; k++)
+		if (gl.ed[k].to == join && n < 2)
+			from[n++] = gl.ed[k].from;
+	assert_int_equal(n, 2);
+	assert_int_equal(gl.v[from[0]].gate, 2);
+	assert_int_equal(gl.v[from[1]].gate, 3);
+	/* the stem's last layer feeds both branches */
+	n = 0;
+	for (int k = 0; k < gl.ne; k++)
+		n += gl.v[gl.ed[k].from].gate == 1 && gl.v[gl.ed[k].to].gate > 1;
+	assert_int_equal(n, 2);
+	akk_graph_layout_release(&gl);
+	teardown(&f);
 }
 
 /* ---- the reference ---------------------------------------------------- */
@@ -483,6 +516,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(config_errors_name_the_place),
 		cmocka_unit_test(concat_plans_channels_and_readers),
+		cmocka_unit_test(picture_forks_and_joins),
 		cmocka_unit_test(reference_gradient_concat),
 		cmocka_unit_test(reference_gradient_add),
 		cmocka_unit_test(flipflop_equals_reference_concat),
