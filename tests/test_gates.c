@@ -223,6 +223,24 @@ static void picture_forks_and_joins(void **unused)
 	teardown(&f);
 }
 
+/* akkctl check prints what each gate reads, its join and its input, and
+ * a config error exits 2 at its place. */
+static void check_prints_the_sources(void **unused)
+{
+	static char out[65536], err[4096];
+	const char *good = "tests/configs/onnx-gates.yaml";
+	const char *bad = "tests/configs/bad/gates-read-by-nobody.yaml";
+
+	(void)unused;
+	assert_int_equal(tu_ak(out, sizeof(out), err, sizeof(err), "check", good, NULL), 0);
+	tu_assert_contains(out, "gate  name             reads                                join    input\n");
+	tu_assert_contains(out, "2     narrow           stem                                         [6, 14, 14]\n");
+	tu_assert_contains(out, "4     cat              narrow, wide                         concat  [10, 14, 14]\n");
+	tu_assert_contains(out, "7     -                a, b                                 add     [24]  (the output)\n");
+	assert_int_equal(tu_ak(out, sizeof(out), err, sizeof(err), "check", bad, NULL), 2);
+	tu_assert_contains(err, "gates-read-by-nobody.yaml:9:7: gate 'right' is read by no gate");
+}
+
 /* ---- the reference ---------------------------------------------------- */
 
 /* The loss of the reference's current batch with its gates' current
@@ -517,6 +535,7 @@ int main(void)
 		cmocka_unit_test(config_errors_name_the_place),
 		cmocka_unit_test(concat_plans_channels_and_readers),
 		cmocka_unit_test(picture_forks_and_joins),
+		cmocka_unit_test(check_prints_the_sources),
 		cmocka_unit_test(reference_gradient_concat),
 		cmocka_unit_test(reference_gradient_add),
 		cmocka_unit_test(flipflop_equals_reference_concat),
