@@ -9,7 +9,18 @@
  * Pipeline and gradient accumulation: a Backward whose `more` is set is not
  * the last chunk of its step group, and only adds to the gradient; the
  * group's last one steps, once, on the sum (the sentinel weighted each
- * chunk's loss gradient by its share of the group's samples). */
+ * chunk's loss gradient by its share of the group's samples).
+ *
+ * Gates that fork and join (model.h): a gate's output goes to each of its
+ * readers, its input gradient to each of its sources. A join holds each
+ * source's forward, validate and sync messages in a FIFO of its own until
+ * every source's of the same batch has come (the sources pass the
+ * sentinel's stream on in the same order), then computes once on their
+ * joined outputs; a fork does the same with its readers' backwards and
+ * sums their gradients in the readers' config order (model/flow.h), as
+ * the sequential reference does. The states of flip-flop count the batch,
+ * not the messages: a join stays in its forward state until the last
+ * source's forward. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
