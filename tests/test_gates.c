@@ -379,6 +379,64 @@ static void flipflop_equals_reference_add(void **unused)
 	flipflop_equals_reference("add");
 }
 
+/* A skip connection: the head concatenates the stem's output with the
+ * gate after it, so the stem's gradient is the sum of its part of the
+ * head's input gradient and the middle gate's; and a chain of two joins
+ * (add of three sources). Flip-flop equals the reference bit for bit,
+ * wheels runs every batch. */
+static void skip_connections_equal_the_reference(void **unused)
+{
+	static const char *text =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - {name: stem, layers: [{dense: 24}, relu]}\n"
+		"    - {name: mid, layers: [{dense: 24}, batchnorm, tanh]}\n"
+		"    - {name: sum, from: [mid, stem], join: add, layers: [{dense: 12}, relu]}\n"
+		"    - {name: side, from: mid, layers: [{dense: 12}, sigmoid]}\n"
+		"    - {from: [stem, sum, side], join: concat, layers: [{dense: 4}]}\n"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: %s, epochs: 2, batch_size: 16, concurrency: {train: 3}}\n";
+	const char *modes[] = { "flip-flop", "wheels" };
+	struct akk_reference ref;
+
+	(void)unused;
+	akk_blas_threads(1);
+	for (int k = 0; k < 2; k++) {
+		struct fixture f;
+		struct akk_run r;
+		struct akk_err e = { 0 };
+		char yaml[1024];
+
+		memset(&f, 0, sizeof(f));
+		snprintf(yaml, sizeof(yaml), text, modes[k]);
+		if (akk_spec_parse(&f.spec, yaml, strlen(yaml), "skip.yaml", ".", NULL, 0, &e) ||
+		    akk_model_plan(&f.model, &f.spec, &e))
+			fail_msg("%s", e.msg);
+		assert_int_equal(f.model.gates[0].nread, 3);
+		assert_int_equal(f.model.gates[4].in.d[0], 24 + 12 + 12);
+		tu_dataset(&f.train, 1000, SIDE, CLASSES, 7);
+		tu_dataset(&f.val, 200, SIDE, CLASSES, 9);
+		if (k == 0) {
+			assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
+			for (long i = 0; i < 2 * 63; i++)
+				assert_int_equal(akk_reference_step(&ref, NULL, NULL, &e), 0);
+		}
+		if (run_actors(&f, &r, (struct akk_observer){ 0 }, 1, &e))
+			fail_msg("%s: %s", modes[k], e.msg);
+		for (int g = 0; g < f.model.ngates; g++) {
+			assert_int_equal(r.gates[g].gate.step, 2 * 63);
+			if (k == 0)
+				assert_same_params(&r.gates[g].gate, &ref.gates[g]);
+		}
+		if (k == 0)
+			akk_reference_release(&ref);
+		akk_run_release(&r);
+		teardown(&f);
+	}
+}
+
 struct reports {
 	int n;
 	long samples[8], val_samples[8], vmin[8], vmax[8];
@@ -540,6 +598,7 @@ int main(void)
 		cmocka_unit_test(reference_gradient_add),
 		cmocka_unit_test(flipflop_equals_reference_concat),
 		cmocka_unit_test(flipflop_equals_reference_add),
+		cmocka_unit_test(skip_connections_equal_the_reference),
 		cmocka_unit_test(wheels_learns_on_a_graph),
 		cmocka_unit_test(pipeline_equals_flipflop),
 		cmocka_unit_test(a_failing_branch_stops_the_run),
