@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "data_search.h"
 #include "model/balance.h"
+#include "model/flow.h"
 #include "model/gate.h"
 #include "model/model.h"
 #include "nn/layer_graph.h"
@@ -147,7 +148,9 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 		 * evaluation tapes of a batch */
 		struct akk_gate_config gc = akk_schedule_gate_config(p, gp, bs);
 		struct akk_gate_memory gm = akk_gate_memory(gp, &gc);
-		double mem = gm.train + gm.eval, st = gm.stash;
+		/* a join's input buffers and a fork's summed gradient */
+		double mem = gm.train + gm.eval +
+			     akk_flow_memory(gp, gc.ntapes, gc.nevals, gc.max_batch), st = gm.stash;
 		print_count(flops, sizeof(flops), gp->flops);
 		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,
 		       akk_optim_name(gp->optim->kind), gp->nparams, flops,

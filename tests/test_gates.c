@@ -187,6 +187,10 @@ static void concat_plans_channels_and_readers(void **unused)
 	assert_int_equal(m.gates[2].rd_in[0], 5 * 64);
 	assert_int_equal(m.gates[2].rd_whole[0], 0);
 	assert_int_equal(m.gates[3].nread, 0);
+	/* what check counts: a join's inputs per tape and slot, a fork's sum */
+	assert_true(akk_flow_memory(&m.gates[3], 2, 1, 16) == 3.0 * 16 * 5 * 64 * 4);
+	assert_true(akk_flow_memory(&m.gates[0], 2, 1, 16) == 16.0 * 2 * 64 * 4);
+	assert_true(akk_flow_memory(&m.gates[2], 2, 1, 16) == 16.0 * 3 * 64 * 4);
 	akk_model_release(&m);
 	akk_spec_release(&s);
 }

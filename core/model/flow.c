@@ -5,6 +5,22 @@
 
 #include "tensor/tensor.h"
 
+/* Whether gate p's gradient is a sum of its readers' parts (or one
+ * reader's part of a concatenated input): it needs a buffer. */
+static int sums_gradient(const struct akk_gate_plan *p)
+{
+	return p->nread > 1 || (p->nread == 1 && !p->rd_whole[0]);
+}
+
+double akk_flow_memory(const struct akk_gate_plan *p, int ntrain, int neval,
+		       int max_batch)
+{
+	double in = (double)akk_shape_size(p->in), out = (double)akk_shape_size(p->out);
+
+	return sizeof(float) * ((p->nsrc > 1 ? (double)(ntrain + neval) * max_batch * in : 0) +
+				(sums_gradient(p) ? (double)max_batch * out : 0));
+}
+
 int akk_flow_init(struct akk_flow *f, const struct akk_gate_plan *p, int ntrain,
 		  int neval, int max_batch, struct akk_err *e)
 {
@@ -18,8 +34,7 @@ int akk_flow_init(struct akk_flow *f, const struct akk_gate_plan *p, int ntrain,
 	if (p->nsrc > 1 && ntrain + neval > 0 &&
 	    !(f->in = akk_alloc((size_t)(ntrain + neval) * max_batch * in)))
 		return akk_err_set(e, "out of memory for gate %d's joined input", p->index + 1);
-	if ((p->nread > 1 || (p->nread == 1 && !p->rd_whole[0])) &&
-	    !(f->dy = akk_alloc((size_t)max_batch * out))) {
+	if (sums_gradient(p) && !(f->dy = akk_alloc((size_t)max_batch * out))) {
 		akk_flow_release(f);
 		return akk_err_set(e, "out of memory for gate %d's gradient", p->index + 1);
 	}

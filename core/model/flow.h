@@ -27,6 +27,9 @@ struct akk_flow {
 int akk_flow_init(struct akk_flow *f, const struct akk_gate_plan *p, int ntrain,
 		  int neval, int max_batch, struct akk_err *e);
 void akk_flow_release(struct akk_flow *f);
+/* The bytes akk_flow_init allocates for p (0 for a chain's gate). */
+double akk_flow_memory(const struct akk_gate_plan *p, int ntrain, int neval,
+		       int max_batch);
 
 /* Gate p's sources' outputs src[k] (B rows each) joined into y (B rows of
  * p's input), for a gate of two or more sources. */
