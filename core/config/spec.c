@@ -423,7 +423,7 @@ static int h_layers(struct akk_yaml_ctx *c, const struct key *k,
 /* --- gates as a graph: names, sources, joins ----------------------------- */
 
 /* A gate may have a `name`, read `from` one earlier gate or a list of
- * them (`input`, the network input, for the first gate), and say how a
+ * them (`input`: the network input), and say how a
  * list `join`s (concat on the first dimension: channels or features; or
  * add). Without `from` a gate reads the gate before it, as a chain does.
  * Once every gate is read, gates_link fills each gate's sources and
@@ -475,8 +475,6 @@ static int resolve(struct akk_yaml_ctx *c, int gi, yaml_node_t *val, int *out)
 		return akk_yaml_fail_type(c, "'from'", "a gate's name", val);
 	t = akk_yaml_text(val);
 	if (!strcmp(t, "input")) {
-		if (gi > 0)
-			return akk_yaml_fail(c, val, "gate %d reads 'input': only the first gate reads the network input", gi + 1);
 		*out = AKK_GATE_INPUT;
 		return 0;
 	}

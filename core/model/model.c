@@ -155,7 +155,7 @@ static int gate_input(struct akk_model *m, const struct akk_spec *s, int gi,
 		if (!ok) {
 			gate_label(s, g->src[0], a, sizeof(a));
 			gate_label(s, g->src[k], b, sizeof(b));
-			akk_shape_format(m->gates[g->src[0]].out, sa, sizeof(sa));
+			akk_shape_format(g->src[0] < 0 ? s->input : m->gates[g->src[0]].out, sa, sizeof(sa));
 			akk_shape_format(sh, sb, sizeof(sb));
 			return akk_err_at(e, s->path, gs->from_mark.line, gs->from_mark.col,
 					  g->join == AKK_JOIN_ADD ?
@@ -187,6 +187,24 @@ static void link_readers(struct akk_model *m)
 			g->rd_whole[j] = rg->join != AKK_JOIN_CONCAT;
 		}
 	}
+}
+
+int akk_model_inputs(const struct akk_model *m)
+{
+	int n = 0;
+
+	for (int g = 0; g < m->ngates; g++)
+		for (int k = 0; k < m->gates[g].nsrc; k++)
+			n += m->gates[g].src[k] < 0;
+	return n;
+}
+
+int akk_gate_reads_gates(const struct akk_gate_plan *g)
+{
+	for (int k = 0; k < g->nsrc; k++)
+		if (g->src[k] >= 0)
+			return 1;
+	return 0;
 }
 
 int akk_model_is_chain(const struct akk_model *m)
@@ -347,7 +365,7 @@ int akk_gate_needs_stash(const struct akk_gate_plan *g)
 	 * gradient */
 	for (int i = 0; i < g->nlayers; i++)
 		if (g->layers[i].nparams &&
-		    (g->index > 0 || i > 0 || g->layers[i].nsub ||
+		    (akk_gate_reads_gates(g) || i > 0 || g->layers[i].nsub ||
 		     g->layers[i].ops->grad_reads_params))
 			return 1;
 	return 0;

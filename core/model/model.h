@@ -62,6 +62,11 @@ struct akk_model {
 	double train_flops;
 };
 
+/* The gates that read the network input (1 for a chain). */
+int akk_model_inputs(const struct akk_model *m);
+/* Whether gate g computes an input gradient: it reads some gate. */
+int akk_gate_reads_gates(const struct akk_gate_plan *g);
+
 /* Whether the gates form a chain: each reads the one before it. */
 int akk_model_is_chain(const struct akk_model *m);
 

@@ -107,8 +107,9 @@ int akk_reference_step(struct akk_reference *r, double *loss_sum,
 		*loss_sum += loss * b->B;
 	for (int i = m->ngates - 1; i >= 0; i--) {
 		h = grad_of(r, i, b->dlogits, b->B);
-		r->dxs[i] = akk_gate_backward(&r->gates[i], h, b->B, r->id, i > 0, e);
-		if ((i > 0 && !r->dxs[i]) || akk_gate_step(&r->gates[i], e))
+		int dx = akk_gate_reads_gates(&m->gates[i]);
+		r->dxs[i] = akk_gate_backward(&r->gates[i], h, b->B, r->id, dx, e);
+		if ((dx && !r->dxs[i]) || akk_gate_step(&r->gates[i], e))
 			return -1;
 	}
 	r->id++;

@@ -138,8 +138,12 @@ static enum akk_next post_up(struct akk_gate_actor *a, const struct akk_msg *o)
 {
 	const struct akk_gate_plan *p = a->gate.plan;
 
+	struct akk_msg credit = *o;
+
+	credit.data = NULL;
+	credit.n = 0;
 	for (int k = 0; k < p->nsrc; k++)
-		if (post(a, p->src[k] + 1, o) != AKK_NEXT_MESSAGE)
+		if (post(a, p->src[k] + 1, p->src[k] < 0 ? &credit : o) != AKK_NEXT_MESSAGE)
 			return AKK_NEXT_FAILED;
 	return AKK_NEXT_MESSAGE;
 }
@@ -214,7 +218,7 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *msg,
 	struct akk_run *r = a->run;
 	struct akk_gate *g = &a->gate;
 	int strict = r->sched.strict_states;
-	int up = g->plan->src[0] >= 0;	/* it computes an input gradient */
+	int up = akk_gate_reads_gates(g->plan);	/* it computes an input gradient */
 	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
 	struct akk_err e = { 0 };
 	struct akk_msg joined = *msg, *m = &joined, o;

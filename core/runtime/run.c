@@ -86,7 +86,7 @@ static void link_peers(const struct akk_model *m, int *fan, int *peer)
 {
 	int n = m->ngates + 1;
 
-	fan[0] = 1;
+	fan[0] = akk_model_inputs(m);
 	for (int i = 0; i < m->ngates; i++) {
 		const struct akk_gate_plan *g = &m->gates[i];
 		int a = i + 1;

@@ -74,7 +74,7 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 
 void akk_schedule_widen(struct akk_schedule *p, const struct akk_model *m)
 {
-	int fan = 1, width = 1;
+	int fan = akk_model_inputs(m), width = fan;
 
 	for (int g = 0; g < m->ngates; g++) {
 		const struct akk_gate_plan *gp = &m->gates[g];
