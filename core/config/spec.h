@@ -59,7 +59,7 @@ struct akk_gate_spec {
 	struct akk_mark mark;
 	char name[AKK_GATE_NAME];	/* "" when it has none */
 	/* What it reads, in order: earlier gates' indices, or
-	 * AKK_GATE_INPUT (the first gate only). Filled for every gate once
+	 * AKK_GATE_INPUT (the network input). Filled for every gate once
 	 * the gates are read: without `from`, the gate before it. */
 	int nfrom;
 	int from[AKK_MAX_JOIN];
