@@ -11,6 +11,7 @@
  * latency of one message between two actor threads (ping-pong). */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +293,53 @@ static void trace_write(FILE *f, const struct bench_run *b, const struct akk_run
 			pid, g + 1, g + 1);
 	for (int a = 0; a <= G; a++)	/* the sentinel, then the gates */
 		trace_actor(f, pid, a, akk_run_trace(r, a), b->t_start, first);
+}
+
+static int cmp_abs(const void *a, const void *b)
+{
+	double x = fabs(*(const double *)a), y = fabs(*(const double *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+/* Gates that fork and join, traced: the share of the time some gate
+ * computed a forward during which two or more did (branches at once;
+ * one batch's forwards never overlap in a chain under flip-flop). The
+ * ends of every forward, starts positive and ends negative, swept in
+ * time order. */
+static void print_overlap(const struct akk_run *r, enum akk_mode mode)
+{
+	int G = akk_run_stats(r).ngates, depth = 0;
+	long n = 0;
+	double *ends, one = 0, two = 0, last = 0;
+
+	for (int a = 1; a <= G; a++)
+		n += akk_run_trace(r, a)->n;
+	if (!n || !(ends = malloc(2 * (size_t)n * sizeof(*ends))))
+		return;
+	n = 0;
+	for (int a = 1; a <= G; a++) {
+		const struct akk_trace *t = akk_run_trace(r, a);
+		for (long i = 0; i < t->n; i++)
+			if (t->ev[i].kind == AKK_TRACE_FORWARD && t->ev[i].t1 > t->ev[i].t0) {
+				/* monotonic times: positive, so the sign is free */
+				ends[n++] = t->ev[i].t0;
+				ends[n++] = -t->ev[i].t1;
+			}
+	}
+	qsort(ends, (size_t)n, sizeof(*ends), cmp_abs);
+	for (long i = 0; i < n; i++) {
+		double t = fabs(ends[i]);
+		if (depth >= 1)
+			one += t - last;
+		if (depth >= 2)
+			two += t - last;
+		depth += ends[i] > 0 ? 1 : -1;
+		last = t;
+	}
+	free(ends);
+	printf("%-10s two or more gates computing forwards at once %.1f%% of the %.2f s some gate did\n",
+	       akk_mode_name(mode), one > 0 ? 100 * two / one : 0, one);
 }
 
 /* --hops: one message between two actors on the workers, measured as
@@ -820,6 +868,11 @@ static int bench_modes(struct bench *b)
 		for (int i = 0; i < b->nmodes; i++)
 			trace_write(b->tf, &b->runs[i], b->r[i], i + 1, &first);
 		fprintf(b->tf, "\n]}\n");
+		if (!akk_model_is_chain(&b->m)) {
+			printf("\n");
+			for (int i = 0; i < b->nmodes; i++)
+				print_overlap(b->r[i], b->runs[i].mode);
+		}
 	}
 	/* both closed whatever the first says; the first failure is reported */
 	close_output(b->cf, b->csv, &b->e);

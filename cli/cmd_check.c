@@ -8,6 +8,7 @@
 #include "heads.h"
 #include "data_search.h"
 #include "model/balance.h"
+#include "model/flow.h"
 #include "model/gate.h"
 #include "model/model.h"
 #include "nn/layer_graph.h"
@@ -76,6 +77,34 @@ static void print_graph(const struct akk_layer *l, int indent)
 	}
 }
 
+/* Gates that fork and join: what each gate reads, how, and its input. */
+static void print_sources(const struct akk_spec *s, const struct akk_model *m)
+{
+	char shape[64], reads[AKK_MAX_JOIN * (AKK_GATE_NAME + 2)], name[AKK_GATE_NAME + 8];
+
+	printf("\n%-5s %-16s %-36s %-7s %s\n", "gate", "name", "reads", "join", "input");
+	for (int g = 0; g < m->ngates; g++) {
+		const struct akk_gate_plan *gp = &m->gates[g];
+		size_t n = 0;
+		reads[0] = '\0';
+		for (int k = 0; k < gp->nsrc && n < sizeof(reads); k++) {
+			int src = gp->src[k];
+			if (src < 0)
+				snprintf(name, sizeof(name), "input");
+			else if (s->gates[src].name[0])
+				snprintf(name, sizeof(name), "%s", s->gates[src].name);
+			else
+				snprintf(name, sizeof(name), "gate %d", src + 1);
+			n += (size_t)snprintf(reads + n, sizeof(reads) - n, "%s%s", k ? ", " : "", name);
+		}
+		akk_shape_format(gp->in, shape, sizeof(shape));
+		printf("%-5d %-16s %-36s %-7s %s%s\n", g + 1,
+		       s->gates[g].name[0] ? s->gates[g].name : "-", reads,
+		       gp->nsrc > 1 ? akk_join_name(gp->join) : "", shape,
+		       gp->nread ? "" : "  (the output)");
+	}
+}
+
 static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 		       const struct akk_schedule *p)
 {
@@ -110,6 +139,8 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	print_count(flops, sizeof(flops), m->flops);
 	printf("%-5s %-6s %-*s %-16s %12zu %14.0f\n", "total", "", kw, "", "",
 	       m->nparams, m->flops);
+	if (!akk_model_is_chain(m))
+		print_sources(s, m);
 	printf("\n%-5s %-10s %10s %14s %14s %14s\n", "gate", "optimizer", "params",
 	       "FLOPs/sample", "activations", "weight stash");
 	for (int g = 0; g < m->ngates; g++) {
@@ -119,7 +150,9 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 		 * evaluation tapes of a batch */
 		struct akk_gate_config gc = akk_schedule_gate_config(p, gp, bs);
 		struct akk_gate_memory gm = akk_gate_memory(gp, &gc);
-		double mem = gm.train + gm.eval, st = gm.stash;
+		/* a join's input buffers and a fork's summed gradient */
+		double mem = gm.train + gm.eval +
+			     akk_flow_memory(gp, gc.ntapes, gc.nevals, gc.max_batch), st = gm.stash;
 		print_count(flops, sizeof(flops), gp->flops);
 		printf("%-5d %-10s %10zu %14s %11.1f KB %11.1f KB\n", g + 1,
 		       akk_optim_name(gp->optim->kind), gp->nparams, flops,
@@ -339,7 +372,7 @@ int cmd_check(int argc, char **argv)
 	} else if (akk_schedule_plan(&plan, s.sched.mode, &s.sched, m.ngates,
 				     s.sched.threads, akk_cores(), &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
-	} else if (graph && (rc = write_graph(&m, graph)) != EXIT_OK) {
+	} else if (akk_schedule_widen(&plan, &m), graph && (rc = write_graph(&m, graph)) != EXIT_OK) {
 		;	/* reported */
 	} else {
 		/* with --graph -, the picture is stdout */

@@ -361,6 +361,24 @@ static const char *graph_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* Gates that fork and join: a stem read by two branch gates, joined by
+ * concat on the channels, then a fork joined by add (the joins' inputs
+ * and the forks' summed gradients in buffers planned at init). */
+static const char *gates_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  input: [1, 8, 8]\n"
+	"  gates:\n"
+	"    - {name: stem, layers: [{conv2d: {filters: 4, kernel: 3, padding: 1}}, relu]}\n"
+	"    - {name: a, from: stem, layers: [{conv2d: {filters: 2, kernel: 1}}, batchnorm, relu]}\n"
+	"    - {name: b, from: stem, layers: [{maxpool2d: {kernel: 3, stride: 1, padding: 1}}]}\n"
+	"    - {name: cat, from: [a, b], join: concat, layers: [flatten, {dense: 8}]}\n"
+	"    - {name: c, from: cat, layers: [tanh]}\n"
+	"    - {from: [cat, c], join: add, layers: [{dense: 4}]}\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* The generators: a transposed convolution with output padding (its
  * products through akk_sgemm on the flip-flop pool), both up-sampling
  * modes, and one without bias in the last gate. */
@@ -414,7 +432,7 @@ static const char *net_name(const char *yaml)
 {
 	static const struct { const char *const *yaml, *name; } nets[] = {
 		{ &conv_yaml, "conv" }, { &wide_yaml, "wide" }, { &remainder_yaml, "remainder" },
-		{ &resnet_yaml, "resnet" }, { &graph_yaml, "graph" },
+		{ &resnet_yaml, "resnet" }, { &graph_yaml, "graph" }, { &gates_yaml, "gates" },
 		{ &generators_yaml, "generators" },
 		{ &sequences_yaml, "sequences" }, { &recurrent_yaml, "recurrent" },
 	};
@@ -581,6 +599,27 @@ static void wheels_graph_allocates_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(graph_yaml, "wheels", NULL);
+}
+
+static void flipflop_gates_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(gates_yaml, "flip-flop", NULL);
+}
+
+static void wheels_gates_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(gates_yaml, "wheels", NULL);
+}
+
+static void pipeline_gates_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(gates_yaml, "pipeline", NULL);
 }
 
 static void flipflop_generators_allocate_nothing(void **unused)
@@ -910,6 +949,9 @@ int main(void)
 		cmocka_unit_test(wheels_resnet_allocates_nothing),
 		cmocka_unit_test(flipflop_graph_allocates_nothing),
 		cmocka_unit_test(wheels_graph_allocates_nothing),
+		cmocka_unit_test(flipflop_gates_allocate_nothing),
+		cmocka_unit_test(wheels_gates_allocate_nothing),
+		cmocka_unit_test(pipeline_gates_allocate_nothing),
 		cmocka_unit_test(flipflop_generators_allocate_nothing),
 		cmocka_unit_test(wheels_generators_allocate_nothing),
 		cmocka_unit_test(flipflop_sequences_allocate_nothing),

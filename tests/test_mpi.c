@@ -506,6 +506,11 @@ static void resume_np2(void **unused)
 #define DP_DENSE "  input: [64]\n  gates:\n" \
 	"    - layers: [{dense: 24}, relu]\n" \
 	"    - layers: [{dense: 16}, tanh, {dense: 4}]\n"
+#define DP_GATES "  input: [64]\n  gates:\n" \
+	"    - {name: stem, layers: [{dense: 24}, relu]}\n" \
+	"    - {name: a, from: stem, layers: [{dense: 16}, tanh]}\n" \
+	"    - {name: b, from: stem, layers: [{dense: 16}, relu]}\n" \
+	"    - {from: [a, b], join: add, layers: [{dense: 4}]}\n"
 #define DP_RECURRENT "  input: [8, 8]\n  gates:\n" \
 	"    - layers: [{lstm: {units: 12, return_sequences: true}}, {gru: 8}]\n" \
 	"    - layers: [{dense: 4}]\n"
@@ -560,6 +565,130 @@ static void assert_close_ckpt(const char *a, const char *b, double rel)
 	}
 	akk_checkpoint_release(&x);
 	akk_checkpoint_release(&y);
+}
+
+/* Gates that fork and join: a stem, two branches (dropout and batchnorm
+ * in them), a head concatenating them; each gate's `rank:` from ranks
+ * (-1: none), under placement `placement`. */
+/* The stem and branches of write_gates_cfg, or with towers set two
+ * towers reading the network input (the second joined with it too). */
+static int towers;
+
+static void write_gates_cfg(char *path, size_t size, const char *name, const char *mode,
+			    const char *placement, const int *ranks)
+{
+	char text[2048], r[4][16];
+	int n;
+	const char *net = towers ?
+		"    - {name: stem, layers: [{dense: 24}, relu]%s}\n"
+		"    - {name: left, from: input, layers: [{dense: 16}, batchnorm, tanh]%s}\n"
+		"    - {name: right, from: [input, stem], join: concat, layers: [{dense: 8}, relu, {dropout: 0.1}]%s}\n"
+		"    - {from: [left, right], join: concat, layers: [{dense: 4}]%s}\n" :
+		"    - {name: stem, layers: [{dense: 24}, relu]%s}\n"
+		"    - {name: left, from: stem, layers: [{dense: 16}, batchnorm, tanh]%s}\n"
+		"    - {name: right, from: stem, layers: [{dense: 8}, relu, {dropout: 0.1}]%s}\n"
+		"    - {from: [left, right], join: concat, layers: [{dense: 4}]%s}\n";
+	char gates[1024];
+
+	for (int i = 0; i < 4; i++)
+		snprintf(r[i], sizeof(r[i]), ranks[i] >= 0 ? ", rank: %d" : "", ranks[i]);
+	snprintf(gates, sizeof(gates), net, r[0], r[1], r[2], r[3]);
+	n = snprintf(text, sizeof(text),
+		"name: %s\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"  validation: {images: val-images, labels: val-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  placement: %s\n"
+		"  gates:\n%s"
+		"optimizer: {type: adam, lr: 0.01}\n"
+		"schedule: {mode: %s, epochs: 3, batch_size: 32, threads: 1,\n"
+		"           concurrency: {train: 4, validation: 2}}\n"
+		"output: {dir: out-%s}\n",
+		name, placement, gates, mode, name);
+	assert_true(n > 0 && n < (int)sizeof(text));
+	snprintf(path, size, "%s/%s.yaml", g_dir, name);
+	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
+}
+
+/* Both branches of a fork on rank 1, the stem and the join on rank 0: the
+ * join takes both its sources' outputs of a batch across the link, the
+ * stem both gradients (each sender into slots of its own), and the
+ * concatenating join sends each branch its whole input gradient (wider
+ * than the branch's output). Flip-flop trains bit for bit as in one
+ * process. */
+static void gates_branch_on_rank1_np2(void **unused)
+{
+	static const int none[4] = { -1, -1, -1, -1 }, placed[4] = { 0, 1, 1, 0 };
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_gates_cfg(cfg, sizeof(cfg), "gates-one", "flip-flop", "explicit", none);
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_gates_cfg(cfg, sizeof(cfg), "gates-np2", "flip-flop", "explicit", placed);
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	assert_non_null(strstr(err, "placement: gate 1 on rank 0, gate 2 on rank 1, gate 3 on rank 1, gate 4 on rank 0"));
+	ckpt_path(a, sizeof(a), "gates-one", "last.bin");
+	ckpt_path(b, sizeof(b), "gates-np2", "last.bin");
+	assert_same_ckpt(a, b);
+}
+
+/* Two gates reading the network input on rank 1 (one of them joining it
+ * with the stem's output): the sentinel sends the batch across the link
+ * to both and takes a credit from each; bit for bit as one process. */
+static void gates_input_readers_on_rank1_np2(void **unused)
+{
+	static const int none[4] = { -1, -1, -1, -1 }, placed[4] = { 0, 1, 1, 0 };
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	towers = 1;
+	write_gates_cfg(cfg, sizeof(cfg), "towers-one", "flip-flop", "explicit", none);
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_gates_cfg(cfg, sizeof(cfg), "towers-np2", "flip-flop", "explicit", placed);
+	towers = 0;
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(a, sizeof(a), "towers-one", "last.bin");
+	ckpt_path(b, sizeof(b), "towers-np2", "last.bin");
+	assert_same_ckpt(a, b);
+}
+
+/* Both branches on other ranks than their stem and join, contiguous:
+ * gates 1-2 on rank 0, 3-4 on rank 1 (the join reads one branch across
+ * the link, the stem gets one gradient across it), in wheels: it learns
+ * within the deadline. Then data parallelism on the same graph: two
+ * ranks of 16 train as one process of 32. */
+static void gates_contiguous_and_data_parallel_np2(void **unused)
+{
+	static const int none[4] = { -1, -1, -1, -1 };
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	write_gates_cfg(cfg, sizeof(cfg), "gates-cont", "wheels", "contiguous", none);
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	assert_non_null(strstr(err, "placement: gate 1 on rank 0, gate 2 on rank 0, gate 3 on rank 1, gate 4 on rank 1"));
+	write_net_cfg(cfg, sizeof(cfg), "gates-dp-one", 32, "pipeline", "train", DP_GATES);
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_net_cfg(cfg, sizeof(cfg), "gates-dp2", 16, "data", "train", DP_GATES);
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	assert_non_null(strstr(err, "data parallel: 2 ranks, each 16 of every 32 samples"));
+	ckpt_path(a, sizeof(a), "gates-dp-one", "last.bin");
+	ckpt_path(b, sizeof(b), "gates-dp2", "last.bin");
+	assert_close_ckpt(a, b, 1e-4);
 }
 
 /* K ranks with batch B train as one process with batch K*B. */
@@ -1225,6 +1354,9 @@ int main(void)
 		cmocka_unit_test(placement_needs_mpirun),
 		cmocka_unit_test(pipeline_contiguous_np2),
 		cmocka_unit_test(pipeline_explicit_np3),
+		cmocka_unit_test(gates_branch_on_rank1_np2),
+		cmocka_unit_test(gates_input_readers_on_rank1_np2),
+		cmocka_unit_test(gates_contiguous_and_data_parallel_np2),
 		cmocka_unit_test(wheels_np3_learns),
 		cmocka_unit_test(resume_np2),
 		cmocka_unit_test(data_parallel_np2),

@@ -8,7 +8,8 @@
  * regression tables (CSV). The classifiers (the MLP of configs/mnist.yaml,
  * configs/lenet.yaml, the batchnorm net of tests/configs/onnx-bn.yaml, the
  * activations of onnx-acts.yaml, the residual blocks of onnx-resnet.yaml,
- * the graph layers of onnx-graph.yaml and onnx-graph-seq.yaml,
+ * the graph layers of onnx-graph.yaml and onnx-graph-seq.yaml, the gates
+ * that fork and join of onnx-gates.yaml,
  * the transposed convolutions and up-sampling of onnx-gen.yaml, the
  * sequence models of onnx-lstm.yaml and onnx-gru.yaml, which read each
  * image as 28 steps of 28 pixels)
@@ -611,6 +612,15 @@ static void resnet(void **state)
 	roundtrip("tests/configs/onnx-resnet.yaml", "resnet");
 }
 
+/* Gates that fork and join: a stem read by two branch gates joined by
+ * concat on the channels, then two dense gates joined by add: Concat on
+ * axis 1 and Add between the gates' layers. */
+static void gates_net(void **state)
+{
+	(void)state;
+	roundtrip("tests/configs/onnx-gates.yaml", "gates");
+}
+
 /* Transposed convolutions (stride, padding, output padding, with and
  * without bias) and up-sampling (bilinear and nearest): ConvTranspose
  * and Resize with the coordinate transformation each mode means. */
@@ -991,6 +1001,7 @@ int main(void)
 		cmocka_unit_test(batchnorm_net),
 		cmocka_unit_test(activations_net),
 		cmocka_unit_test(resnet),
+		cmocka_unit_test(gates_net),
 		cmocka_unit_test(graph_net),
 		cmocka_unit_test(conv1d_net),
 		cmocka_unit_test(embedding_net),

@@ -18,6 +18,7 @@
 #include "data/batch.h"
 #include "data/preprocess.h"
 #include "io/checkpoint.h"
+#include "model/flow.h"
 #include "model/gate.h"
 #include "model/model.h"
 #include "nn/loss.h"
@@ -37,6 +38,9 @@ struct workspace {
 	int ngates;
 	float *x;
 	float *act[AKK_MAX_GATES], *aux[AKK_MAX_GATES], *work[AKK_MAX_GATES];
+	/* gates that fork and join: a join's input, each gate's output */
+	float *join[AKK_MAX_GATES];
+	const float *out[AKK_MAX_GATES];
 };
 
 struct akk_lib_model {
@@ -278,6 +282,7 @@ static void workspace_free(struct workspace *w)
 		akk_free(w->act[g]);
 		akk_free(w->aux[g]);
 		akk_free(w->work[g]);
+		akk_free(w->join[g]);
 	}
 	free(w);
 }
@@ -297,6 +302,8 @@ static struct workspace *workspace_alloc(const struct akk_lib_model *m, int B)
 		w->aux[g] = akk_alloc(p->aux * B + 1);
 		w->work[g] = akk_alloc(p->work + p->work_sample * (size_t)B + 1);
 		if (!w->act[g] || !w->aux[g] || !w->work[g])
+			goto fail;
+		if (p->nsrc > 1 && !(w->join[g] = akk_alloc((size_t)akk_shape_size(p->in) * B)))
 			goto fail;
 	}
 	return w;
@@ -425,8 +432,15 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 			}
 		for (int j = 0; j < B; j++)
 			akk_preprocess_f32(w->x + (size_t)j * in, src + (size_t)j * in, &m->pre);
-		for (int g = 0; g < m->plan.ngates; g++)
-			h = gate_forward(m, g, w, h, B);
+		for (int g = 0; g < m->plan.ngates; g++) {
+			const struct akk_gate_plan *p = &m->plan.gates[g];
+			const float *src[AKK_MAX_JOIN];
+			for (int k = 0; k < p->nsrc; k++)
+				src[k] = p->src[k] < 0 ? w->x : w->out[p->src[k]];
+			if (p->nsrc > 1)
+				akk_join_into(p, src, B, w->join[g]);
+			h = w->out[g] = gate_forward(m, g, w, p->nsrc > 1 ? w->join[g] : src[0], B);
+		}
 		for (int j = 0; j < B * m->plan.steps; j++) {
 			const float *row = h + (size_t)j * C;
 			float *o = out + ((size_t)s * m->plan.steps + j) * C;

@@ -38,6 +38,18 @@ enum akk_mode { AKK_MODE_FLIPFLOP, AKK_MODE_WHEELS, AKK_MODE_PIPELINE };
 /* schedule.order: the training samples' order in an epoch (data/batch.h). */
 enum akk_order { AKK_ORDER_SHUFFLE, AKK_ORDER_STREAMS };
 
+/* Gates as a graph: a gate reads the gate before it, or the gates its
+ * `from:` names (earlier gates only, so the config's order is a
+ * topological one), joined by `join:` when it reads several. */
+#define AKK_GATE_NAME 32	/* bytes of a gate's name, its NUL included */
+#define AKK_MAX_JOIN 8		/* the most gates one gate reads, and the
+				 * most gates that read one gate */
+#define AKK_GATE_INPUT (-1)	/* a source that is the network input */
+enum akk_join { AKK_JOIN_NONE, AKK_JOIN_CONCAT, AKK_JOIN_ADD };
+
+/* "concat", "add" ("none" for AKK_JOIN_NONE). */
+const char *akk_join_name(int join);
+
 struct akk_gate_spec {
 	struct akk_layer_spec *layers;	/* nlayers, owned by the spec */
 	int nlayers;
@@ -46,6 +58,16 @@ struct akk_gate_spec {
 					 * gate's keys applied on top */
 	int rank;			/* MPI rank it runs on; -1: not given */
 	struct akk_mark mark;
+	char name[AKK_GATE_NAME];	/* "" when it has none */
+	/* What it reads, in order: earlier gates' indices, or
+	 * AKK_GATE_INPUT (the network input). Filled for every gate once
+	 * the gates are read: without `from`, the gate before it. */
+	int nfrom;
+	int from[AKK_MAX_JOIN];
+	int has_from;			/* `from` was written */
+	struct akk_mark from_mark;	/* its value */
+	enum akk_join join;		/* AKK_JOIN_NONE unless nfrom > 1 */
+	struct akk_mark join_mark;
 };
 
 /* Where gates run under MPI (mpirun): explicit puts each gate on its

@@ -347,10 +347,30 @@ int akk_graph_layout(struct akk_graph_layout *gl, const struct akk_model *m,
 	akk_shape_format(s->input, shape, sizeof(shape));
 	if ((last = new_vertex(gl, "input", NULL, NULL, shape, 0, NULL, 0, e)) < 0)
 		return -1;
-	for (int g = 0; g < m->ngates; g++)
-		for (int i = 0; i < m->gates[g].nlayers; i++)
-			if (add_layer(gl, &m->gates[g].layers[i], g + 1, last, NULL, &last, e))
+	int input = last, outs[AKK_MAX_GATES];
+
+	for (int g = 0; g < m->ngates; g++) {
+		const struct akk_gate_plan *p = &m->gates[g];
+		int preds[AKK_MAX_JOIN] = { 0 };
+		char params[32];
+
+		/* gates that fork and join: a join reads its sources' outputs */
+		for (int k = 0; k < p->nsrc; k++)
+			preds[k] = p->src[k] < 0 ? input : outs[p->src[k]];
+		last = preds[0];
+		if (p->nsrc > 1) {
+			snprintf(params, sizeof(params), p->join == AKK_JOIN_CONCAT ?
+				 "%d gates on channels" : "%d gates", p->nsrc);
+			akk_shape_format(p->in, shape, sizeof(shape));
+			if ((last = new_vertex(gl, akk_join_name(p->join), NULL, params, shape,
+					       g + 1, preds, p->nsrc, e)) < 0)
 				return -1;
+		}
+		for (int i = 0; i < p->nlayers; i++)
+			if (add_layer(gl, &p->layers[i], g + 1, last, NULL, &last, e))
+				return -1;
+		outs[g] = last;
+	}
 	char losses[128];
 	loss_label(s, losses, sizeof(losses));
 	if (new_vertex(gl, "loss", NULL, losses, NULL, 0, &last, 1, e) < 0 ||

@@ -5,6 +5,8 @@
  * point into each other as protobuf-c expects. */
 #include "io/onnx.h"
 
+#include "model/flow.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "base/file.h"
 #include "data/batch.h"
+#include "model/flow.h"
 #include "nn/export.h"
 #include "nn/loss.h"
 
@@ -315,11 +318,22 @@ int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gat
 		x[k] = lo;
 		x[in + k] = hi;
 	}
-	h = x;
+	struct akk_flow *flows = calloc((size_t)m->ngates, sizeof(*flows));
+	const float **outs = calloc((size_t)m->ngates, sizeof(*outs));
+	if (!flows || !outs || akk_flows_init(flows, m, 0, 1, 2, e)) {
+		free(flows);
+		free(outs);
+		free(x);
+		return flows && outs ? -1 : akk_err_set(e, "out of memory");
+	}
 	for (int gi = 0; gi < m->ngates && !rc; gi++) {
 		struct akk_gate *g = gates[gi];
+		const float *srcs[AKK_MAX_JOIN];
 
-		h = akk_gate_eval(g, 0, h, 2);
+		for (int k = 0; k < g->plan->nsrc; k++)
+			srcs[k] = g->plan->src[k] < 0 ? x : outs[g->plan->src[k]];
+		h = akk_gate_eval(g, 0, akk_flow_join_eval(&flows[gi], 0, srcs, 2), 2);
+		outs[gi] = h;
 		/* every layer's output, in order: the first that is not
 		 * finite is where the values overflow */
 		for (int li = 0; li < g->plan->nlayers && !rc; li++) {
@@ -340,6 +354,9 @@ int akk_onnx_check_finite(const struct akk_model *m, struct akk_gate *const *gat
 				}
 		}
 	}
+	akk_flows_release(flows, m->ngates);
+	free(flows);
+	free(outs);
 	free(x);
 	return rc;
 }
@@ -421,6 +438,55 @@ static int head_nodes(struct akk_graph_sink *g, const struct akk_model *m,
 	return 0;
 }
 
+/* The name of gate gi's last layer's output ("g2.l3.relu"). */
+static void gate_output(const struct akk_model *m, int gi, char *buf, size_t size)
+{
+	const struct akk_gate_plan *p = &m->gates[gi];
+
+	snprintf(buf, size, "g%d.l%d.%s", gi + 1, p->nlayers,
+		 p->layers[p->nlayers - 1].ops->name);
+}
+
+/* Gate gi's input into name: the network input's (after preprocessing),
+ * a source gate's output, or its sources joined: a Concat on axis 1 (the
+ * first dimension of a sample), or Adds in source order ("g4.join"). */
+static int gate_input(struct akk_graph_sink *g, const struct akk_model *m, int gi,
+		      const char *input, char *name, size_t size, struct akk_err *e)
+{
+	const struct akk_gate_plan *p = &m->gates[gi];
+	char in[AKK_MAX_JOIN][256], sum[256];
+	const char *ins[AKK_MAX_JOIN], *out = name;
+	struct akk_attr axis = AKK_ATTR_I("axis", 1);
+
+	for (int k = 0; k < p->nsrc; k++) {
+		if (p->src[k] < 0)
+			snprintf(in[k], sizeof(in[k]), "%s", input);
+		else
+			gate_output(m, p->src[k], in[k], sizeof(in[k]));
+		ins[k] = in[k];
+	}
+	if (p->nsrc == 1) {
+		snprintf(name, size, "%s", in[0]);
+		return 0;
+	}
+	snprintf(name, size, "g%d.join", gi + 1);
+	if (p->join == AKK_JOIN_CONCAT)
+		return g->node(g, "Concat", ins, p->nsrc, &out, 1, &axis, 1, e);
+	for (int k = 1; k < p->nsrc; k++) {
+		const char *pair[2] = { k == 1 ? in[0] : sum, in[k] };
+		char next[256];
+		const char *o = next;
+		if (k + 1 == p->nsrc)
+			snprintf(next, sizeof(next), "%s", name);
+		else
+			snprintf(next, sizeof(next), "g%d.join.%d", gi + 1, k);
+		if (g->node(g, "Add", pair, 2, &o, 1, NULL, 0, e))
+			return -1;
+		snprintf(sum, sizeof(sum), "%s", next);
+	}
+	return 0;
+}
+
 /* Preprocessing, every layer, the output node: the nodes and
  * initializers. */
 static int build_graph(struct akk_graph_sink *g,
@@ -441,9 +507,10 @@ static int build_graph(struct akk_graph_sink *g,
 	    g->node(g, "Mul", mul_in, 2, &mul_out, 1, NULL, 0, e) ||
 	    g->node(g, "Add", add_in, 2, &add_out, 1, NULL, 0, e))
 		return -1;
-	snprintf(cur, sizeof(cur), "%s", add_out);
 	for (int gi = 0; gi < m->ngates; gi++) {
 		const struct akk_gate *gate = src->gates[gi];
+		if (gate_input(g, m, gi, add_out, cur, sizeof(cur), e))
+			return -1;
 		for (int li = 0; li < m->gates[gi].nlayers; li++) {
 			const struct akk_layer *l = &m->gates[gi].layers[li];
 			snprintf(next, sizeof(next), "g%d.l%d.%s", gi + 1,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "data/series.h"
+#include "model/flow.h"
 #include "nn/loss.h"
 
 int akk_evaluate(struct akk_gate *const *gates, const struct akk_model *m,
@@ -65,8 +66,15 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 		res->confusion = calloc((size_t)C * C, sizeof(long));
 	if (base)
 		u = malloc(in * sizeof(float));
-	if (!prob || (!reg && !res->confusion) || (base && !u) ||
+	struct akk_flow *flows = calloc(m->ngates, sizeof(*flows));
+	const float **outs = calloc(m->ngates, sizeof(*outs));
+	if (!prob || (!reg && !res->confusion) || (base && !u) || !flows || !outs ||
+	    akk_flows_init(flows, m, 0, 1, bs, e) ||
 	    akk_batch_alloc(&b, bs, akk_shape_size(s->input), O, L)) {
+		if (flows)
+			akk_flows_release(flows, m->ngates);
+		free(flows);
+		free(outs);
 		free(prob);
 		akk_eval_result_release(res);
 		return akk_err_set(e, "out of memory");
@@ -81,8 +89,9 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 			akk_noise_batch(noise, b.x, b.B, NULL, (size_t)i * bs, AKK_NOISE_EVAL);
 		if (base)
 			input_psnr(&un, &b, in, u, &isum);
+		akk_flows_eval(m, gates, flows, 0, b.x, b.B, outs);
 		for (int g = 0; g < m->ngates; g++) {
-			const float *y = akk_gate_eval(gates[g], 0, h, b.B);
+			const float *y = outs[g];
 			size_t n = (size_t)b.B * akk_shape_size(m->gates[g].out);
 			/* finite weights can still overflow: name where */
 			for (size_t k = 0; k < n; k++)
@@ -130,6 +139,9 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 	res->psnr_input = base && d->n ? isum / (double)d->n : 0;
 	rc = 0;
 out:
+	akk_flows_release(flows, m->ngates);
+	free(flows);
+	free(outs);
 	free(u);
 	free(prob);
 	akk_batch_release(&b);
@@ -192,9 +204,19 @@ int akk_evaluate_rows(struct akk_gate *const *gates, const struct akk_model *m,
 		akk_noise_batch(noise, b.x, count, NULL, 0, AKK_NOISE_EVAL);
 	for (int j = 0; j < count; j++)
 		akk_noise_unmap(&un, noisy + (size_t)j * in, b.x + (size_t)j * in);
-	h = b.x;
-	for (int g = 0; g < m->ngates; g++)
-		h = akk_gate_eval(gates[g], 0, h, count);
+	struct akk_flow *flows = calloc(m->ngates, sizeof(*flows));
+	const float **outs = calloc(m->ngates, sizeof(*outs));
+	if (!flows || !outs || akk_flows_init(flows, m, 0, 1, count, e)) {
+		free(flows);
+		free(outs);
+		akk_batch_release(&b);
+		return akk_err_set(e, "out of memory");
+	}
+	akk_flows_eval(m, gates, flows, 0, b.x, count, outs);
+	h = outs[m->ngates - 1];
+	akk_flows_release(flows, m->ngates);
+	free(flows);
+	free(outs);
 	memcpy(out, h, (size_t)count * akk_model_outputs(m) * sizeof(float));
 	akk_batch_release(&b);
 	return 0;

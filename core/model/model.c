@@ -113,6 +113,109 @@ static int plan_value_output(struct akk_model *m, const struct akk_spec *s,
 	return 0;
 }
 
+static void gate_label(const struct akk_spec *s, int gi, char *buf, size_t n)
+{
+	if (gi < 0)
+		snprintf(buf, n, "network.input");
+	else if (s->gates[gi].name[0])
+		snprintf(buf, n, "gate '%s'", s->gates[gi].name);
+	else
+		snprintf(buf, n, "gate %d", gi + 1);
+}
+
+/* Gate gi's sources and its input shape: the one source's output, or the
+ * sources joined. A concat joins on the first dimension (channels of
+ * [C, H, W], features of [F]), the other dimensions equal; an add joins
+ * equal shapes. */
+static int gate_input(struct akk_model *m, const struct akk_spec *s, int gi,
+		      struct akk_err *e)
+{
+	const struct akk_gate_spec *gs = &s->gates[gi];
+	struct akk_gate_plan *g = &m->gates[gi];
+	struct akk_shape in;
+	char a[64], b[64], sa[64], sb[64];
+
+	g->nsrc = gs->has_from ? gs->nfrom : 1;
+	for (int k = 0; k < g->nsrc; k++)
+		g->src[k] = gs->has_from ? gs->from[k] : gi - 1;
+	g->join = g->nsrc > 1 ? gs->join : AKK_JOIN_NONE;
+	for (int k = 0; k < g->nsrc; k++) {
+		struct akk_shape sh = g->src[k] < 0 ? s->input : m->gates[g->src[k]].out;
+		size_t n = (size_t)akk_shape_size(sh);
+		int ok = 1;
+
+		g->src_n[k] = n;
+		if (!k) {
+			in = sh;
+			continue;
+		}
+		g->src_off[k] = g->join == AKK_JOIN_CONCAT ? (size_t)akk_shape_size(in) : 0;
+		ok = sh.rank == in.rank && (g->join == AKK_JOIN_ADD || sh.rank != 2);
+		for (int d = g->join == AKK_JOIN_CONCAT; ok && d < sh.rank; d++)
+			ok = sh.d[d] == in.d[d];
+		if (!ok) {
+			gate_label(s, g->src[0], a, sizeof(a));
+			gate_label(s, g->src[k], b, sizeof(b));
+			akk_shape_format(g->src[0] < 0 ? s->input : m->gates[g->src[0]].out, sa, sizeof(sa));
+			akk_shape_format(sh, sb, sizeof(sb));
+			return akk_err_at(e, s->path, gs->from_mark.line, gs->from_mark.col,
+					  g->join == AKK_JOIN_ADD ?
+					  "join: add needs equal shapes, but %s outputs %s and %s outputs %s" :
+					  "join: concat joins on the first dimension (channels of [C, H, W], features of [F]) and needs the others equal, but %s outputs %s and %s outputs %s",
+					  a, sa, b, sb);
+		}
+		if (g->join == AKK_JOIN_CONCAT)
+			in.d[0] += sh.d[0];
+	}
+	g->in = in;
+	return 0;
+}
+
+/* Each gate's readers, in config order, and where its output lies in
+ * each reader's input. */
+static void link_readers(struct akk_model *m)
+{
+	for (int r = 0; r < m->ngates; r++) {
+		struct akk_gate_plan *rg = &m->gates[r];
+		for (int k = 0; k < rg->nsrc; k++) {
+			if (rg->src[k] < 0)
+				continue;
+			struct akk_gate_plan *g = &m->gates[rg->src[k]];
+			int j = g->nread++;
+			g->readers[j] = r;
+			g->rd_off[j] = rg->src_off[k];
+			g->rd_in[j] = (size_t)akk_shape_size(rg->in);
+			g->rd_whole[j] = rg->join != AKK_JOIN_CONCAT;
+		}
+	}
+}
+
+int akk_model_inputs(const struct akk_model *m)
+{
+	int n = 0;
+
+	for (int g = 0; g < m->ngates; g++)
+		for (int k = 0; k < m->gates[g].nsrc; k++)
+			n += m->gates[g].src[k] < 0;
+	return n;
+}
+
+int akk_gate_reads_gates(const struct akk_gate_plan *g)
+{
+	for (int k = 0; k < g->nsrc; k++)
+		if (g->src[k] >= 0)
+			return 1;
+	return 0;
+}
+
+int akk_model_is_chain(const struct akk_model *m)
+{
+	for (int i = 0; i < m->ngates; i++)
+		if (m->gates[i].nsrc != 1 || m->gates[i].src[0] != i - 1)
+			return 0;
+	return 1;
+}
+
 int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		   struct akk_err *e)
 {
@@ -134,7 +237,17 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 
 		g->index = gi;
 		g->optim = gs->has_optim ? &gs->optim : &s->optim;
-		g->in = cur;
+		if (gate_input(m, s, gi, e)) {
+			akk_model_release(m);
+			return -1;
+		}
+		cur = g->in;
+		if (g->src[0] >= 0) {
+			const struct akk_gate_plan *sg = &m->gates[g->src[0]];
+			prev = &sg->layers[sg->nlayers - 1];
+			prev_gate = g->src[0];
+			prev_layer = sg->nlayers - 1;
+		}
 		g->layers = calloc(gs->nlayers, sizeof(*g->layers));
 		if (!g->layers) {
 			akk_model_release(m);
@@ -186,6 +299,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		g->out = cur;
 		m->flops += g->flops;
 	}
+	link_readers(m);
 	/* targets that are the data's own values: any output shape, its
 	 * values as many as the target's (data/targets.h) */
 	if (s->data.targets != AKK_TARGETS_LABELS)
@@ -267,7 +381,7 @@ int akk_gate_needs_stash(const struct akk_gate_plan *g)
 	 * gradient */
 	for (int i = 0; i < g->nlayers; i++)
 		if (g->layers[i].nparams &&
-		    (g->index > 0 || i > 0 || g->layers[i].nsub ||
+		    (akk_gate_reads_gates(g) || i > 0 || g->layers[i].nsub ||
 		     g->layers[i].ops->grad_reads_params))
 			return 1;
 	return 0;

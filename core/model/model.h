@@ -26,6 +26,23 @@ struct akk_gate_plan {
 	size_t work_sample;		/* and per sample of a call (max) */
 	double flops;			/* forward FLOPs per sample */
 	const struct akk_optim_spec *optim;	/* the gate's effective optimizer */
+	/* The gates as a graph. Its sources, in order: gate indices before
+	 * it, or AKK_GATE_INPUT; with two or more, joined (concat on the
+	 * first dimension: source k's floats of a sample at src_off[k] of
+	 * the input's; add: all at 0). */
+	int nsrc;
+	int src[AKK_MAX_JOIN];
+	enum akk_join join;
+	size_t src_off[AKK_MAX_JOIN], src_n[AKK_MAX_JOIN];
+	/* The gates that read its output, in config order (none: the
+	 * network's output, the last gate); for reader j, where its output
+	 * lies in the reader's input (floats per sample: rd_off[j] of
+	 * rd_in[j]), and whether the reader's input gradient is its own
+	 * gradient whole (one source, or add). */
+	int nread;
+	int readers[AKK_MAX_JOIN];
+	size_t rd_off[AKK_MAX_JOIN], rd_in[AKK_MAX_JOIN];
+	int rd_whole[AKK_MAX_JOIN];
 };
 
 struct akk_model {
@@ -48,6 +65,14 @@ struct akk_model {
 	 * layer never computes. */
 	double train_flops;
 };
+
+/* The gates that read the network input (1 for a chain). */
+int akk_model_inputs(const struct akk_model *m);
+/* Whether gate g computes an input gradient: it reads some gate. */
+int akk_gate_reads_gates(const struct akk_gate_plan *g);
+
+/* Whether the gates form a chain: each reads the one before it. */
+int akk_model_is_chain(const struct akk_model *m);
 
 /* Outputs of the last gate per sample: steps * classes. */
 static inline int akk_model_outputs(const struct akk_model *m)

@@ -1,14 +1,18 @@
 /* reference.h - the sequential reference trainer: no actors, no threads.
  *
- * One batch goes forward through every gate, into the loss, backward through
- * every gate in reverse, and each gate takes its optimizer step right after
- * its backward, exactly as a flip-flop gate does. It calls the same gate
+ * One batch goes forward through every gate in config order (a topological
+ * order of the gates' graph: a join reads its sources' outputs joined),
+ * into the loss, backward through every gate in reverse (a gate that
+ * several gates read takes the sum of their gradients, in their config
+ * order), and each gate takes its optimizer step right after its
+ * backward, exactly as a flip-flop gate does. It calls the same gate
  * functions as the actors, so it is the oracle the schedules are tested
  * against. It is not a user-facing mode. */
 #ifndef AKK_REFERENCE_H
 #define AKK_REFERENCE_H
 
 #include "data/batch.h"
+#include "model/flow.h"
 #include "model/gate.h"
 #include "model/model.h"
 
@@ -16,6 +20,9 @@ struct akk_reference {
 	const struct akk_model *model;	/* not owned */
 	const struct akk_dataset *train;	/* not owned */
 	struct akk_gate *gates;		/* model->ngates, owned */
+	struct akk_flow *flows;		/* model->ngates: the joins and forks */
+	const float **outs;		/* model->ngates: each gate's output */
+	const float **dxs;		/* model->ngates: each gate's input gradient */
 	struct akk_batch batch;
 	uint32_t *perm;			/* (train->n) this epoch's order */
 	struct akk_preprocess pre;	/* from the spec and train, owned */

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/workers.h"
 #include "data/dataset.h"
+#include "model/flow.h"
 #include "model/gate.h"
 #include "model/model.h"
 #include "nn/monitor.h"
@@ -33,8 +34,21 @@ enum akk_next {
 				 * (akk_run_fail), or its mailboxes closed */
 };
 
+/* A join's or a fork's messages waiting for their peers: a FIFO per source
+ * (forward, validate and sync messages) or per reader (backward ones),
+ * cap each, planned at init. A gate's sources send it the same stream in
+ * the same order, so the heads of the FIFOs belong together. */
+struct akk_inbox {
+	struct akk_msg *q;	/* n * cap */
+	int n, cap;
+	int head[AKK_MAX_JOIN], count[AKK_MAX_JOIN];
+};
+
 struct akk_gate_actor {
 	struct akk_gate gate;
+	struct akk_flow flow;	/* its joined input and summed gradient */
+	struct akk_inbox srcs;	/* a join's: one FIFO per source */
+	struct akk_inbox rds;	/* a fork's: one FIFO per reader */
 	struct akk_run *run;
 	int self;		/* actor number: gate index + 1 */
 	struct akk_actor task;	/* runs it on the workers */

@@ -9,7 +9,18 @@
  * Pipeline and gradient accumulation: a Backward whose `more` is set is not
  * the last chunk of its step group, and only adds to the gradient; the
  * group's last one steps, once, on the sum (the sentinel weighted each
- * chunk's loss gradient by its share of the group's samples). */
+ * chunk's loss gradient by its share of the group's samples).
+ *
+ * Gates that fork and join (model.h): a gate's output goes to each of its
+ * readers, its input gradient to each of its sources. A join holds each
+ * source's forward, validate and sync messages in a FIFO of its own until
+ * every source's of the same batch has come (the sources pass the
+ * sentinel's stream on in the same order), then computes once on their
+ * joined outputs; a fork does the same with its readers' backwards and
+ * sums their gradients in the readers' config order (model/flow.h), as
+ * the sequential reference does. The states of flip-flop count the batch,
+ * not the messages: a join stays in its forward state until the last
+ * source's forward. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -26,8 +37,12 @@ static enum akk_next fail(struct akk_run *r, struct akk_err *e)
  * (schedule.c counts what can be in flight), said rather than hung. */
 static enum akk_next post(struct akk_gate_actor *a, int to, const struct akk_msg *m)
 {
-	int rc = akk_send(&a->run->tr, to, m);
+	struct akk_msg o = *m;
 	struct akk_err e = { 0 };
+	int rc;
+
+	o.from = a->self;
+	rc = akk_send(&a->run->tr, to, &o);
 
 	if (rc == -2) {
 		akk_err_set(&e, "gate %d: the mailbox of actor %d is full (a %s message)",
@@ -103,18 +118,112 @@ static int sync_failed(struct akk_gate_actor *a, struct akk_err *e)
 	return akk_err_set(e, "gate %d: the batch-norm reduction failed", a->self);
 }
 
-static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *m,
+/* Forward a forward-stream message to every reader of the gate (the
+ * sentinel for the network's output), in config order. */
+static enum akk_next post_down(struct akk_gate_actor *a, const struct akk_msg *o)
+{
+	const struct akk_gate_plan *p = a->gate.plan;
+
+	if (!p->nread)
+		return post(a, 0, o);
+	for (int j = 0; j < p->nread; j++)
+		if (post(a, p->readers[j] + 1, o) != AKK_NEXT_MESSAGE)
+			return AKK_NEXT_FAILED;
+	return AKK_NEXT_MESSAGE;
+}
+
+/* A backward's input gradient to every source (the sentinel for the
+ * network input: the batch's credit). */
+static enum akk_next post_up(struct akk_gate_actor *a, const struct akk_msg *o)
+{
+	const struct akk_gate_plan *p = a->gate.plan;
+
+	struct akk_msg credit = *o;
+
+	credit.data = NULL;
+	credit.n = 0;
+	for (int k = 0; k < p->nsrc; k++)
+		if (post(a, p->src[k] + 1, p->src[k] < 0 ? &credit : o) != AKK_NEXT_MESSAGE)
+			return AKK_NEXT_FAILED;
+	return AKK_NEXT_MESSAGE;
+}
+
+/* m into the FIFO of the peer (gate index) it came from, of the peers
+ * ids[0..n); 1 when every FIFO holds a message, its heads popped into
+ * out; 0 while one waits; -1 on a message from no peer or a full FIFO. */
+static int gather(struct akk_gate_actor *a, struct akk_inbox *in, const int *ids,
+		  const struct akk_msg *m, struct akk_msg *out, struct akk_err *e)
+{
+	int k = 0;
+
+	while (k < in->n && ids[k] + 1 != m->from)
+		k++;
+	if (k == in->n)
+		return akk_err_set(e, "gate %d: a %s message from actor %d, which is no neighbour of it",
+				   a->self, akk_msg_name(m->kind), m->from);
+	if (in->count[k] == in->cap)
+		return akk_err_set(e, "gate %d: more than %d %s messages wait for the other gates of a join",
+				   a->self, in->cap, akk_msg_name(m->kind));
+	in->q[k * in->cap + (in->head[k] + in->count[k]++) % in->cap] = *m;
+	for (int j = 0; j < in->n; j++)
+		if (!in->count[j])
+			return 0;
+	for (int j = 0; j < in->n; j++) {
+		out[j] = in->q[j * in->cap + in->head[j]];
+		in->head[j] = (in->head[j] + 1) % in->cap;
+		in->count[j]--;
+		if (out[j].kind != m->kind)
+			return akk_err_set(e, "gate %d: a %s message from gate %d met a %s message from gate %d",
+					   a->self, akk_msg_name(out[j].kind), ids[j] + 1,
+					   akk_msg_name(m->kind), m->from);
+	}
+	return 1;
+}
+
+/* A join gate's forward-stream message, or a fork's backward: once every
+ * peer's has come, m becomes the one message of the batch, its data the
+ * joined input or the summed gradient. 0: go on with m; 1: wait. */
+static int meet(struct akk_gate_actor *a, struct akk_msg *m, struct akk_err *e)
+{
+	const struct akk_gate_plan *p = a->gate.plan;
+	struct akk_msg all[AKK_MAX_JOIN];
+	const float *data[AKK_MAX_JOIN];
+	int back = m->kind == AKK_MSG_BACKWARD, rc;
+
+	if (back ? !a->rds.n : !a->srcs.n)
+		return 0;
+	rc = gather(a, back ? &a->rds : &a->srcs, back ? p->readers : p->src, m, all, e);
+	if (rc <= 0)
+		return rc ? -1 : 1;
+	*m = all[0];
+	for (int j = 0; j < (back ? p->nread : p->nsrc); j++) {
+		data[j] = all[j].data;
+		if (all[j].vmin < m->vmin)
+			m->vmin = all[j].vmin;
+		if (all[j].vmax > m->vmax)
+			m->vmax = all[j].vmax;
+	}
+	if (back)
+		m->data = akk_flow_grad(&a->flow, data, m->B);
+	else if (m->kind == AKK_MSG_FORWARD)
+		m->data = akk_flow_join_train(&a->flow, &a->gate, data, m->B);
+	else if (m->kind == AKK_MSG_VALIDATE)
+		m->data = akk_flow_join_eval(&a->flow, m->eval_slot, data, m->B);
+	return 0;
+}
+
+static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *msg,
 			    int *backward_state)
 {
 	struct akk_run *r = a->run;
 	struct akk_gate *g = &a->gate;
 	int strict = r->sched.strict_states;
-	int up = a->self - 1;
-	int down = a->self == r->model->ngates ? 0 : a->self + 1;
+	int up = akk_gate_reads_gates(g->plan);	/* it computes an input gradient */
 	long out = akk_shape_size(g->plan->out), in = akk_shape_size(g->plan->in);
 	struct akk_err e = { 0 };
-	struct akk_msg o = *m;
+	struct akk_msg joined = *msg, *m = &joined, o;
 	long version;
+	int wait;
 
 	if (strict && (m->kind == AKK_MSG_BACKWARD) != *backward_state &&
 	    m->kind != AKK_MSG_SYNC && m->kind != AKK_MSG_SNAPSHOT) {
@@ -122,6 +231,11 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *m,
 			    akk_msg_name(m->kind), *backward_state ? "backward" : "forward");
 		return fail(r, &e);
 	}
+	if ((m->kind == AKK_MSG_BACKWARD || m->kind == AKK_MSG_FORWARD ||
+	     m->kind == AKK_MSG_VALIDATE || m->kind == AKK_MSG_SYNC) &&
+	    (wait = meet(a, m, &e)) != 0)
+		return wait < 0 ? fail(r, &e) : AKK_NEXT_MESSAGE;
+	o = *m;
 	double t0 = akk_now(), t1;
 
 	switch (m->kind) {
@@ -136,19 +250,19 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		o.n = m->B * out;
 		a->forwards++;
 		*backward_state = 1;
-		return post(a, down, &o);
+		return post_down(a, &o);
 	case AKK_MSG_BACKWARD:
 		version = akk_gate_backward_version(g);
-		o.data = akk_gate_backward(g, m->data, m->B, m->id, up > 0, &e);
-		if (up > 0 && !o.data)
+		o.data = akk_gate_backward(g, m->data, m->B, m->id, up, &e);
+		if (up && !o.data)
 			return fail(r, &e);
 		if ((!o.data && e.msg[0]) || sync_failed(a, &e))
 			return fail(r, &e);
-		o.n = up > 0 ? m->B * in : 0;
+		o.n = up ? m->B * in : 0;
 		a->backwards++;
 		t1 = akk_now();
 		akk_trace_add(&a->trace, AKK_TRACE_BACKWARD, m->id, version, t0, t1);
-		if (post(a, up, &o) != AKK_NEXT_MESSAGE)
+		if (post_up(a, &o) != AKK_NEXT_MESSAGE)
 			return AKK_NEXT_FAILED;
 		*backward_state = 0;
 		/* more chunks of the step's group follow (pipeline,
@@ -175,11 +289,11 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *m,
 		if (g->step > o.vmax)
 			o.vmax = g->step;
 		a->validations++;
-		return post(a, down, &o);
+		return post_down(a, &o);
 	case AKK_MSG_SYNC:
 		/* between epochs: the plateau schedule's reductions so far */
 		g->lr_reductions = m->reductions;
-		return post(a, down, &o);
+		return post_down(a, &o);
 	case AKK_MSG_SNAPSHOT:	/* under MPI, for rank 0's checkpoint */
 		akk_gate_pack(g, a->pack);
 		o.kind = AKK_MSG_STATE;

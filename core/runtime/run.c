@@ -82,16 +82,41 @@ int akk_run_check_data(const struct akk_model *m, const struct akk_dataset *trai
 				 akk_data_label_file(ds, vp), e)) ? -1 : 0;
 }
 
-/* Under MPI: who runs where, and the link to the other ranks. */
+/* Under MPI, for gates that fork and join: each actor's peers (a join's
+ * sources, a fork's readers) and each sender's number among them. */
+static void link_peers(const struct akk_model *m, int *fan, int *peer)
+{
+	int n = m->ngates + 1;
+
+	fan[0] = akk_model_inputs(m);
+	for (int i = 0; i < m->ngates; i++) {
+		const struct akk_gate_plan *g = &m->gates[i];
+		int a = i + 1;
+		fan[a] = g->nsrc > g->nread ? g->nsrc : g->nread;
+		if (fan[a] < 1)
+			fan[a] = 1;
+		for (int k = 0; k < g->nsrc; k++)
+			peer[a * n + g->src[k] + 1] = k;
+		for (int j = 0; j < g->nread; j++)
+			peer[a * n + g->readers[j] + 1] = j;
+	}
+}
+
+/* Under MPI: who runs where, and the link to the other ranks. A gate's
+ * slots hold its (joined) input, and the largest gradient a reader sends
+ * it: its output's, or a concatenating reader's whole input's. */
 static int start_link(struct akk_run *r, struct akk_err *e)
 {
 	const struct akk_model *m = r->model;
 	int G = m->ngates, n = G + 1, rc = -1;
 	long *w = calloc(3 * (size_t)n, sizeof(long));
+	int *fan = calloc((size_t)n, sizeof(int)), *peer = calloc((size_t)n * n, sizeof(int));
 
 	r->actor_rank = calloc(n, sizeof(int));
-	if (!w || !r->actor_rank) {
+	if (!w || !r->actor_rank || !fan || !peer) {
 		free(w);
+		free(fan);
+		free(peer);
 		return akk_err_set(e, "out of memory");
 	}
 	w[0] = akk_model_outputs(m);	/* logits arrive at the sentinel */
@@ -99,16 +124,22 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
 		w[i + 1] = akk_shape_size(m->gates[i].in);
 		w[n + i + 1] = akk_shape_size(m->gates[i].out);
+		for (int j = 0; j < m->gates[i].nread; j++)
+			if ((long)m->gates[i].rd_in[j] > w[n + i + 1])
+				w[n + i + 1] = (long)m->gates[i].rd_in[j];
 		w[2 * n + i + 1] = akk_gate_pack_len(&m->gates[i]);
 	}
+	link_peers(m, fan, peer);
 	r->tr.actor_rank = r->actor_rank;
 	r->tr.rank = r->cfg.rank;
 	struct akk_link_plan plan = { .K = r->sched.K, .V = r->sched.V,
 				      .max_batch = m->spec->sched.batch_size,
 				      .fwd_width = w, .bwd_width = w + n,
-				      .state_len = w + 2 * n };
+				      .state_len = w + 2 * n, .fan = fan, .peer = peer };
 	rc = akk_mpi_link_start(&r->tr, &plan, e);
 	free(w);
+	free(fan);
+	free(peer);
 	return rc;
 }
 
@@ -137,6 +168,7 @@ static int plan_run(struct akk_run *r, const struct akk_run_config *cfg,
 	if (akk_schedule_plan(&r->sched, cfg->mode, &s->sched, G,
 			      cfg->blas_threads, akk_cores(), e))
 		return -1;
+	akk_schedule_widen(&r->sched, m);
 	if (cfg->shards > 1 && (r->sched.micro > 1 || r->sched.accumulate > 1))
 		return akk_err_set(e, "data parallelism does not work with micro-batches or schedule.accumulate yet");
 	/* a carried state is per batch row, which micro-batches and shards
@@ -201,6 +233,35 @@ static int start_workers(struct akk_run *r, struct akk_err *e)
 	return 0;
 }
 
+/* A join's or fork's FIFOs, one per peer (none: the messages are taken
+ * as they come). */
+static int inbox_init(struct akk_inbox *in, int n, int cap, struct akk_err *e)
+{
+	memset(in, 0, sizeof(*in));
+	if (!n)
+		return 0;
+	in->n = n;
+	in->cap = cap;
+	if (!(in->q = calloc((size_t)n * cap, sizeof(*in->q))))
+		return akk_err_set(e, "out of memory");
+	return 0;
+}
+
+/* A gate's joined inputs, summed gradients and the FIFOs of its peers'
+ * messages (a fork's, also for one reader that concatenates it). */
+static int make_flow(struct akk_run *r, struct akk_gate_actor *a,
+		     const struct akk_gate_config *gc, struct akk_err *e)
+{
+	const struct akk_gate_plan *p = a->gate.plan;
+	int cap = r->sched.mailbox_cap;
+
+	if (akk_flow_init(&a->flow, p, gc->ntapes, gc->nevals, gc->max_batch, e) ||
+	    inbox_init(&a->srcs, p->nsrc > 1 ? p->nsrc : 0, cap, e) ||
+	    inbox_init(&a->rds, a->flow.dy ? p->nread : 0, cap, e))
+		return -1;
+	return 0;
+}
+
 /* A process holds the gates it runs; rank 0 also holds a mirror of every
  * other rank's gates (parameters and all, no threads) for its
  * checkpoints. So a pipeline over ranks spreads memory as well. */
@@ -230,6 +291,8 @@ static int make_gates(struct akk_run *r, struct akk_err *e)
 		gc.epochs = cfg->epochs;
 		gc.seed = m->spec->seed;
 		if (akk_gate_init(&a->gate, &m->gates[i], &gc, e))
+			return -1;
+		if (a->local && make_flow(r, a, &gc, e))
 			return -1;
 		if (a->local)
 			akk_gate_use_pool(&a->gate, r->pool);
@@ -527,6 +590,9 @@ void akk_run_release(struct akk_run *r)
 	akk_mpi_link_stop(&r->tr, NULL);
 	for (int i = 0; r->gates && i < r->model->ngates; i++) {
 		akk_gate_release(&r->gates[i].gate);
+		akk_flow_release(&r->gates[i].flow);
+		free(r->gates[i].srcs.q);
+		free(r->gates[i].rds.q);
 		free(r->gates[i].trace.ev);
 		akk_free(r->gates[i].pack);
 		free(r->gates[i].sync.buf);

@@ -72,6 +72,27 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 	return 0;
 }
 
+void akk_schedule_widen(struct akk_schedule *p, const struct akk_model *m)
+{
+	int fan = akk_model_inputs(m), width = fan;
+
+	for (int g = 0; g < m->ngates; g++) {
+		const struct akk_gate_plan *gp = &m->gates[g];
+		if (gp->nsrc > fan)
+			fan = gp->nsrc;
+		if (gp->nread > fan)
+			fan = gp->nread;
+		if (gp->nread > width)
+			width = gp->nread;
+	}
+	if (fan == 1)
+		return;
+	/* a batch's branches compute at once: width gates per batch */
+	p->busy_gates = p->K * width < m->ngates ? p->K * width : m->ngates;
+	/* a join takes a message of each source, a fork one of each reader */
+	p->mailbox_cap *= fan;
+}
+
 struct akk_gate_config akk_schedule_gate_config(const struct akk_schedule *p,
 						const struct akk_gate_plan *g,
 						int batch_size)

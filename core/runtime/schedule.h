@@ -77,6 +77,11 @@ int akk_schedule_plan(struct akk_schedule *p, enum akk_mode mode,
 		      const struct akk_schedule_spec *s, int ngates,
 		      int threads, int cores, struct akk_err *e);
 
+/* For gates that fork and join (model.h): the gates one batch keeps busy
+ * at once (its widest fork's branches) and mailboxes for a join's or a
+ * fork's several messages a batch. Nothing changes for a chain. */
+void akk_schedule_widen(struct akk_schedule *p, const struct akk_model *m);
+
 /* What gate g is built for under plan p with batches of batch_size: K
  * training tapes of the largest chunk, V evaluation tapes of a batch, the
  * weights stashed when the plan stashes and g has parameters to stash.

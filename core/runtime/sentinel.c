@@ -50,7 +50,22 @@ struct chunk {
 				 * gates accumulate and do not step yet */
 	double scale;		/* B over the group's samples: the weight of
 				 * its loss gradient in the group's mean */
+	int credits;		/* backwards back from the gates that read
+				 * the network input, of akk_model_inputs */
 };
+
+/* m to every gate that reads the network input (the first gate of a
+ * chain; with gates that fork, every gate whose from names input). */
+static int send_input(struct akk_run *r, const struct akk_msg *m)
+{
+	const struct akk_model *md = r->model;
+
+	for (int g = 0; g < md->ngates; g++)
+		for (int k = 0; k < md->gates[g].nsrc; k++)
+			if (md->gates[g].src[k] < 0 && akk_send(&r->tr, g + 1, m))
+				return -1;
+	return 0;
+}
 
 /* The run's counters: optimizer steps taken (the position's step: every
  * gate's weight version) and training chunks sent (the messages' ids).
@@ -148,6 +163,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	j = ph->cur_next++;
 	c = &slots[ids->chunks % r->sched.K];
 	c->b = b;
+	c->credits = 0;
 	c->off = ph->cur_off;
 	/* sizes differ by at most one: the first B % chunks get one more */
 	c->B = b->B / ph->cur_chunks + (j < b->B % ph->cur_chunks);
@@ -164,7 +180,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	m.n = c->B * in;
 	ph->inflight++;
 	ph->state = ENDPOINT;
-	return akk_send(&r->tr, 1, &m);
+	return send_input(r, &m);
 }
 
 static int issue_val(struct akk_run *r, struct phase *ph,
@@ -190,7 +206,7 @@ static int issue_val(struct akk_run *r, struct phase *ph,
 	m.n = b->B * akk_shape_size(r->model->spec->input);
 	ph->vissued++;
 	ph->vinflight++;
-	return akk_send(&r->tr, 1, &m);
+	return send_input(r, &m);
 }
 
 /* Data parallelism: before each training batch every rank votes whether
@@ -319,6 +335,9 @@ static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
 {
 	struct chunk *c = &slots[m->id % r->sched.K];
 
+	/* every gate that reads the input sends the chunk's credit */
+	if (++c->credits < akk_model_inputs(r->model))
+		return;
 	ph->inflight--;
 	if (!c->hold) {	/* the group's last: the gates stepped */
 		ids->steps++;
@@ -495,7 +514,7 @@ static int drain(struct akk_run *r, struct akk_err *e)
 
 	enum akk_next next = AKK_NEXT_MESSAGE;
 
-	if (akk_send(&r->tr, 1, &m))
+	if (send_input(r, &m))
 		return -1;
 	while (next == AKK_NEXT_MESSAGE)
 		next = akk_recv(&r->tr, 0, &m) ? AKK_NEXT_FAILED : take_drained(r, &m, e);

@@ -50,6 +50,9 @@ struct akk_msg {
 	const float *data;
 	long n;			/* floats at data */
 	long vmin, vmax;	/* VALIDATE: weight versions seen across the gates */
+	int from;		/* the sending actor (0: the sentinel): a join
+				 * tells its sources apart by it, a fork its
+				 * readers */
 };
 
 struct akk_mpi_link;

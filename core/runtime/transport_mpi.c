@@ -68,6 +68,7 @@ struct akk_mpi_link {
 	int channels;
 	int K, V, nactors;
 	struct slots *fwd, *bwd, *val, *state;	/* per actor */
+	int *peer;			/* nactors * nactors, or NULL */
 	struct out hdr[NREQ];		/* headers in flight */
 	MPI_Request req[NREQ];		/* a header or a data send, or NULL */
 	int nfree, freelist[NREQ];
@@ -193,14 +194,17 @@ static int send_out(struct akk_mpi_link *l, const struct out *o)
 static float *recv_buffer(struct akk_mpi_link *l, const struct out *o)
 {
 	const struct akk_msg *m = &o->m;
+	/* a join's sources and a fork's readers each have slots of their own */
+	int k = l->peer && m->from >= 0 && m->from < l->nactors ?
+		l->peer[o->to * l->nactors + m->from] : 0;
 
 	switch (m->kind) {
 	case AKK_MSG_FORWARD:
-		return slot(&l->fwd[o->to], m->id, m->n);
+		return slot(&l->fwd[o->to], m->id % l->K + (long)l->K * k, m->n);
 	case AKK_MSG_BACKWARD:
-		return slot(&l->bwd[o->to], m->id, m->n);
+		return slot(&l->bwd[o->to], m->id % l->K + (long)l->K * k, m->n);
 	case AKK_MSG_VALIDATE:
-		return slot(&l->val[o->to], m->eval_slot, m->n);
+		return slot(&l->val[o->to], m->eval_slot % l->V + (long)l->V * k, m->n);
 	case AKK_MSG_STATE:
 		return m->gate > 0 && m->gate < l->nactors ?
 			slot(&l->state[m->gate], 0, m->n) : NULL;
@@ -412,6 +416,7 @@ static void free_link(struct akk_mpi_link *l)
 		if (l->state) akk_free(l->state[a].buf);
 	}
 	free(l->fwd), free(l->bwd), free(l->val), free(l->state);
+	free(l->peer);
 	free(l->comms), free(l->active), free(l->posted);
 	akk_mailbox_release(&l->outbox);
 	akk_mailbox_release(&l->reduces);
@@ -431,6 +436,12 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	l->K = p->K;
 	l->V = p->V;
 	l->nactors = n;
+	int fan = 1;
+	for (int a = 0; p->fan && a < n; a++)
+		if (p->fan[a] > fan)
+			fan = p->fan[a];
+	if (p->peer && (l->peer = malloc((size_t)n * n * sizeof(int))))
+		memcpy(l->peer, p->peer, (size_t)n * n * sizeof(int));
 	l->fwd = calloc(n, sizeof(*l->fwd));
 	l->bwd = calloc(n, sizeof(*l->bwd));
 	l->val = calloc(n, sizeof(*l->val));
@@ -440,8 +451,8 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	l->active = calloc(p->channels + 1, sizeof(*l->active));
 	l->posted = calloc(p->channels + 1, sizeof(*l->posted));
 	nomem = !l->fwd || !l->bwd || !l->val || !l->state || !l->comms || !l->active ||
-		!l->posted ||
-		akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * (2 * p->K + p->V + 4 + n)) ||
+		!l->posted || (p->peer && !l->peer) ||
+		akk_mailbox_init(&l->outbox, sizeof(struct out), 4 * fan * (2 * p->K + p->V + 4 + n)) ||
 		akk_mailbox_init(&l->reduces, sizeof(struct reduce *), p->channels + 1);
 	if (nomem) {
 		akk_err_set(e, "out of memory");
@@ -457,9 +468,10 @@ int akk_mpi_link_start(struct akk_transport *t, const struct akk_link_plan *p,
 	for (int a = 0; !nomem && p->fwd_width && a < n; a++) {
 		if (t->actor_rank[a] != t->rank)
 			continue;	/* nothing arrives here for it */
-		nomem = slots_alloc(&l->fwd[a], p->K, p->fwd_width[a] * p->max_batch) ||
-			slots_alloc(&l->bwd[a], p->K, p->bwd_width[a] * p->max_batch) ||
-			slots_alloc(&l->val[a], p->V, p->fwd_width[a] * p->max_batch);
+		int f = p->fan ? p->fan[a] : 1;
+		nomem = slots_alloc(&l->fwd[a], p->K * f, p->fwd_width[a] * p->max_batch) ||
+			slots_alloc(&l->bwd[a], p->K * f, p->bwd_width[a] * p->max_batch) ||
+			slots_alloc(&l->val[a], p->V * f, p->fwd_width[a] * p->max_batch);
 	}
 	/* rank 0's sentinel gathers every remote gate's state */
 	for (int a = 1; !nomem && p->fwd_width && a < n; a++)

@@ -18,6 +18,11 @@ struct akk_link_plan {
 	int K, V, max_batch;
 	const long *fwd_width, *bwd_width, *state_len;	/* nactors each;
 							 * NULL: no remote actors */
+	/* Gates that fork and join: an actor receives from fan[a] peers
+	 * (a join's sources, a fork's readers), each into slots of its own;
+	 * peer[to * nactors + from] is the sender's number among them.
+	 * NULL: one peer each (a chain). */
+	const int *fan, *peer;
 	int channels;		/* reduction channels (data parallelism) */
 };
 
