@@ -438,6 +438,40 @@ static void resume_refuses_a_rewired_graph(void **state)
 	free(text_rows);
 }
 
+/* The same for gates that join: a join reading its two sources the
+ * other way round keeps every tensor, and is refused. */
+static void resume_refuses_rewired_gates(void **state)
+{
+	static const char *net =
+		"name: gwired\n"
+		"data:\n"
+		"  train: {images: train-images, labels: train-labels}\n"
+		"network:\n"
+		"  input: [64]\n"
+		"  gates:\n"
+		"    - {name: stem, layers: [{dense: 12}, relu]}\n"
+		"    - {name: left, from: stem, layers: [{dense: 6}, relu]}\n"
+		"    - {name: right, from: stem, layers: [{dense: 6}, tanh]}\n"
+		"    - {name: head, from: [%s], join: concat, layers: [{dense: 4}]}\n"
+		"optimizer: {type: momentum, lr: 0.05}\n"
+		"schedule: {mode: flip-flop, epochs: 2, batch_size: 32}\n";
+	const char *d = subdir("gates-rewired");
+	char text[1024], a[700], b[700];
+
+	(void)state;
+	snprintf(a, sizeof(a), "%s/gwired-a.yaml", g_dir);
+	snprintf(b, sizeof(b), "%s/gwired-b.yaml", g_dir);
+	snprintf(text, sizeof(text), net, "left, right");
+	assert_int_equal(tu_write_file(a, text, strlen(text)), 0);
+	snprintf(text, sizeof(text), net, "right, left");
+	assert_int_equal(tu_write_file(b, text, strlen(text)), 0);
+	assert_rc(ak("train", a, "--quiet", "--epochs", "1", "--out", d, NULL), 0);
+	assert_rc(ak("train", b, "--quiet", "--resume", d, NULL), 2);
+	tu_assert_contains(g_err, "its layers are wired otherwise: gate 4: the gates it reads "
+			   "or its join differ");
+	assert_rc(ak("train", a, "--quiet", "--resume", d, NULL), 0);
+}
+
 /* ---- 3. the terminal --------------------------------------------------------- */
 
 static void progress_line_fits_the_width(void **state)
@@ -802,6 +836,7 @@ int main(void)
 		cmocka_unit_test(resume_takes_only_its_network),
 		cmocka_unit_test(mismatch_before_already_trained),
 		cmocka_unit_test(resume_refuses_a_rewired_graph),
+		cmocka_unit_test(resume_refuses_rewired_gates),
 		cmocka_unit_test(progress_line_fits_the_width),
 		cmocka_unit_test(progress_on_a_terminal),
 		cmocka_unit_test(summary_after_every_run),

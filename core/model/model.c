@@ -498,7 +498,16 @@ int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
 		return -1;
 	}
 	for (int g = 0; g < a->ngates; g++) {
-		int n = snprintf(what, size, "gate %d, ", g + 1);
+		const struct akk_gate_plan *x = &a->gates[g], *y = &b->gates[g];
+		int n, same = x->nsrc == y->nsrc && (x->nsrc < 2 || x->join == y->join);
+
+		for (int k = 0; same && k < x->nsrc; k++)
+			same = x->src[k] == y->src[k];
+		if (!same) {
+			snprintf(what, size, "gate %d: the gates it reads or its join differ", g + 1);
+			return -1;
+		}
+		n = snprintf(what, size, "gate %d, ", g + 1);
 		if (n < 0 || (size_t)n >= size)
 			n = 0;
 		if (!same_layers(a->gates[g].layers, a->gates[g].nlayers,

@@ -85,8 +85,9 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 void akk_model_release(struct akk_model *m);
 /* Whether a and b (both planned) are wired alike where it decides which
  * weights go where: every layer with parameters or inner layers of the
- * same kind, input and output shape, in the same place; a graph's nodes
- * in the same order, each reading the same nodes with the same join.
+ * same kind, input and output shape, in the same place; every gate
+ * reading the same gates with the same join; a graph's nodes in the same
+ * order, each reading the same nodes with the same join.
  * Options that hold no weights (a dropout rate, an activation without
  * parameters) may differ. 0, or -1 with what (size bytes) saying where
  * they part: "gate 1, layer 3 (graph), node 2: its inputs differ". */
