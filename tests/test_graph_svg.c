@@ -321,6 +321,42 @@ static void residual(void **state)
 	}
 }
 
+/* Gates side by side (each branch of configs/fashion-inception-gates.yaml
+ * on a gate of its own) or one above another: no two gates' rectangles
+ * overlap, and each holds its own nodes. */
+static void gates_never_overlap(void **state)
+{
+	struct akk_spec s = { 0 };
+	struct akk_model m = { 0 };
+	struct akk_graph_layout gl;
+	struct akk_err e = { 0 };
+
+	(void)state;
+	if (akk_spec_load(&s, "configs/fashion-inception-gates.yaml", NULL, 0, &e) ||
+	    akk_model_plan(&m, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(akk_graph_layout(&gl, &m, &e), 0);
+	assert_int_equal(gl.ngates, 11);
+	for (int a = 0; a < gl.ngates; a++)
+		for (int b = a + 1; b < gl.ngates; b++) {
+			const struct akk_graph_box *x = &gl.gates[a], *y = &gl.gates[b];
+			if (x->x < y->x + y->w && y->x < x->x + x->w &&
+			    x->y < y->y + y->h && y->y < x->y + x->h)
+				fail_msg("gates %d and %d overlap", a + 1, b + 1);
+		}
+	for (int i = 0; i < gl.nv; i++) {
+		const struct akk_graph_box *v = &gl.v[i].box, *g;
+		if (!gl.v[i].gate)
+			continue;
+		g = &gl.gates[gl.v[i].gate - 1];
+		assert_true(v->x >= g->x && v->x + v->w <= g->x + g->w &&
+			    v->y >= g->y && v->y + v->h <= g->y + g->h);
+	}
+	akk_graph_layout_release(&gl);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
 /* network.outputs: the loss node names each head's loss and its weight
  * when it is not 1. */
 static void heads(void **state)
@@ -553,6 +589,7 @@ int main(void)
 		cmocka_unit_test(residual),
 		cmocka_unit_test(nested),
 		cmocka_unit_test(heads),
+		cmocka_unit_test(gates_never_overlap),
 		cmocka_unit_test(long_chain),
 		cmocka_unit_test(renders),
 		cmocka_unit_test(command_writes),

@@ -15,7 +15,11 @@
 #define NODE_H 64.0
 #define LANE_GAP 34.0
 #define ROW_GAP 30.0
-#define LABEL_W 72.0	/* left of the first lane inside a gate: its label */
+#define LEFT_W 12.0	/* left of the first lane: room for a gate's rectangle */
+#define GATE_PAD 8.0	/* a gate's rectangle around its nodes, under half
+			 * LANE_GAP: gates side by side never overlap */
+#define LABEL_H 22.0	/* above its first node: its label, under ROW_GAP
+			 * less GATE_PAD: gates one above the other neither */
 #define MARGIN 16.0
 #define TOP 48.0	/* the title's band */
 #define PARAM_CHARS 34	/* of the options on one line of a vertex */
@@ -34,7 +38,7 @@ static const char *const palette[] = {
 
 static double lane_x(int lane)
 {
-	return MARGIN + LABEL_W + lane * (NODE_W + LANE_GAP);
+	return MARGIN + LEFT_W + lane * (NODE_W + LANE_GAP);
 }
 
 static double row_y(int row)
@@ -298,15 +302,18 @@ static int place(struct akk_graph_layout *gl, int ngates, struct akk_err *e)
 			y0 = fmin(y0, b->y);
 			y1 = fmax(y1, b->y + b->h);
 		}
+		/* the lanes of its own edges; an edge from another gate
+		 * runs outside it (gates side by side never overlap) */
 		for (int k = 0; k < gl->ne; k++)
-			if (gl->v[gl->ed[k].to].gate == g) {
+			if (gl->v[gl->ed[k].to].gate == g && gl->v[gl->ed[k].from].gate == g) {
 				x0 = fmin(x0, lane_x(gl->ed[k].lane));
 				x1 = fmax(x1, lane_x(gl->ed[k].lane) + NODE_W);
 			}
 		if (y0 > y1)	/* a gate without layers cannot be planned */
 			continue;
-		gl->gates[g - 1] = (struct akk_graph_box){ x0 - LABEL_W + 6, y0 - ROW_GAP / 2 + 3,
-							   x1 - x0 + LABEL_W, y1 - y0 + ROW_GAP - 6 };
+		gl->gates[g - 1] = (struct akk_graph_box){ x0 - GATE_PAD, y0 - LABEL_H,
+							   x1 - x0 + 2 * GATE_PAD,
+							   y1 - y0 + LABEL_H + GATE_PAD };
 	}
 	gl->width = lane_x(gl->lanes) - LANE_GAP + 10 + MARGIN;
 	gl->height = row_y(gl->rows) - ROW_GAP + MARGIN;
@@ -435,7 +442,7 @@ static void draw_gates(struct akk_svg *s, const struct akk_graph_layout *gl)
 		tint(fill, sizeof(fill), c, 0.16);
 		akk_svg_group_begin(s, cls);
 		akk_svg_round_rect(s, b->x, b->y, b->w, b->h, 10, fill, c);
-		akk_svg_text(s, b->x + 8, b->y + 20, AKK_SVG_START, 13, c, 0, 1, label);
+		akk_svg_text(s, b->x + 8, b->y + LABEL_H - 7, AKK_SVG_START, 13, c, 0, 1, label);
 		akk_svg_group_end(s);
 	}
 }
