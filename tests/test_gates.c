@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 #include "config/spec.h"
@@ -232,8 +233,26 @@ static void check_prints_the_sources(void **unused)
 	const char *good = "tests/configs/onnx-gates.yaml";
 	const char *bad = "tests/configs/bad/gates-read-by-nobody.yaml";
 
+	/* check also asks the data files to exist (a clean clone has no
+	 * MNIST): empty ones found through --data-dir */
+	const char *tmp = tu_tmpdir();
+	static const char *const files[] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+					     "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+	char dir[600], path[700];
+
 	(void)unused;
-	assert_int_equal(tu_ak(out, sizeof(out), err, sizeof(err), "check", good, NULL), 0);
+	assert_non_null(tmp);
+	snprintf(dir, sizeof(dir), "%s/datasets", tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/datasets/mnist", tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		assert_int_equal(tu_write_file(path, "", 0), 0);
+	}
+	assert_int_equal(tu_ak(out, sizeof(out), err, sizeof(err), "check", good,
+			       "--data-dir", tmp, NULL), 0);
+	tu_rm_tree(tmp);
 	tu_assert_contains(out, "gate  name             reads                                join    input\n");
 	tu_assert_contains(out, "2     narrow           stem                                         [6, 14, 14]\n");
 	tu_assert_contains(out, "4     cat              narrow, wide                         concat  [10, 14, 14]\n");

@@ -430,7 +430,7 @@ static void input_dims(const char *ckpt, char *dims, size_t size)
 static void check_kind(const char *name, const float *ort, const struct testset *t,
 		       int C, enum akk_output_kind want)
 {
-	long right = 0, off_one = 0, outside = 0;
+	long right = 0, off_one = 0, outside = 0, targets_outside = 0;
 	double sse = 0, sy = 0, syy = 0;
 	size_t n = t->n * (size_t)C;
 
@@ -454,6 +454,7 @@ static void check_kind(const char *name, const float *ort, const struct testset 
 		sse += (ort[k] - t->targets[k]) * (double)(ort[k] - t->targets[k]);
 		sy += t->targets[k];
 		syy += t->targets[k] * (double)t->targets[k];
+		targets_outside += t->targets[k] < 0 || t->targets[k] > 1;
 	}
 	switch (want) {
 	case AKK_OUTPUT_SOFTMAX:
@@ -475,7 +476,11 @@ static void check_kind(const char *name, const float *ort, const struct testset 
 		print_message("%s: onnxruntime R^2 %.4f against the targets, %ld of %zu "
 			      "values outside [0, 1]\n", name, r2, outside, n);
 		assert_true(r2 > 0.5);
-		assert_true(outside > (long)n / 4);
+		/* targets mostly outside [0, 1]: a squashing output could not
+		 * reach them (pixel targets, an autoencoder's, are inside it:
+		 * there only check.py's Identity tells) */
+		if (targets_outside > (long)n / 2)
+			assert_true(outside > (long)n / 4);
 		break;
 	}
 	}
