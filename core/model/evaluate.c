@@ -28,6 +28,22 @@ static void input_psnr(const struct akk_noise *un, const struct akk_batch *b,
 	}
 }
 
+/* Every gate's output of a batch of B samples from sample first on is
+ * finite: finite weights can still overflow; e names the gate and the
+ * sample where one does not. */
+static int outputs_finite(const struct akk_model *m, const float *const *outs, int B,
+			  long first, struct akk_err *e)
+{
+	for (int g = 0; g < m->ngates; g++) {
+		size_t n = (size_t)B * akk_shape_size(m->gates[g].out);
+		for (size_t k = 0; k < n; k++)
+			if (!isfinite(outs[g][k]))
+				return akk_err_set(e, "non-finite output of gate %d on sample %ld: the weights overflow",
+						   g + 1, first + (long)(k / (n / B)) + 1);
+	}
+	return 0;
+}
+
 int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 		       const struct akk_dataset *d, const struct akk_preprocess *pre,
 		       const struct akk_noise *noise, int bs, struct akk_eval_result *res,
@@ -90,19 +106,11 @@ int akk_evaluate_noisy(struct akk_gate *const *gates, const struct akk_model *m,
 		if (base)
 			input_psnr(&un, &b, in, u, &isum);
 		akk_flows_eval(m, gates, flows, 0, b.x, b.B, outs);
-		for (int g = 0; g < m->ngates; g++) {
-			const float *y = outs[g];
-			size_t n = (size_t)b.B * akk_shape_size(m->gates[g].out);
-			/* finite weights can still overflow: name where */
-			for (size_t k = 0; k < n; k++)
-				if (!isfinite(y[k])) {
-					akk_err_set(e, "non-finite output of gate %d on sample %ld: the weights overflow",
-						    g + 1, i * bs + (long)(k / (n / b.B)) + 1);
-					res->not_finite = 1;
-					goto out;
-				}
-			h = y;
+		if (outputs_finite(m, outs, b.B, i * bs, e)) {
+			res->not_finite = 1;
+			goto out;
 		}
+		h = outs[m->ngates - 1];
 		loss = akk_model_loss_heads(m, NULL, h, b.labels, b.targets, b.B, &correct,
 					    &rs, res->heads);
 		if (!isfinite(loss)) {
