@@ -1253,30 +1253,37 @@ static const char *resbn_layers =
 	"                     relu, {dense: 24}, {batchnorm: {momentum: 0.3, sync: true}}]\n"
 	"        - relu\n";
 
-/* Two ranks of 32 against one process at 64: with SyncBN inside the
- * residual block every weight and both batchnorms' running statistics
- * equal the one process's, each tensor within 1e-5 relative in the
- * 2-norm (each rank alone would normalise its own half). */
-static void residual_syncbn_np2(void **unused)
+/* Two ranks of 32 with parallel: data against one process at 64, the
+ * first gate of layers (named one and two): every tensor within 1e-5
+ * relative in the 2-norm, ntensors of them, and the state view called
+ * state (the running statistics) among them; each rank alone would
+ * normalise its own half. */
+static void data_parallel_equals_one(const char *one, const char *two,
+				     const char *layers, const char *state, int ntensors)
 {
 	char cfg[700], err[4096], a[900], b[900];
 
-	(void)unused;
 	if (!have_mpi())
 		skip();
-	write_block_cfg(cfg, sizeof(cfg), "rbn-one", 64, "pipeline", resbn_layers);
+	write_block_cfg(cfg, sizeof(cfg), one, 64, "pipeline", layers);
 	if (train(0, cfg, NULL, err, sizeof(err)))
 		fail_msg("single-process run failed: %s", err);
-	write_block_cfg(cfg, sizeof(cfg), "rbn2", 32, "data", resbn_layers);
+	write_block_cfg(cfg, sizeof(cfg), two, 32, "data", layers);
 	if (train(2, cfg, NULL, err, sizeof(err)))
 		fail_msg("mpirun -np 2 failed: %s", err);
-	ckpt_path(a, sizeof(a), "rbn-one", "last.bin");
-	ckpt_path(b, sizeof(b), "rbn2", "last.bin");
-	/* the block's tensors are two flat views: its inner layers'
-	 * parameters, and its state (both batchnorms' running_mean and
-	 * running_var); with the optimizer moments, 8 tensors */
-	assert_int_equal(assert_close_named(a, b, "residual.state", 1e-5), 1);
-	assert_int_equal(assert_close_named(a, b, NULL, 1e-5), 8);
+	ckpt_path(a, sizeof(a), one, "last.bin");
+	ckpt_path(b, sizeof(b), two, "last.bin");
+	assert_int_equal(assert_close_named(a, b, state, 1e-5), 1);
+	assert_int_equal(assert_close_named(a, b, NULL, 1e-5), ntensors);
+}
+
+/* SyncBN inside the residual block: the block's tensors are two flat
+ * views, its inner layers' parameters and its state (both batchnorms'
+ * running_mean and running_var); with the optimizer moments, 8 tensors. */
+static void residual_syncbn_np2(void **unused)
+{
+	(void)unused;
+	data_parallel_equals_one("rbn-one", "rbn2", resbn_layers, "residual.state", 8);
 }
 
 /* A graph whose two branches each end in a synchronised batchnorm,
@@ -1293,29 +1300,13 @@ static const char *graph_layers =
 	"              - {name: out, concat: [ra, tb]}\n"
 	"        - relu\n";
 
-/* Data parallelism over a graph: two ranks of 32 against one process at
- * 64. Both branches' batchnorms sum over the replicas, so every weight and
- * the graph's state (the running statistics) equal the one process's
- * within 1e-5 relative; each rank alone would normalise its own half. */
+/* Data parallelism over a graph: both branches' batchnorms sum over the
+ * replicas. The graph's parameters and state, the last dense layer's two
+ * tensors and the two gates' optimizer moments: 6 tensors. */
 static void graph_syncbn_np2(void **unused)
 {
-	char cfg[700], err[4096], a[900], b[900];
-
 	(void)unused;
-	if (!have_mpi())
-		skip();
-	write_block_cfg(cfg, sizeof(cfg), "gbn-one", 64, "pipeline", graph_layers);
-	if (train(0, cfg, NULL, err, sizeof(err)))
-		fail_msg("single-process run failed: %s", err);
-	write_block_cfg(cfg, sizeof(cfg), "gbn2", 32, "data", graph_layers);
-	if (train(2, cfg, NULL, err, sizeof(err)))
-		fail_msg("mpirun -np 2 failed: %s", err);
-	ckpt_path(a, sizeof(a), "gbn-one", "last.bin");
-	ckpt_path(b, sizeof(b), "gbn2", "last.bin");
-	/* the graph's parameters and state, the last dense layer's two
-	 * tensors and the two gates' optimizer moments: 6 tensors */
-	assert_int_equal(assert_close_named(a, b, "graph.state", 1e-5), 1);
-	assert_int_equal(assert_close_named(a, b, NULL, 1e-5), 6);
+	data_parallel_equals_one("gbn-one", "gbn2", graph_layers, "graph.state", 6);
 }
 
 /* A graph's gate on one rank and the next gate on another: the same
