@@ -327,6 +327,23 @@ static void write_short_png(const char *path)
 	assert_int_equal(tu_write_file(path, file, n), 0);
 }
 
+/* An 8 x 8 grey PNG whose second chunk, an sPLT, declares 0x73737373
+ * bytes in a file of 61: libpng allocates a chunk's buffer from its
+ * length, so the length is checked against the file first (a fuzzer's
+ * find: 2 GB a decode). */
+static void write_huge_chunk_png(const char *path)
+{
+	static const unsigned char ihdr[13] = { 0, 0, 0, 8, 0, 0, 0, 8, 8, 0, 0, 0, 0 };
+	unsigned char file[128];
+	size_t n = 8;
+
+	memcpy(file, "\x89PNG\r\n\x1a\n", 8);
+	n += png_chunk(file + n, "IHDR", ihdr, 13);
+	memcpy(file + n, "sssssPLTpalette\0\x08rrggbbaaff", 28);
+	n += 28;
+	assert_int_equal(tu_write_file(path, file, n), 0);
+}
+
 /* Write the hostile files into dir: name -> what the error must say. */
 static const struct {
 	const char *name, *says;
@@ -340,6 +357,8 @@ static const struct {
 	{ "text.png", "not a PNG or JPEG image" },
 	{ "empty.jpg", "not a PNG or JPEG image" },
 	{ "corrupt.jpg", "not a readable JPEG image" },
+	{ "hugechunk.png",
+	  "not a readable PNG image: the file ends early (truncated): chunk 'sPLT' at byte 33 declares 1936946035 bytes, the file holds 20 more" },
 };
 
 static void write_hostile(const char *dir)
@@ -378,6 +397,7 @@ static void write_hostile(const char *dir)
 	assert_int_equal(tu_write_file(tu_path(dir, "text.png"), "hello\n", 6), 0);
 	assert_int_equal(tu_write_file(tu_path(dir, "empty.jpg"), "", 0), 0);
 	write_short_png(tu_path(dir, "shortdata.png"));
+	write_huge_chunk_png(tu_path(dir, "hugechunk.png"));
 }
 
 static void hostile_decode(void **state)

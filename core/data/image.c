@@ -96,6 +96,37 @@ static void png_io_read(png_structp png, png_bytep out, size_t n)
 	io->pos += n;
 }
 
+/* Every chunk's declared length against the bytes the file holds, before
+ * libpng sees it: libpng allocates a chunk's buffer (an sPLT's, say) from
+ * the length alone, so a 100-byte file declaring a 2 GB chunk would cost
+ * 2 GB before the end of the file is noticed. Stops at IEND; a header cut
+ * in two is left to libpng, which reports it. */
+static int png_chunks_fit(const unsigned char *p, size_t len, const char *name,
+			  struct akk_err *e)
+{
+	size_t pos = 8;
+
+	while (pos + 8 <= len) {
+		unsigned long n = (unsigned long)p[pos] << 24 | (unsigned long)p[pos + 1] << 16 |
+				  (unsigned long)p[pos + 2] << 8 | p[pos + 3];
+		char type[5];
+
+		for (int i = 0; i < 4; i++) {
+			unsigned char ch = p[pos + 4 + i];
+			type[i] = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ? (char)ch : '?';
+		}
+		type[4] = 0;
+		if (n > len - pos - 8 || len - pos - 8 - n < 4)
+			return akk_err_at(e, name, 0, 0,
+					  "not a readable PNG image: the file ends early (truncated): chunk '%s' at byte %zu declares %lu bytes, the file holds %zu more",
+					  type, pos, n, len - pos - 8);
+		if (!memcmp(p + pos + 4, "IEND", 4))
+			break;
+		pos += 12 + n;
+	}
+	return 0;
+}
+
 /* The transformations to 8-bit samples, c channels, no alpha. */
 static void png_to_channels(png_structp png, png_infop info, int c)
 {
@@ -133,6 +164,8 @@ static int png_decode(struct akk_image *im, const unsigned char *p, size_t len,
 		akk_err_set(e, "out of memory reading '%s'", name);
 		goto out;
 	}
+	if (png_chunks_fit(p, len, name, e))
+		goto out;
 	if (setjmp(io.jb)) {
 		akk_err_at(e, name, 0, 0, "not a readable PNG image: %s", io.msg);
 		goto out;

@@ -17,7 +17,9 @@
  *
  * Bounded: the file at most AKK_IMAGE_MAX_BYTES, each side at most
  * AKK_IMAGE_MAX_SIDE, at most AKK_IMAGE_MAX_PIXELS pixels; a progressive
- * JPEG at most AKK_IMAGE_MAX_SCANS scans. Corrupt and truncated files,
+ * JPEG at most AKK_IMAGE_MAX_SCANS scans; no PNG chunk may declare more
+ * bytes than the file holds (libpng would allocate them first). Corrupt
+ * and truncated files,
  * including what the libraries only warn about (a premature end of a
  * JPEG, corrupt entropy data), are errors naming the file, through
  * setjmp/longjmp from the libraries' error handlers; nothing is printed. */
