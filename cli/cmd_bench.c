@@ -685,7 +685,7 @@ static int bench_plan(struct bench *b)
 				       "(built-in)", ".", b->sets, b->nsets, &b->e))
 		return -1;
 	if (s->auto_gates) {
-		int n = akk_spec_nlayers(s), at = 0;
+		int n = akk_balance_max_layers(s), at = 0;
 		double *cost = calloc((size_t)n, sizeof(*cost)), total = 0;
 		if (!cost || !(b->pred = calloc((size_t)s->auto_gates, sizeof(*b->pred)))) {
 			free(cost);
@@ -697,6 +697,7 @@ static int bench_plan(struct bench *b)
 			free(cost);
 			return -1;
 		}
+		n = akk_spec_nlayers(s);
 		for (int i = 0; i < n; i++)
 			total += cost[i];
 		for (int g = 0; g < s->ngates; g++)
@@ -762,9 +763,12 @@ static int bench_open(struct bench *b)
 	if (b->pred) {
 		printf("split of gates: {auto: %d} (by %s): network.gates.split=[",
 		       s->auto_gates, b->profile ? "measured time" : "FLOPs");
-		for (int g = 0; g < s->ngates; g++)
-			printf("%s%d", g ? ", " : "", s->gates[g].nlayers);
-		printf("]\n");
+		for (int g = 0; g < s->auto_nsplit; g++)
+			printf("%s%d", g ? ", " : "", s->auto_split[g]);
+		printf("]");
+		for (int g = 0; g < s->auto_nunfold; g++)
+			printf("%s%d", g ? ", " : " network.gates.unfold=[", s->auto_unfold[g]);
+		printf("%s\n", s->auto_nunfold ? "]" : "");
 	}
 	if (b->synthetic)
 		printf("no data at '%s': synthetic data of the same shape (%zu training, %zu validation samples)\n",

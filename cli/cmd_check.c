@@ -192,32 +192,73 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 			}
 }
 
-/* gates: {auto: N}: the split and each gate's predicted share of the
- * work, from the costs it was made from. */
+/* The gate that joins gate g (reads it among others), or -1. */
+static int joiner_of(const struct akk_spec *s, int g, int *branch)
+{
+	for (int j = g + 1; j < s->ngates; j++)
+		for (int k = 0; s->gates[j].nfrom > 1 && k < s->gates[j].nfrom; k++)
+			if (s->gates[j].from[k] == g) {
+				*branch = k;
+				return j;
+			}
+	return -1;
+}
+
+/* gates: {auto: N}: the split, and each gate with what it reads, the
+ * layers of network.layers it holds (a branch of a graph unfolded: the
+ * graph's layer and the branch) and its cost, from the costs the split
+ * was made from. */
 static void print_split(const struct akk_spec *s, const double *cost,
 			int profile)
 {
-	double total = 0;
-	int first = 0, n = akk_spec_nlayers(s);
+	double total = 0, top = 0;
+	int first = 0, at = 0, n = akk_spec_nlayers(s);
 
 	for (int i = 0; i < n; i++)
 		total += cost[i];
 	printf("\nsplit (gates: {auto: %d}, by %s): network.gates.split=[",
 	       s->auto_gates, profile ? "measured time" : "FLOPs");
-	for (int g = 0; g < s->ngates; g++)
-		printf("%s%d", g ? ", " : "", s->gates[g].nlayers);
-	printf("]\n%-5s %-8s %16s\n", "gate", "layers", "predicted share");
+	for (int g = 0; g < s->auto_nsplit; g++)
+		printf("%s%d", g ? ", " : "", s->auto_split[g]);
+	printf("]");
+	for (int g = 0; g < s->auto_nunfold; g++)
+		printf("%s%d", g ? ", " : " network.gates.unfold=[", s->auto_unfold[g]);
+	printf("%s\n%-5s %-16s %-14s %12s %16s\n", s->auto_nunfold ? "]" : "",
+	       "gate", "reads", "layers", profile ? "cost ms" : "cost MFLOP", "predicted share");
 	for (int g = 0; g < s->ngates; g++) {
+		const struct akk_gate_spec *gs = &s->gates[g];
 		double c = 0;
-		char range[32];
-		for (int i = 0; i < s->gates[g].nlayers; i++)
-			c += cost[first + i];
-		snprintf(range, sizeof(range), "%d-%d", first + 1,
-			 first + s->gates[g].nlayers);
-		printf("%-5d %-8s %15.1f%%\n", g + 1, range,
-		       total > 0 ? 100 * c / total : 0.0);
-		first += s->gates[g].nlayers;
+		char range[48], reads[48] = "";
+		int branch, j = joiner_of(s, g, &branch), len = 0;
+		for (int i = 0; i < gs->nlayers; i++)
+			c += cost[at++];
+		for (int k = 0; k < gs->nfrom; k++)
+			len += snprintf(reads + len, sizeof(reads) - (size_t)len, "%s%s%d",
+					k ? "," : "", gs->from[k] < 0 ? "input" : "",
+					gs->from[k] < 0 ? 0 : gs->from[k] + 1);
+		if (gs->from[0] < 0)
+			snprintf(reads, sizeof(reads), "input");
+		else if (gs->nfrom > 1)
+			snprintf(reads + len, sizeof(reads) - (size_t)len, " %s",
+				 akk_join_name(gs->join));
+		if (j >= 0)
+			snprintf(range, sizeof(range), "%d branch %d", first + 1, branch + 1);
+		else if (gs->nlayers == 1)
+			snprintf(range, sizeof(range), "%d", first + 1);
+		else
+			snprintf(range, sizeof(range), "%d-%d", first + 1, first + gs->nlayers);
+		if (j < 0)
+			first += gs->nlayers;
+		else if (branch + 1 == s->gates[j].nfrom)
+			first++;
+		if (c > top)
+			top = c;
+		printf("%-5d %-16s %-14s %12.3f %15.1f%%\n", g + 1, reads, range,
+		       profile ? 1e3 * c : 1e-6 * c, total > 0 ? 100 * c / total : 0.0);
 	}
+	printf("slowest gate: %.3f %s, %.1f%% of the work (the branches of a graph unfolded run at once)\n",
+	       profile ? 1e3 * top : 1e-6 * top, profile ? "ms" : "MFLOP",
+	       total > 0 ? 100 * top / total : 0.0);
 }
 
 void cli_print_data_defaults(FILE *f, const struct akk_data_spec *ds, int float_data)
@@ -363,7 +404,7 @@ int cmd_check(int argc, char **argv)
 	}
 	free(sets);
 	if (s.auto_gates &&
-	    (!(cost = calloc((size_t)akk_spec_nlayers(&s), sizeof(*cost))) ||
+	    (!(cost = calloc((size_t)akk_balance_max_layers(&s), sizeof(*cost))) ||
 	     akk_balance(&s, profile, cost, &e))) {
 		rc = cost ? cli_report(&e, EXIT_USAGE) :
 			cli_errorf(EXIT_RUNTIME, "out of memory");

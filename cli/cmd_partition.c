@@ -14,35 +14,54 @@
 #include "model/balance.h"
 
 
-/* The split recorded in the checkpoint resume picks, if any: read into
- * sizes (s->auto_gates entries). Returns 1 when found, 0 when not. */
-static int split_of_checkpoint(const char *resume, int n, int *sizes)
+/* The list of ints of the override p (KEY=[a, b, ...]) after key, into v
+ * (room for max): their count, or -1 when p is not one. */
+static int list_of(const char *p, const char *key, int *v, int max)
+{
+	size_t kl = strlen(key);
+	int k = 0;
+
+	if (strncmp(p, key, kl) || p[kl] != '=' || p[kl + 1] != '[')
+		return -1;
+	p += kl + 2;
+	while (k < max && *p != ']') {
+		char *end;
+		long x = strtol(p, &end, 10);
+		if (end == p || x < 0 || x > AKK_MAX_LAYERS)
+			return -1;
+		v[k++] = (int)x;
+		p = end + strspn(end, ", ");
+	}
+	return *p == ']' ? k : -1;
+}
+
+/* The split recorded in the checkpoint resume picks, if any: the layers
+ * of its gates into sizes (*nsizes of them), the graph layers it
+ * unfolded into unfold (*nunfold; both arrays with room for max).
+ * Returns 1 when found, 0 when not. */
+static int split_of_checkpoint(const char *resume, int max, int *sizes, int *nsizes,
+			       int *unfold, int *nunfold)
 {
 	struct akk_checkpoint ck;
 	struct akk_err e = { 0 };
 	char *path = NULL;
 	int found = 0;
-	static const char key[] = "network.gates.split=[";
 
 	if (ckpt_pick(resume, 0, &path, &e) < 0 || akk_checkpoint_read(&ck, path, &e)) {
 		free(path);
 		return 0;
 	}
+	/* the last split recorded, with the unfold recorded after it */
+	*nunfold = 0;
 	for (int i = ck.nsets - 1; i >= 0 && !found; i--) {
-		const char *p = ck.sets[i];
-		int k = 0;
-		if (strncmp(p, key, sizeof(key) - 1))
-			continue;
-		p += sizeof(key) - 1;
-		while (k < n) {
-			char *end;
-			long v = strtol(p, &end, 10);
-			if (end == p || v < 1 || v > AKK_MAX_LAYERS)
-				break;
-			sizes[k++] = (int)v;
-			p = end + strspn(end, ", ");
+		int n = list_of(ck.sets[i], "network.gates.unfold", unfold, max);
+		if (n >= 0)
+			*nunfold = n;
+		n = list_of(ck.sets[i], "network.gates.split", sizes, max);
+		if (n > 0) {
+			*nsizes = n;
+			found = 1;
 		}
-		found = k == n && *p == ']';
 	}
 	akk_checkpoint_release(&ck);
 	free(path);
@@ -52,24 +71,29 @@ static int split_of_checkpoint(const char *resume, int n, int *sizes)
 int cli_auto_split(struct akk_spec *s, const char *resume, int profile,
 		   struct akk_err *e)
 {
-	int *sizes;
-	int rc;
+	int *buf, ns = 0, nu = 0, max;
+	int rc, cores = akk_cores();
 
 	const char *np = getenv("OMPI_COMM_WORLD_SIZE");
 
 	if (!s->auto_gates || s->auto_split)
 		return 0;
-	/* under mpirun every rank must make the same split: no timings */
-	if (np && atoi(np) > 1)
+	/* under mpirun every rank must make the same split: no timings, and
+	 * the branches of a graph count as on cores of their own */
+	if (np && atoi(np) > 1) {
 		profile = 0;
+		cores = AKK_MAX_GATES;
+	}
 	if (!resume)
-		return akk_balance(s, profile, NULL, e);
+		return akk_balance_cores(s, profile, cores, NULL, e);
 	/* a resumed run keeps its split, whatever the timings say now */
-	if (!(sizes = calloc((size_t)s->auto_gates, sizeof(int))))
+	max = akk_spec_nlayers(s) + 1;
+	if (!(buf = calloc((size_t)max * 2, sizeof(int))))
 		return akk_err_set(e, "out of memory");
-	rc = split_of_checkpoint(resume, s->auto_gates, sizes) ?
-		akk_balance_apply(s, sizes, e) : akk_balance(s, profile, NULL, e);
-	free(sizes);
+	rc = split_of_checkpoint(resume, max, buf, &ns, buf + max, &nu) ?
+		akk_balance_apply_unfold(s, buf, ns, buf + max, nu, e) :
+		akk_balance_cores(s, profile, cores, NULL, e);
+	free(buf);
 	return rc;
 }
 

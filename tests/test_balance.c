@@ -306,7 +306,10 @@ static void partition_round_trip(void **state)
 	free(text);
 	assert_rc(ak("check", "--no-profile", cfg, NULL), 0);
 	tu_assert_contains(g_out, "\nsplit (gates: {auto: 3}, by FLOPs): network.gates.split=[1, 2, 2]\n");
-	tu_assert_line(g_out, "gate  layers    predicted share");
+	tu_assert_line(g_out, "gate  reads            layers           cost MFLOP  predicted share");
+	tu_assert_line(g_out, "1     input            1                     0.413            69.3%");
+	tu_assert_line(g_out, "3     2                4-5                   0.022             3.7%");
+	tu_assert_line(g_out, "slowest gate: 0.413 MFLOP, 69.3% of the work (the branches of a graph unfolded run at once)");
 	a = plan_of(g_out);
 	assert_rc(ak("check", out, NULL), 0);
 	tu_assert_not_contains(g_out, "split (");

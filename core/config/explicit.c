@@ -142,8 +142,128 @@ static int is_path_key(yaml_node_t *k)
 	return 0;
 }
 
+/* --- graphs unfolded: their nodes as the layers of branch gates ------- */
+
+/* The nodes list of the graph layer item (a mapping {graph: NODES} or
+ * {graph: {nodes: NODES, ...}}), or NULL. */
+static yaml_node_t *graph_nodes(struct copy *c, yaml_node_t *item)
+{
+	yaml_node_t *v = NULL;
+
+	for (yaml_node_pair_t *p = item && item->type == YAML_MAPPING_NODE ?
+		     item->data.mapping.pairs.start : NULL;
+	     p && p < item->data.mapping.pairs.top; p++)
+		if (is_key(get(c->from, p->key), "graph"))
+			v = get(c->from, p->value);
+	if (v && v->type == YAML_MAPPING_NODE) {
+		yaml_node_t *m = v;
+		v = NULL;
+		for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
+		     p < m->data.mapping.pairs.top; p++)
+			if (is_key(get(c->from, p->key), "nodes"))
+				v = get(c->from, p->value);
+	}
+	return v && v->type == YAML_SEQUENCE_NODE ? v : NULL;
+}
+
+static int is_null(yaml_node_t *n)
+{
+	const char *v = (const char *)n->data.scalar.value;
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		(!*v || !strcmp(v, "~") || !strcmp(v, "null"));
+}
+
+/* A graph's node item written at layer spec l's mark, as a gate's layer:
+ * without its name and from ({name: r, relu} becomes relu). */
+static int node_layer(struct copy *c, yaml_node_t *nodes, const struct akk_layer_spec *l)
+{
+	for (yaml_node_item_t *i = nodes->data.sequence.items.start;
+	     i < nodes->data.sequence.items.top; i++) {
+		yaml_node_t *n = get(c->from, *i), *key = NULL, *val = NULL;
+		int kept = 0, out;
+		if ((int)n->start_mark.line + 1 != l->mark.line ||
+		    (int)n->start_mark.column + 1 != l->mark.col)
+			continue;
+		if (n->type != YAML_MAPPING_NODE)
+			return copy_node(c, *i, 2);
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     p < n->data.mapping.pairs.top; p++)
+			if (!is_key(get(c->from, p->key), "name") &&
+			    !is_key(get(c->from, p->key), "from"))
+				kept++, key = get(c->from, p->key), val = get(c->from, p->value);
+		if (kept == 1 && is_null(val))
+			return scalar(c, (const char *)key->data.scalar.value);
+		out = yaml_document_add_mapping(c->to, NULL, YAML_FLOW_MAPPING_STYLE);
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     out && p < n->data.mapping.pairs.top; p++) {
+			int k, v;
+			if (is_key(get(c->from, p->key), "name") ||
+			    is_key(get(c->from, p->key), "from"))
+				continue;
+			k = copy_node(c, p->key, 2);
+			v = copy_node(c, p->value, 2);
+			if (!k || !v || !yaml_document_append_mapping_pair(c->to, out, k, v))
+				return c->bad = 1, 0;
+		}
+		return out ? out : (c->bad = 1, 0);
+	}
+	return c->bad = 1, 0;
+}
+
+/* Gate g's name (g1, g2, ...) or input, as a scalar. */
+static int gate_ref(struct copy *c, int g)
+{
+	char name[16];
+
+	if (g < 0)
+		return scalar(c, "input");
+	snprintf(name, sizeof(name), "g%d", g + 1);
+	return scalar(c, name);
+}
+
+/* Gate g's keys other than layers when graphs unfold: its name, and what
+ * it reads when a branch or not the gate before it, with the join. */
+static void gate_keys(struct copy *c, int m, int g, int branch)
+{
+	const struct akk_gate_spec *gs = &c->s->gates[g];
+	int from;
+
+	if (!c->s->auto_nunfold || c->bad)
+		return;
+	if (!yaml_document_append_mapping_pair(c->to, m, scalar(c, "name"), gate_ref(c, g)))
+		c->bad = 1;
+	if (gs->nfrom == 1 && gs->from[0] == g - 1 && !branch)
+		return;
+	if (gs->nfrom == 1) {
+		from = gate_ref(c, gs->from[0]);
+	} else {
+		from = yaml_document_add_sequence(c->to, NULL, YAML_FLOW_SEQUENCE_STYLE);
+		for (int k = 0; from && k < gs->nfrom; k++)
+			if (!yaml_document_append_sequence_item(c->to, from, gate_ref(c, gs->from[k])))
+				c->bad = 1;
+	}
+	if (!from || !yaml_document_append_mapping_pair(c->to, m, scalar(c, "from"), from) ||
+	    (gs->nfrom > 1 &&
+	     !yaml_document_append_mapping_pair(c->to, m, scalar(c, "join"),
+						scalar(c, akk_join_name(gs->join)))))
+		c->bad = 1;
+}
+
+/* Whether gate g is a branch of a graph unfolded: read by a gate that
+ * joins; *last: it is the join's last. */
+static int is_branch(const struct akk_spec *s, int g, int *last)
+{
+	for (int j = g + 1; j < s->ngates; j++)
+		for (int k = 0; s->gates[j].nfrom > 1 && k < s->gates[j].nfrom; k++)
+			if (s->gates[j].from[k] == g) {
+				*last = k + 1 == s->gates[j].nfrom;
+				return 1;
+			}
+	return 0;
+}
+
 /* The gates: one mapping {layers: [...]} per gate, over the items of the
- * flat list. */
+ * flat list; a branch of a graph unfolded takes its nodes' items. */
 static int gates(struct copy *c, yaml_node_t *flat)
 {
 	yaml_node_item_t *items = flat->data.sequence.items.start;
@@ -153,16 +273,22 @@ static int gates(struct copy *c, yaml_node_t *flat)
 	if (!list)
 		return c->bad = 1, 0;
 	for (int g = 0; g < c->s->ngates && !c->bad; g++) {
+		const struct akk_gate_spec *gs = &c->s->gates[g];
 		int m = yaml_document_add_mapping(c->to, NULL, YAML_FLOW_MAPPING_STYLE);
 		int seq = yaml_document_add_sequence(c->to, NULL,
 						     flat->data.sequence.style);
-		if (!m || !seq || at + c->s->gates[g].nlayers > n)
+		int last = 0, branch = is_branch(c->s, g, &last);
+		yaml_node_t *nodes = branch && at < n ? graph_nodes(c, get(c->from, items[at])) : NULL;
+		if (!m || !seq || (branch && !nodes) || (!branch && at + gs->nlayers > n))
 			return c->bad = 1, 0;
-		for (int i = 0; i < c->s->gates[g].nlayers; i++) {
-			int item = copy_node(c, items[at++], 1);
+		gate_keys(c, m, g, branch);
+		for (int i = 0; i < gs->nlayers; i++) {
+			int item = branch ? node_layer(c, nodes, &gs->layers[i]) :
+				copy_node(c, items[at++], 1);
 			if (!item || !yaml_document_append_sequence_item(c->to, seq, item))
 				return c->bad = 1, 0;
 		}
+		at += branch && last;
 		if (!yaml_document_append_mapping_pair(c->to, m, scalar(c, "layers"), seq) ||
 		    !yaml_document_append_sequence_item(c->to, list, m))
 			return c->bad = 1, 0;

@@ -704,20 +704,46 @@ static const struct key auto_keys[] = {
 	INT("auto", SPEC, auto_gates, F_REQ | F_LO | F_HI, 1, AKK_MAX_GATES, 0),
 	{ .name = "split", .type = YAML_SEQUENCE_NODE, .fn = h_split_later,
 	  .what = "a list" },
+	{ .name = "unfold", .type = YAML_SEQUENCE_NODE, .fn = h_split_later,
+	  .what = "a list" },
 	{ .name = "from", .type = YAML_NO_NODE, .fn = h_auto_no_graph, .what = "a gate's name" },
 	{ .name = "join", .type = YAML_NO_NODE, .fn = h_auto_no_graph, .what = "concat or add" },
 	END,
 };
 
-/* gates: a list of gates, or {auto: N, split: [n1, ...]}. */
+/* A list of ints in [lo, AKK_MAX_LAYERS] at val into a new array. */
+static int int_list(struct akk_yaml_ctx *c, yaml_node_t *val, const char *what,
+		    int lo, int **out, int *nout)
+{
+	yaml_node_item_t *items = val->data.sequence.items.start;
+	int ns = (int)(val->data.sequence.items.top - items);
+	const struct key n = { .name = what, .flags = F_LO, .lo = lo };
+
+	if (!(*out = calloc((size_t)(ns ? ns : 1), sizeof(int))))
+		return akk_err_set(c->e, "out of memory");
+	*nout = ns;
+	for (int i = 0; i < ns; i++) {
+		yaml_node_t *item = akk_yaml_node(c, items[i]);
+		long long v;
+		if (akk_yaml_parse_int(c, what, item, &v) ||
+		    akk_yaml_check_range(c, &n, item, (double)v, ""))
+			return -1;
+		if (v > AKK_MAX_LAYERS)
+			return akk_yaml_fail(c, item, "'%s' entry %lld is more than %d layers",
+				    what, v, AKK_MAX_LAYERS);
+		(*out)[i] = (int)v;
+	}
+	return 0;
+}
+
+/* gates: a list of gates, or {auto: N, split: [n1, ...], unfold: [...]}. */
 static int h_gates_any(struct akk_yaml_ctx *c, const struct key *k,
 		       const struct section *sec, yaml_node_t *key,
 		       yaml_node_t *val)
 {
 	struct akk_spec *s = sec->obj;
 	struct section as = { "network.gates", auto_keys, s, 0, 0, NULL, NULL };
-	yaml_node_t *sp;
-	const struct key n = { .name = "split", .flags = F_LO, .lo = 1 };
+	yaml_node_t *sp, *uf;
 
 	if (val->type == YAML_SEQUENCE_NODE)
 		return h_gates(c, k, sec, key, val);
@@ -727,26 +753,20 @@ static int h_gates_any(struct akk_yaml_ctx *c, const struct key *k,
 	s->auto_mark = akk_yaml_mark_of(c, val);
 	if (akk_yaml_walk(c, val, &as))
 		return -1;
-	if (!(sp = akk_yaml_map_get(c, val, "split", NULL)))
+	sp = akk_yaml_map_get(c, val, "split", NULL);
+	uf = akk_yaml_map_get(c, val, "unfold", NULL);
+	if (uf && !sp)
+		return akk_yaml_fail(c, uf, "'unfold' comes with the 'split' of the other gates");
+	if (!sp)
 		return 0;
-	yaml_node_item_t *items = sp->data.sequence.items.start;
-	int ns = (int)(sp->data.sequence.items.top - items);
-	if (ns != s->auto_gates)
+	if (int_list(c, sp, "split", 1, &s->auto_split, &s->auto_nsplit) ||
+	    (uf && int_list(c, uf, "unfold", 0, &s->auto_unfold, &s->auto_nunfold)))
+		return -1;
+	/* with graphs unfolded, their branches' gates are not in split:
+	 * akk_spec_unfold counts them once the layers are read */
+	if (!uf && s->auto_nsplit != s->auto_gates)
 		return akk_yaml_fail(c, sp, "'split' has %d entr%s, but auto is %d",
-			    ns, ns == 1 ? "y" : "ies", s->auto_gates);
-	if (!(s->auto_split = calloc((size_t)ns, sizeof(int))))
-		return akk_err_set(c->e, "out of memory");
-	for (int i = 0; i < ns; i++) {
-		yaml_node_t *item = akk_yaml_node(c, items[i]);
-		long long v;
-		if (akk_yaml_parse_int(c, "split", item, &v) ||
-		    akk_yaml_check_range(c, &n, item, (double)v, ""))
-			return -1;
-		if (v > AKK_MAX_LAYERS)
-			return akk_yaml_fail(c, item, "'split' entry %lld is more than %d layers",
-				    v, AKK_MAX_LAYERS);
-		s->auto_split[i] = (int)v;
-	}
+			    s->auto_nsplit, s->auto_nsplit == 1 ? "y" : "ies", s->auto_gates);
 	return 0;
 }
 
@@ -995,7 +1015,7 @@ static char *copy_text(const char *t, size_t len)
 static int check_auto(struct akk_spec *s, const char *file, struct akk_err *e)
 {
 	const struct akk_mark *m = &s->auto_mark;
-	int *sizes = s->auto_split;
+	int *sizes = s->auto_split, *unfold = s->auto_unfold;
 	int rc;
 
 	if (!s->auto_gates)
@@ -1004,20 +1024,24 @@ static int check_auto(struct akk_spec *s, const char *file, struct akk_err *e)
 		return akk_err_at(e, file, m->line, m->col,
 				  "gates: {auto: %d} needs the network's layers as one flat list, network.layers",
 				  s->auto_gates);
-	if (s->auto_gates > s->gates[0].nlayers)
+	if (s->auto_gates > akk_spec_max_gates(s))
 		return akk_err_at(e, file, m->line, m->col,
-				  "gates: {auto: %d} asks for more gates than the %d layers of network.layers",
-				  s->auto_gates, s->gates[0].nlayers);
+				  "gates: {auto: %d} asks for more gates than the %d layers of network.layers%s",
+				  s->auto_gates, s->gates[0].nlayers,
+				  akk_spec_max_gates(s) > s->gates[0].nlayers ?
+				  " make with their graphs' branches on gates of their own" : "");
 	if (!sizes)
 		return 0;
 	s->auto_split = NULL;
-	rc = akk_spec_split(s, sizes, e);
+	s->auto_unfold = NULL;
+	rc = akk_spec_unfold(s, sizes, s->auto_nsplit, unfold, s->auto_nunfold, e);
 	if (rc) {
 		char msg[sizeof(e->msg)];
 		snprintf(msg, sizeof(msg), "%s", e->msg);
 		akk_err_at(e, file, m->line, m->col, "%s", msg);
 	}
 	free(sizes);
+	free(unfold);
 	return rc;
 }
 
@@ -1046,6 +1070,8 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
 	for (int i = 0; i < n; i++) {
 		g[i] = *flat;
 		g[i].nlayers = sizes[i];
+		g[i].nfrom = 1;		/* the gate before, as gates_link fills */
+		g[i].from[0] = i - 1;
 		g[i].layers = calloc((size_t)sizes[i], sizeof(*g[i].layers));
 		if (!g[i].layers) {
 			while (i--)
@@ -1060,6 +1086,7 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
 		total += sizes[i];
 		s->auto_split[i] = sizes[i];
 	}
+	s->auto_nsplit = n;
 	free(flat->layers);
 	free(flat);
 	s->gates = g;
@@ -1252,6 +1279,7 @@ void akk_spec_release(struct akk_spec *s)
 		layers_free(s->gates[i].layers, s->gates[i].nlayers);
 	free(s->gates);
 	free(s->auto_split);
+	free(s->auto_unfold);
 	akk_spec_heads_release(s->heads, &s->nheads);
 	free(s->out.dir);
 	free(s->out.metrics);

@@ -146,8 +146,15 @@ struct akk_spec {
 	 * gates holds one gate with every layer; with split: [n1, ...] (layers
 	 * per gate, as balance records it) the parser splits it itself. */
 	int auto_gates;			/* N; 0: the gates are written out */
-	int *auto_split;		/* (auto_gates) layers per gate, owned;
-					 * NULL until split */
+	int *auto_split;		/* (auto_nsplit) layers per gate of the
+					 * chain, owned; NULL until split */
+	int auto_nsplit;		/* auto_gates, less the gates of the
+					 * graph layers that unfold */
+	/* split: [...] with unfold: [i, ...] (config/spec_unfold.c): the
+	 * graph layers of network.layers (0-based, ascending) whose branches
+	 * run on gates of their own; split then counts the other gates. */
+	int *auto_unfold;		/* (auto_nunfold), owned; NULL: none */
+	int auto_nunfold;
 	struct akk_mark auto_mark;	/* the gates: value */
 	struct akk_optim_spec optim;	/* the global optimizer (required) */
 	struct akk_schedule_spec sched;
@@ -197,6 +204,33 @@ const char *akk_mode_name(enum akk_mode m);
  * count), each with the global optimizer, and keep the sizes in
  * s->auto_split. Fails on sizes that do not fit. */
 int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e);
+
+/* The branches of a graph layer of the parallel form: every node but one
+ * is a layer reading one node, the chains of them start at the graph's
+ * input and meet only at the graph's output, one concat or add node
+ * reading each chain's end. Returns the number of branches (2 to
+ * AKK_MAX_JOIN), 0 for a layer of another form or kind. With nodes and
+ * len not NULL: branch i is len[i] nodes (indices into l->inner), listed
+ * in nodes from the branch's start, the branches in the join's order one
+ * after another; *op gets the join (AKK_JOIN_CONCAT or AKK_JOIN_ADD). */
+int akk_spec_graph_branches(const struct akk_layer_spec *l, int *nodes,
+			    int *len, enum akk_join *op);
+
+/* Split the one gate of a gates: {auto: N} spec as akk_spec_split does,
+ * but with the graph layers at unfold[0..nunfold) (positions in
+ * network.layers, ascending) placed on gates of their own: one gate per
+ * branch, reading the gate before (or the network input), and the next
+ * gate (which holds the layers after the graph, one or more) joins them
+ * with the graph's join. sizes (nsizes) are the layers of the other
+ * gates in order. Keeps sizes and unfold in s (auto_split, auto_unfold).
+ * Fails, leaving s as it was, on a plan that does not fit. */
+int akk_spec_unfold(struct akk_spec *s, const int *sizes, int nsizes,
+		    const int *unfold, int nunfold, struct akk_err *e);
+
+/* The most gates gates: {auto: N} can make of s's flat list: a gate per
+ * layer, and the branches of each graph layer of the parallel form that
+ * has a layer after it on gates of their own. */
+int akk_spec_max_gates(const struct akk_spec *s);
 
 /* Whether the run watches validation metrics between epochs (early
  * stopping, or the plateau lr schedule): its checkpoints then store the

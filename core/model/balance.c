@@ -12,6 +12,12 @@
 
 double akk_balance_split(const double *cost, int n, int k, int *sizes)
 {
+	return akk_balance_split_all(cost, n, k, sizes, NULL);
+}
+
+double akk_balance_split_all(const double *cost, int n, int k, int *sizes,
+			     double *by)
+{
 	/* best[j][i]: the least largest sum splitting the first i costs into
 	 * j parts. best[j][i] = min over t of max(best[j-1][t], S[i]-S[t]);
 	 * the first term grows with t and the second shrinks, so the least
@@ -57,6 +63,8 @@ double akk_balance_split(const double *cost, int n, int k, int *sizes)
 			C_(j, i) = bt;
 		}
 	res = B_(k, n);
+	for (int j = 1; by && j <= k; j++)
+		by[j] = B_(j, n);
 	for (int j = k, i = n; j >= 1; j--) {
 		int t = C_(j, i);
 		sizes[j - 1] = i - t;
@@ -114,50 +122,21 @@ out:
 int akk_balance(struct akk_spec *s, int profile, double *out_cost,
 		struct akk_err *e)
 {
-	int n, k = s->auto_gates, *sizes = NULL, rc = -1;
-	double *cost = NULL;
-
-	if (!k || s->auto_split)
-		return out_cost ? akk_balance_costs(s, profile, out_cost, e) : 0;
-	n = akk_spec_nlayers(s);
-	if (!(cost = malloc((size_t)n * sizeof(double))) ||
-	    !(sizes = malloc((size_t)k * sizeof(int)))) {
-		akk_err_set(e, "out of memory");
-		goto out;
-	}
-	if (akk_balance_costs(s, profile, cost, e))
-		goto out;
-	if (akk_balance_split(cost, n, k, sizes) < 0) {
-		akk_err_set(e, "out of memory");
-		goto out;
-	}
-	if (akk_balance_apply(s, sizes, e))
-		goto out;
-	if (out_cost)
-		memcpy(out_cost, cost, (size_t)n * sizeof(double));
-	rc = 0;
-out:
-	free(cost);
-	free(sizes);
-	return rc;
+	return akk_balance_cores(s, profile, akk_cores(), out_cost, e);
 }
 
-int akk_balance_apply(struct akk_spec *s, const int *sizes, struct akk_err *e)
+/* Append the override KEY=[v0, v1, ...] to s->sets. */
+static int record(struct akk_spec *s, const char *key, const int *v, int n,
+		  struct akk_err *e)
 {
-	int k = s->auto_gates;
-	size_t len, cap = 32 + 12 * (size_t)k;
+	size_t len, cap = 48 + 12 * (size_t)n;
 	char *set = malloc(cap), **sets;
 
 	if (!set)
 		return akk_err_set(e, "out of memory");
-	if (akk_spec_split(s, sizes, e)) {
-		free(set);
-		return -1;
-	}
-	len = (size_t)snprintf(set, cap, "network.gates.split=[");
-	for (int i = 0; i < k; i++)
-		len += (size_t)snprintf(set + len, cap - len, "%s%d",
-					i ? ", " : "", sizes[i]);
+	len = (size_t)snprintf(set, cap, "%s=[", key);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(set + len, cap - len, "%s%d", i ? ", " : "", v[i]);
 	snprintf(set + len, cap - len, "]");
 	if (!(sets = realloc(s->sets, (size_t)(s->nsets + 2) * sizeof(*sets)))) {
 		free(set);
@@ -167,4 +146,18 @@ int akk_balance_apply(struct akk_spec *s, const int *sizes, struct akk_err *e)
 	s->sets[s->nsets++] = set;
 	s->sets[s->nsets] = NULL;
 	return 0;
+}
+
+int akk_balance_apply_unfold(struct akk_spec *s, const int *sizes, int nsizes,
+			     const int *unfold, int nunfold, struct akk_err *e)
+{
+	if (akk_spec_unfold(s, sizes, nsizes, unfold, nunfold, e) ||
+	    record(s, "network.gates.split", sizes, nsizes, e))
+		return -1;
+	return nunfold ? record(s, "network.gates.unfold", unfold, nunfold, e) : 0;
+}
+
+int akk_balance_apply(struct akk_spec *s, const int *sizes, struct akk_err *e)
+{
+	return akk_balance_apply_unfold(s, sizes, s->auto_gates, NULL, 0, e);
 }

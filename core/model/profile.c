@@ -229,3 +229,54 @@ int akk_profile_model(const struct akk_model *m, int B, int reps,
 #endif
 	return rc;
 }
+
+int akk_profile_layer(const struct akk_layer *l, int B, int reps,
+		      struct akk_layer_cost *c, struct akk_err *e)
+{
+	size_t nin = (size_t)B * akk_shape_size(l->in), nout = (size_t)B * akk_shape_size(l->out);
+	size_t size[] = { nin, nin, nout, nout, (size_t)B * l->aux,
+			  l->work + (size_t)B * l->work_sample, l->nparams,
+			  l->nparams, l->nstate };
+	float *buf[9] = { 0 };	/* x dx y dy aux work params grads state */
+	struct akk_rng r;
+	int rc = -1;
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned csr = _mm_getcsr();
+#endif
+
+	*c = (struct akk_layer_cost){ .flops = 3.0 * B * l->flops };
+	for (int i = 0; i < 9; i++)
+		if (!(buf[i] = akk_alloc(size[i] ? size[i] : 1))) {
+			akk_err_set(e, "out of memory");
+			goto out;
+		}
+	akk_rng_seed(&r, 42, 0x9e3779b97f4a7c15ull);
+	fill(buf[0], nin, &r);
+	fill(buf[3], nout, &r);
+	fill(buf[6], l->nparams, &r);
+	memset(buf[8], 0, size[8] * sizeof(float));
+	akk_blas_threads(1);
+	akk_float_mode();
+	for (int rep = 0; rep <= (reps < 1 ? 1 : reps); rep++) {
+		double t0 = akk_now(), t;
+		l->ops->forward(l, buf[2], buf[4], buf[8], buf[5], buf[0], buf[6], B, 1, &r);
+		t = akk_now() - t0;
+		if (rep == 1 || (rep > 1 && t < c->fwd))
+			c->fwd = t;
+		memset(buf[7], 0, size[7] * sizeof(float));
+		t0 = akk_now();
+		l->ops->backward(l, buf[1], buf[7], buf[5], buf[3], buf[0], buf[2],
+				 buf[4], buf[6], B);
+		t = akk_now() - t0;
+		if (rep == 1 || (rep > 1 && t < c->bwd))
+			c->bwd = t;
+	}
+	rc = 0;
+out:
+#if defined(__x86_64__) || defined(__i386__)
+	_mm_setcsr(csr);
+#endif
+	for (int i = 0; i < 9; i++)
+		akk_free(buf[i]);
+	return rc;
+}

@@ -33,6 +33,13 @@ int akk_profile_model(const struct akk_model *m, int B, int reps,
 double akk_layer_train_flops(const struct akk_gate_plan *g, int gi, int i,
 			     int B);
 
+/* One planned layer alone (a composite's inner layer: a graph's node),
+ * on random buffers of its shapes for batches of B, best of reps: its
+ * forward and backward into c (opt 0, gemm 0). Run as
+ * akk_profile_model runs: one BLAS thread, denormals flushed. */
+int akk_profile_layer(const struct akk_layer *l, int B, int reps,
+		      struct akk_layer_cost *c, struct akk_err *e);
+
 /* Total layers of m, all gates together. */
 int akk_model_nlayers(const struct akk_model *m);
 
