@@ -29,8 +29,8 @@ double akk_balance_fork_cost(const double *branch, int nbranch, int cores)
 	return sum / share > top ? sum / share : top;
 }
 
-/* A step of the search: the least (largest cost, unfolded graphs) found
- * for a prefix, and where it came from. */
+/* A step of the search: the least largest cost found for a prefix (or,
+ * under a limit, the fewest graphs unfolded), and where it came from. */
 struct best {
 	double cost;		/* < 0: no plan reaches it */
 	int nunf;
@@ -38,9 +38,16 @@ struct best {
 	int parts;		/* gates of the run between the two */
 };
 
-static int better(double c, int nunf, const struct best *b)
+/* Without a limit (< 0) the least cost wins; under one, every cost
+ * within it is as good and the fewest graphs unfolded win. A least cost
+ * with the fewest unfolds needs both passes: the fewest unfolds of a
+ * prefix are not the fewest of a whole plan once a later gate sets the
+ * largest cost. */
+static int better(double c, int nunf, const struct best *b, double limit)
 {
-	return b->cost < 0 || c < b->cost || (c == b->cost && nunf < b->nunf);
+	if (b->cost < 0)
+		return 1;
+	return limit < 0 ? c < b->cost : nunf < b->nunf;
 }
 
 /* The least largest part of c[0..n) split into j parts, for j = 1..k, into
@@ -64,7 +71,7 @@ static int run_start(const int *pos, int a)
 /* One transition: boundary a, then the run up to unit `end` split in
  * parts, reaching cell (to, m) with stage cost extra (-1: none). */
 static void relax(struct best *F, int k, int a, int to, int parts, int add,
-		  double run, double extra)
+		  double run, double extra, double limit)
 {
 	for (int m0 = 0; m0 + parts + add <= k; m0++) {
 		const struct best *p = &F[(size_t)a * (k + 1) + m0];
@@ -77,7 +84,9 @@ static void relax(struct best *F, int k, int a, int to, int parts, int add,
 			v = run;
 		if (extra > v)
 			v = extra;
-		if (better(v, nunf, q))
+		if (limit >= 0 && v > limit)
+			continue;
+		if (better(v, nunf, q, limit))
 			*q = (struct best){ v, nunf, a, parts };
 	}
 }
@@ -85,7 +94,8 @@ static void relax(struct best *F, int k, int a, int to, int parts, int add,
 /* F[b][m] over the boundaries b (0 the start, 1..g the graphs that may
  * unfold, g + 1 the end) and m gates used so far. */
 static int search(const struct akk_balance_unit *u, int n, int k, int cores,
-		  const double *cost, const int *pos, int g, struct best *F)
+		  const double *cost, const int *pos, int g, double limit,
+		  struct best *F)
 {
 	double *by = malloc((size_t)(k + 1) * sizeof(double));
 
@@ -109,7 +119,7 @@ static int search(const struct akk_balance_unit *u, int n, int k, int cores,
 			 * which holds one layer or more */
 			if (!len) {
 				if (a == 0)
-					relax(F, k, a, b, 0, add, 0, extra);
+					relax(F, k, a, b, 0, add, 0, extra, limit);
 				continue;
 			}
 			int kmax = len < k ? len : k;
@@ -118,7 +128,7 @@ static int search(const struct akk_balance_unit *u, int n, int k, int cores,
 				return -1;
 			}
 			for (int j = 1; j <= kmax; j++)
-				relax(F, k, a, b, j, add, by[j], extra);
+				relax(F, k, a, b, j, add, by[j], extra, limit);
 		}
 	}
 	free(by);
@@ -142,11 +152,16 @@ double akk_balance_partition(const struct akk_balance_unit *u, int n, int k,
 			pos[g++] = i;
 	}
 	if (!(F = malloc((size_t)(g + 2) * (k + 1) * sizeof(*F))) ||
-	    search(u, n, k, cores, cost, pos, g, F))
+	    search(u, n, k, cores, cost, pos, g, -1, F))
 		goto out;
 	res = F[(size_t)(g + 1) * (k + 1) + k].cost;
 	if (res < 0) {
 		res = -2;
+		goto out;
+	}
+	/* of the plans of that cost, one that unfolds the fewest graphs */
+	if (g && search(u, n, k, cores, cost, pos, g, res, F)) {
+		res = -1;
 		goto out;
 	}
 	/* walk back: each run split as akk_balance_split splits it */
