@@ -204,6 +204,33 @@ static int joiner_of(const struct akk_spec *s, int g, int *branch)
 	return -1;
 }
 
+/* Each set of branch gates a join reads: what they cost together, and
+ * at once on this machine's cores (akk_balance_fork_cost, as the split
+ * weighed them). */
+static void print_forks(const struct akk_spec *s, const double *cost, int profile)
+{
+	double gate[AKK_MAX_GATES] = { 0 }, br[AKK_MAX_JOIN];
+	int at = 0, cores = akk_cores();
+	const char *unit = profile ? "ms" : "MFLOP";
+	double scale = profile ? 1e3 : 1e-6;
+
+	for (int g = 0; g < s->ngates; g++)
+		for (int i = 0; i < s->gates[g].nlayers; i++)
+			gate[g] += cost[at++];
+	for (int j = 0; j < s->ngates; j++) {
+		const struct akk_gate_spec *gs = &s->gates[j];
+		double sum = 0;
+		if (gs->nfrom < 2)
+			continue;
+		for (int k = 0; k < gs->nfrom; k++)
+			sum += br[k] = gate[gs->from[k]];
+		printf("branches joined by gate %d: %.3f %s in all, %.3f %s at once on %d core%s\n",
+		       j + 1, scale * sum, unit,
+		       scale * akk_balance_fork_cost(br, gs->nfrom, cores), unit, cores,
+		       cores == 1 ? "" : "s");
+	}
+}
+
 /* gates: {auto: N}: the split, and each gate with what it reads, the
  * layers of network.layers it holds (a branch of a graph unfolded: the
  * graph's layer and the branch) and its cost, from the costs the split
@@ -259,6 +286,7 @@ static void print_split(const struct akk_spec *s, const double *cost,
 	printf("slowest gate: %.3f %s, %.1f%% of the work (the branches of a graph unfolded run at once)\n",
 	       profile ? 1e3 * top : 1e-6 * top, profile ? "ms" : "MFLOP",
 	       total > 0 ? 100 * top / total : 0.0);
+	print_forks(s, cost, profile);
 }
 
 void cli_print_data_defaults(FILE *f, const struct akk_data_spec *ds, int float_data)

@@ -574,6 +574,7 @@ static void check_and_partition(void **state)
 	tu_assert_contains(g_out, "\n3     1                3 branch 2       ");
 	tu_assert_contains(g_out, "\n4     2,3 concat       4-5      ");
 	tu_assert_contains(g_out, "\nslowest gate: ");
+	tu_assert_contains(g_out, "\nbranches joined by gate 4: ");
 	assert_rc(ak("partition", "--no-profile", cfg, "-o", out, NULL), 0);
 	text = tu_slurp(out, NULL);
 	assert_non_null(text);

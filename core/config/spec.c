@@ -696,7 +696,7 @@ static int h_auto_no_graph(struct akk_yaml_ctx *c, const struct key *k,
 			   yaml_node_t *val)
 {
 	(void)sec, (void)val;
-	return akk_yaml_fail(c, key, "'%s' does not apply to gates: {auto: N}, which splits one chain of layers: write the gates out to fork and join them",
+	return akk_yaml_fail(c, key, "'%s' does not apply to gates: {auto: N}, which splits one list of layers and forks only at its graph layers: write the gates out to fork and join them",
 			     k->name);
 }
 
