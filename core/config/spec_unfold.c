@@ -193,7 +193,10 @@ int akk_spec_unfold(struct akk_spec *s, const int *sizes, int nsizes,
 	}
 	free(flat->layers);
 	free(flat);
-	s->gates = g;
+	/* room for AKK_MAX_GATES was made: keep what is used */
+	s->gates = realloc(g, (size_t)ng * sizeof(*g));
+	if (!s->gates)
+		s->gates = g;
 	s->ngates = ng;
 	memcpy(sz, sizes, (size_t)nsizes * sizeof(int));
 	memcpy(uf, unfold, (size_t)nunfold * sizeof(int));
