@@ -87,6 +87,10 @@ void cli_world_abort(struct akk_world *w, int code);
  * (the default for byte data): ..."), for data of type xtype (0: bytes,
  * 1: floats). Nothing when no default changes it. */
 void cli_print_data_defaults(FILE *f, const struct akk_data_spec *ds, int float_data);
+/* gates: {auto: N} once split (cost: each layer's of the gates made, as
+ * akk_balance gives them): the split, each gate with what it reads, the
+ * layers it holds and its cost, and each join's branches. */
+void cli_print_split(const struct akk_spec *s, const double *cost, int profile);
 
 /* The program as the user typed it (main's argv[0]), for the commands the
  * CLI prints for the user to run; "akkctl" until main sets it. */

@@ -235,8 +235,7 @@ static void print_forks(const struct akk_spec *s, const double *cost, int profil
  * layers of network.layers it holds (a branch of a graph unfolded: the
  * graph's layer and the branch) and its cost, from the costs the split
  * was made from. */
-static void print_split(const struct akk_spec *s, const double *cost,
-			int profile)
+void cli_print_split(const struct akk_spec *s, const double *cost, int profile)
 {
 	double total = 0, top = 0;
 	int first = 0, at = 0, n = akk_spec_nlayers(s);
@@ -450,7 +449,7 @@ int cmd_check(int argc, char **argv)
 			cli_print_heads(stdout, &s, akk_model_outputs(&m));
 			print_data(&s.data);
 			if (s.auto_gates)
-				print_split(&s, cost, profile);
+				cli_print_split(&s, cost, profile);
 		}
 		/* the plan stands; the data must be there to train it */
 		rc = akk_spec_check_data(&s, &e) ? cli_report(&e, EXIT_USAGE) : EXIT_OK;

@@ -109,6 +109,7 @@ int cmd_partition(int argc, char **argv)
 	struct akk_err e = { 0 };
 	const char *out = NULL;
 	char *text = NULL, *outdir = NULL;
+	double *cost = NULL;
 	size_t len = 0;
 	int c, profile = 1, rc = EXIT_OK;
 	FILE *f;
@@ -143,11 +144,18 @@ int cmd_partition(int argc, char **argv)
 		rc = cli_errorf(EXIT_RUNTIME, "out of memory");
 		goto out;
 	}
-	if (akk_balance(&s, profile, NULL, &e) ||
+	if (!(cost = calloc((size_t)akk_balance_max_layers(&s), sizeof(*cost)))) {
+		rc = cli_errorf(EXIT_RUNTIME, "out of memory");
+		goto out;
+	}
+	if (akk_balance(&s, profile, cost, &e) ||
 	    akk_spec_explicit_yaml(&s, outdir ? dirname(outdir) : NULL, &text, &len, &e)) {
 		rc = cli_report(&e, EXIT_USAGE);
 		goto out;
 	}
+	/* the config to a file: the split's costs to standard output */
+	if (out)
+		cli_print_split(&s, cost, profile);
 	if (!out) {
 		if (fwrite(text, 1, len, stdout) != len || fflush(stdout))
 			rc = cli_errorf(EXIT_RUNTIME, "cannot write the config to standard output");
@@ -159,6 +167,7 @@ int cmd_partition(int argc, char **argv)
 			rc = cli_errorf(EXIT_RUNTIME, "cannot write '%s'", out);
 	}
 out:
+	free(cost);
 	free(outdir);
 	free(text);
 	akk_spec_release(&s);

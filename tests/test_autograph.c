@@ -576,6 +576,9 @@ static void check_and_partition(void **state)
 	tu_assert_contains(g_out, "\nslowest gate: ");
 	tu_assert_contains(g_out, "\nbranches joined by gate 4: ");
 	assert_rc(ak("partition", "--no-profile", cfg, "-o", out, NULL), 0);
+	/* with -o the split and its costs come on standard output */
+	tu_assert_contains(g_out, "split (gates: {auto: 4}, by FLOPs): network.gates.split=[");
+	tu_assert_line(g_out, "gate  reads            layers           cost MFLOP  predicted share");
 	text = tu_slurp(out, NULL);
 	assert_non_null(text);
 	/* whatever the split, the branches read the gate before them */
