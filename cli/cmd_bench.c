@@ -691,9 +691,11 @@ static int bench_plan(struct bench *b)
 			free(cost);
 			return akk_err_set(&b->e, "out of memory");
 		}
+		int cores = akk_cores();
+		/* every rank must split alike, as train's (cli_auto_split) */
 		if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
-			b->profile = 0;	/* every rank must split alike */
-		if (akk_balance(s, b->profile, cost, &b->e)) {
+			b->profile = 0, cores = AKK_MAX_GATES;
+		if (akk_balance_cores(s, b->profile, cores, cost, &b->e)) {
 			free(cost);
 			return -1;
 		}
