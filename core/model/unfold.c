@@ -61,15 +61,17 @@ static int run_table(const double *c, int n, int k, double *by)
 	return r < 0 ? -1 : 0;
 }
 
-/* The run of units between boundary a (0: the start, g + 1: graph g) and
- * position end (exclusive): its first unit and length. */
+/* The first unit of the run after boundary a (0: the start; i + 1: the
+ * i-th graph that may unfold, at pos[i]). */
 static int run_start(const int *pos, int a)
 {
 	return a ? pos[a - 1] + 1 : 0;
 }
 
-/* One transition: boundary a, then the run up to unit `end` split in
- * parts, reaching cell (to, m) with stage cost extra (-1: none). */
+/* From every cell (a, m0) reached: the run after boundary a split into
+ * parts gates (its largest part costing run), then, when boundary to is
+ * a graph, its add branch gates costing extra together (-1: to is the
+ * end), into cell (to, m0 + parts + add). */
 static void relax(struct best *F, int k, int a, int to, int parts, int add,
 		  double run, double extra, double limit)
 {
