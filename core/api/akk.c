@@ -303,7 +303,7 @@ static struct workspace *workspace_alloc(const struct akk_lib_model *m, int B)
 		w->work[g] = akk_alloc(p->work + p->work_sample * (size_t)B + 1);
 		if (!w->act[g] || !w->aux[g] || !w->work[g])
 			goto fail;
-		if (p->nsrc > 1 && !(w->join[g] = akk_alloc((size_t)akk_shape_size(p->in) * B)))
+		if (akk_gate_gathers(p) && !(w->join[g] = akk_alloc((size_t)akk_shape_size(p->in) * B)))
 			goto fail;
 	}
 	return w;
@@ -437,9 +437,9 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 			const float *src[AKK_MAX_JOIN];
 			for (int k = 0; k < p->nsrc; k++)
 				src[k] = p->src[k] < 0 ? w->x : w->out[p->src[k]];
-			if (p->nsrc > 1)
+			if (akk_gate_gathers(p))
 				akk_join_into(p, src, B, w->join[g]);
-			h = w->out[g] = gate_forward(m, g, w, p->nsrc > 1 ? w->join[g] : src[0], B);
+			h = w->out[g] = gate_forward(m, g, w, akk_gate_gathers(p) ? w->join[g] : src[0], B);
 		}
 		for (int j = 0; j < B * m->plan.steps; j++) {
 			const float *row = h + (size_t)j * C;

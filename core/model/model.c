@@ -14,6 +14,7 @@
 
 #include "base/checked.h"
 #include "nn/layer_graph.h"
+#include "config/spec_inputs.h"
 
 static void describe(char *buf, int size, const struct akk_layer *l, int gate,
 		     int layer)
@@ -116,7 +117,7 @@ static int plan_value_output(struct akk_model *m, const struct akk_spec *s,
 static void gate_label(const struct akk_spec *s, int gi, char *buf, size_t n)
 {
 	if (gi < 0)
-		snprintf(buf, n, "network.input");
+		akk_spec_input_label(s, akk_source_input(gi), buf, n);
 	else if (s->gates[gi].name[0])
 		snprintf(buf, n, "gate '%s'", s->gates[gi].name);
 	else
@@ -134,19 +135,28 @@ static int gate_input(struct akk_model *m, const struct akk_spec *s, int gi,
 	struct akk_gate_plan *g = &m->gates[gi];
 	struct akk_shape in;
 	char a[64], b[64], sa[64], sb[64];
+	int from[AKK_MAX_JOIN];
+	struct akk_shape first = { 0 };
 
 	g->nsrc = gs->has_from ? gs->nfrom : 1;
-	for (int k = 0; k < g->nsrc; k++)
-		g->src[k] = gs->has_from ? gs->from[k] : gi - 1;
+	for (int k = 0; k < g->nsrc; k++) {
+		from[k] = gs->has_from ? gs->from[k] : gi - 1;
+		g->src[k] = from[k] < 0 ? AKK_GATE_INPUT : from[k];
+	}
 	g->join = g->nsrc > 1 ? gs->join : AKK_JOIN_NONE;
 	for (int k = 0; k < g->nsrc; k++) {
-		struct akk_shape sh = g->src[k] < 0 ? s->input : m->gates[g->src[k]].out;
+		int i = from[k] < 0 ? akk_source_input(from[k]) : 0;
+		struct akk_shape sh = from[k] >= 0 ? m->gates[from[k]].out :
+				      s->ninputs ? s->inputs[i].shape : s->input;
 		size_t n = (size_t)akk_shape_size(sh);
 		int ok = 1;
 
 		g->src_n[k] = n;
+		g->src_in[k] = i;
+		g->src_at[k] = from[k] < 0 && s->ninputs ? (size_t)s->inputs[i].off : 0;
+		g->src_row[k] = from[k] < 0 ? (size_t)akk_shape_size(s->input) : n;
 		if (!k) {
-			in = sh;
+			in = first = sh;
 			continue;
 		}
 		g->src_off[k] = g->join == AKK_JOIN_CONCAT ? (size_t)akk_shape_size(in) : 0;
@@ -154,9 +164,9 @@ static int gate_input(struct akk_model *m, const struct akk_spec *s, int gi,
 		for (int d = g->join == AKK_JOIN_CONCAT; ok && d < sh.rank; d++)
 			ok = sh.d[d] == in.d[d];
 		if (!ok) {
-			gate_label(s, g->src[0], a, sizeof(a));
-			gate_label(s, g->src[k], b, sizeof(b));
-			akk_shape_format(g->src[0] < 0 ? s->input : m->gates[g->src[0]].out, sa, sizeof(sa));
+			gate_label(s, from[0], a, sizeof(a));
+			gate_label(s, from[k], b, sizeof(b));
+			akk_shape_format(first, sa, sizeof(sa));
 			akk_shape_format(sh, sb, sizeof(sb));
 			return akk_err_at(e, s->path, gs->from_mark.line, gs->from_mark.col,
 					  g->join == AKK_JOIN_ADD ?
@@ -242,7 +252,9 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			return -1;
 		}
 		cur = g->in;
-		if (g->src[0] >= 0) {
+		if (g->src[0] < 0)
+			prev = NULL;
+		else {
 			const struct akk_gate_plan *sg = &m->gates[g->src[0]];
 			prev = &sg->layers[sg->nlayers - 1];
 			prev_gate = g->src[0];
@@ -263,7 +275,8 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			l->in = cur;
 			l->max_batch = s->sched.batch_size;
 			if (l->ops->plan(l, &le)) {
-				char who[96], from[96];
+				char who[96], from[96], in_label[64];
+				akk_spec_input_label(s, g->src_in[0], in_label, sizeof(in_label));
 				describe(who, sizeof(who), l, gi, li);
 				if (prev)
 					describe(from, sizeof(from), prev, prev_gate, prev_layer);
@@ -272,7 +285,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 					   le.line ? le.line : l->spec->mark.line,
 					   le.line ? le.col : l->spec->mark.col,
 					   "%s cannot take the output of %s: %s", who,
-					   prev ? from : "network.input", le.msg);
+					   prev ? from : in_label, le.msg);
 				akk_model_release(m);
 				return -1;
 			}
@@ -490,9 +503,34 @@ static int same_layers(const struct akk_layer *x, int nx, const struct akk_layer
 	return 1;
 }
 
+/* The named inputs of a and b: the same names and shapes, in order. */
+static int same_inputs(const struct akk_spec *a, const struct akk_spec *b,
+		       char *what, size_t size)
+{
+	char x[64], y[64];
+
+	if (a->ninputs != b->ninputs) {
+		snprintf(what, size, "%d named inputs against %d", a->ninputs, b->ninputs);
+		return 0;
+	}
+	for (int i = 0; i < a->ninputs; i++) {
+		const struct akk_input_spec *p = &a->inputs[i], *q = &b->inputs[i];
+		if (strcmp(p->name, q->name) || !akk_shape_equal(p->shape, q->shape)) {
+			akk_shape_format(p->shape, x, sizeof(x));
+			akk_shape_format(q->shape, y, sizeof(y));
+			snprintf(what, size, "input %d: '%s' %s against '%s' %s", i + 1,
+				 p->name, x, q->name, y);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
 			  char *what, size_t size)
 {
+	if (!same_inputs(a->spec, b->spec, what, size))
+		return -1;
 	if (a->ngates != b->ngates) {
 		snprintf(what, size, "%d gates against %d", a->ngates, b->ngates);
 		return -1;
@@ -502,7 +540,7 @@ int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
 		int n, same = x->nsrc == y->nsrc && (x->nsrc < 2 || x->join == y->join);
 
 		for (int k = 0; same && k < x->nsrc; k++)
-			same = x->src[k] == y->src[k];
+			same = x->src[k] == y->src[k] && x->src_in[k] == y->src_in[k];
 		if (!same) {
 			snprintf(what, size, "gate %d: the gates it reads or its join differ", g + 1);
 			return -1;

@@ -34,6 +34,14 @@ struct akk_gate_plan {
 	int src[AKK_MAX_JOIN];
 	enum akk_join join;
 	size_t src_off[AKK_MAX_JOIN], src_n[AKK_MAX_JOIN];
+	/* Where source k's src_n floats lie in each row of what it sends:
+	 * src_at[k] of src_row[k] floats per sample. A gate's output is
+	 * taken whole (at 0 of src_n); the network input is one flat sample,
+	 * of which a named input is a slice (src_in[k]: its index in
+	 * spec->inputs, 0 without them). A gate that takes a slice gathers
+	 * it into a buffer of its own, as a join does (model/flow.h). */
+	size_t src_at[AKK_MAX_JOIN], src_row[AKK_MAX_JOIN];
+	int src_in[AKK_MAX_JOIN];
 	/* The gates that read its output, in config order (none: the
 	 * network's output, the last gate); for reader j, where its output
 	 * lies in the reader's input (floats per sample: rd_off[j] of

@@ -20,7 +20,8 @@
  * sums their gradients in the readers' config order (model/flow.h), as
  * the sequential reference does. The states of flip-flop count the batch,
  * not the messages: a join stays in its forward state until the last
- * source's forward. */
+ * source's forward. A gate that reads a named input takes the sentinel's
+ * whole batch and gathers its slice the same way (model/flow.h). */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -190,6 +191,15 @@ static int meet(struct akk_gate_actor *a, struct akk_msg *m, struct akk_err *e)
 	const float *data[AKK_MAX_JOIN];
 	int back = m->kind == AKK_MSG_BACKWARD, rc;
 
+	if (!back && !a->srcs.n && akk_gate_gathers(p)) {
+		/* one source, of which it takes a slice: a named input */
+		data[0] = m->data;
+		if (m->kind == AKK_MSG_FORWARD)
+			m->data = akk_flow_join_train(&a->flow, &a->gate, data, m->B);
+		else if (m->kind == AKK_MSG_VALIDATE)
+			m->data = akk_flow_join_eval(&a->flow, m->eval_slot, data, m->B);
+		return 0;
+	}
 	if (back ? !a->rds.n : !a->srcs.n)
 		return 0;
 	rc = gather(a, back ? &a->rds : &a->srcs, back ? p->readers : p->src, m, all, e);
