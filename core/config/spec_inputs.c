@@ -173,3 +173,20 @@ int akk_spec_check_inputs(const struct akk_spec *s, const char *file, struct akk
 					  s->inputs[i].name);
 	return 0;
 }
+
+int akk_spec_inputs_fit(const struct akk_spec *s, size_t n, const char *what,
+			struct akk_err *e)
+{
+	char sum[AKK_MAX_INPUTS * (AKK_INPUT_NAME + 24)] = "", shape[64];
+
+	if (!s->ninputs || n == (size_t)akk_shape_size(s->input))
+		return 0;
+	for (int i = 0; i < s->ninputs; i++) {
+		akk_shape_format(s->inputs[i].shape, shape, sizeof(shape));
+		snprintf(sum + strlen(sum), sizeof(sum) - strlen(sum), "%s%s %s",
+			 i ? " + " : "", s->inputs[i].name, shape);
+	}
+	return akk_err_at(e, s->path, s->inputs_mark.line, s->inputs_mark.col,
+			  "the inputs' sizes add up to %ld (%s), but the %s data has %zu values a sample",
+			  akk_shape_size(s->input), sum, what, n);
+}

@@ -30,6 +30,12 @@ int akk_spec_from_input(struct akk_yaml_ctx *c, yaml_node_t *val, int *out);
  * no gate reads two of them. Returns 0, or -1 with e at the place. */
 int akk_spec_check_inputs(const struct akk_spec *s, const char *file, struct akk_err *e);
 
+/* With network.inputs, a sample of n values (what: "train", ...) must
+ * have their sizes' sum: else -1 with e at the inputs' place, naming each
+ * input's size. 0 without inputs (network.input's own check applies). */
+int akk_spec_inputs_fit(const struct akk_spec *s, size_t n, const char *what,
+			struct akk_err *e);
+
 /* "input 'person'" for input i of s, "network.input" without inputs. */
 void akk_spec_input_label(const struct akk_spec *s, int i, char *buf, size_t n);
 
