@@ -349,6 +349,105 @@ static void data_must_fit(void **state)
 	teardown(&f);
 }
 
+/* --- the command line ------------------------------------------------------ */
+
+static char g_out[1 << 17], g_err[1 << 14];
+#define ak(...) tu_ak(g_out, sizeof(g_out), g_err, sizeof(g_err), __VA_ARGS__)
+
+/* The config of the CLI run: inputs named a and b... as given. */
+static void write_config(const char *path, const char *run, const char *top)
+{
+	snprintf(text, sizeof(text),
+		 "data:\n  train: {images: train-images, labels: train-labels}\n"
+		 "  validation: {images: test-images, labels: test-labels}\n"
+		 "network:\n  inputs: [{name: %s, shape: [24]}, {name: rest, shape: [5, 8]}]\n"
+		 "  gates:\n"
+		 "    - {name: a, from: %s, layers: [{dense: 8}, relu]}\n"
+		 "    - {name: b, from: rest, layers: [flatten, {dense: 8}, tanh]}\n"
+		 "    - {from: [a, b], join: concat, layers: [{dense: 4}]}\n"
+		 "optimizer: {type: adam, lr: 0.01}\n"
+		 "schedule: {epochs: 2, batch_size: 16}\n"
+		 "output: {dir: %s}\n", top, top, run);
+	assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
+}
+
+/* libakk on the checkpoint: the inputs described, and the predictions
+ * the CLI wrote (40 test samples, 4 classes). */
+static void library(const char *dir, const char *ck)
+{
+	static float x[40 * 64], y[40 * 4];
+	struct akk_dataset d;
+	char msg[512], *line;
+	const char *name;
+	int off, size, dims[4];
+	akk_model *m = akk_open(ck, msg, sizeof(msg));
+
+	assert_non_null(m);
+	assert_int_equal(akk_inputs(m), 2);
+	assert_int_equal(akk_input_size(m), 64);
+	assert_int_equal(akk_input(m, 1, &name, &off, &size, dims), 2);
+	assert_string_equal(name, "rest");
+	assert_true(off == 24 && size == 40 && dims[0] == 5 && dims[1] == 8);
+	assert_int_equal(akk_input(m, 0, NULL, &off, &size, NULL), 1);
+	assert_true(off == 0 && size == 24);
+	assert_int_equal(akk_input(m, 2, NULL, NULL, NULL, NULL), -1);
+	assert_int_equal(akk_input(NULL, 0, NULL, NULL, NULL, NULL), -1);
+	tu_dataset(&d, 40, 8, 4, 2);	/* what tu_write_set wrote as "test" */
+	for (size_t i = 0; i < 40 * 64; i++)
+		x[i] = d.x8[i];
+	akk_dataset_release(&d);
+	assert_int_equal(akk_predict(m, x, 40 * 64, y, 40 * 4, msg, sizeof(msg)), 0);
+	assert_int_equal(ak("predict", ck, tu_path(dir, "test-images"), NULL), 0);
+	line = strchr(g_out, '\n');
+	for (int i = 0; i < 40; i++) {
+		int best = 0, cls = -1, idx = -1;
+		for (int k = 1; k < 4; k++)
+			if (y[i * 4 + k] > y[i * 4 + best])
+				best = k;
+		assert_non_null(line);
+		assert_int_equal(sscanf(line + 1, "%d,%d", &idx, &cls), 2);
+		assert_int_equal(idx, i);
+		assert_int_equal(cls, best);
+		line = strchr(line + 1, '\n');
+	}
+	akk_close(m);
+}
+
+/* check's table of the inputs; train, eval, predict, libakk; a resume
+ * with the inputs renamed is refused, one with the same inputs goes on. */
+static void cli_run(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char path[600], other[600], run[600], ck[700];
+
+	(void)state;
+	tu_write_set(dir, "train", 200, 8, 4, 1);
+	tu_write_set(dir, "test", 40, 8, 4, 2);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(path, sizeof(path), "%s/i.yaml", dir);
+	snprintf(other, sizeof(other), "%s/renamed.yaml", dir);
+	write_config(path, run, "top");
+	assert_int_equal(ak("check", path, NULL), 0);
+	tu_assert_contains(g_out, "\ninput name             shape            slice of the sample\n"
+			   "1     top              [24]             [0:24]\n"
+			   "2     rest             [5, 8]           [24:64]\n");
+	tu_assert_contains(g_out, "\n2     b                rest  ");
+	if (ak("train", path, NULL))
+		fail_msg("train: %s", g_err);
+	snprintf(ck, sizeof(ck), "%s/last.bin", run);
+	assert_int_equal(ak("eval", ck, "--images", tu_path(dir, "test-images"), "--labels",
+			    tu_path(dir, "test-labels"), NULL), 0);
+	tu_assert_contains(g_out, "samples 40 ");
+	library(dir, ck);
+	write_config(other, run, "upper");
+	assert_int_equal(ak("train", other, "--resume", run, "--epochs", "3", NULL), 2);
+	tu_assert_contains(g_err, "checkpoint does not match the network: its layers are wired otherwise: input 1: 'top' [24] against 'upper' [24]\n");
+	if (ak("train", path, "--resume", run, "--epochs", "3", NULL))
+		fail_msg("resume: %s", g_err);
+	tu_assert_contains(g_err, "epoch 3/3: ");
+	tu_rm_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +457,7 @@ int main(void)
 		cmocka_unit_test(one_input_equals_input),
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(data_must_fit),
+		cmocka_unit_test(cli_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

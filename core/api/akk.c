@@ -268,6 +268,30 @@ int akk_head(const akk_model *m, int i, const char **name, int *offset, int *siz
 	return 0;
 }
 
+int akk_inputs(const akk_model *m)
+{
+	return m ? m->spec.ninputs : -1;
+}
+
+int akk_input(const akk_model *m, int i, const char **name, int *offset, int *size,
+	      int *dims)
+{
+	const struct akk_input_spec *in;
+
+	if (!m || i < 0 || i >= m->spec.ninputs)
+		return -1;
+	in = &m->spec.inputs[i];
+	if (name)
+		*name = in->name;
+	if (offset)
+		*offset = (int)in->off;
+	if (size)
+		*size = (int)in->n;
+	for (int d = 0; dims && d < in->shape.rank; d++)
+		dims[d] = in->shape.d[d];
+	return in->shape.rank;
+}
+
 const char *akk_class_name(const akk_model *m, int k)
 {
 	return m && m->class_names && k >= 0 && k < m->plan.classes ? m->class_names[k] : NULL;
