@@ -24,8 +24,8 @@ static int h_input_name(struct akk_yaml_ctx *c, const struct key *k,
 	t = akk_yaml_text(val);
 	n = strlen(t);
 	if (!n || n != val->data.scalar.length ||
-	    strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") < n)
-		return akk_yaml_fail(c, val, "an input's 'name' is letters, digits, '_', '-' and '.', got '%s'", t);
+	    strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") < n)
+		return akk_yaml_fail(c, val, "an input's 'name' is letters, digits, '_' and '-' (it names an ONNX graph input), got '%s'", t);
 	if (n >= AKK_INPUT_NAME)
 		return akk_yaml_fail(c, val, "an input's 'name' has at most %d characters, got %zu",
 				     AKK_INPUT_NAME - 1, n);
