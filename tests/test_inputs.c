@@ -27,13 +27,22 @@
 	"network:\n"							/* 2 */  \
 	"%s"								/* 3- */ \
 	"  gates:\n"							\
-	"    - {name: a, from: top, layers: [{dense: 8}, relu]}\n"	\
-	"    - {name: b, from: rest, layers: [flatten, {dense: 8}, tanh]}\n" \
-	"    - {from: [a, b], join: concat, layers: [{dense: 4}]}\n"	\
+	"%s"								\
 	"optimizer: {type: adam, lr: 0.01}\n"				\
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, concurrency: {train: 3, validation: 2}}\n"
 
 #define TWO "  inputs: [{name: top, shape: [24]}, {name: rest, shape: [5, 8]}]\n"
+#define TWO_GATES "    - {name: a, from: top, layers: [{dense: 8}, relu]}\n"	\
+	"    - {name: b, from: rest, layers: [flatten, {dense: 8}, tanh]}\n"	\
+	"    - {from: [a, b], join: concat, layers: [{dense: 4}]}\n"
+
+/* Three inputs: a gate reading two of them and a gate's output (one
+ * message of the sentinel fills both), the last gate an input and a
+ * gate. */
+#define THREE "  inputs: [{name: top, shape: [24]}, {name: mid, shape: [16]}, {name: low, shape: [24]}]\n"
+#define THREE_GATES "    - {name: a, from: top, layers: [{dense: 8}, relu]}\n"	\
+	"    - {name: b, from: [low, a, mid], join: concat, layers: [{dense: 8}, tanh]}\n" \
+	"    - {from: [b, top], join: concat, layers: [{dense: 4}]}\n"
 
 static char text[8192];
 
@@ -71,7 +80,7 @@ static void bad(const char *t, const char *want)
 
 static const char *net(const char *inputs)
 {
-	snprintf(text, sizeof(text), NET, inputs, "flip-flop", 1);
+	snprintf(text, sizeof(text), NET, inputs, TWO_GATES, "flip-flop", 1);
 	return text;
 }
 
@@ -107,7 +116,9 @@ static void spec_errors(void **state)
 	bad(raw(TWO, "    - {from: input, layers: [{dense: 4}]}\n"),
 	    "t.yaml:5:14: with network.inputs, 'from' names one of them (top, rest), not 'input'");
 	bad(raw(TWO, "    - {from: [top, rest], join: concat, layers: [{dense: 4}]}\n"),
-	    "t.yaml:5:14: gate 1 reads two inputs, 'top' and 'rest': a gate reads at most one network input; give each its own gate and join those");
+	    "t.yaml:5:14: join: concat joins on the first dimension (channels of [C, H, W], features of [F]) and needs the others equal, but input 'top' outputs [24] and input 'rest' outputs [5, 8]");
+	bad(raw(TWO, "    - {from: [top, top], join: concat, layers: [{dense: 4}]}\n"),
+	    "t.yaml:5:20: 'from' names 'top' twice");
 	/* the first gate without from reads the first input */
 	bad(raw(TWO, "    - {layers: [{dense: 4}]}\n"),
 	    "t.yaml:3:38: input 'rest' is read by no gate: name it in a gate's 'from'");
@@ -129,12 +140,13 @@ struct fixture {
 	struct akk_dataset train, val;
 };
 
-static void setup(struct fixture *f, const char *inputs, const char *mode, int epochs)
+static void setup(struct fixture *f, const char *inputs, const char *gates, const char *mode,
+		  int epochs)
 {
 	char t[8192];
 	struct akk_err e = { 0 };
 
-	snprintf(t, sizeof(t), NET, inputs, mode, epochs);
+	snprintf(t, sizeof(t), NET, inputs, gates, mode, epochs);
 	memset(f, 0, sizeof(*f));
 	if (akk_spec_parse(&f->spec, t, strlen(t), "test.yaml", ".", NULL, 0, &e))
 		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
@@ -159,7 +171,7 @@ static void plan_slices(void **state)
 	const struct akk_gate_plan *a, *b;
 
 	(void)state;
-	setup(&f, TWO, "flip-flop", 1);
+	setup(&f, TWO, TWO_GATES, "flip-flop", 1);
 	assert_int_equal(f.spec.ninputs, 2);
 	assert_int_equal(f.spec.input.rank, 1);
 	assert_int_equal(f.spec.input.d[0], 64);
@@ -191,7 +203,7 @@ static void gates_get_their_slices(void **state)
 	const int B = 16;
 
 	(void)state;
-	setup(&f, TWO, "flip-flop", 1);
+	setup(&f, TWO, TWO_GATES, "flip-flop", 1);
 	assert_int_equal(akk_reference_init(&r, &f.model, &f.train, &e), 0);
 	for (int i = 0; i < 3; i++)
 		gp[i] = &r.gates[i];
@@ -292,9 +304,9 @@ static int run_actors(struct fixture *f, struct akk_run *r, double *val_loss,
 	return akk_run_train(r, e);
 }
 
-/* Flip-flop on the two-input graph is bit for bit the sequential
+/* Flip-flop on the graph (inputs, gates) is bit for bit the sequential
  * reference; wheels and pipeline train it to a lower loss. */
-static void flipflop_equals_reference(void **state)
+static void equal_and_learning(const char *inputs, const char *gates)
 {
 	struct fixture f;
 	struct akk_reference ref;
@@ -302,8 +314,7 @@ static void flipflop_equals_reference(void **state)
 	struct akk_err e = { 0 };
 	double loss0, acc0, loss, acc;
 
-	(void)state;
-	setup(&f, TWO, "flip-flop", 3);
+	setup(&f, inputs, gates, "flip-flop", 3);
 	akk_blas_threads(1);
 	assert_int_equal(akk_reference_init(&ref, &f.model, &f.train, &e), 0);
 	assert_int_equal(akk_reference_evaluate(&ref, &f.val, &loss0, &acc0, &e), 0);
@@ -321,7 +332,7 @@ static void flipflop_equals_reference(void **state)
 	akk_reference_release(&ref);
 	teardown(&f);
 	for (int mode = 0; mode < 2; mode++) {
-		setup(&f, TWO, mode ? "pipeline" : "wheels", 3);
+		setup(&f, inputs, gates, mode ? "pipeline" : "wheels", 3);
 		if (run_actors(&f, &r, &loss, &e))
 			fail_msg("%s", e.msg);
 		for (int g = 0; g < f.model.ngates; g++)
@@ -330,6 +341,48 @@ static void flipflop_equals_reference(void **state)
 		akk_run_release(&r);
 		teardown(&f);
 	}
+}
+
+static void flipflop_equals_reference(void **state)
+{
+	(void)state;
+	equal_and_learning(TWO, TWO_GATES);
+}
+
+/* A gate reading two inputs and a gate: the sentinel sends it one
+ * message, which fills both inputs' places, and takes one credit back. */
+static void gate_reads_two_inputs(void **state)
+{
+	struct fixture f;
+	struct akk_reference r;
+	struct akk_err e = { 0 };
+	struct akk_gate *gp[3];
+	const float *outs[3];
+	static float x[16 * 64], want[16 * 48], got[16 * 8];
+	const int B = 16;
+
+	(void)state;
+	setup(&f, THREE, THREE_GATES, "flip-flop", 1);
+	assert_int_equal(akk_model_inputs(&f.model), 3);
+	assert_int_equal(f.model.gates[1].in.d[0], 48);
+	assert_int_equal(akk_reference_init(&r, &f.model, &f.train, &e), 0);
+	for (int i = 0; i < 3; i++)
+		gp[i] = &r.gates[i];
+	for (int i = 0; i < B * 64; i++)
+		x[i] = (float)((i * 53) % 97) / 40.0f - 1;
+	akk_flows_eval(&f.model, gp, r.flows, 0, x, B, outs);
+	memcpy(got, outs[1], sizeof(got));	/* the gate's buffer, reused below */
+	/* gate b's input: low (pixels 40-63), a's output, mid (24-39) */
+	for (int s = 0; s < B; s++) {
+		memcpy(want + s * 48, x + s * 64 + 40, 24 * sizeof(float));
+		memcpy(want + s * 48 + 24, outs[0] + s * 8, 8 * sizeof(float));
+		memcpy(want + s * 48 + 32, x + s * 64 + 24, 16 * sizeof(float));
+	}
+	const float *hand = akk_gate_eval(gp[1], 0, want, B);
+	assert_memory_equal(hand, got, sizeof(got));
+	akk_reference_release(&r);
+	teardown(&f);
+	equal_and_learning(THREE, THREE_GATES);
 }
 
 /* The data must have the inputs' sizes' sum a sample: said at the inputs. */
@@ -342,7 +395,7 @@ static void data_must_fit(void **state)
 
 	(void)state;
 	setup(&f, "  inputs: [{name: top, shape: [24]}, {name: rest, shape: [4, 8]}]\n",
-	      "flip-flop", 1);
+	      TWO_GATES, "flip-flop", 1);
 	assert_int_equal(run_actors(&f, &r, NULL, &e), -1);
 	akk_err_format(&e, buf, sizeof(buf));
 	assert_string_equal(buf, "test.yaml:3:11: the inputs' sizes add up to 56 (top [24] + rest [4, 8]), but the training data has 64 values a sample");
@@ -456,6 +509,7 @@ int main(void)
 		cmocka_unit_test(gates_get_their_slices),
 		cmocka_unit_test(one_input_equals_input),
 		cmocka_unit_test(flipflop_equals_reference),
+		cmocka_unit_test(gate_reads_two_inputs),
 		cmocka_unit_test(data_must_fit),
 		cmocka_unit_test(cli_run),
 	};

@@ -581,8 +581,8 @@ static void write_gates_cfg(char *path, size_t size, const char *name, const cha
 	int n;
 	const char *net = towers == 2 ?
 		"    - {name: a, from: top, layers: [{dense: 16}, relu]%s}\n"
-		"    - {name: b, from: rest, layers: [flatten, {dense: 16}, batchnorm, tanh]%s}\n"
-		"    - {name: c, from: [top, a], join: concat, layers: [{dense: 8}, relu]%s}\n"
+		"    - {name: b, from: rest, layers: [{dense: 16}, batchnorm, tanh]%s}\n"
+		"    - {name: c, from: [rest, a, top], join: concat, layers: [{dense: 8}, relu]%s}\n"
 		"    - {from: [b, c], join: concat, layers: [{dense: 4}]%s}\n" : towers ?
 		"    - {name: stem, layers: [{dense: 24}, relu]%s}\n"
 		"    - {name: left, from: input, layers: [{dense: 16}, batchnorm, tanh]%s}\n"
@@ -610,7 +610,7 @@ static void write_gates_cfg(char *path, size_t size, const char *name, const cha
 		"schedule: {mode: %s, epochs: 3, batch_size: 32, threads: 1,\n"
 		"           concurrency: {train: 4, validation: 2}}\n"
 		"output: {dir: out-%s}\n",
-		name, towers == 2 ? "inputs: [{name: top, shape: [24]}, {name: rest, shape: [5, 8]}]" :
+		name, towers == 2 ? "inputs: [{name: top, shape: [24]}, {name: rest, shape: [40]}]" :
 		"input: [64]", placement, gates, mode, name);
 	assert_true(n > 0 && n < (int)sizeof(text));
 	snprintf(path, size, "%s/%s.yaml", g_dir, name);
@@ -667,9 +667,10 @@ static void gates_input_readers_on_rank1_np2(void **unused)
 	assert_same_ckpt(a, b);
 }
 
-/* Two named inputs, their readers on rank 1 (one joining its slice with
- * the output of a gate that reads the same input): the sentinel sends the whole batch across the link,
- * each reader takes its slice there; bit for bit as one process. */
+/* Two named inputs, their readers on rank 1 (one joining both inputs
+ * with the output of a gate that reads one of them): the sentinel sends
+ * the whole batch across the link once to each reader, which takes its
+ * slices there and gives one credit back; bit for bit as one process. */
 static void inputs_readers_on_rank1_np2(void **unused)
 {
 	static const int none[4] = { -1, -1, -1, -1 }, placed[4] = { 1, 1, 1, 0 };

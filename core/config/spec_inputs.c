@@ -132,39 +132,18 @@ void akk_spec_input_label(const struct akk_spec *s, int i, char *buf, size_t n)
 		snprintf(buf, n, "network.input");
 }
 
-static const char *gate_called(const struct akk_spec *s, int gi, char *buf, size_t n)
-{
-	if (s->gates[gi].name[0])
-		snprintf(buf, n, "gate '%s'", s->gates[gi].name);
-	else
-		snprintf(buf, n, "gate %d", gi + 1);
-	return buf;
-}
-
 int akk_spec_check_inputs(const struct akk_spec *s, const char *file, struct akk_err *e)
 {
 	int read[AKK_MAX_INPUTS] = { 0 };
-	char who[64];
 
 	if (!s->input.rank)
 		return akk_err_at(e, file, s->network_mark.line, s->network_mark.col,
 				  "missing required key 'input' in network");
 	for (int g = 0; g < s->ngates && s->ninputs; g++) {
 		const struct akk_gate_spec *gs = &s->gates[g];
-		int first = -1;
-
-		for (int k = 0; k < gs->nfrom; k++) {
-			int i = akk_source_input(gs->from[k]);
-			if (gs->from[k] >= 0)
-				continue;
-			if (first >= 0)
-				return akk_err_at(e, file, gs->from_mark.line, gs->from_mark.col,
-						  "%s reads two inputs, '%s' and '%s': a gate reads at most one network input; give each its own gate and join those",
-						  gate_called(s, g, who, sizeof(who)),
-						  s->inputs[first].name, s->inputs[i].name);
-			first = i;
-			read[i]++;
-		}
+		for (int k = 0; k < gs->nfrom; k++)
+			if (gs->from[k] < 0)
+				read[akk_source_input(gs->from[k])]++;
 	}
 	for (int i = 0; i < s->ninputs; i++)
 		if (!read[i])

@@ -26,8 +26,8 @@ int akk_spec_input_index(const struct akk_spec *s, const char *name);
 int akk_spec_from_input(struct akk_yaml_ctx *c, yaml_node_t *val, int *out);
 
 /* Once the gates are read: network.input or network.inputs was given
- * (not both: the handler said so), every input is read by some gate and
- * no gate reads two of them. Returns 0, or -1 with e at the place. */
+ * (not both: the handler said so), and every input is read by some gate.
+ * Returns 0, or -1 with e at the place. */
 int akk_spec_check_inputs(const struct akk_spec *s, const char *file, struct akk_err *e);
 
 /* With network.inputs, a sample of n values (what: "train", ...) must

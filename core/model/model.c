@@ -205,9 +205,16 @@ int akk_model_inputs(const struct akk_model *m)
 	int n = 0;
 
 	for (int g = 0; g < m->ngates; g++)
-		for (int k = 0; k < m->gates[g].nsrc; k++)
-			n += m->gates[g].src[k] < 0;
+		n += akk_gate_reads_input(&m->gates[g]);
 	return n;
+}
+
+int akk_gate_reads_input(const struct akk_gate_plan *g)
+{
+	for (int k = 0; k < g->nsrc; k++)
+		if (g->src[k] < 0)
+			return 1;
+	return 0;
 }
 
 int akk_gate_reads_gates(const struct akk_gate_plan *g)

@@ -74,8 +74,12 @@ struct akk_model {
 	double train_flops;
 };
 
-/* The gates that read the network input (1 for a chain). */
+/* The gates that read the network input (1 for a chain); a gate that
+ * reads several named inputs counts once: it takes one message of the
+ * batch and gives one credit back. */
 int akk_model_inputs(const struct akk_model *m);
+/* Whether gate g reads the network input (or a named input). */
+int akk_gate_reads_input(const struct akk_gate_plan *g);
 /* Whether gate g computes an input gradient: it reads some gate. */
 int akk_gate_reads_gates(const struct akk_gate_plan *g);
 

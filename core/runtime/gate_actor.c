@@ -141,31 +141,41 @@ static enum akk_next post_up(struct akk_gate_actor *a, const struct akk_msg *o)
 
 	struct akk_msg credit = *o;
 
+	int credited = 0;
+
 	credit.data = NULL;
 	credit.n = 0;
-	for (int k = 0; k < p->nsrc; k++)
+	for (int k = 0; k < p->nsrc; k++) {
+		if (p->src[k] < 0 && credited++)
+			continue;	/* one credit, however many inputs it reads */
 		if (post(a, p->src[k] + 1, p->src[k] < 0 ? &credit : o) != AKK_NEXT_MESSAGE)
 			return AKK_NEXT_FAILED;
+	}
 	return AKK_NEXT_MESSAGE;
 }
 
 /* m into the FIFO of the peer (gate index) it came from, of the peers
- * ids[0..n); 1 when every FIFO holds a message, its heads popped into
- * out; 0 while one waits; -1 on a message from no peer or a full FIFO. */
+ * ids[0..n) (the sentinel's batch into the FIFO of every named input the
+ * gate reads: one message holds them all); 1 when every FIFO holds a
+ * message, its heads popped into out; 0 while one waits; -1 on a message
+ * from no peer or a full FIFO. */
 static int gather(struct akk_gate_actor *a, struct akk_inbox *in, const int *ids,
 		  const struct akk_msg *m, struct akk_msg *out, struct akk_err *e)
 {
-	int k = 0;
+	int found = 0;
 
-	while (k < in->n && ids[k] + 1 != m->from)
-		k++;
-	if (k == in->n)
+	for (int k = 0; k < in->n; k++) {
+		if (ids[k] + 1 != m->from)
+			continue;
+		if (in->count[k] == in->cap)
+			return akk_err_set(e, "gate %d: more than %d %s messages wait for the other gates of a join",
+					   a->self, in->cap, akk_msg_name(m->kind));
+		in->q[k * in->cap + (in->head[k] + in->count[k]++) % in->cap] = *m;
+		found = 1;
+	}
+	if (!found)
 		return akk_err_set(e, "gate %d: a %s message from actor %d, which is no neighbour of it",
 				   a->self, akk_msg_name(m->kind), m->from);
-	if (in->count[k] == in->cap)
-		return akk_err_set(e, "gate %d: more than %d %s messages wait for the other gates of a join",
-				   a->self, in->cap, akk_msg_name(m->kind));
-	in->q[k * in->cap + (in->head[k] + in->count[k]++) % in->cap] = *m;
 	for (int j = 0; j < in->n; j++)
 		if (!in->count[j])
 			return 0;
