@@ -13,6 +13,7 @@
 
 #include "api/akk.h"
 #include "config/spec.h"
+#include "io/graph_svg.h"
 #include "model/flow.h"
 #include "model/model.h"
 #include "model/reference.h"
@@ -385,6 +386,41 @@ static void gate_reads_two_inputs(void **state)
 	equal_and_learning(THREE, THREE_GATES);
 }
 
+/* check --graph: a vertex per named input, side by side on the top row
+ * in lanes of their own, each with an edge to the gate that reads it. */
+static void graph_picture(void **state)
+{
+	struct fixture f;
+	struct akk_graph_layout gl;
+	struct akk_err e = { 0 };
+	int top = -1, rest = -1, gate_of[2] = { 0, 0 };
+
+	(void)state;
+	setup(&f, TWO, TWO_GATES, "flip-flop", 1);
+	assert_int_equal(akk_graph_layout(&gl, &f.model, &e), 0);
+	for (int i = 0; i < gl.nv; i++) {
+		if (!strcmp(gl.v[i].kind, "input"))
+			assert_true(!strcmp(gl.v[i].name, "top") || !strcmp(gl.v[i].name, "rest"));
+		if (!strcmp(gl.v[i].kind, "input") && !strcmp(gl.v[i].name, "top"))
+			top = i;
+		if (!strcmp(gl.v[i].kind, "input") && !strcmp(gl.v[i].name, "rest"))
+			rest = i;
+	}
+	assert_true(top >= 0 && rest >= 0);
+	assert_int_equal(gl.v[top].row, gl.v[rest].row);
+	assert_int_not_equal(gl.v[top].lane, gl.v[rest].lane);
+	assert_string_equal(gl.v[rest].shape, "[5, 8]");
+	for (int k = 0; k < gl.ne; k++) {
+		if (gl.ed[k].from == top)
+			gate_of[0] = gl.v[gl.ed[k].to].gate;
+		if (gl.ed[k].from == rest)
+			gate_of[1] = gl.v[gl.ed[k].to].gate;
+	}
+	assert_true(gate_of[0] == 1 && gate_of[1] == 2);
+	akk_graph_layout_release(&gl);
+	teardown(&f);
+}
+
 /* The data must have the inputs' sizes' sum a sample: said at the inputs. */
 static void data_must_fit(void **state)
 {
@@ -511,6 +547,7 @@ int main(void)
 		cmocka_unit_test(flipflop_equals_reference),
 		cmocka_unit_test(gate_reads_two_inputs),
 		cmocka_unit_test(data_must_fit),
+		cmocka_unit_test(graph_picture),
 		cmocka_unit_test(cli_run),
 	};
 
