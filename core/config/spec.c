@@ -456,7 +456,7 @@ static int h_gate_name(struct akk_yaml_ctx *c, const struct key *k,
 				     AKK_GATE_NAME - 1, n);
 	if (!strcmp(t, "input"))
 		return akk_yaml_fail(c, val, "'input' names the network input, not a gate");
-	if (akk_spec_input_index(s, t) >= 0)
+	if (akk_spec_input_index(s->inputs, s->ninputs, t) >= 0)
 		return akk_yaml_fail(c, val, "'%s' names a network input, not a gate", t);
 	for (int i = 0; i < gi; i++)
 		if (!strcmp(s->gates[i].name, t))
@@ -478,7 +478,7 @@ static int resolve(struct akk_yaml_ctx *c, int gi, yaml_node_t *val, int *out)
 	if (val->type != YAML_SCALAR_NODE || akk_yaml_is_null(val) || akk_yaml_tag_type(val))
 		return akk_yaml_fail_type(c, "'from'", "a gate's name", val);
 	t = akk_yaml_text(val);
-	if ((n = akk_spec_from_input(c, val, out)) <= 0)
+	if ((n = akk_spec_from_input(c, s->inputs, s->ninputs, val, out)) <= 0)
 		return n;
 	n = 0;
 	if (!strcmp(t, "input")) {
@@ -677,6 +677,23 @@ static int h_input(struct akk_yaml_ctx *c, const struct key *k,
 	return 0;
 }
 
+/* network.inputs (config/spec_inputs.h), instead of network.input: the
+ * table reads input first, and gates after both. */
+static int h_inputs(struct akk_yaml_ctx *c, const struct key *k,
+		    const struct section *sec, yaml_node_t *key,
+		    yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+
+	(void)k;
+	if (s->input.rank)
+		return akk_yaml_fail(c, key, "'input' and 'inputs' both given: network.inputs lays out the input as named slices; drop 'input'");
+	if (akk_spec_read_inputs(c, val, s->inputs, &s->ninputs, &s->input))
+		return -1;
+	s->inputs_mark = s->input_mark = akk_yaml_mark_of(c, val);
+	return 0;
+}
+
 #define SPEC struct akk_spec
 
 static const struct key loss_keys[] = {
@@ -783,7 +800,7 @@ static const struct key network_keys[] = {
 	{ .name = "input", .type = YAML_SEQUENCE_NODE, .fn = h_input,
 	  .what = "a list", .off = offsetof(struct akk_spec, input) },
 	/* after input (both given: an error), before gates (their from) */
-	{ .name = "inputs", .type = YAML_SEQUENCE_NODE, .fn = akk_spec_h_inputs,
+	{ .name = "inputs", .type = YAML_SEQUENCE_NODE, .fn = h_inputs,
 	  .what = "a list" },
 	{ .name = "gates", .type = YAML_NO_NODE, .fn = h_gates_any,
 	  .what = "a list", .flags = F_REQ },
@@ -1082,7 +1099,7 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
 {
-	return akk_spec_check_inputs(s, file, e) ||
+	return akk_spec_inputs_given(s->input, s->network_mark, file, e) ||
 	       akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s->heads, s->nheads, &s->data, s->input,
 					s->loss_mark, file, e) ||
 	       check_auto(s, file, e) ? -1 : 0;

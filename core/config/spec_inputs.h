@@ -1,42 +1,36 @@
 /* spec_inputs.h - network.inputs in the config (spec_inputs.c): the
- * handler spec.c's network table names, the names a gate's `from` may
- * give, and the checks of the inputs against the gates. The struct is in
- * inputs_spec.h. */
+ * list's reader that spec.c's network handler calls, the names a gate's
+ * `from` may give, and the check that the network has an input. The
+ * struct is in inputs_spec.h; the checks against the gates and the data
+ * are the model's (model/model.h). */
 #ifndef AKK_SPEC_INPUTS_H
 #define AKK_SPEC_INPUTS_H
 
 #include <yaml.h>
 
-#include "config/spec.h"
+#include "config/inputs_spec.h"
 #include "config/yaml_keys.h"
 
-/* network.inputs: a list of {name, shape}, into s->inputs; network.input
- * becomes their sizes' sum. Fails when network.input is also given (the
- * network table reads input first). */
-int akk_spec_h_inputs(struct akk_yaml_ctx *c, const struct key *k,
-		      const struct section *sec, yaml_node_t *key, yaml_node_t *val);
+/* network.inputs' value val: a list of {name, shape} into in (room for
+ * AKK_MAX_INPUTS), their count into *n, and the flat sample [the sum of
+ * their sizes] into *flat. Reports at the node and returns -1 on an
+ * error. */
+int akk_spec_read_inputs(struct akk_yaml_ctx *c, yaml_node_t *val, struct akk_input_spec *in,
+			 int *n, struct akk_shape *flat);
 
-/* The index of the input called name, or -1. */
-int akk_spec_input_index(const struct akk_spec *s, const char *name);
+/* The index of the input called name of in[0..n), or -1. */
+int akk_spec_input_index(const struct akk_input_spec *in, int n, const char *name);
 
-/* A gate's `from` entry val with network.inputs given: 0 with *out the
- * input's source (akk_input_source) when val names an input, -1 with the
- * error reported for `input` (which then names none of them), 1 when it
- * names no input (a gate, then). */
-int akk_spec_from_input(struct akk_yaml_ctx *c, yaml_node_t *val, int *out);
+/* A gate's `from` entry val, with the network's inputs in[0..n): 0 with
+ * *out the input's source (akk_input_source) when val names one; -1 with
+ * the error reported for `input`, which names none of them when n > 0;
+ * 1 when it names no input (a gate, then, or `input` without inputs). */
+int akk_spec_from_input(struct akk_yaml_ctx *c, const struct akk_input_spec *in, int n,
+			yaml_node_t *val, int *out);
 
-/* Once the gates are read: network.input or network.inputs was given
- * (not both: the handler said so), and every input is read by some gate.
- * Returns 0, or -1 with e at the place. */
-int akk_spec_check_inputs(const struct akk_spec *s, const char *file, struct akk_err *e);
-
-/* With network.inputs, a sample of n values (what: "train", ...) must
- * have their sizes' sum: else -1 with e at the inputs' place, naming each
- * input's size. 0 without inputs (network.input's own check applies). */
-int akk_spec_inputs_fit(const struct akk_spec *s, size_t n, const char *what,
-			struct akk_err *e);
-
-/* "input 'person'" for input i of s, "network.input" without inputs. */
-void akk_spec_input_label(const struct akk_spec *s, int i, char *buf, size_t n);
+/* network.input or network.inputs was given: input (the flat shape) has
+ * a rank; else -1 with e at the network mapping's place. */
+int akk_spec_inputs_given(struct akk_shape input, struct akk_mark network, const char *file,
+			  struct akk_err *e);
 
 #endif

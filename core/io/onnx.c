@@ -563,7 +563,7 @@ static int graph_outputs(struct onnx *o, const struct akk_model *m,
 		/* the only names without a dot besides the outputs */
 		if (!strcmp(s->heads[i].name, AKK_ONNX_INPUT) ||
 		    !strcmp(s->heads[i].name, "preprocess") ||
-		    akk_spec_input_index(s, s->heads[i].name) >= 0)
+		    akk_spec_input_index(s->inputs, s->ninputs, s->heads[i].name) >= 0)
 			return akk_err_at(e, s->path, s->heads[i].mark.line, s->heads[i].mark.col,
 					  "output '%s' cannot be exported: ONNX names the graph's input and preprocessing so; rename the output",
 					  s->heads[i].name);

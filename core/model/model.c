@@ -14,7 +14,6 @@
 
 #include "base/checked.h"
 #include "nn/layer_graph.h"
-#include "config/spec_inputs.h"
 
 static void describe(char *buf, int size, const struct akk_layer *l, int gate,
 		     int layer)
@@ -116,8 +115,10 @@ static int plan_value_output(struct akk_model *m, const struct akk_spec *s,
 
 static void gate_label(const struct akk_spec *s, int gi, char *buf, size_t n)
 {
-	if (gi < 0)
-		akk_spec_input_label(s, akk_source_input(gi), buf, n);
+	if (gi < 0 && s->ninputs)
+		snprintf(buf, n, "input '%s'", s->inputs[akk_source_input(gi)].name);
+	else if (gi < 0)
+		snprintf(buf, n, "network.input");
 	else if (s->gates[gi].name[0])
 		snprintf(buf, n, "gate '%s'", s->gates[gi].name);
 	else
@@ -198,6 +199,62 @@ static void link_readers(struct akk_model *m)
 			g->rd_whole[j] = rg->join != AKK_JOIN_CONCAT;
 		}
 	}
+}
+
+/* Layer l (li of gate g) cannot take its input (le says why): e at its
+ * place, or its inner layer's, naming the layer before it or the input. */
+static void plan_failed(const struct akk_spec *s, const struct akk_gate_plan *g,
+			const struct akk_layer *l, int li, const struct akk_layer *prev,
+			int prev_gate, int prev_layer, const struct akk_err *le,
+			struct akk_err *e)
+{
+	char who[96], from[96];
+
+	describe(who, sizeof(who), l, g->index, li);
+	if (prev)
+		describe(from, sizeof(from), prev, prev_gate, prev_layer);
+	else
+		gate_label(s, akk_input_source(g->src_in[0]), from, sizeof(from));
+	/* a composite's inner layer gives its own place */
+	akk_err_at(e, s->path, le->line ? le->line : l->spec->mark.line,
+		   le->line ? le->col : l->spec->mark.col,
+		   "%s cannot take the output of %s: %s", who, from, le->msg);
+}
+
+/* network.inputs: every input is read by some gate. */
+static int inputs_read(const struct akk_model *m, struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	int read[AKK_MAX_INPUTS] = { 0 };
+
+	for (int g = 0; g < m->ngates; g++)
+		for (int k = 0; k < m->gates[g].nsrc; k++)
+			if (m->gates[g].src[k] < 0)
+				read[m->gates[g].src_in[k]] = 1;
+	for (int i = 0; i < s->ninputs; i++)
+		if (!read[i])
+			return akk_err_at(e, s->path, s->inputs[i].mark.line, s->inputs[i].mark.col,
+					  "input '%s' is read by no gate: name it in a gate's 'from'",
+					  s->inputs[i].name);
+	return 0;
+}
+
+int akk_model_inputs_fit(const struct akk_model *m, size_t n, const char *what,
+			 struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	char sum[AKK_MAX_INPUTS * (AKK_INPUT_NAME + 24)] = "", shape[64];
+
+	if (!s->ninputs || n == (size_t)akk_shape_size(s->input))
+		return 0;
+	for (int i = 0; i < s->ninputs; i++) {
+		akk_shape_format(s->inputs[i].shape, shape, sizeof(shape));
+		snprintf(sum + strlen(sum), sizeof(sum) - strlen(sum), "%s%s %s",
+			 i ? " + " : "", s->inputs[i].name, shape);
+	}
+	return akk_err_at(e, s->path, s->inputs_mark.line, s->inputs_mark.col,
+			  "the inputs' sizes add up to %ld (%s), but the %s data has %zu values a sample",
+			  akk_shape_size(s->input), sum, what, n);
 }
 
 int akk_model_inputs(const struct akk_model *m)
@@ -282,17 +339,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			l->in = cur;
 			l->max_batch = s->sched.batch_size;
 			if (l->ops->plan(l, &le)) {
-				char who[96], from[96], in_label[64];
-				akk_spec_input_label(s, g->src_in[0], in_label, sizeof(in_label));
-				describe(who, sizeof(who), l, gi, li);
-				if (prev)
-					describe(from, sizeof(from), prev, prev_gate, prev_layer);
-				/* a composite's inner layer gives its own place */
-				akk_err_at(e, s->path,
-					   le.line ? le.line : l->spec->mark.line,
-					   le.line ? le.col : l->spec->mark.col,
-					   "%s cannot take the output of %s: %s", who,
-					   prev ? from : in_label, le.msg);
+				plan_failed(s, g, l, li, prev, prev_gate, prev_layer, &le, e);
 				akk_model_release(m);
 				return -1;
 			}
@@ -320,6 +367,10 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		m->flops += g->flops;
 	}
 	link_readers(m);
+	if (inputs_read(m, e)) {
+		akk_model_release(m);
+		return -1;
+	}
 	/* targets that are the data's own values: any output shape, its
 	 * values as many as the target's (data/targets.h) */
 	if (s->data.targets != AKK_TARGETS_LABELS)

@@ -78,6 +78,11 @@ struct akk_model {
  * reads several named inputs counts once: it takes one message of the
  * batch and gives one credit back. */
 int akk_model_inputs(const struct akk_model *m);
+/* With network.inputs, a sample of n values (what: "training", ...) must
+ * have their sizes' sum: else -1 with e at the inputs' place, naming each
+ * input's shape. 0 without inputs (network.input's own check applies). */
+int akk_model_inputs_fit(const struct akk_model *m, size_t n, const char *what,
+			 struct akk_err *e);
 /* Whether gate g reads the network input (or a named input). */
 int akk_gate_reads_input(const struct akk_gate_plan *g);
 /* Whether gate g computes an input gradient: it reads some gate. */

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/spec_inputs.h"
 #include "data/open.h"
 #include "io/metrics.h"
 #include "runtime/gate_actor.h"
@@ -25,7 +24,7 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 		path = s->path;
 	if (!lpath)
 		lpath = path;
-	if (akk_spec_inputs_fit(s, d->in, what, e))
+	if (akk_model_inputs_fit(m, d->in, what, e))
 		return -1;
 	if ((long)d->in != in) {
 		akk_shape_format(s->input, shape, sizeof(shape));
