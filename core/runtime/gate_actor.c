@@ -20,8 +20,9 @@
  * sums their gradients in the readers' config order (model/flow.h), as
  * the sequential reference does. The states of flip-flop count the batch,
  * not the messages: a join stays in its forward state until the last
- * source's forward. A gate that reads a named input takes the sentinel's
- * whole batch and gathers its slice the same way (model/flow.h). */
+ * source's forward. A gate that reads named inputs takes the sentinel's
+ * whole batch once, however many it reads, and gathers their slices the
+ * same way (model/flow.h); it gives one credit back. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -140,7 +141,6 @@ static enum akk_next post_up(struct akk_gate_actor *a, const struct akk_msg *o)
 	const struct akk_gate_plan *p = a->gate.plan;
 
 	struct akk_msg credit = *o;
-
 	int credited = 0;
 
 	credit.data = NULL;
