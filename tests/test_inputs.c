@@ -386,6 +386,41 @@ static void gate_reads_two_inputs(void **state)
 	equal_and_learning(THREE, THREE_GATES);
 }
 
+/* An embedding on a named input checks the ids of its slice only: the
+ * other input's values need not be ids, and a bad id of the slice is
+ * named by its step in the slice. */
+static void embedding_checks_its_slice(void **state)
+{
+	static const char *const yaml =
+		"data: {train: {images: x, labels: y}}\n"
+		"network:\n"
+		"  inputs: [{name: ids, shape: [3]}, {name: feat, shape: [5]}]\n"
+		"  gates:\n"
+		"    - {name: a, from: ids, layers: [{embedding: {vocab: 10, units: 4}}, flatten, {dense: 2}]}\n"
+		"    - {name: b, from: feat, layers: [{dense: 2}]}\n"
+		"    - {from: [a, b], join: concat, layers: [{dense: 2}]}\n"
+		"optimizer: {type: adam, lr: 0.01}\n";
+	float x[2 * 8] = { 1, 2, 3, 0.5f, -7.25f, 12, 100, 0.1f,
+			   4, 9, 0, 3.5f, 2, 1, 0, -1 };
+	struct akk_dataset d = { .n = 2, .in = 8, .c = 1, .h = 1, .w = 8, .xtype = AKK_X_F32,
+				 .xf = x };
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_err e;
+	char buf[600];
+
+	(void)state;
+	assert_int_equal(parse(&s, yaml, &e), 0);
+	assert_int_equal(akk_model_plan(&m, &s, &e), 0);
+	assert_int_equal(akk_model_check_ids(&m, &d, "x.npy", &e), 0);
+	x[8 + 1] = 10;	/* sample 2's second id: past the vocabulary */
+	assert_int_equal(akk_model_check_ids(&m, &d, "x.npy", &e), -1);
+	akk_err_format(&e, buf, sizeof(buf));
+	assert_string_equal(buf, "x.npy: sample 2, step 2: 10 is not a token id of the first layer's vocabulary (integers 0 to 9)");
+	akk_model_release(&m);
+	akk_spec_release(&s);
+}
+
 /* check --graph: a vertex per named input, side by side on the top row
  * in lanes of their own, each with an edge to the gate that reads it. */
 static void graph_picture(void **state)
@@ -548,6 +583,7 @@ int main(void)
 		cmocka_unit_test(gate_reads_two_inputs),
 		cmocka_unit_test(data_must_fit),
 		cmocka_unit_test(graph_picture),
+		cmocka_unit_test(embedding_checks_its_slice),
 		cmocka_unit_test(cli_run),
 	};
 

@@ -461,23 +461,26 @@ int akk_gate_needs_stash(const struct akk_gate_plan *g)
 int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
 			const char *path, struct akk_err *e)
 {
-	int vocab = m->ngates && m->gates[0].nlayers ?
-		    akk_embedding_vocab(&m->gates[0].layers[0]) : 0;
+	const struct akk_gate_plan *g = &m->gates[0];
+	int vocab = m->ngates && g->nlayers ? akk_embedding_vocab(&g->layers[0]) : 0;
+	/* the ids are the first gate's input: a named input's slice */
+	size_t at = g->nsrc == 1 ? g->src_at[0] : 0;
+	size_t len = g->nsrc == 1 ? g->src_n[0] : d->in;
 	float *row;
 	long bad = -1;
 	size_t i;
 
-	if (!vocab || !d->n)
+	if (!vocab || !d->n || at + len > d->in)
 		return 0;
 	if (!(row = malloc(d->in * sizeof(*row) + 1)))
 		return akk_err_set(e, "out of memory");
 	for (i = 0; i < d->n && bad < 0; i++) {
 		for (size_t k = 0; k < d->in; k++)
 			row[k] = akk_dataset_x(d, i * d->in + k);
-		bad = akk_embedding_bad_id(row, d->in, vocab);
+		bad = akk_embedding_bad_id(row + at, len, vocab);
 	}
 	if (bad >= 0) {
-		float v = row[bad];
+		float v = row[at + (size_t)bad];
 
 		free(row);
 		return akk_err_at(e, path, 0, 0,
