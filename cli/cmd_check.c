@@ -77,6 +77,20 @@ static void print_graph(const struct akk_layer *l, int indent)
 	}
 }
 
+/* network.inputs: each input's name, shape and slice of the flat sample. */
+static void print_inputs(const struct akk_spec *s)
+{
+	char shape[64], slice[48];
+
+	printf("\n%-5s %-16s %-16s %s\n", "input", "name", "shape", "slice of the sample");
+	for (int i = 0; i < s->ninputs; i++) {
+		const struct akk_input_spec *in = &s->inputs[i];
+		akk_shape_format(in->shape, shape, sizeof(shape));
+		snprintf(slice, sizeof(slice), "[%ld:%ld]", in->off, in->off + in->n);
+		printf("%-5d %-16s %-16s %s\n", i + 1, in->name, shape, slice);
+	}
+}
+
 /* Gates that fork and join: what each gate reads, how, and its input. */
 static void print_sources(const struct akk_spec *s, const struct akk_model *m)
 {
@@ -89,7 +103,9 @@ static void print_sources(const struct akk_spec *s, const struct akk_model *m)
 		reads[0] = '\0';
 		for (int k = 0; k < gp->nsrc && n < sizeof(reads); k++) {
 			int src = gp->src[k];
-			if (src < 0)
+			if (src < 0 && s->ninputs)
+				snprintf(name, sizeof(name), "%s", s->inputs[gp->src_in[k]].name);
+			else if (src < 0)
 				snprintf(name, sizeof(name), "input");
 			else if (s->gates[src].name[0])
 				snprintf(name, sizeof(name), "%s", s->gates[src].name);
@@ -139,6 +155,8 @@ static void print_plan(const struct akk_spec *s, const struct akk_model *m,
 	print_count(flops, sizeof(flops), m->flops);
 	printf("%-5s %-6s %-*s %-16s %12zu %14.0f\n", "total", "", kw, "", "",
 	       m->nparams, m->flops);
+	if (s->ninputs)
+		print_inputs(s);
 	if (!akk_model_is_chain(m))
 		print_sources(s, m);
 	printf("\n%-5s %-10s %10s %14s %14s %14s\n", "gate", "optimizer", "params",

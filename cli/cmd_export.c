@@ -87,8 +87,16 @@ int cmd_export(int argc, char **argv)
 		goto report;
 	char shape[64], oshape[64];
 	akk_shape_format(s.input, shape, sizeof(shape));
-	printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, ",
-	       onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT, shape[0] == '[' ? shape + 1 : shape);
+	if (!s.ninputs)
+		printf("wrote '%s': ONNX opset %d, input '%s' [N, %s float32 raw values, ",
+		       onnx, AKK_ONNX_OPSET, AKK_ONNX_INPUT, shape[0] == '[' ? shape + 1 : shape);
+	else
+		printf("wrote '%s': ONNX opset %d, inputs ", onnx, AKK_ONNX_OPSET);
+	for (int i = 0; i < s.ninputs; i++) {
+		akk_shape_format(s.inputs[i].shape, shape, sizeof(shape));
+		printf("'%s' [N, %s%s", s.inputs[i].name, shape + 1,
+		       i + 1 < s.ninputs ? ", " : " float32 raw values, ");
+	}
 	for (int i = 0; i < s.nheads; i++)
 		printf("%s'%s' [N, %d]%s", i ? "" : "outputs ", s.heads[i].name,
 		       akk_head_size(&s, i, m.classes), i + 1 < s.nheads ? ", " : "\n");

@@ -427,13 +427,27 @@ static const char *recurrent_yaml =
 	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
 	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
 
+/* Two named inputs, slices of the 64 pixels: each gate reading one
+ * gathers its slice into its own buffer every batch. */
+static const char *inputs_yaml =
+	"data: {train: {images: x, labels: y}}\n"
+	"network:\n"
+	"  inputs: [{name: top, shape: [24]}, {name: rest, shape: [5, 8]}]\n"
+	"  gates:\n"
+	"    - {name: a, from: top, layers: [{dense: 8}, relu]}\n"
+	"    - {name: b, from: rest, layers: [flatten, {dense: 8}, tanh]}\n"
+	"    - {from: [a, b], join: concat, layers: [{dense: 4}]}\n"
+	"optimizer: {type: adam, lr: 0.01}\n"
+	"schedule: {mode: %s, epochs: %d, batch_size: 16, "
+	"concurrency: {train: 4, validation: 2}, weight_stashing: true}\n";
+
 /* The name of a net above, for the report line. */
 static const char *net_name(const char *yaml)
 {
 	static const struct { const char *const *yaml, *name; } nets[] = {
 		{ &conv_yaml, "conv" }, { &wide_yaml, "wide" }, { &remainder_yaml, "remainder" },
 		{ &resnet_yaml, "resnet" }, { &graph_yaml, "graph" }, { &gates_yaml, "gates" },
-		{ &generators_yaml, "generators" },
+		{ &generators_yaml, "generators" }, { &inputs_yaml, "inputs" },
 		{ &sequences_yaml, "sequences" }, { &recurrent_yaml, "recurrent" },
 	};
 
@@ -620,6 +634,20 @@ static void pipeline_gates_allocate_nothing(void **unused)
 	(void)unused;
 	SKIP_IF_SANITIZED();
 	steady_state(gates_yaml, "pipeline", NULL);
+}
+
+static void flipflop_inputs_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(inputs_yaml, "flip-flop", NULL);
+}
+
+static void wheels_inputs_allocate_nothing(void **unused)
+{
+	(void)unused;
+	SKIP_IF_SANITIZED();
+	steady_state(inputs_yaml, "wheels", NULL);
 }
 
 static void flipflop_generators_allocate_nothing(void **unused)
@@ -938,6 +966,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(interposer_counts),
 		cmocka_unit_test(flipflop_allocates_nothing),
+		cmocka_unit_test(flipflop_inputs_allocate_nothing),
+		cmocka_unit_test(wheels_inputs_allocate_nothing),
 		cmocka_unit_test(wheels_allocates_nothing),
 		cmocka_unit_test(wheels_conv_allocates_nothing),
 		cmocka_unit_test(flipflop_wide_allocates_nothing),

@@ -579,7 +579,11 @@ static void write_gates_cfg(char *path, size_t size, const char *name, const cha
 {
 	char text[2048], r[4][16];
 	int n;
-	const char *net = towers ?
+	const char *net = towers == 2 ?
+		"    - {name: a, from: top, layers: [{dense: 16}, relu]%s}\n"
+		"    - {name: b, from: rest, layers: [{dense: 16}, batchnorm, tanh]%s}\n"
+		"    - {name: c, from: [rest, a, top], join: concat, layers: [{dense: 8}, relu]%s}\n"
+		"    - {from: [b, c], join: concat, layers: [{dense: 4}]%s}\n" : towers ?
 		"    - {name: stem, layers: [{dense: 24}, relu]%s}\n"
 		"    - {name: left, from: input, layers: [{dense: 16}, batchnorm, tanh]%s}\n"
 		"    - {name: right, from: [input, stem], join: concat, layers: [{dense: 8}, relu, {dropout: 0.1}]%s}\n"
@@ -599,14 +603,15 @@ static void write_gates_cfg(char *path, size_t size, const char *name, const cha
 		"  train: {images: train-images, labels: train-labels}\n"
 		"  validation: {images: val-images, labels: val-labels}\n"
 		"network:\n"
-		"  input: [64]\n"
+		"  %s\n"
 		"  placement: %s\n"
 		"  gates:\n%s"
 		"optimizer: {type: adam, lr: 0.01}\n"
 		"schedule: {mode: %s, epochs: 3, batch_size: 32, threads: 1,\n"
 		"           concurrency: {train: 4, validation: 2}}\n"
 		"output: {dir: out-%s}\n",
-		name, placement, gates, mode, name);
+		name, towers == 2 ? "inputs: [{name: top, shape: [24]}, {name: rest, shape: [40]}]" :
+		"input: [64]", placement, gates, mode, name);
 	assert_true(n > 0 && n < (int)sizeof(text));
 	snprintf(path, size, "%s/%s.yaml", g_dir, name);
 	assert_int_equal(tu_write_file(path, text, (size_t)n), 0);
@@ -659,6 +664,31 @@ static void gates_input_readers_on_rank1_np2(void **unused)
 		fail_msg("mpirun -np 2 failed: %s", err);
 	ckpt_path(a, sizeof(a), "towers-one", "last.bin");
 	ckpt_path(b, sizeof(b), "towers-np2", "last.bin");
+	assert_same_ckpt(a, b);
+}
+
+/* Two named inputs, their readers on rank 1 (one joining both inputs
+ * with the output of a gate that reads one of them): the sentinel sends
+ * the whole batch across the link once to each reader, which takes its
+ * slices there and gives one credit back; bit for bit as one process. */
+static void inputs_readers_on_rank1_np2(void **unused)
+{
+	static const int none[4] = { -1, -1, -1, -1 }, placed[4] = { 1, 1, 1, 0 };
+	char cfg[700], err[4096], a[900], b[900];
+
+	(void)unused;
+	if (!have_mpi())
+		skip();
+	towers = 2;
+	write_gates_cfg(cfg, sizeof(cfg), "inputs-one", "flip-flop", "explicit", none);
+	if (train(0, cfg, NULL, err, sizeof(err)))
+		fail_msg("single-process run failed: %s", err);
+	write_gates_cfg(cfg, sizeof(cfg), "inputs-np2", "flip-flop", "explicit", placed);
+	towers = 0;
+	if (train(2, cfg, NULL, err, sizeof(err)))
+		fail_msg("mpirun -np 2 failed: %s", err);
+	ckpt_path(a, sizeof(a), "inputs-one", "last.bin");
+	ckpt_path(b, sizeof(b), "inputs-np2", "last.bin");
 	assert_same_ckpt(a, b);
 }
 
@@ -1347,6 +1377,7 @@ int main(void)
 		cmocka_unit_test(pipeline_explicit_np3),
 		cmocka_unit_test(gates_branch_on_rank1_np2),
 		cmocka_unit_test(gates_input_readers_on_rank1_np2),
+		cmocka_unit_test(inputs_readers_on_rank1_np2),
 		cmocka_unit_test(gates_contiguous_and_data_parallel_np2),
 		cmocka_unit_test(wheels_np3_learns),
 		cmocka_unit_test(resume_np2),

@@ -9,7 +9,8 @@
  * configs/lenet.yaml, the batchnorm net of tests/configs/onnx-bn.yaml, the
  * activations of onnx-acts.yaml, the residual blocks of onnx-resnet.yaml,
  * the graph layers of onnx-graph.yaml and onnx-graph-seq.yaml, the gates
- * that fork and join of onnx-gates.yaml,
+ * that fork and join of onnx-gates.yaml, the two named inputs of
+ * onnx-inputs.yaml (two graph inputs, run.js feeding each its slice),
  * the transposed convolutions and up-sampling of onnx-gen.yaml, the
  * sequence models of onnx-lstm.yaml and onnx-gru.yaml, which read each
  * image as 28 steps of 28 pixels)
@@ -417,8 +418,15 @@ static void input_dims(const char *ckpt, char *dims, size_t size)
 
 	assert_int_equal(akk_checkpoint_read(&ck, ckpt, &e), 0);
 	assert_int_equal(akk_checkpoint_spec(&ck, &s, NULL, 0, &e), 0);
-	for (int i = 0; i < s.input.rank; i++)
+	for (int i = 0; !s.ninputs && i < s.input.rank; i++)
 		k += snprintf(dims + k, size - k, "%s%d", i ? "," : "", s.input.d[i]);
+	/* named inputs: "top=1,12,28+bottom=448", a slice of each sample each */
+	for (int i = 0; i < s.ninputs; i++) {
+		k += snprintf(dims + k, size - k, "%s%s=", i ? "+" : "", s.inputs[i].name);
+		for (int d = 0; d < s.inputs[i].shape.rank; d++)
+			k += snprintf(dims + k, size - k, "%s%d", d ? "," : "",
+				      s.inputs[i].shape.d[d]);
+	}
 	akk_spec_release(&s);
 	akk_checkpoint_release(&ck);
 }
@@ -507,13 +515,21 @@ static void roundtrip_on(const char *config, const char *name, int mnist,
 	snprintf(line, sizeof(line), "using '%s'", ckpt);
 	tu_assert_line(g_err, line);
 	tu_assert_prefix(g_out, "wrote '");
-	tu_assert_contains(g_out, "ONNX opset 13, input 'input' [N, ");
+	if (strcmp(name, "inputs"))
+		tu_assert_contains(g_out, "ONNX opset 13, input 'input' [N, ");
+	else	/* one graph input per named input, each its own shape */
+		tu_assert_contains(g_out, "ONNX opset 13, inputs 'top' [N, 1, 12, 28], "
+				   "'bottom' [N, 448] float32 raw values, ");
 	assert_non_null(wrote = strdup(g_out));
 	float *ref = predict_outputs(ckpt, t, want, &C);
 	assert_true(tu_exists(model));
 
 	if (g_have_onnx) {
-		const char *argv[] = { PYTHON, "tests/onnx/check.py", model, NULL };
+		const char *plain[] = { PYTHON, "tests/onnx/check.py", model, NULL };
+		/* one graph input per named input */
+		const char *named[] = { PYTHON, "tests/onnx/check.py", "--inputs", "top,bottom",
+					model, NULL };
+		const char *const *argv = strcmp(name, "inputs") ? plain : named;
 		assert_rc(tu_run(argv, g_out, sizeof(g_out), g_err, sizeof(g_err)), 0);
 		/* the operator that writes the output: what defines its kind */
 		snprintf(line, sizeof(line), "ok %s: last node %s", model,
@@ -624,6 +640,16 @@ static void gates_net(void **state)
 {
 	(void)state;
 	roundtrip("tests/configs/onnx-gates.yaml", "gates");
+}
+
+/* Two named inputs, each a slice of the image with a shape of its own
+ * (a convolution on [1, 12, 28], a dense layer on [448]), joined by
+ * concat: two graph inputs, each with its slice of the input map; run.js
+ * feeds each its slice of every sample. */
+static void inputs_net(void **state)
+{
+	(void)state;
+	roundtrip("tests/configs/onnx-inputs.yaml", "inputs");
 }
 
 /* Transposed convolutions (stride, padding, output padding, with and
@@ -1007,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(activations_net),
 		cmocka_unit_test(resnet),
 		cmocka_unit_test(gates_net),
+		cmocka_unit_test(inputs_net),
 		cmocka_unit_test(graph_net),
 		cmocka_unit_test(conv1d_net),
 		cmocka_unit_test(embedding_net),

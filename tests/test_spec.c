@@ -614,8 +614,8 @@ static void test_keys(void **ctx)
 	    "  normalize: {mean: 0, sd: 1}\n" NET OPT,
 	    "t.yaml:3:24: unknown key 'sd' in data.normalize "
 	    "(did you mean 'std'?)");
-	bad(DATA "network:\n  inputs: [1]\n" OPT,
-	    "t.yaml:4:3: unknown key 'inputs' in network "
+	bad(DATA "network:\n  inptu: [1]\n" OPT,
+	    "t.yaml:4:3: unknown key 'inptu' in network "
 	    "(did you mean 'input'?)");
 	bad(DATA "network:\n  input: [784]\n  gates:\n"
 	    "    - {layers: [relu], optim: {}}\n" OPT,

@@ -268,6 +268,30 @@ int akk_head(const akk_model *m, int i, const char **name, int *offset, int *siz
 	return 0;
 }
 
+int akk_inputs(const akk_model *m)
+{
+	return m ? m->spec.ninputs : -1;
+}
+
+int akk_input(const akk_model *m, int i, const char **name, int *offset, int *size,
+	      int *dims)
+{
+	const struct akk_input_spec *in;
+
+	if (!m || i < 0 || i >= m->spec.ninputs)
+		return -1;
+	in = &m->spec.inputs[i];
+	if (name)
+		*name = in->name;
+	if (offset)
+		*offset = (int)in->off;
+	if (size)
+		*size = (int)in->n;
+	for (int d = 0; dims && d < in->shape.rank; d++)
+		dims[d] = in->shape.d[d];
+	return in->shape.rank;
+}
+
 const char *akk_class_name(const akk_model *m, int k)
 {
 	return m && m->class_names && k >= 0 && k < m->plan.classes ? m->class_names[k] : NULL;
@@ -303,7 +327,7 @@ static struct workspace *workspace_alloc(const struct akk_lib_model *m, int B)
 		w->work[g] = akk_alloc(p->work + p->work_sample * (size_t)B + 1);
 		if (!w->act[g] || !w->aux[g] || !w->work[g])
 			goto fail;
-		if (p->nsrc > 1 && !(w->join[g] = akk_alloc((size_t)akk_shape_size(p->in) * B)))
+		if (akk_gate_gathers(p) && !(w->join[g] = akk_alloc((size_t)akk_shape_size(p->in) * B)))
 			goto fail;
 	}
 	return w;
@@ -437,9 +461,9 @@ int akk_predict(const akk_model *m, const float *x, size_t nx, float *out,
 			const float *src[AKK_MAX_JOIN];
 			for (int k = 0; k < p->nsrc; k++)
 				src[k] = p->src[k] < 0 ? w->x : w->out[p->src[k]];
-			if (p->nsrc > 1)
+			if (akk_gate_gathers(p))
 				akk_join_into(p, src, B, w->join[g]);
-			h = w->out[g] = gate_forward(m, g, w, p->nsrc > 1 ? w->join[g] : src[0], B);
+			h = w->out[g] = gate_forward(m, g, w, akk_gate_gathers(p) ? w->join[g] : src[0], B);
 		}
 		for (int j = 0; j < B * m->plan.steps; j++) {
 			const float *row = h + (size_t)j * C;

@@ -97,6 +97,18 @@ int akk_heads(const akk_model *m);
 int akk_head(const akk_model *m, int i, const char **name, int *offset, int *size,
 	     int *classifier);
 
+/* Several named inputs (a network trained with network.inputs): each
+ * sample of akk_input_size(m) values is the inputs' slices one after the
+ * other, and akk_predict takes it so, whole. The number of named inputs;
+ * 0 for a network with one input. */
+int akk_inputs(const akk_model *m);
+/* Input i (0 <= i < akk_inputs): its name (owned by the model), the
+ * offset and size of its slice of a sample and, when dims is not NULL,
+ * its shape's dims (room for 4). Any pointer may be NULL. Returns the
+ * shape's rank (1 to 3), or -1 for no model or i out of range. */
+int akk_input(const akk_model *m, int i, const char **name, int *offset, int *size,
+	      int *dims);
+
 /* Predict the samples in x: nx raw values, a whole number of samples of
  * akk_input_size(m) values each, sample after sample (channels first).
  * out (room for nout floats) receives akk_steps(m) rows of akk_outputs(m)

@@ -29,6 +29,7 @@
 #include "config/spec_data.h"
 #include "config/spec_graph.h"
 #include "config/spec_heads.h"
+#include "config/spec_inputs.h"
 #include "config/yaml_keys.h"
 #include "nn/layer_graph.h"
 
@@ -455,6 +456,8 @@ static int h_gate_name(struct akk_yaml_ctx *c, const struct key *k,
 				     AKK_GATE_NAME - 1, n);
 	if (!strcmp(t, "input"))
 		return akk_yaml_fail(c, val, "'input' names the network input, not a gate");
+	if (akk_spec_input_index(s->inputs, s->ninputs, t) >= 0)
+		return akk_yaml_fail(c, val, "'%s' names a network input, not a gate", t);
 	for (int i = 0; i < gi; i++)
 		if (!strcmp(s->gates[i].name, t))
 			return akk_yaml_fail(c, val, "gate name '%s' is taken by gate %d (line %d)",
@@ -467,7 +470,7 @@ static int h_gate_name(struct akk_yaml_ctx *c, const struct key *k,
 static int resolve(struct akk_yaml_ctx *c, int gi, yaml_node_t *val, int *out)
 {
 	struct akk_spec *s = c->s;
-	const char *names[AKK_MAX_GATES + 1];
+	const char *names[AKK_MAX_GATES + AKK_MAX_INPUTS + 1];
 	char buf[128];
 	int n = 0;
 	const char *t;
@@ -475,6 +478,9 @@ static int resolve(struct akk_yaml_ctx *c, int gi, yaml_node_t *val, int *out)
 	if (val->type != YAML_SCALAR_NODE || akk_yaml_is_null(val) || akk_yaml_tag_type(val))
 		return akk_yaml_fail_type(c, "'from'", "a gate's name", val);
 	t = akk_yaml_text(val);
+	if ((n = akk_spec_from_input(c, s->inputs, s->ninputs, val, out)) <= 0)
+		return n;
+	n = 0;
 	if (!strcmp(t, "input")) {
 		*out = AKK_GATE_INPUT;
 		return 0;
@@ -490,7 +496,10 @@ static int resolve(struct akk_yaml_ctx *c, int gi, yaml_node_t *val, int *out)
 	for (int i = gi; i < s->ngates; i++)
 		if (!strcmp(s->gates[i].name, t))
 			return akk_yaml_fail(c, val, "gate %d reads '%s', which is not before it: a gate reads gates written before it", gi + 1, t);
-	return akk_yaml_fail(c, val, "unknown gate '%s' in 'from'%s", t,
+	for (int i = 0; i < s->ninputs; i++)
+		names[n++] = s->inputs[i].name;
+	return akk_yaml_fail(c, val, "unknown %s '%s' in 'from'%s",
+			     s->ninputs ? "gate or input" : "gate", t,
 			     akk_yaml_suggest(t, names, (size_t)n, sizeof(names[0]), buf, sizeof(buf)));
 }
 
@@ -668,6 +677,23 @@ static int h_input(struct akk_yaml_ctx *c, const struct key *k,
 	return 0;
 }
 
+/* network.inputs (config/spec_inputs.h), instead of network.input: the
+ * table reads input first, and gates after both. */
+static int h_inputs(struct akk_yaml_ctx *c, const struct key *k,
+		    const struct section *sec, yaml_node_t *key,
+		    yaml_node_t *val)
+{
+	struct akk_spec *s = sec->obj;
+
+	(void)k;
+	if (s->input.rank)
+		return akk_yaml_fail(c, key, "'input' and 'inputs' both given: network.inputs lays out the input as named slices; drop 'input'");
+	if (akk_spec_read_inputs(c, val, s->inputs, &s->ninputs, &s->input))
+		return -1;
+	s->inputs_mark = s->input_mark = akk_yaml_mark_of(c, val);
+	return 0;
+}
+
 #define SPEC struct akk_spec
 
 static const struct key loss_keys[] = {
@@ -792,8 +818,10 @@ static int h_flat_layers(struct akk_yaml_ctx *c, const struct key *k,
 
 static const struct key network_keys[] = {
 	{ .name = "input", .type = YAML_SEQUENCE_NODE, .fn = h_input,
-	  .what = "a list", .flags = F_REQ,
-	  .off = offsetof(struct akk_spec, input) },
+	  .what = "a list", .off = offsetof(struct akk_spec, input) },
+	/* after input (both given: an error), before gates (their from) */
+	{ .name = "inputs", .type = YAML_SEQUENCE_NODE, .fn = h_inputs,
+	  .what = "a list" },
 	{ .name = "gates", .type = YAML_NO_NODE, .fn = h_gates_any,
 	  .what = "a list", .flags = F_REQ },
 	{ .name = "layers", .type = YAML_SEQUENCE_NODE, .fn = h_flat_layers,
@@ -952,7 +980,7 @@ static const struct key top_keys[] = {
 	SECTION("data", offsetof(SPEC, data), F_REQ, akk_spec_data_keys,
 		MARK(SPEC, data.mark)),
 	OPTIMIZER(SPEC, optim, F_REQ, 0),
-	SECTION("network", 0, F_REQ, network_keys, 0),
+	SECTION("network", 0, F_REQ | F_VAL_MARK, network_keys, MARK(SPEC, network_mark)),
 	SECTION("schedule", offsetof(SPEC, sched), 0, sched_keys,
 		MARK(SPEC, sched.mark)),
 	SECTION("output", offsetof(SPEC, out), 0, output_keys, 0),
@@ -1098,7 +1126,8 @@ int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)
 {
-	return akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s->heads, s->nheads, &s->data, s->input,
+	return akk_spec_inputs_given(s->input, s->network_mark, file, e) ||
+	       akk_spec_check_sections(s, file, e) || akk_spec_check_heads(s->heads, s->nheads, &s->data, s->input,
 					s->loss_mark, file, e) ||
 	       check_auto(s, file, e) ? -1 : 0;
 }

@@ -21,6 +21,7 @@
 #include "nn/optim.h"
 #include "config/data_spec.h"
 #include "config/heads_spec.h"
+#include "config/inputs_spec.h"
 
 /* The most gates a network may have: the spec checks it at the config's
  * line, and the checkpoint writer and reader hold the same bound. */
@@ -44,7 +45,9 @@ enum akk_order { AKK_ORDER_SHUFFLE, AKK_ORDER_STREAMS };
 #define AKK_GATE_NAME 32	/* bytes of a gate's name, its NUL included */
 #define AKK_MAX_JOIN 8		/* the most gates one gate reads, and the
 				 * most gates that read one gate */
-#define AKK_GATE_INPUT (-1)	/* a source that is the network input */
+#define AKK_GATE_INPUT (-1)	/* a source that is the network input (its
+				 * first named input; input i: -1 - i,
+				 * config/inputs_spec.h) */
 enum akk_join { AKK_JOIN_NONE, AKK_JOIN_CONCAT, AKK_JOIN_ADD };
 
 /* "concat", "add" ("none" for AKK_JOIN_NONE). */
@@ -129,8 +132,14 @@ struct akk_spec {
 	char *name;			/* default: the file's base name */
 	uint64_t seed;			/* default 42 */
 	struct akk_data_spec data;
-	struct akk_shape input;		/* network.input */
+	struct akk_shape input;		/* network.input; with inputs, [their
+					 * sizes' sum] */
 	struct akk_mark input_mark;
+	/* network.inputs (config/inputs_spec.h): ninputs 0 when not given */
+	struct akk_input_spec inputs[AKK_MAX_INPUTS];
+	int ninputs;
+	struct akk_mark inputs_mark;
+	struct akk_mark network_mark;	/* the network mapping */
 	struct akk_gate_spec *gates;	/* ngates >= 1, owned */
 	int ngates;		/* 1..AKK_MAX_GATES */
 	enum akk_loss_kind loss;	/* default softmax_cross_entropy */

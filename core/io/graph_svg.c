@@ -257,6 +257,10 @@ static int assign_lanes(struct akk_graph_layout *gl, struct akk_err *e)
 		int first = 1;
 
 		v->lane = v->first_in >= 0 ? gl->ed[v->first_in].lane : 0;
+		/* an input (named inputs: several) takes the first lane free
+		 * at its row */
+		while (v->first_in < 0 && busy[v->lane] >= v->row)
+			v->lane++;
 		if (busy[v->lane] < v->row)
 			busy[v->lane] = v->row;
 		for (int k = 0; k < gl->ne; k++) {
@@ -348,13 +352,21 @@ int akk_graph_layout(struct akk_graph_layout *gl, const struct akk_model *m,
 {
 	const struct akk_spec *s = m->spec;
 	char shape[64];
-	int last;
+	int last = -1;
 
 	memset(gl, 0, sizeof(*gl));
 	akk_shape_format(s->input, shape, sizeof(shape));
-	if ((last = new_vertex(gl, "input", NULL, NULL, shape, 0, NULL, 0, e)) < 0)
+	if (!s->ninputs && (last = new_vertex(gl, "input", NULL, NULL, shape, 0, NULL, 0, e)) < 0)
 		return -1;
-	int input = last, outs[AKK_MAX_GATES];
+	int input = last, outs[AKK_MAX_GATES], named[AKK_MAX_INPUTS];
+
+	/* named inputs: a vertex each, with its own shape */
+	for (int i = 0; i < s->ninputs; i++) {
+		akk_shape_format(s->inputs[i].shape, shape, sizeof(shape));
+		if ((named[i] = new_vertex(gl, "input", s->inputs[i].name, NULL, shape, 0,
+					   NULL, 0, e)) < 0)
+			return -1;
+	}
 
 	for (int g = 0; g < m->ngates; g++) {
 		const struct akk_gate_plan *p = &m->gates[g];
@@ -363,7 +375,8 @@ int akk_graph_layout(struct akk_graph_layout *gl, const struct akk_model *m,
 
 		/* gates that fork and join: a join reads its sources' outputs */
 		for (int k = 0; k < p->nsrc; k++)
-			preds[k] = p->src[k] < 0 ? input : outs[p->src[k]];
+			preds[k] = p->src[k] >= 0 ? outs[p->src[k]] :
+				   s->ninputs ? named[p->src_in[k]] : input;
 		last = preds[0];
 		if (p->nsrc > 1) {
 			snprintf(params, sizeof(params), p->join == AKK_JOIN_CONCAT ?

@@ -15,6 +15,7 @@
 #include "onnx.pb-c.h"
 
 #include "base/file.h"
+#include "config/spec_inputs.h"
 #include "data/batch.h"
 #include "model/flow.h"
 #include "nn/export.h"
@@ -459,7 +460,10 @@ static int gate_input(struct akk_graph_sink *g, const struct akk_model *m, int g
 	struct akk_attr axis = AKK_ATTR_I("axis", 1);
 
 	for (int k = 0; k < p->nsrc; k++) {
-		if (p->src[k] < 0)
+		if (p->src[k] < 0 && m->spec->ninputs)
+			snprintf(in[k], sizeof(in[k]), "%s.%s", input,
+				 m->spec->inputs[p->src_in[k]].name);
+		else if (p->src[k] < 0)
 			snprintf(in[k], sizeof(in[k]), "%s", input);
 		else
 			gate_output(m, p->src[k], in[k], sizeof(in[k]));
@@ -487,29 +491,51 @@ static int gate_input(struct akk_graph_sink *g, const struct akk_model *m, int g
 	return 0;
 }
 
+/* The input map on graph input `name` of shape in, a and b its n
+ * values: "preprocess" + tail ("" for the one input, ".NAME" for a named
+ * one), a Mul and an Add. */
+static int preprocess_nodes(struct akk_graph_sink *g, const char *name, const char *tail,
+			    struct akk_shape in, const float *a, const float *b,
+			    struct akk_err *e)
+{
+	int64_t dims[4];
+	char scale[96], shift[96], scaled[96], out[96];
+	const char *mul_in[2] = { name, scale }, *add_in[2] = { scaled, shift };
+	const char *mul_out = scaled, *add_out = out;
+
+	snprintf(scale, sizeof(scale), "preprocess.scale%s", tail);
+	snprintf(shift, sizeof(shift), "preprocess.shift%s", tail);
+	snprintf(scaled, sizeof(scaled), "preprocess.scaled%s", tail);
+	snprintf(out, sizeof(out), "preprocess%s", tail);
+	for (int i = 0; i < in.rank; i++)
+		dims[i] = in.d[i];
+	return g->tensor(g, scale, dims, in.rank, a, e) ||
+	       g->tensor(g, shift, dims, in.rank, b, e) ||
+	       g->node(g, "Mul", mul_in, 2, &mul_out, 1, NULL, 0, e) ||
+	       g->node(g, "Add", add_in, 2, &add_out, 1, NULL, 0, e) ? -1 : 0;
+}
+
 /* Preprocessing, every layer, the output node: the nodes and
- * initializers. */
+ * initializers. With named inputs, each graph input (its name) has the
+ * input map's slice of its own, "preprocess.NAME". */
 static int build_graph(struct akk_graph_sink *g,
 		       const struct akk_onnx_source *src, struct akk_err *e)
 {
 	const struct akk_model *m = src->m;
-	struct akk_shape in = m->spec->input;
-	int64_t dims[4];
-	char cur[256], next[256];
-	const char *mul_in[2] = { AKK_ONNX_INPUT, "preprocess.scale" };
-	const char *add_in[2] = { "preprocess.scaled", "preprocess.shift" };
-	const char *mul_out = "preprocess.scaled", *add_out = "preprocess";
+	const struct akk_spec *s = m->spec;
+	char cur[256], next[256], tail[AKK_INPUT_NAME + 1];
 
-	for (int i = 0; i < in.rank; i++)
-		dims[i] = in.d[i];
-	if (g->tensor(g, "preprocess.scale", dims, in.rank, src->a, e) ||
-	    g->tensor(g, "preprocess.shift", dims, in.rank, src->b, e) ||
-	    g->node(g, "Mul", mul_in, 2, &mul_out, 1, NULL, 0, e) ||
-	    g->node(g, "Add", add_in, 2, &add_out, 1, NULL, 0, e))
+	if (!s->ninputs && preprocess_nodes(g, AKK_ONNX_INPUT, "", s->input, src->a, src->b, e))
 		return -1;
+	for (int i = 0; i < s->ninputs; i++) {
+		snprintf(tail, sizeof(tail), ".%s", s->inputs[i].name);
+		if (preprocess_nodes(g, s->inputs[i].name, tail, s->inputs[i].shape,
+				     src->a + s->inputs[i].off, src->b + s->inputs[i].off, e))
+			return -1;
+	}
 	for (int gi = 0; gi < m->ngates; gi++) {
 		const struct akk_gate *gate = src->gates[gi];
-		if (gate_input(g, m, gi, add_out, cur, sizeof(cur), e))
+		if (gate_input(g, m, gi, "preprocess", cur, sizeof(cur), e))
 			return -1;
 		for (int li = 0; li < m->gates[gi].nlayers; li++) {
 			const struct akk_layer *l = &m->gates[gi].layers[li];
@@ -536,7 +562,8 @@ static int graph_outputs(struct onnx *o, const struct akk_model *m,
 	for (int i = 0; i < s->nheads; i++) {
 		/* the only names without a dot besides the outputs */
 		if (!strcmp(s->heads[i].name, AKK_ONNX_INPUT) ||
-		    !strcmp(s->heads[i].name, "preprocess"))
+		    !strcmp(s->heads[i].name, "preprocess") ||
+		    akk_spec_input_index(s->inputs, s->ninputs, s->heads[i].name) >= 0)
 			return akk_err_at(e, s->path, s->heads[i].mark.line, s->heads[i].mark.col,
 					  "output '%s' cannot be exported: ONNX names the graph's input and preprocessing so; rename the output",
 					  s->heads[i].name);
@@ -558,7 +585,8 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
 	Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
 	Onnx__OperatorSetIdProto *opsets[1] = { &opset };
-	Onnx__ValueInfoProto *gin, *gout[AKK_MAX_HEADS];
+	Onnx__ValueInfoProto *gin[AKK_MAX_INPUTS], *gout[AKK_MAX_HEADS];
+	const struct akk_spec *s = src->m->spec;
 	uint8_t *buf = NULL;
 	size_t len;
 	int rc = -1;
@@ -566,18 +594,19 @@ int akk_onnx_write(const char *path, const struct akk_onnx_source *src,
 	if (akk_onnx_check(src->m, "", e) || graph_outputs(&o, src->m, gout, e) ||
 	    build_graph(&sink, src, e))
 		goto out;
-	gin = value_info(&o, AKK_ONNX_INPUT, src->m->spec->input);
-	if (!gin) {
-		akk_err_set(e, "out of memory");
-		goto out;
-	}
+	for (int i = 0; i < (s->ninputs ? s->ninputs : 1); i++)
+		if (!(gin[i] = s->ninputs ? value_info(&o, s->inputs[i].name, s->inputs[i].shape) :
+			       value_info(&o, AKK_ONNX_INPUT, s->input))) {
+			akk_err_set(e, "out of memory");
+			goto out;
+		}
 	graph.name = (char *)(src->name ? src->name : "akkctl");
 	graph.node = o.nodes;
 	graph.n_node = o.nnodes;
 	graph.initializer = o.inits;
 	graph.n_initializer = o.ninits;
-	graph.input = &gin;
-	graph.n_input = 1;
+	graph.input = gin;
+	graph.n_input = s->ninputs ? s->ninputs : 1;
 	graph.output = gout;
 	graph.n_output = src->m->spec->nheads ? src->m->spec->nheads : 1;
 	opset.domain = "";

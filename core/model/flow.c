@@ -12,12 +12,17 @@ static int sums_gradient(const struct akk_gate_plan *p)
 	return p->nread > 1 || (p->nread == 1 && !p->rd_whole[0]);
 }
 
+int akk_gate_gathers(const struct akk_gate_plan *p)
+{
+	return p->nsrc > 1 || p->src_at[0] || p->src_row[0] != p->src_n[0];
+}
+
 double akk_flow_memory(const struct akk_gate_plan *p, int ntrain, int neval,
 		       int max_batch)
 {
 	double in = (double)akk_shape_size(p->in), out = (double)akk_shape_size(p->out);
 
-	return sizeof(float) * ((p->nsrc > 1 ? (double)(ntrain + neval) * max_batch * in : 0) +
+	return sizeof(float) * ((akk_gate_gathers(p) ? (double)(ntrain + neval) * max_batch * in : 0) +
 				(sums_gradient(p) ? (double)max_batch * out : 0));
 }
 
@@ -31,7 +36,7 @@ int akk_flow_init(struct akk_flow *f, const struct akk_gate_plan *p, int ntrain,
 	f->ntrain = ntrain;
 	f->neval = neval;
 	f->max_batch = max_batch;
-	if (p->nsrc > 1 && ntrain + neval > 0 &&
+	if (akk_gate_gathers(p) && ntrain + neval > 0 &&
 	    !(f->in = akk_alloc((size_t)(ntrain + neval) * max_batch * in)))
 		return akk_err_set(e, "out of memory for gate %d's joined input", p->index + 1);
 	if (sums_gradient(p) && !(f->dy = akk_alloc((size_t)max_batch * out))) {
@@ -53,18 +58,19 @@ void akk_join_into(const struct akk_gate_plan *p, const float *const *src, int B
 {
 	size_t in = (size_t)akk_shape_size(p->in);
 
-	if (p->join == AKK_JOIN_ADD) {
-		memcpy(y, src[0], (size_t)B * in * sizeof(float));
-		for (int k = 1; k < p->nsrc; k++)
-			for (size_t i = 0; i < (size_t)B * in; i++)
-				y[i] += src[k][i];
-		return;
-	}
-	for (int k = 0; k < p->nsrc; k++) {
-		size_t n = p->src_n[k];
-		for (int b = 0; b < B; b++)
-			memcpy(y + (size_t)b * in + p->src_off[k], src[k] + (size_t)b * n,
-			       n * sizeof(float));
+	/* source k's sample b: src_n[k] floats at src_at[k] of its row */
+	for (int b = 0; b < B; b++) {
+		float *row = y + (size_t)b * in;
+		for (int k = 0; k < p->nsrc; k++) {
+			const float *part = src[k] + (size_t)b * p->src_row[k] + p->src_at[k];
+			size_t n = p->src_n[k];
+			if (p->join != AKK_JOIN_ADD || !k) {
+				memcpy(row + p->src_off[k], part, n * sizeof(float));
+				continue;
+			}
+			for (size_t i = 0; i < n; i++)
+				row[i] += part[i];
+		}
 	}
 }
 
@@ -73,7 +79,7 @@ static const float *join(struct akk_flow *f, int slot, const float *const *src, 
 	const struct akk_gate_plan *p = f->plan;
 	float *y;
 
-	if (p->nsrc == 1)
+	if (!akk_gate_gathers(p))
 		return src[0];
 	y = f->in + (size_t)slot * f->max_batch * (size_t)akk_shape_size(p->in);
 	akk_join_into(p, src, B, y);

@@ -11,7 +11,9 @@
  * the sums are the same bit for bit. Buffers are planned at init (one per
  * training tape and per evaluation slot: a joined input is lent to the
  * gate's forward until its backward); nothing is allocated afterwards,
- * and a chain's flows hold no buffer at all. */
+ * and a chain's flows hold no buffer at all. A gate that reads a named
+ * input (config/inputs_spec.h) takes its slice of each sample the same
+ * way: gathered into its input buffer, where a join would join. */
 #ifndef AKK_FLOW_H
 #define AKK_FLOW_H
 
@@ -31,8 +33,14 @@ void akk_flow_release(struct akk_flow *f);
 double akk_flow_memory(const struct akk_gate_plan *p, int ntrain, int neval,
 		       int max_batch);
 
-/* Gate p's sources' outputs src[k] (B rows each) joined into y (B rows of
- * p's input), for a gate of two or more sources. */
+/* Whether gate p's input is gathered into a buffer of its own: it joins
+ * two or more sources, or takes a slice of the network input (a named
+ * input, model.h: src_at, src_row). */
+int akk_gate_gathers(const struct akk_gate_plan *p);
+
+/* Gate p's sources' outputs src[k] (B rows of src_row[k] each) gathered
+ * into y (B rows of p's input): each source's slice, joined, for a gate
+ * that akk_gate_gathers. */
 void akk_join_into(const struct akk_gate_plan *p, const float *const *src, int B,
 		   float *y);
 

@@ -115,7 +115,9 @@ static int plan_value_output(struct akk_model *m, const struct akk_spec *s,
 
 static void gate_label(const struct akk_spec *s, int gi, char *buf, size_t n)
 {
-	if (gi < 0)
+	if (gi < 0 && s->ninputs)
+		snprintf(buf, n, "input '%s'", s->inputs[akk_source_input(gi)].name);
+	else if (gi < 0)
 		snprintf(buf, n, "network.input");
 	else if (s->gates[gi].name[0])
 		snprintf(buf, n, "gate '%s'", s->gates[gi].name);
@@ -134,19 +136,28 @@ static int gate_input(struct akk_model *m, const struct akk_spec *s, int gi,
 	struct akk_gate_plan *g = &m->gates[gi];
 	struct akk_shape in;
 	char a[64], b[64], sa[64], sb[64];
+	int from[AKK_MAX_JOIN];
+	struct akk_shape first = { 0 };
 
 	g->nsrc = gs->has_from ? gs->nfrom : 1;
-	for (int k = 0; k < g->nsrc; k++)
-		g->src[k] = gs->has_from ? gs->from[k] : gi - 1;
+	for (int k = 0; k < g->nsrc; k++) {
+		from[k] = gs->has_from ? gs->from[k] : gi - 1;
+		g->src[k] = from[k] < 0 ? AKK_GATE_INPUT : from[k];
+	}
 	g->join = g->nsrc > 1 ? gs->join : AKK_JOIN_NONE;
 	for (int k = 0; k < g->nsrc; k++) {
-		struct akk_shape sh = g->src[k] < 0 ? s->input : m->gates[g->src[k]].out;
+		int i = from[k] < 0 ? akk_source_input(from[k]) : 0;
+		struct akk_shape sh = from[k] >= 0 ? m->gates[from[k]].out :
+				      s->ninputs ? s->inputs[i].shape : s->input;
 		size_t n = (size_t)akk_shape_size(sh);
 		int ok = 1;
 
 		g->src_n[k] = n;
+		g->src_in[k] = i;
+		g->src_at[k] = from[k] < 0 && s->ninputs ? (size_t)s->inputs[i].off : 0;
+		g->src_row[k] = from[k] < 0 ? (size_t)akk_shape_size(s->input) : n;
 		if (!k) {
-			in = sh;
+			in = first = sh;
 			continue;
 		}
 		g->src_off[k] = g->join == AKK_JOIN_CONCAT ? (size_t)akk_shape_size(in) : 0;
@@ -154,9 +165,9 @@ static int gate_input(struct akk_model *m, const struct akk_spec *s, int gi,
 		for (int d = g->join == AKK_JOIN_CONCAT; ok && d < sh.rank; d++)
 			ok = sh.d[d] == in.d[d];
 		if (!ok) {
-			gate_label(s, g->src[0], a, sizeof(a));
-			gate_label(s, g->src[k], b, sizeof(b));
-			akk_shape_format(g->src[0] < 0 ? s->input : m->gates[g->src[0]].out, sa, sizeof(sa));
+			gate_label(s, from[0], a, sizeof(a));
+			gate_label(s, from[k], b, sizeof(b));
+			akk_shape_format(first, sa, sizeof(sa));
 			akk_shape_format(sh, sb, sizeof(sb));
 			return akk_err_at(e, s->path, gs->from_mark.line, gs->from_mark.col,
 					  g->join == AKK_JOIN_ADD ?
@@ -190,14 +201,77 @@ static void link_readers(struct akk_model *m)
 	}
 }
 
+/* Layer l (li of gate g) cannot take its input (le says why): e at its
+ * place, or its inner layer's, naming the layer before it or the input. */
+static void plan_failed(const struct akk_spec *s, const struct akk_gate_plan *g,
+			const struct akk_layer *l, int li, const struct akk_layer *prev,
+			int prev_gate, int prev_layer, const struct akk_err *le,
+			struct akk_err *e)
+{
+	char who[96], from[96];
+
+	describe(who, sizeof(who), l, g->index, li);
+	if (prev)
+		describe(from, sizeof(from), prev, prev_gate, prev_layer);
+	else
+		gate_label(s, akk_input_source(g->src_in[0]), from, sizeof(from));
+	/* a composite's inner layer gives its own place */
+	akk_err_at(e, s->path, le->line ? le->line : l->spec->mark.line,
+		   le->line ? le->col : l->spec->mark.col,
+		   "%s cannot take the output of %s: %s", who, from, le->msg);
+}
+
+/* network.inputs: every input is read by some gate. */
+static int inputs_read(const struct akk_model *m, struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	int read[AKK_MAX_INPUTS] = { 0 };
+
+	for (int g = 0; g < m->ngates; g++)
+		for (int k = 0; k < m->gates[g].nsrc; k++)
+			if (m->gates[g].src[k] < 0)
+				read[m->gates[g].src_in[k]] = 1;
+	for (int i = 0; i < s->ninputs; i++)
+		if (!read[i])
+			return akk_err_at(e, s->path, s->inputs[i].mark.line, s->inputs[i].mark.col,
+					  "input '%s' is read by no gate: name it in a gate's 'from'",
+					  s->inputs[i].name);
+	return 0;
+}
+
+int akk_model_inputs_fit(const struct akk_model *m, size_t n, const char *what,
+			 struct akk_err *e)
+{
+	const struct akk_spec *s = m->spec;
+	char sum[AKK_MAX_INPUTS * (AKK_INPUT_NAME + 24)] = "", shape[64];
+
+	if (!s->ninputs || n == (size_t)akk_shape_size(s->input))
+		return 0;
+	for (int i = 0; i < s->ninputs; i++) {
+		akk_shape_format(s->inputs[i].shape, shape, sizeof(shape));
+		snprintf(sum + strlen(sum), sizeof(sum) - strlen(sum), "%s%s %s",
+			 i ? " + " : "", s->inputs[i].name, shape);
+	}
+	return akk_err_at(e, s->path, s->inputs_mark.line, s->inputs_mark.col,
+			  "the inputs' sizes add up to %ld (%s), but the %s data has %zu values a sample",
+			  akk_shape_size(s->input), sum, what, n);
+}
+
 int akk_model_inputs(const struct akk_model *m)
 {
 	int n = 0;
 
 	for (int g = 0; g < m->ngates; g++)
-		for (int k = 0; k < m->gates[g].nsrc; k++)
-			n += m->gates[g].src[k] < 0;
+		n += akk_gate_reads_input(&m->gates[g]);
 	return n;
+}
+
+int akk_gate_reads_input(const struct akk_gate_plan *g)
+{
+	for (int k = 0; k < g->nsrc; k++)
+		if (g->src[k] < 0)
+			return 1;
+	return 0;
 }
 
 int akk_gate_reads_gates(const struct akk_gate_plan *g)
@@ -242,7 +316,9 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			return -1;
 		}
 		cur = g->in;
-		if (g->src[0] >= 0) {
+		if (g->src[0] < 0)
+			prev = NULL;
+		else {
 			const struct akk_gate_plan *sg = &m->gates[g->src[0]];
 			prev = &sg->layers[sg->nlayers - 1];
 			prev_gate = g->src[0];
@@ -263,16 +339,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 			l->in = cur;
 			l->max_batch = s->sched.batch_size;
 			if (l->ops->plan(l, &le)) {
-				char who[96], from[96];
-				describe(who, sizeof(who), l, gi, li);
-				if (prev)
-					describe(from, sizeof(from), prev, prev_gate, prev_layer);
-				/* a composite's inner layer gives its own place */
-				akk_err_at(e, s->path,
-					   le.line ? le.line : l->spec->mark.line,
-					   le.line ? le.col : l->spec->mark.col,
-					   "%s cannot take the output of %s: %s", who,
-					   prev ? from : "network.input", le.msg);
+				plan_failed(s, g, l, li, prev, prev_gate, prev_layer, &le, e);
 				akk_model_release(m);
 				return -1;
 			}
@@ -300,6 +367,10 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 		m->flops += g->flops;
 	}
 	link_readers(m);
+	if (inputs_read(m, e)) {
+		akk_model_release(m);
+		return -1;
+	}
 	/* targets that are the data's own values: any output shape, its
 	 * values as many as the target's (data/targets.h) */
 	if (s->data.targets != AKK_TARGETS_LABELS)
@@ -390,23 +461,26 @@ int akk_gate_needs_stash(const struct akk_gate_plan *g)
 int akk_model_check_ids(const struct akk_model *m, const struct akk_dataset *d,
 			const char *path, struct akk_err *e)
 {
-	int vocab = m->ngates && m->gates[0].nlayers ?
-		    akk_embedding_vocab(&m->gates[0].layers[0]) : 0;
+	const struct akk_gate_plan *g = &m->gates[0];
+	int vocab = m->ngates && g->nlayers ? akk_embedding_vocab(&g->layers[0]) : 0;
+	/* the ids are the first gate's input: a named input's slice */
+	size_t at = g->nsrc == 1 ? g->src_at[0] : 0;
+	size_t len = g->nsrc == 1 ? g->src_n[0] : d->in;
 	float *row;
 	long bad = -1;
 	size_t i;
 
-	if (!vocab || !d->n)
+	if (!vocab || !d->n || at + len > d->in)
 		return 0;
 	if (!(row = malloc(d->in * sizeof(*row) + 1)))
 		return akk_err_set(e, "out of memory");
 	for (i = 0; i < d->n && bad < 0; i++) {
 		for (size_t k = 0; k < d->in; k++)
 			row[k] = akk_dataset_x(d, i * d->in + k);
-		bad = akk_embedding_bad_id(row, d->in, vocab);
+		bad = akk_embedding_bad_id(row + at, len, vocab);
 	}
 	if (bad >= 0) {
-		float v = row[bad];
+		float v = row[at + (size_t)bad];
 
 		free(row);
 		return akk_err_at(e, path, 0, 0,
@@ -490,9 +564,34 @@ static int same_layers(const struct akk_layer *x, int nx, const struct akk_layer
 	return 1;
 }
 
+/* The named inputs of a and b: the same names and shapes, in order. */
+static int same_inputs(const struct akk_spec *a, const struct akk_spec *b,
+		       char *what, size_t size)
+{
+	char x[64], y[64];
+
+	if (a->ninputs != b->ninputs) {
+		snprintf(what, size, "%d named inputs against %d", a->ninputs, b->ninputs);
+		return 0;
+	}
+	for (int i = 0; i < a->ninputs; i++) {
+		const struct akk_input_spec *p = &a->inputs[i], *q = &b->inputs[i];
+		if (strcmp(p->name, q->name) || !akk_shape_equal(p->shape, q->shape)) {
+			akk_shape_format(p->shape, x, sizeof(x));
+			akk_shape_format(q->shape, y, sizeof(y));
+			snprintf(what, size, "input %d: '%s' %s against '%s' %s", i + 1,
+				 p->name, x, q->name, y);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
 			  char *what, size_t size)
 {
+	if (!same_inputs(a->spec, b->spec, what, size))
+		return -1;
 	if (a->ngates != b->ngates) {
 		snprintf(what, size, "%d gates against %d", a->ngates, b->ngates);
 		return -1;
@@ -502,7 +601,7 @@ int akk_model_same_wiring(const struct akk_model *a, const struct akk_model *b,
 		int n, same = x->nsrc == y->nsrc && (x->nsrc < 2 || x->join == y->join);
 
 		for (int k = 0; same && k < x->nsrc; k++)
-			same = x->src[k] == y->src[k];
+			same = x->src[k] == y->src[k] && x->src_in[k] == y->src_in[k];
 		if (!same) {
 			snprintf(what, size, "gate %d: the gates it reads or its join differ", g + 1);
 			return -1;

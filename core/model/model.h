@@ -34,6 +34,14 @@ struct akk_gate_plan {
 	int src[AKK_MAX_JOIN];
 	enum akk_join join;
 	size_t src_off[AKK_MAX_JOIN], src_n[AKK_MAX_JOIN];
+	/* Where source k's src_n floats lie in each row of what it sends:
+	 * src_at[k] of src_row[k] floats per sample. A gate's output is
+	 * taken whole (at 0 of src_n); the network input is one flat sample,
+	 * of which a named input is a slice (src_in[k]: its index in
+	 * spec->inputs, 0 without them). A gate that takes a slice gathers
+	 * it into a buffer of its own, as a join does (model/flow.h). */
+	size_t src_at[AKK_MAX_JOIN], src_row[AKK_MAX_JOIN];
+	int src_in[AKK_MAX_JOIN];
 	/* The gates that read its output, in config order (none: the
 	 * network's output, the last gate); for reader j, where its output
 	 * lies in the reader's input (floats per sample: rd_off[j] of
@@ -66,8 +74,17 @@ struct akk_model {
 	double train_flops;
 };
 
-/* The gates that read the network input (1 for a chain). */
+/* The gates that read the network input (1 for a chain); a gate that
+ * reads several named inputs counts once: it takes one message of the
+ * batch and gives one credit back. */
 int akk_model_inputs(const struct akk_model *m);
+/* With network.inputs, a sample of n values (what: "training", ...) must
+ * have their sizes' sum: else -1 with e at the inputs' place, naming each
+ * input's shape. 0 without inputs (network.input's own check applies). */
+int akk_model_inputs_fit(const struct akk_model *m, size_t n, const char *what,
+			 struct akk_err *e);
+/* Whether gate g reads the network input (or a named input). */
+int akk_gate_reads_input(const struct akk_gate_plan *g);
 /* Whether gate g computes an input gradient: it reads some gate. */
 int akk_gate_reads_gates(const struct akk_gate_plan *g);
 

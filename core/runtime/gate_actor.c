@@ -20,7 +20,9 @@
  * sums their gradients in the readers' config order (model/flow.h), as
  * the sequential reference does. The states of flip-flop count the batch,
  * not the messages: a join stays in its forward state until the last
- * source's forward. */
+ * source's forward. A gate that reads named inputs takes the sentinel's
+ * whole batch once, however many it reads, and gathers their slices the
+ * same way (model/flow.h); it gives one credit back. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -139,32 +141,41 @@ static enum akk_next post_up(struct akk_gate_actor *a, const struct akk_msg *o)
 	const struct akk_gate_plan *p = a->gate.plan;
 
 	struct akk_msg credit = *o;
+	int credited = 0;
 
 	credit.data = NULL;
 	credit.n = 0;
-	for (int k = 0; k < p->nsrc; k++)
+	for (int k = 0; k < p->nsrc; k++) {
+		if (p->src[k] < 0 && credited++)
+			continue;	/* one credit, however many inputs it reads */
 		if (post(a, p->src[k] + 1, p->src[k] < 0 ? &credit : o) != AKK_NEXT_MESSAGE)
 			return AKK_NEXT_FAILED;
+	}
 	return AKK_NEXT_MESSAGE;
 }
 
 /* m into the FIFO of the peer (gate index) it came from, of the peers
- * ids[0..n); 1 when every FIFO holds a message, its heads popped into
- * out; 0 while one waits; -1 on a message from no peer or a full FIFO. */
+ * ids[0..n) (the sentinel's batch into the FIFO of every named input the
+ * gate reads: one message holds them all); 1 when every FIFO holds a
+ * message, its heads popped into out; 0 while one waits; -1 on a message
+ * from no peer or a full FIFO. */
 static int gather(struct akk_gate_actor *a, struct akk_inbox *in, const int *ids,
 		  const struct akk_msg *m, struct akk_msg *out, struct akk_err *e)
 {
-	int k = 0;
+	int found = 0;
 
-	while (k < in->n && ids[k] + 1 != m->from)
-		k++;
-	if (k == in->n)
+	for (int k = 0; k < in->n; k++) {
+		if (ids[k] + 1 != m->from)
+			continue;
+		if (in->count[k] == in->cap)
+			return akk_err_set(e, "gate %d: more than %d %s messages wait for the other gates of a join",
+					   a->self, in->cap, akk_msg_name(m->kind));
+		in->q[k * in->cap + (in->head[k] + in->count[k]++) % in->cap] = *m;
+		found = 1;
+	}
+	if (!found)
 		return akk_err_set(e, "gate %d: a %s message from actor %d, which is no neighbour of it",
 				   a->self, akk_msg_name(m->kind), m->from);
-	if (in->count[k] == in->cap)
-		return akk_err_set(e, "gate %d: more than %d %s messages wait for the other gates of a join",
-				   a->self, in->cap, akk_msg_name(m->kind));
-	in->q[k * in->cap + (in->head[k] + in->count[k]++) % in->cap] = *m;
 	for (int j = 0; j < in->n; j++)
 		if (!in->count[j])
 			return 0;
@@ -190,6 +201,15 @@ static int meet(struct akk_gate_actor *a, struct akk_msg *m, struct akk_err *e)
 	const float *data[AKK_MAX_JOIN];
 	int back = m->kind == AKK_MSG_BACKWARD, rc;
 
+	if (!back && !a->srcs.n && akk_gate_gathers(p)) {
+		/* one source, of which it takes a slice: a named input */
+		data[0] = m->data;
+		if (m->kind == AKK_MSG_FORWARD)
+			m->data = akk_flow_join_train(&a->flow, &a->gate, data, m->B);
+		else if (m->kind == AKK_MSG_VALIDATE)
+			m->data = akk_flow_join_eval(&a->flow, m->eval_slot, data, m->B);
+		return 0;
+	}
 	if (back ? !a->rds.n : !a->srcs.n)
 		return 0;
 	rc = gather(a, back ? &a->rds : &a->srcs, back ? p->readers : p->src, m, all, e);

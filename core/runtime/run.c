@@ -24,6 +24,8 @@ static int check_one(const struct akk_model *m, const struct akk_dataset *d,
 		path = s->path;
 	if (!lpath)
 		lpath = path;
+	if (akk_model_inputs_fit(m, d->in, what, e))
+		return -1;
 	if ((long)d->in != in) {
 		akk_shape_format(s->input, shape, sizeof(shape));
 		return akk_err_at(e, path, 0, 0,
@@ -123,6 +125,10 @@ static int start_link(struct akk_run *r, struct akk_err *e)
 	for (int i = 0; i < G; i++) {
 		r->actor_rank[i + 1] = r->cfg.gate_rank[i];
 		w[i + 1] = akk_shape_size(m->gates[i].in);
+		/* a named input's reader takes the whole sample and slices it */
+		for (int k = 0; k < m->gates[i].nsrc; k++)
+			if (m->gates[i].src[k] < 0 && (long)m->gates[i].src_row[k] > w[i + 1])
+				w[i + 1] = (long)m->gates[i].src_row[k];
 		w[n + i + 1] = akk_shape_size(m->gates[i].out);
 		for (int j = 0; j < m->gates[i].nread; j++)
 			if ((long)m->gates[i].rd_in[j] > w[n + i + 1])

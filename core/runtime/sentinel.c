@@ -60,10 +60,10 @@ static int send_input(struct akk_run *r, const struct akk_msg *m)
 {
 	const struct akk_model *md = r->model;
 
+	/* once per gate, however many named inputs it reads */
 	for (int g = 0; g < md->ngates; g++)
-		for (int k = 0; k < md->gates[g].nsrc; k++)
-			if (md->gates[g].src[k] < 0 && akk_send(&r->tr, g + 1, m))
-				return -1;
+		if (akk_gate_reads_input(&md->gates[g]) && akk_send(&r->tr, g + 1, m))
+			return -1;
 	return 0;
 }
 

@@ -3,9 +3,11 @@
 #
 # Each FILE must load and pass onnx.checker.check_model with full_check
 # (which runs shape inference), use the default opset 13 or later, and
-# have one input "input" and one output, "probabilities" (a classifier)
+# have one input "input" (with --inputs NAME,... one input per named
+# input, so named) and one output, "probabilities" (a classifier)
 # or "values" (a regression network), or with --heads NAME,... one output
-# per head so named, each of whose first dimension is the symbolic "N".
+# per head so named, each input's and output's first dimension the
+# symbolic "N".
 # Prints "ok FILE: last node OP" per model, OP being the operator that
 # computes the output (Softmax, Sigmoid, Identity; with --heads one
 # "NAME OP" per output, comma-separated); exit status
@@ -20,15 +22,16 @@ except ImportError as err:
     sys.exit(3)
 
 
-def check(path, heads):
+def check(path, heads, inputs):
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
     opsets = {o.domain: o.version for o in model.opset_import}
     if opsets.get("", 0) < 13:
         raise ValueError(f"default opset {opsets.get('', 0)}, want 13 or later")
     g = model.graph
-    if len(g.input) != 1 or g.input[0].name != "input":
-        raise ValueError(f"inputs {[v.name for v in g.input]}, want ['input']")
+    want = inputs or ["input"]
+    if [v.name for v in g.input] != want:
+        raise ValueError(f"inputs {[v.name for v in g.input]}, want {want}")
     names = [v.name for v in g.output]
     if heads and names != heads:
         raise ValueError(f"outputs {names}, want {heads}")
@@ -49,13 +52,16 @@ def check(path, heads):
 
 status = 0
 args = sys.argv[1:]
-heads = []
-if args[:1] == ["--heads"]:
-    heads = args[1].split(",")
+heads, inputs = [], []
+while args[:1] in (["--heads"], ["--inputs"]):
+    if args[0] == "--heads":
+        heads = args[1].split(",")
+    else:
+        inputs = args[1].split(",")
     args = args[2:]
 for path in args:
     try:
-        op = check(path, heads)
+        op = check(path, heads, inputs)
         print(f"ok {path}: last node {op}")
     except Exception as err:  # the checker raises its own error types
         print(f"check.py: {path}: {type(err).__name__}: {err}", file=sys.stderr)

@@ -4,7 +4,10 @@
 //
 // INPUT.f32 holds N samples of float32 (little-endian) of shape DIMS
 // ("784" or "1,28,28"); the model's one input gets batches of them as
-// [n, ...DIMS] and its output ([n, classes]) is appended to OUTPUT.f32
+// [n, ...DIMS]. A model of several named inputs takes DIMS as
+// NAME=DIMS+NAME=DIMS... ("top=1,12,28+bottom=448"): each sample is their
+// slices one after the other, and input NAME gets its slice of each as
+// [n, ...DIMS]. The output ([n, classes]) is appended to OUTPUT.f32
 // as float32; a model with several outputs (a network's heads, [n, size]
 // each) gets each sample's outputs one after the other, in the graph's
 // order, as one row. Prints "N samples, C outputs each" on stdout (C: all
@@ -29,22 +32,37 @@ async function main() {
     console.error('usage: node run.js MODEL.onnx INPUT.f32 DIMS OUTPUT.f32');
     process.exit(1);
   }
-  const dims = dimsArg.split(',').map(Number);
-  const per = dims.reduce((a, b) => a * b, 1);
+  const parts = dimsArg.split('+').map((p) => {
+    const [name, d] = p.includes('=') ? p.split('=') : [null, p];
+    const dims = d.split(',').map(Number);
+    return { name, dims, size: dims.reduce((a, b) => a * b, 1) };
+  });
+  const per = parts.reduce((a, p) => a + p.size, 0);
   const buf = fs.readFileSync(input);
   // a copy: a small Buffer may start at an offset that is not 4-aligned
   const x = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
   const n = x.length / per;
   if (!Number.isInteger(n)) throw new Error(`${input}: ${x.length} floats is not a whole number of samples of ${per}`);
   const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], intraOpNumThreads: 1 });
-  const [inName] = session.inputNames;
+  if (parts.length === 1 && !parts[0].name) parts[0].name = session.inputNames[0];
+  const missing = parts.filter((p) => !session.inputNames.includes(p.name));
+  if (missing.length || parts.length !== session.inputNames.length)
+    throw new Error(`the model's inputs are ${session.inputNames.join(', ')}, DIMS names ${parts.map((p) => p.name).join(', ')}`);
   const outNames = session.outputNames;
   const chunks = [];
   let classes = 0, shapes = [];
   for (let i = 0; i < n; i += 1000) {
     const m = Math.min(1000, n - i);
-    const t = new ort.Tensor('float32', x.slice(i * per, (i + m) * per), [m, ...dims]);
-    const res = await session.run({ [inName]: t });
+    const feeds = {};
+    let off = 0;
+    for (const p of parts) {
+      const v = new Float32Array(m * p.size);
+      for (let j = 0; j < m; j++)
+        v.set(x.subarray((i + j) * per + off, (i + j) * per + off + p.size), j * p.size);
+      feeds[p.name] = new ort.Tensor('float32', v, [m, ...p.dims]);
+      off += p.size;
+    }
+    const res = await session.run(feeds);
     const ys = outNames.map((name) => res[name]);
     // values per sample of each output: [n, classes] or [n, T, classes]
     const sizes = ys.map((y) => y.data.length / m);
