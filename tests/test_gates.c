@@ -134,7 +134,7 @@ static void config_errors_name_the_place(void **unused)
 		   "'join' applies to a gate that reads 2 or more gates", 7, 14);
 	plan_error("    - {name: a, from: b, layers: [flatten]}\n"
 		   "    - {name: b, layers: [{dense: 4}]}\n",
-		   "unknown gate 'b'", 6, 23);
+		   "gate 1 reads 'b', which is not before it", 6, 23);
 	plan_error("    - {name: a, layers: [flatten]}\n"
 		   "    - {name: a, layers: [{dense: 4}]}\n",
 		   "gate name 'a' is taken by gate 1", 7, 14);

@@ -628,6 +628,25 @@ static const struct key gate_keys[] = {
 	END,
 };
 
+/* Each gate's name before any gate is read, so that a 'from' naming a
+ * later gate is told so (resolve) rather than called unknown. Only names
+ * that fit; h_gate_name checks them and sets them again in turn. */
+static void gate_names_ahead(struct akk_yaml_ctx *c, struct akk_spec *s,
+			     const yaml_node_item_t *items)
+{
+	for (int i = 0; i < s->ngates; i++) {
+		yaml_node_t *item = akk_yaml_node(c, items[i]), *v;
+		const char *t;
+
+		if (item->type != YAML_MAPPING_NODE ||
+		    !(v = akk_yaml_map_get(c, item, "name", NULL)) || v->type != YAML_SCALAR_NODE)
+			continue;
+		t = akk_yaml_text(v);
+		if (strlen(t) < AKK_GATE_NAME && strlen(t) == v->data.scalar.length)
+			memcpy(s->gates[i].name, t, strlen(t) + 1);
+	}
+}
+
 static int h_gates(struct akk_yaml_ctx *c, const struct key *k,
 		   const struct section *sec, yaml_node_t *key,
 		   yaml_node_t *val)
@@ -648,6 +667,7 @@ static int h_gates(struct akk_yaml_ctx *c, const struct key *k,
 	if (!s->gates)
 		return akk_err_set(c->e, "out of memory");
 	s->ngates = n;
+	gate_names_ahead(c, s, items);
 	for (int i = 0; i < n; i++) {
 		struct akk_gate_spec *g = &s->gates[i];
 		yaml_node_t *item = akk_yaml_node(c, items[i]);
@@ -1052,6 +1072,10 @@ static int check_auto(struct akk_spec *s, const char *file, struct akk_err *e)
 		return akk_err_at(e, file, m->line, m->col,
 				  "gates: {auto: %d} needs the network's layers as one flat list, network.layers",
 				  s->auto_gates);
+	if (s->ninputs)
+		return akk_err_at(e, file, m->line, m->col,
+				  "gates: {auto: %d} splits one chain that reads the whole input, but network.inputs names %d inputs: write the gates out, each naming the inputs it reads in 'from'",
+				  s->auto_gates, s->ninputs);
 	if (s->auto_gates > akk_spec_max_gates(s))
 		return akk_err_at(e, file, m->line, m->col,
 				  "gates: {auto: %d} asks for more gates than the %d layers of network.layers%s",
