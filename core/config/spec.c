@@ -1097,55 +1097,6 @@ static int check_auto(struct akk_spec *s, const char *file, struct akk_err *e)
 	return rc;
 }
 
-int akk_spec_split(struct akk_spec *s, const int *sizes, struct akk_err *e)
-{
-	struct akk_gate_spec *g, *flat = s->gates;
-	int n = s->auto_gates, total = 0;
-
-	if (!n || s->ngates != 1 || s->auto_split)
-		return akk_err_set(e, "the network has no flat layers list to split");
-	for (int i = 0; i < n; i++) {
-		if (sizes[i] < 1 || sizes[i] > flat->nlayers - total)
-			return akk_err_set(e, "split: gate %d of %d layers does not fit the %d layers of network.layers",
-					   i + 1, sizes[i], flat->nlayers);
-		total += sizes[i];
-	}
-	if (total != flat->nlayers)
-		return akk_err_set(e, "split: the gates hold %d layers, but network.layers has %d",
-				   total, flat->nlayers);
-	if (!(g = calloc((size_t)n, sizeof(*g))) ||
-	    !(s->auto_split = malloc((size_t)n * sizeof(int)))) {
-		free(g);
-		return akk_err_set(e, "out of memory");
-	}
-	total = 0;
-	for (int i = 0; i < n; i++) {
-		g[i] = *flat;
-		g[i].nlayers = sizes[i];
-		g[i].nfrom = 1;		/* the gate before, as gates_link fills */
-		g[i].from[0] = i - 1;
-		g[i].layers = calloc((size_t)sizes[i], sizeof(*g[i].layers));
-		if (!g[i].layers) {
-			while (i--)
-				free(g[i].layers);
-			free(g);
-			free(s->auto_split);
-			s->auto_split = NULL;
-			return akk_err_set(e, "out of memory");
-		}
-		memcpy(g[i].layers, flat->layers + total,
-		       (size_t)sizes[i] * sizeof(*g[i].layers));
-		total += sizes[i];
-		s->auto_split[i] = sizes[i];
-	}
-	s->auto_nsplit = n;
-	free(flat->layers);
-	free(flat);
-	s->gates = g;
-	s->ngates = n;
-	return 0;
-}
-
 /* The keys that contradict each other across sections, file being the
  * config's name in reports. */
 static int cross_check(struct akk_spec *s, const char *file, struct akk_err *e)

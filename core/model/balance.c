@@ -119,12 +119,6 @@ out:
 	return rc;
 }
 
-int akk_balance(struct akk_spec *s, int profile, double *out_cost,
-		struct akk_err *e)
-{
-	return akk_balance_cores(s, profile, akk_cores(), out_cost, e);
-}
-
 /* Append the override KEY=[v0, v1, ...] to s->sets. */
 static int record(struct akk_spec *s, const char *key, const int *v, int n,
 		  struct akk_err *e)

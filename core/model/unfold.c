@@ -312,3 +312,9 @@ out:
 	free(sizes);
 	return rc;
 }
+
+int akk_balance(struct akk_spec *s, int profile, double *out_cost,
+		struct akk_err *e)
+{
+	return akk_balance_cores(s, profile, akk_cores(), out_cost, e);
+}
