@@ -45,8 +45,8 @@ double akk_balance_fork_cost(const double *branch, int nbranch, int cores);
  * gate's sum; a graph unfolded, akk_balance_fork_cost) is the least
  * possible, and of those the one that unfolds the fewest graphs. A graph
  * unfolds only with a unit after it (its join gate's), and two graphs
- * next to each other do not both unfold. unfold[i] gets 1 for each unit
- * that unfolds; sizes (room for k) the units of the other gates in
+ * next to each other do not both unfold. unfold (n entries) gets 1 for
+ * each unit that unfolds; sizes (room for k) the units of the other gates in
  * order, each run between unfolded graphs split by akk_balance_split;
  * *nsizes their count. Without graphs that may unfold it is exactly
  * akk_balance_split. Returns the largest cost; -1: out of memory; -2: no
