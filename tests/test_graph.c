@@ -30,37 +30,21 @@ static const char *config(const char *input, const char *layers)
 	return text;
 }
 
-static int parse(struct akk_spec *s, const char *t, struct akk_err *e)
-{
-	memset(e, 0, sizeof(*e));
-	return akk_spec_parse(s, t, strlen(t), "t.yaml", NULL, NULL, 0, e);
-}
-
 static void parse_ok(struct akk_spec *s, const char *t)
 {
 	struct akk_err e;
 
-	if (parse(s, t, &e))
+	if (tu_parse(s, t, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 }
 
 /* Parsing (and, when it parses, planning) fails with exactly want. */
 static void bad(const char *t, const char *want)
 {
-	struct akk_spec s;
-	struct akk_model m;
-	struct akk_err e;
 	char buf[1200];
 
-	if (!parse(&s, t, &e)) {
-		if (!akk_model_plan(&m, &s, &e)) {
-			akk_model_release(&m);
-			akk_spec_release(&s);
-			fail_msg("no error, want: %s", want);
-		}
-		akk_spec_release(&s);
-	}
-	akk_err_format(&e, buf, sizeof(buf));
+	if (tu_plan_error(t, buf, sizeof(buf)))
+		fail_msg("no error, want: %s", want);
 	if (strcmp(buf, want)) {
 		fprintf(stderr, "got:  %s\nwant: %s\n", buf, want);
 		fail();

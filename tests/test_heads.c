@@ -51,12 +51,6 @@ static const char *net(const char *data, const char *tail)
 	return text;
 }
 
-static int parse(struct akk_spec *s, const char *t, struct akk_err *e)
-{
-	memset(e, 0, sizeof(*e));
-	return akk_spec_parse(s, t, strlen(t), "t.yaml", NULL, NULL, 0, e);
-}
-
 static int nwrong;	/* bad() calls that did not get their error */
 
 /* Parsing (and, when it parses, planning) fails with exactly want; a
@@ -64,20 +58,10 @@ static int nwrong;	/* bad() calls that did not get their error */
  * at once. */
 static void bad(const char *t, const char *want)
 {
-	struct akk_spec s;
-	struct akk_model m;
-	struct akk_err e;
 	char buf[1200];
 
-	if (!parse(&s, t, &e)) {
-		if (!akk_model_plan(&m, &s, &e)) {
-			akk_model_release(&m);
-			akk_spec_release(&s);
-			fail_msg("no error, want: %s", want);
-		}
-		akk_spec_release(&s);
-	}
-	akk_err_format(&e, buf, sizeof(buf));
+	if (tu_plan_error(t, buf, sizeof(buf)))
+		fail_msg("no error, want: %s", want);
 	if (strcmp(buf, want)) {
 		fprintf(stderr, "got:  %s\nwant: %s\n", buf, want);
 		nwrong++;
@@ -176,7 +160,7 @@ static void two_head_spec(struct akk_spec *s, double wc, double wr)
 		 "    - {name: c, size: 3, loss: softmax_cross_entropy, weight: %g}\n"
 		 "    - {name: r, size: 4, loss: mse, weight: %g, target: input}\n"
 		 "optimizer: {type: sgd, lr: 0.1}\n", wc, wr);
-	if (parse(s, t, &e))
+	if (tu_parse(s, t, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 }
 
@@ -290,7 +274,7 @@ static void graph_gradient(void **state)
 		"optimizer: {type: sgd, lr: 0.1}\n";
 
 	(void)state;
-	if (parse(&s, t, &e))
+	if (tu_parse(&s, t, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 	rig_open(&g, &s.gates[0].layers[0], s.input, B, X_PLAIN);
 	assert_int_equal(g.nout, NOUT);
@@ -339,7 +323,7 @@ static void input_target_before_normalize(void **state)
 	(void)state;
 	snprintf(text, sizeof(text), NET, ", normalize: {mean: 0.5, std: 0.25}", TWO_HEADS,
 		 "flip-flop", 1, 1);
-	if (parse(&s, text, &e) || akk_model_plan(&m, &s, &e))
+	if (tu_parse(&s, text, &e) || akk_model_plan(&m, &s, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
 	tu_dataset(&d, 10, 8, 4, 3);
 	assert_int_equal(akk_preprocess_init(&pre, &s.data, 64, 1, &d, &e), 0);

@@ -47,32 +47,16 @@
 
 static char text[8192];
 
-static int parse(struct akk_spec *s, const char *t, struct akk_err *e)
-{
-	memset(e, 0, sizeof(*e));
-	return akk_spec_parse(s, t, strlen(t), "t.yaml", NULL, NULL, 0, e);
-}
-
 static int nwrong;	/* bad() calls that did not get their error */
 
 /* Parsing (and planning) fails with exactly want: a mismatch is printed
  * and counted, a success fails at once. */
 static void bad(const char *t, const char *want)
 {
-	struct akk_spec s;
-	struct akk_model m;
-	struct akk_err e;
 	char buf[1200];
 
-	if (!parse(&s, t, &e)) {
-		if (!akk_model_plan(&m, &s, &e)) {
-			akk_model_release(&m);
-			akk_spec_release(&s);
-			fail_msg("no error, want: %s", want);
-		}
-		akk_spec_release(&s);
-	}
-	akk_err_format(&e, buf, sizeof(buf));
+	if (tu_plan_error(t, buf, sizeof(buf)))
+		fail_msg("no error, want: %s", want);
 	if (strcmp(buf, want)) {
 		fprintf(stderr, "got:  %s\nwant: %s\n", buf, want);
 		nwrong++;
@@ -410,7 +394,7 @@ static void embedding_checks_its_slice(void **state)
 	char buf[600];
 
 	(void)state;
-	assert_int_equal(parse(&s, yaml, &e), 0);
+	assert_int_equal(tu_parse(&s, yaml, &e), 0);
 	assert_int_equal(akk_model_plan(&m, &s, &e), 0);
 	assert_int_equal(akk_model_check_ids(&m, &d, "x.npy", &e), 0);
 	x[8 + 1] = 10;	/* sample 2's second id: past the vocabulary */

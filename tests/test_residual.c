@@ -21,29 +21,13 @@ static const char *config(const char *input, const char *layers)
 	return text;
 }
 
-static int parse(struct akk_spec *s, const char *t, struct akk_err *e)
-{
-	memset(e, 0, sizeof(*e));
-	return akk_spec_parse(s, t, strlen(t), "t.yaml", NULL, NULL, 0, e);
-}
-
 /* Parsing (and, when it parses, planning) fails with exactly want. */
 static void bad(const char *t, const char *want)
 {
-	struct akk_spec s;
-	struct akk_model m;
-	struct akk_err e;
 	char buf[1200];
 
-	if (!parse(&s, t, &e)) {
-		if (!akk_model_plan(&m, &s, &e)) {
-			akk_model_release(&m);
-			akk_spec_release(&s);
-			fail_msg("no error, want: %s", want);
-		}
-		akk_spec_release(&s);
-	}
-	akk_err_format(&e, buf, sizeof(buf));
+	if (tu_plan_error(t, buf, sizeof(buf)))
+		fail_msg("no error, want: %s", want);
 	if (strcmp(buf, want)) {
 		fprintf(stderr, "got:  %s\nwant: %s\n", buf, want);
 		fail();
@@ -58,7 +42,7 @@ static void parses(void **state)
 	const struct akk_layer_spec *l;
 
 	(void)state;
-	if (parse(&s, config("2, 6, 6",
+	if (tu_parse(&s, config("2, 6, 6",
 		"    - layers:\n"						/* 7 */
 		"        - residual: [{conv2d: {filters: 2, kernel: 3, padding: 1}}, batchnorm, relu]\n"
 		"        - relu\n"
@@ -183,7 +167,7 @@ static void first_block_needs_stash(void **state)
 	struct akk_err e;
 
 	(void)state;
-	if (parse(&s, config("6", "    - layers: [residual: [{dense: 6}, tanh, {dense: 6}]]\n"
+	if (tu_parse(&s, config("6", "    - layers: [residual: [{dense: 6}, tanh, {dense: 6}]]\n"
 			     "    - layers: [{dense: 3}]\n"), &e) ||
 	    akk_model_plan(&m, &s, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);
@@ -191,7 +175,7 @@ static void first_block_needs_stash(void **state)
 	akk_model_release(&m);
 	akk_spec_release(&s);
 	/* a plain first layer still needs none */
-	if (parse(&s, config("6", "    - layers: [{dense: 6}, tanh]\n"
+	if (tu_parse(&s, config("6", "    - layers: [{dense: 6}, tanh]\n"
 			     "    - layers: [{dense: 3}]\n"), &e) ||
 	    akk_model_plan(&m, &s, &e))
 		fail_msg("%s:%d:%d: %s", e.file, e.line, e.col, e.msg);

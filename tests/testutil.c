@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "config/spec.h"
+#include "model/model.h"
 #include <zlib.h>
 
 const char *tu_akkctl(void)
@@ -619,4 +622,29 @@ void tu_assert_renders(const char *svg, int w, int h, double min_ink, int min_co
 			fail();
 		}
 	free(img.px);
+}
+
+int tu_parse(struct akk_spec *s, const char *t, struct akk_err *e)
+{
+	memset(e, 0, sizeof(*e));
+	return akk_spec_parse(s, t, strlen(t), "t.yaml", NULL, NULL, 0, e);
+}
+
+int tu_plan_error(const char *t, char *buf, size_t n)
+{
+	struct akk_spec s;
+	struct akk_model m;
+	struct akk_err e;
+
+	if (!tu_parse(&s, t, &e)) {
+		int planned = !akk_model_plan(&m, &s, &e);
+
+		if (planned)
+			akk_model_release(&m);
+		akk_spec_release(&s);
+		if (planned)
+			return -1;
+	}
+	akk_err_format(&e, buf, n);
+	return 0;
 }

@@ -139,4 +139,13 @@ int tu_render(const char *svg, int w, int h, struct tu_png *img);
 void tu_assert_renders(const char *svg, int w, int h, double min_ink, int min_colours,
 		       const unsigned *want);
 
+struct akk_spec;
+struct akk_err;
+/* akk_spec_parse of the config text t, named "t.yaml" (no base folder, no
+ * overrides), e cleared first. */
+int tu_parse(struct akk_spec *s, const char *t, struct akk_err *e);
+/* Parse t, then plan the model: the first error, formatted, into buf and
+ * 0; -1 when both succeed (nothing is left allocated either way). */
+int tu_plan_error(const char *t, char *buf, size_t n);
+
 #endif
