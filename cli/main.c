@@ -533,6 +533,11 @@ int main(int argc, char **argv)
 	/* before anything computes: OpenBLAS's kernel table is the process's */
 	if (akk_kernels_choose(&cli_kernels, &e))
 		return cli_report(&e, EXIT_USAGE);
+	/* OpenBLAS's server threads spin for their first 0.1 s: they go
+	 * before they take a core from the work (a run keeps OpenBLAS on
+	 * one thread; predict and eval get them back when a product wants
+	 * them) */
+	akk_blas_stop_idle();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -1,6 +1,6 @@
 /* test_tensor.c - akk_sgemm against a double-precision reference on many
- * shapes (alone and split across a compute pool), and akk_cores against the
- * CPU affinity mask.
+ * shapes (alone and split across a compute pool), akk_cores against the
+ * CPU affinity mask, and OpenBLAS's server threads stopped at one thread.
  *
  * Tolerance rationale. Each element of C is a dot product of length K in
  * float; whatever the order of the sums (OpenBLAS's kernels, akk_sgemm's
@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -413,9 +414,64 @@ static void xsmm_matches_reference(void **unused)
 #endif
 }
 
+/* Threads of this process: the entries of /proc/self/task. */
+static int process_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* OpenBLAS starts a server thread per further core when it loads, and each
+ * spins for its first 0.1 s, taking a core from the run. akk_blas_stop_idle
+ * stops them, and a later call that may use two threads gets them back
+ * with the same bits; at one thread a call akk_blas_threads stops them.
+ * This test runs first, before any other calls akk_blas_threads. */
+static void blas_server_threads_stop(void **unused)
+{
+	const int n = 384;
+	int before = process_threads();
+	float *A = akk_alloc((size_t)n * n), *B = akk_alloc((size_t)n * n);
+	float *C1 = akk_alloc((size_t)n * n), *C2 = akk_alloc((size_t)n * n);
+
+	(void)unused;
+	if (before < 2) {
+		fprintf(stderr, "# OpenBLAS started no server thread here (%d core(s), "
+			"OPENBLAS_NUM_THREADS=%s): nothing to stop\n", akk_cores(),
+			getenv("OPENBLAS_NUM_THREADS") ? getenv("OPENBLAS_NUM_THREADS") : "unset");
+		skip();
+	}
+	assert_non_null(A), assert_non_null(B), assert_non_null(C1), assert_non_null(C2);
+	tu_fill(A, (size_t)n * n, -1, 1, 3);
+	tu_fill(B, (size_t)n * n, -1, 1, 4);
+	/* OpenBLAS's threaded driver, then its threads stopped */
+	akk_blas_threads(2);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, A, n, B, n, 0, C1, n);
+	akk_blas_stop_idle();
+	assert_int_equal(process_threads(), 1);
+	/* the next threaded call starts them again: the same bits */
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, A, n, B, n, 0, C2, n);
+	assert_int_equal(process_threads(), before);
+	assert_memory_equal(C1, C2, (size_t)n * n * sizeof(float));
+	/* one thread a call: none left */
+	akk_blas_threads(1);
+	assert_int_equal(process_threads(), 1);
+	check_product(NULL, 1, 0, 300, 200, 100, 1, 0.5f, 1, 11);
+	fprintf(stderr, "# %d threads at load, 1 after akk_blas_stop_idle and akk_blas_threads(1)\n",
+		before);
+	akk_free(A), akk_free(B), akk_free(C1), akk_free(C2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(blas_server_threads_stop),
 		cmocka_unit_test(sgemm_matches_reference),
 		cmocka_unit_test(pool_sgemm_matches_reference),
 		cmocka_unit_test(busy_pool_gives_the_split_bits),

@@ -101,9 +101,25 @@ void akk_float_mode(void)
 #endif
 }
 
+/* OpenBLAS starts a server thread per further core when it loads, and
+ * each spins on sched_yield for about 2^28 cycles (0.1 s here) before it
+ * sleeps: a core's worth of CPU taken from the run's first batches.
+ * OpenBLAS starts them again by itself when a later call is given more
+ * than one thread. Referenced weakly: an OpenBLAS without it keeps its
+ * threads. */
+int blas_thread_shutdown_(void) __attribute__((weak));
+
+void akk_blas_stop_idle(void)
+{
+	if (blas_thread_shutdown_)
+		blas_thread_shutdown_();
+}
+
 void akk_blas_threads(int n)
 {
 	openblas_set_num_threads(n < 1 ? 1 : n);
+	if (n <= 1)	/* nothing for them to do */
+		akk_blas_stop_idle();
 }
 
 int akk_cores(void)

@@ -63,8 +63,14 @@ void akk_sgemm_here(int trans_a, int trans_b, int M, int N, int K,
  * compute thread calls it first. */
 void akk_float_mode(void);
 /* Number of threads OpenBLAS may use for one call (global to the process);
- * akkctl keeps it at 1 and parallelises through pool.h. */
+ * akkctl keeps it at 1 and parallelises through pool.h. At 1 it also stops
+ * OpenBLAS's idle server threads (akk_blas_stop_idle). */
 void akk_blas_threads(int n);
+/* Stop OpenBLAS's server threads, which spin for their first 0.1 s after
+ * it loads (and after each threaded call) before they sleep; OpenBLAS
+ * starts them again for a call that may use more than one thread, so the
+ * number of threads a call uses, and its bits, do not change. */
+void akk_blas_stop_idle(void);
 /* Number of cores the process may run on (its CPU affinity mask). */
 int akk_cores(void);
 
