@@ -8,7 +8,9 @@
  * stashing a backward uses its forward's weights, and the weights differ
  * from flip-flop's, more as K grows. Pipeline: chunks of a batch are on
  * different gates at once, in 1F1B order, one step per batch. Flip-flop:
- * never two batches in flight.
+ * never two batches in flight. In wheels and pipeline the last gate
+ * computes each chunk's loss and goes straight on to its backward; in
+ * flip-flop the sentinel computes it, as in the seed.
  *
  * Synthetic data (8x8 class patterns), one compute thread per gate.
  * Timing enters only the shares of overlapping work, whose floors are
@@ -393,6 +395,57 @@ static void flipflop_branches_run_at_once(void **unused)
 	assert_true(n >= 1);
 }
 
+/* Where each training chunk's loss is computed: by the last gate, right
+ * after its forward and right before its backward of the same chunk, with
+ * nothing between (wheels, pipeline); or by the sentinel (flip-flop).
+ * When the sentinel computed it in wheels, the last gate forwarded later
+ * batches between a batch's forward and backward while the sentinel's
+ * thread ran another gate's handler. */
+static void loss_beside_the_last_gate(void **unused)
+{
+	static const struct {
+		const char *gates, *sched;
+		int G, chunks, here;
+	} runs[] = {
+		{ net2, "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 4}}",
+		  2, NBATCH, 1 },
+		{ net3, "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 8}}",
+		  3, NBATCH, 1 },
+		{ net3, "{mode: pipeline, micro_batches: 4, epochs: 1, batch_size: 16}",
+		  3, NBATCH * 4, 1 },
+		{ net2, "{mode: flip-flop, epochs: 1, batch_size: 16}", 2, NBATCH, 0 },
+	};
+
+	(void)unused;
+	for (size_t k = 0; k < sizeof(runs) / sizeof(*runs); k++) {
+		struct fixture f;
+		int G = runs[k].G;
+		long on_sentinel = 0;
+		const struct akk_trace *st;
+
+		train_net(&f, runs[k].gates, runs[k].sched);
+		assert_complete(&f.r, runs[k].chunks);
+		st = akk_run_trace(&f.r, 0);
+		for (long i = 0; i < st->n; i++)
+			on_sentinel += st->ev[i].kind == AKK_TRACE_LOSS;
+		for (long c = 0; c < runs[k].chunks; c++) {
+			long fwd = order(&f.r, G, AKK_TRACE_FORWARD, c);
+			long loss = order(&f.r, G, AKK_TRACE_LOSS, c);
+			long bwd = order(&f.r, G, AKK_TRACE_BACKWARD, c);
+
+			if (!runs[k].here) {
+				assert_int_equal(loss, -1);
+				continue;
+			}
+			if (loss != fwd + 1 || bwd != loss + 1)
+				fail_msg("%s: chunk %ld: the last gate's forward, loss and backward are its events %ld, %ld and %ld, not one after another",
+					 runs[k].sched, c, fwd, loss, bwd);
+		}
+		assert_int_equal(on_sentinel, runs[k].here ? 0 : runs[k].chunks);
+		release(&f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,6 +455,7 @@ int main(void)
 		cmocka_unit_test(pipeline_runs_1f1b),
 		cmocka_unit_test(flipflop_one_batch_in_flight),
 		cmocka_unit_test(flipflop_branches_run_at_once),
+		cmocka_unit_test(loss_beside_the_last_gate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "nn/monitor.h"
 #include "tensor/pool.h"
+#include "runtime/loss_here.h"
 #include "runtime/provider.h"
 #include "runtime/run_config.h"
 #include "runtime/schedule.h"
@@ -95,6 +96,9 @@ struct akk_run {
 	struct akk_pool *pool;	/* splits a busy gate's products over
 				 * them (sched.compute_threads > 1) */
 	struct akk_trace sentinel_trace;
+	/* the last gate computes each training chunk's loss (loss_here.h):
+	 * set up by the sentinel before it sends anything */
+	struct akk_loss_here loss_here;
 	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
 	struct akk_link_stats link_stats;	/* its MPI link's, after the run */
 	int root;		/* this process runs the sentinel */

@@ -22,7 +22,11 @@
  * not the messages: a join stays in its forward state until the last
  * source's forward. A gate that reads named inputs takes the sentinel's
  * whole batch once, however many it reads, and gathers their slices the
- * same way (model/flow.h); it gives one credit back. */
+ * same way (model/flow.h); it gives one credit back.
+ *
+ * The last gate may compute the loss itself (loss_here.h): then its
+ * forward of a training chunk goes on into its backward on the same run,
+ * and the sentinel gets a Loss message instead of the output. */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -233,6 +237,31 @@ static int meet(struct akk_gate_actor *a, struct akk_msg *m, struct akk_err *e)
 }
 
 static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *msg,
+			    int *backward_state);
+
+/* The network's output of a training chunk, when this gate computes the
+ * loss (loss_here.h): the loss and its gradient here, the sentinel told,
+ * then this gate's backward at once, on this worker. A loss the sentinel
+ * must report goes to it as the output. */
+static enum akk_next loss_then_backward(struct akk_gate_actor *a,
+					const struct akk_msg *o,
+					int *backward_state)
+{
+	struct akk_msg note = *o, back;
+	double t0 = akk_now();
+
+	if (!akk_loss_here(&a->run->loss_here, o, &back))
+		return post_down(a, o);
+	akk_trace_add(&a->trace, AKK_TRACE_LOSS, o->id, -1, t0, akk_now());
+	note.kind = AKK_MSG_LOSS;
+	note.data = NULL;
+	note.n = 0;
+	if (post(a, 0, &note) != AKK_NEXT_MESSAGE)
+		return AKK_NEXT_FAILED;
+	return handle(a, &back, backward_state);
+}
+
+static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *msg,
 			    int *backward_state)
 {
 	struct akk_run *r = a->run;
@@ -270,6 +299,8 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *msg,
 		o.n = m->B * out;
 		a->forwards++;
 		*backward_state = 1;
+		if (!g->plan->nread && r->loss_here.on)
+			return loss_then_backward(a, &o, backward_state);
 		return post_down(a, &o);
 	case AKK_MSG_BACKWARD:
 		version = akk_gate_backward_version(g);

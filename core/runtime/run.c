@@ -606,6 +606,8 @@ void akk_run_release(struct akk_run *r)
 	free(r->actor_rank);
 	r->actor_rank = NULL;
 	free(r->sentinel_trace.ev);
+	free(r->loss_here.chunks);
+	r->loss_here.chunks = NULL;
 	free(r->gates);
 	r->gates = NULL;
 	akk_provider_release(&r->tprov);

@@ -173,6 +173,17 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	ph->cur_off += c->B;
 	if (c->last)
 		ph->cur = NULL;
+	if (r->loss_here.on) {
+		int outputs = akk_model_outputs(r->model);
+		struct akk_loss_chunk *lc = &r->loss_here.chunks[ids->chunks % r->sched.K];
+
+		lc->labels = b->labels + (size_t)c->off * b->steps;
+		lc->targets = b->targets + (size_t)c->off * outputs;
+		lc->dlogits = b->dlogits + (size_t)c->off * outputs;
+		lc->B = c->B;
+		lc->hold = c->hold;
+		lc->scale = c->scale;
+	}
 	m.B = c->B;
 	m.restart = b->index == 0 && j == 0;
 	m.id = ids->chunks++;
@@ -327,6 +338,18 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 	return akk_send(&r->tr, G, &back);
 }
 
+/* The last gate computed a training chunk's loss (loss_here.h) and went
+ * on with its backward: the sentinel's share is the running sums. */
+static void take_loss(struct akk_run *r, struct phase *ph,
+		      const struct akk_msg *m)
+{
+	const struct akk_loss_chunk *lc = &r->loss_here.chunks[m->id % r->sched.K];
+
+	ph->loss_sum += lc->loss * lc->B;
+	ph->samples += lc->B;
+	ph->state = STARTPOINT;
+}
+
 /* A training chunk's backward is back through the first gate: its credit
  * returns, and the batch's last chunk counts the batch as done. */
 static void take_backward(struct akk_run *r, struct phase *ph, int epoch,
@@ -405,6 +428,9 @@ static enum akk_next take(struct akk_run *r, struct phase *ph, int epoch,
 	case AKK_MSG_FORWARD:
 		if (take_output(r, ph, epoch, slots, ids, m, e))
 			return AKK_NEXT_FAILED;
+		return AKK_NEXT_MESSAGE;
+	case AKK_MSG_LOSS:
+		take_loss(r, ph, m);
 		return AKK_NEXT_MESSAGE;
 	case AKK_MSG_BACKWARD:
 		take_backward(r, ph, epoch, slots, ids, m, t0);
@@ -667,6 +693,8 @@ static int report(struct akk_run *r, const struct phase *ph, int epoch,
 	return 0;
 }
 
+static int loss_here_start(struct akk_run *r, struct phase *ph);
+
 int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 {
 	struct chunk *slots = calloc(r->sched.K, sizeof(*slots));
@@ -675,7 +703,7 @@ int akk_sentinel_run(struct akk_run *r, struct akk_err *e)
 	int rc = -1, epoch, reductions;
 	struct phase ph;
 
-	if (!slots || !vslots) {
+	if (!slots || !vslots || loss_here_start(r, &ph)) {
 		akk_err_set(e, "out of memory");
 		akk_run_fail(r, e);
 		goto out;
@@ -760,4 +788,34 @@ out:
 	free(slots);
 	free(vslots);
 	return rc;
+}
+
+/* Whether the last gate computes the loss (loss_here.h): every gate in
+ * this process, one process (data parallelism keeps the sentinel's
+ * order of reductions), no strict states (flip-flop's are the seed's), and
+ * one gate whose output is the network's. 0, or -1 out of memory. The
+ * sums are ph's, which stays where it is for the whole run; the chunks
+ * are freed with the run (akk_run_release), after its workers stop. */
+static int loss_here_start(struct akk_run *r, struct phase *ph)
+{
+	const struct akk_model *md = r->model;
+	int last = 0;
+
+	for (int g = 0; g < md->ngates; g++)
+		last += !md->gates[g].nread;
+	free(r->loss_here.chunks);	/* a run's earlier start */
+	memset(&r->loss_here, 0, sizeof(r->loss_here));
+	if (r->sched.strict_states || r->shards > 1 || r->actor_rank || last != 1)
+		return 0;
+	r->loss_here.chunks = calloc(r->sched.K, sizeof(*r->loss_here.chunks));
+	if (!r->loss_here.chunks)
+		return -1;
+	r->loss_here.model = md;
+	r->loss_here.K = r->sched.K;
+	r->loss_here.max_loss = md->spec->sched.max_loss;
+	r->loss_here.correct = &ph->correct;
+	r->loss_here.reg = &ph->treg;
+	r->loss_here.heads = ph->th;
+	r->loss_here.on = 1;
+	return 0;
 }

@@ -16,6 +16,7 @@ static const char *const msg_names[] = {
 	[AKK_MSG_SNAPSHOT] = "snapshot",
 	[AKK_MSG_STATE] = "state",
 	[AKK_MSG_REDUCED] = "reduced",
+	[AKK_MSG_LOSS] = "loss",
 };
 _Static_assert(sizeof(msg_names) / sizeof(msg_names[0]) == AKK_MSG_NKINDS,
 	       "every message kind needs a name in msg_names");

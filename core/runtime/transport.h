@@ -22,6 +22,8 @@ enum akk_msg_kind {
 	AKK_MSG_SNAPSHOT,	/* to a gate on another rank: send your state */
 	AKK_MSG_STATE,		/* its reply to the sentinel (gate = the gate) */
 	AKK_MSG_REDUCED,	/* a posted reduction finished (data parallelism) */
+	AKK_MSG_LOSS,		/* to the sentinel: the last gate computed the
+				 * loss of training chunk id (loss_here.h) */
 	AKK_MSG_NKINDS		/* how many kinds there are; keep it last */
 };
 
