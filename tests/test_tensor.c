@@ -436,12 +436,14 @@ static int process_threads(void)
 static void blas_server_threads_stop(void **unused)
 {
 	const int n = 384;
-	int before = process_threads();
+	/* OpenBLAS's own: one per thread a call after the first (a runtime,
+	 * such as ThreadSanitizer's, may have threads of its own) */
+	int before = process_threads(), servers = openblas_get_num_threads() - 1;
 	float *A = akk_alloc((size_t)n * n), *B = akk_alloc((size_t)n * n);
 	float *C1 = akk_alloc((size_t)n * n), *C2 = akk_alloc((size_t)n * n);
 
 	(void)unused;
-	if (before < 2) {
+	if (servers < 1) {
 		fprintf(stderr, "# OpenBLAS started no server thread here (%d core(s), "
 			"OPENBLAS_NUM_THREADS=%s): nothing to stop\n", akk_cores(),
 			getenv("OPENBLAS_NUM_THREADS") ? getenv("OPENBLAS_NUM_THREADS") : "unset");
@@ -454,17 +456,17 @@ static void blas_server_threads_stop(void **unused)
 	akk_blas_threads(2);
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, A, n, B, n, 0, C1, n);
 	akk_blas_stop_idle();
-	assert_int_equal(process_threads(), 1);
+	assert_int_equal(process_threads(), before - servers);
 	/* the next threaded call starts them again: the same bits */
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, A, n, B, n, 0, C2, n);
 	assert_int_equal(process_threads(), before);
 	assert_memory_equal(C1, C2, (size_t)n * n * sizeof(float));
 	/* one thread a call: none left */
 	akk_blas_threads(1);
-	assert_int_equal(process_threads(), 1);
+	assert_int_equal(process_threads(), before - servers);
 	check_product(NULL, 1, 0, 300, 200, 100, 1, 0.5f, 1, 11);
-	fprintf(stderr, "# %d threads at load, 1 after akk_blas_stop_idle and akk_blas_threads(1)\n",
-		before);
+	fprintf(stderr, "# %d threads at load, %d of them OpenBLAS's, gone after akk_blas_stop_idle and akk_blas_threads(1)\n",
+		before, servers);
 	akk_free(A), akk_free(B), akk_free(C1), akk_free(C2);
 }
 
