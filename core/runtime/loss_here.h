@@ -3,9 +3,9 @@
  *
  * The sentinel's thread is also a worker: while it waits for mail it runs
  * the gates' handlers. A last gate that sent its output to the sentinel
- * could then wait a whole handler of another gate (0.3 ms on
- * configs/bench-balanced.yaml, about 9% of a wheels epoch there) for a loss
- * that takes microseconds, with nothing else to do. So when every gate
+ * could then wait a whole handler of another gate (up to 0.35 ms on
+ * configs/bench-balanced.yaml) for a loss that takes microseconds, with
+ * nothing else to do. So when every gate
  * runs in this process, for the schedules without the seed's strict
  * states (wheels, pipeline), the last gate computes the loss and its
  * gradient right after its forward, tells the sentinel (a LOSS message)
