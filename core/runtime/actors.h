@@ -97,7 +97,8 @@ struct akk_run {
 				 * them (sched.compute_threads > 1) */
 	struct akk_trace sentinel_trace;
 	/* the last gate computes each training chunk's loss (loss_here.h):
-	 * set up by the sentinel before it sends anything */
+	 * set up by the sentinel before it sends anything, NULL chunks when
+	 * it computes them itself */
 	struct akk_loss_here loss_here;
 	int *actor_rank;	/* under MPI: G+1 entries; else NULL */
 	struct akk_link_stats link_stats;	/* its MPI link's, after the run */

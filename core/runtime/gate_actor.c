@@ -299,7 +299,7 @@ static enum akk_next handle(struct akk_gate_actor *a, const struct akk_msg *msg,
 		o.n = m->B * out;
 		a->forwards++;
 		*backward_state = 1;
-		if (!g->plan->nread && r->loss_here.on)
+		if (!g->plan->nread && r->loss_here.chunks)
 			return loss_then_backward(a, &o, backward_state);
 		return post_down(a, &o);
 	case AKK_MSG_BACKWARD:

@@ -36,9 +36,9 @@ struct akk_loss_chunk {
 };
 
 struct akk_loss_here {
-	int on;			/* the last gate computes the loss */
 	const struct akk_model *model;
-	struct akk_loss_chunk *chunks;	/* K, owned by the sentinel */
+	struct akk_loss_chunk *chunks;	/* K, owned by the sentinel; NULL:
+					 * the sentinel computes the loss */
 	int K;
 	double max_loss;	/* schedule.max_loss; 0: none */
 	/* the phase's training sums, added to in the chunks' order; the

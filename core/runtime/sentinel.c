@@ -173,7 +173,7 @@ static int issue_train(struct akk_run *r, struct phase *ph, int epoch,
 	ph->cur_off += c->B;
 	if (c->last)
 		ph->cur = NULL;
-	if (r->loss_here.on) {
+	if (r->loss_here.chunks) {
 		int outputs = akk_model_outputs(r->model);
 		struct akk_loss_chunk *lc = &r->loss_here.chunks[ids->chunks % r->sched.K];
 
@@ -347,7 +347,6 @@ static void take_loss(struct akk_run *r, struct phase *ph,
 
 	ph->loss_sum += lc->loss * lc->B;
 	ph->samples += lc->B;
-	ph->state = STARTPOINT;
 }
 
 /* A training chunk's backward is back through the first gate: its credit
@@ -816,6 +815,5 @@ static int loss_here_start(struct akk_run *r, struct phase *ph)
 	r->loss_here.correct = &ph->correct;
 	r->loss_here.reg = &ph->treg;
 	r->loss_here.heads = ph->th;
-	r->loss_here.on = 1;
 	return 0;
 }
