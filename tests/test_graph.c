@@ -493,34 +493,13 @@ static const char *inception_yaml = NET_HEAD
 	"              - {concat: [s, input]}\n"
 	"        - {maxpool2d: 2}\n        - flatten\n        - {dense: 4}\n" NET_TAIL;
 
-struct fixture {
-	struct akk_spec spec;
-	struct akk_model model;
-	struct akk_dataset train, val;
-};
-
-static void setup(struct fixture *f, const char *yaml, const char *mode,
+static void setup(struct tu_net *f, const char *yaml, const char *mode,
 		  int epochs, int K)
 {
 	char t[4096];
-	struct akk_err e = { 0 };
 
 	snprintf(t, sizeof(t), yaml, mode, epochs, K);
-	memset(f, 0, sizeof(*f));
-	if (akk_spec_parse(&f->spec, t, strlen(t), "test.yaml", ".", NULL, 0, &e))
-		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	if (akk_model_plan(&f->model, &f->spec, &e))
-		fail_msg("plan: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	tu_dataset(&f->train, 400, 8, 4, 7);	/* 25 batches */
-	tu_dataset(&f->val, 100, 8, 4, 9);
-}
-
-static void teardown(struct fixture *f)
-{
-	akk_model_release(&f->model);
-	akk_spec_release(&f->spec);
-	akk_dataset_release(&f->train);
-	akk_dataset_release(&f->val);
+	tu_net_setup(f, t);
 }
 
 static void assert_same_gates(const struct akk_gate *a, const struct akk_gate *b)
@@ -537,7 +516,7 @@ static void assert_same_gates(const struct akk_gate *a, const struct akk_gate *b
  * equal to the bit, and the evaluation equal. */
 static void residual_as_graph_bit_for_bit(void **state)
 {
-	struct fixture a, b;
+	struct tu_net a, b;
 	struct akk_reference ra, rb;
 	struct akk_err e = { 0 };
 	double la, lb, aa, ab;
@@ -562,8 +541,8 @@ static void residual_as_graph_bit_for_bit(void **state)
 	assert_memory_equal(&aa, &ab, sizeof(aa));
 	akk_reference_release(&ra);
 	akk_reference_release(&rb);
-	teardown(&a);
-	teardown(&b);
+	tu_net_release(&a);
+	tu_net_release(&b);
 }
 
 /* The shipped configs/fashion-resnet-graph.yaml against
@@ -572,7 +551,7 @@ static void residual_as_graph_bit_for_bit(void **state)
  * and running statistic equal to the bit. */
 static void shipped_resnet_as_graph(void **state)
 {
-	struct fixture f[2];
+	struct tu_net f[2];
 	struct akk_reference r[2];
 	const char *paths[2] = { "configs/fashion-resnet.yaml",
 				 "configs/fashion-resnet-graph.yaml" };
@@ -599,11 +578,11 @@ static void shipped_resnet_as_graph(void **state)
 	}
 	for (int k = 0; k < 2; k++) {
 		akk_reference_release(&r[k]);
-		teardown(&f[k]);
+		tu_net_release(&f[k]);
 	}
 }
 
-static int run_actors(struct fixture *f, struct akk_run *r,
+static int run_actors(struct tu_net *f, struct akk_run *r,
 		      struct akk_observer obs, struct akk_err *e)
 {
 	struct akk_run_config cfg = {
@@ -619,7 +598,7 @@ static int run_actors(struct fixture *f, struct akk_run *r,
 /* Flip-flop on two gates of graphs is bit for bit the reference. */
 static void flipflop_equals_reference(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_reference ref;
 	struct akk_run r;
 	struct akk_err e = { 0 };
@@ -638,7 +617,7 @@ static void flipflop_equals_reference(void **state)
 	}
 	akk_run_release(&r);
 	akk_reference_release(&ref);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 struct final {
@@ -666,7 +645,7 @@ static int on_epoch(void *ctx, struct akk_run *r,
  * patterns through the graphs. */
 static void wheels_learns(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_run r;
 	struct akk_err e = { 0 };
 	struct final c = { 0 };
@@ -681,7 +660,7 @@ static void wheels_learns(void **state)
 	assert_true(c.loss < 0.5 * c.loss0);
 	assert_true(c.acc > 0.9);
 	akk_run_release(&r);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 /* Branches without batchnorm (a micro-batch's statistics would differ
@@ -723,7 +702,7 @@ static double gate_distance(const struct akk_gate *a, const struct akk_gate *b)
  * flip-flop within float rounding (1e-5 relative), step for step. */
 static void pipeline_equals_flipflop(void **state)
 {
-	struct fixture ff, fp;
+	struct tu_net ff, fp;
 	struct akk_run a, b;
 	struct akk_err e = { 0 };
 
@@ -744,8 +723,8 @@ static void pipeline_equals_flipflop(void **state)
 	}
 	akk_run_release(&a);
 	akk_run_release(&b);
-	teardown(&ff);
-	teardown(&fp);
+	tu_net_release(&ff);
+	tu_net_release(&fp);
 }
 
 /* gates: {auto: 2} over a flat list holding two graphs splits between
@@ -768,7 +747,7 @@ static void auto_gates_keep_graphs_whole(void **state)
 		"    - {maxpool2d: 2}\n    - flatten\n    - {dense: 4}\n"
 		"optimizer: {type: adam, lr: 0.01}\n"
 		"schedule: {mode: flip-flop, epochs: 1, batch_size: 16}\n";
-	struct fixture f;
+	struct tu_net f;
 	struct akk_reference ref;
 	struct akk_run r;
 	struct akk_err e = { 0 };
@@ -799,7 +778,7 @@ static void auto_gates_keep_graphs_whole(void **state)
 		assert_same_gates(&r.gates[g].gate, &ref.gates[g]);
 	akk_run_release(&r);
 	akk_reference_release(&ref);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 int main(void)

@@ -351,33 +351,12 @@ static void input_target_before_normalize(void **state)
 
 /* --- training --------------------------------------------------------------- */
 
-struct fixture {
-	struct akk_spec spec;
-	struct akk_model model;
-	struct akk_dataset train, val;
-};
-
-static void setup(struct fixture *f, const char *tail, const char *mode, int epochs)
+static void setup(struct tu_net *f, const char *tail, const char *mode, int epochs)
 {
 	char t[8192];
-	struct akk_err e = { 0 };
 
 	snprintf(t, sizeof(t), NET, "", tail, mode, epochs, 1);
-	memset(f, 0, sizeof(*f));
-	if (akk_spec_parse(&f->spec, t, strlen(t), "test.yaml", ".", NULL, 0, &e))
-		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	if (akk_model_plan(&f->model, &f->spec, &e))
-		fail_msg("plan: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	tu_dataset(&f->train, 400, 8, 4, 7);	/* 25 batches */
-	tu_dataset(&f->val, 100, 8, 4, 9);
-}
-
-static void teardown(struct fixture *f)
-{
-	akk_model_release(&f->model);
-	akk_spec_release(&f->spec);
-	akk_dataset_release(&f->train);
-	akk_dataset_release(&f->val);
+	tu_net_setup(f, t);
 }
 
 static void assert_same_gates(const struct akk_gate *a, const struct akk_gate *b)
@@ -403,7 +382,7 @@ static void single_head_equals_loss(void **state)
 
 	(void)state;
 	for (int k = 0; k < 3; k++) {
-		struct fixture f[2];
+		struct tu_net f[2];
 		struct akk_reference r[2];
 		struct akk_err e = { 0 };
 		double loss[2], acc[2];
@@ -427,12 +406,12 @@ static void single_head_equals_loss(void **state)
 		}
 		for (int i = 0; i < 2; i++) {
 			akk_reference_release(&r[i]);
-			teardown(&f[i]);
+			tu_net_release(&f[i]);
 		}
 	}
 }
 
-static int run_actors(struct fixture *f, struct akk_run *r,
+static int run_actors(struct tu_net *f, struct akk_run *r,
 		      struct akk_observer obs, struct akk_err *e)
 {
 	struct akk_run_config cfg = {
@@ -472,7 +451,7 @@ static int on_epoch(void *ctx, struct akk_run *r, const struct akk_epoch_report 
  * sum of the heads' losses. */
 static void flipflop_equals_reference(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_reference ref;
 	struct akk_run r;
 	struct akk_err e = { 0 };
@@ -496,7 +475,7 @@ static void flipflop_equals_reference(void **state)
 	assert_true(fabs(c.loss - (c.val[0] + 0.5 * c.val[2])) < 1e-9);
 	akk_run_release(&r);
 	akk_reference_release(&ref);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 /* --- the command line -------------------------------------------------------- */

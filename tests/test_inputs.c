@@ -119,40 +119,19 @@ static void spec_errors(void **state)
 
 /* --- the plan and the slices ------------------------------------------------ */
 
-struct fixture {
-	struct akk_spec spec;
-	struct akk_model model;
-	struct akk_dataset train, val;
-};
-
-static void setup(struct fixture *f, const char *inputs, const char *gates, const char *mode,
+static void setup(struct tu_net *f, const char *inputs, const char *gates, const char *mode,
 		  int epochs)
 {
 	char t[8192];
-	struct akk_err e = { 0 };
 
 	snprintf(t, sizeof(t), NET, inputs, gates, mode, epochs);
-	memset(f, 0, sizeof(*f));
-	if (akk_spec_parse(&f->spec, t, strlen(t), "test.yaml", ".", NULL, 0, &e))
-		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	if (akk_model_plan(&f->model, &f->spec, &e))
-		fail_msg("plan: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
-	tu_dataset(&f->train, 400, 8, 4, 7);	/* 25 batches */
-	tu_dataset(&f->val, 100, 8, 4, 9);
-}
-
-static void teardown(struct fixture *f)
-{
-	akk_model_release(&f->model);
-	akk_spec_release(&f->spec);
-	akk_dataset_release(&f->train);
-	akk_dataset_release(&f->val);
+	tu_net_setup(f, t);
 }
 
 /* The plan: each input's slice and shape, the input the sum. */
 static void plan_slices(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	const struct akk_gate_plan *a, *b;
 
 	(void)state;
@@ -169,7 +148,7 @@ static void plan_slices(void **state)
 	assert_true(b->in.rank == 2 && b->in.d[0] == 5 && b->in.d[1] == 8);
 	assert_true(akk_gate_gathers(a) && akk_gate_gathers(b));
 	assert_false(akk_gate_gathers(&f.model.gates[2]) && f.model.gates[2].nsrc == 1);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 /* Each gate reading an input computes on its own slice of every sample:
@@ -179,7 +158,7 @@ static void plan_slices(void **state)
  * same slice, fails here. */
 static void gates_get_their_slices(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_reference r;
 	struct akk_err e = { 0 };
 	struct akk_gate *gp[3];
@@ -216,7 +195,7 @@ static void gates_get_their_slices(void **state)
 	const float *hand = akk_gate_eval(gp[1], 0, slice, B);
 	assert_memory_equal(hand, base[1], sizeof(float) * B * 8);
 	akk_reference_release(&r);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 static void assert_same_gates(const struct akk_gate *a, const struct akk_gate *b)
@@ -274,7 +253,7 @@ static int on_epoch(void *ctx, struct akk_run *r, const struct akk_epoch_report 
 
 /* The actors' run; *val_loss (unless NULL) the last epoch's validation
  * loss. */
-static int run_actors(struct fixture *f, struct akk_run *r, double *val_loss,
+static int run_actors(struct tu_net *f, struct akk_run *r, double *val_loss,
 		      struct akk_err *e)
 {
 	static double sink;
@@ -293,7 +272,7 @@ static int run_actors(struct fixture *f, struct akk_run *r, double *val_loss,
  * reference; wheels and pipeline train it to a lower loss. */
 static void equal_and_learning(const char *inputs, const char *gates)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_reference ref;
 	struct akk_run r;
 	struct akk_err e = { 0 };
@@ -315,7 +294,7 @@ static void equal_and_learning(const char *inputs, const char *gates)
 	}
 	akk_run_release(&r);
 	akk_reference_release(&ref);
-	teardown(&f);
+	tu_net_release(&f);
 	for (int mode = 0; mode < 2; mode++) {
 		setup(&f, inputs, gates, mode ? "pipeline" : "wheels", 3);
 		if (run_actors(&f, &r, &loss, &e))
@@ -324,7 +303,7 @@ static void equal_and_learning(const char *inputs, const char *gates)
 			assert_int_equal(r.gates[g].gate.step, 3 * 25);
 		assert_true(loss < 0.7 * loss0);
 		akk_run_release(&r);
-		teardown(&f);
+		tu_net_release(&f);
 	}
 }
 
@@ -338,7 +317,7 @@ static void flipflop_equals_reference(void **state)
  * message, which fills both inputs' places, and takes one credit back. */
 static void gate_reads_two_inputs(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_reference r;
 	struct akk_err e = { 0 };
 	struct akk_gate *gp[3];
@@ -366,7 +345,7 @@ static void gate_reads_two_inputs(void **state)
 	const float *hand = akk_gate_eval(gp[1], 0, want, B);
 	assert_memory_equal(hand, got, sizeof(got));
 	akk_reference_release(&r);
-	teardown(&f);
+	tu_net_release(&f);
 	equal_and_learning(THREE, THREE_GATES);
 }
 
@@ -409,7 +388,7 @@ static void embedding_checks_its_slice(void **state)
  * in lanes of their own, each with an edge to the gate that reads it. */
 static void graph_picture(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_graph_layout gl;
 	struct akk_err e = { 0 };
 	int top = -1, rest = -1, gate_of[2] = { 0, 0 };
@@ -437,13 +416,13 @@ static void graph_picture(void **state)
 	}
 	assert_true(gate_of[0] == 1 && gate_of[1] == 2);
 	akk_graph_layout_release(&gl);
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 /* The data must have the inputs' sizes' sum a sample: said at the inputs. */
 static void data_must_fit(void **state)
 {
-	struct fixture f;
+	struct tu_net f;
 	struct akk_run r;
 	struct akk_err e = { 0 };
 	char buf[600];
@@ -454,7 +433,7 @@ static void data_must_fit(void **state)
 	assert_int_equal(run_actors(&f, &r, NULL, &e), -1);
 	akk_err_format(&e, buf, sizeof(buf));
 	assert_string_equal(buf, "test.yaml:3:11: the inputs' sizes add up to 56 (top [24] + rest [4, 8]), but the training data has 64 values a sample");
-	teardown(&f);
+	tu_net_release(&f);
 }
 
 /* --- the command line ------------------------------------------------------ */

@@ -648,3 +648,24 @@ int tu_plan_error(const char *t, char *buf, size_t n)
 	akk_err_format(&e, buf, n);
 	return 0;
 }
+
+void tu_net_setup(struct tu_net *f, const char *t)
+{
+	struct akk_err e = { 0 };
+
+	memset(f, 0, sizeof(*f));
+	if (akk_spec_parse(&f->spec, t, strlen(t), "test.yaml", ".", NULL, 0, &e))
+		fail_msg("spec: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	if (akk_model_plan(&f->model, &f->spec, &e))
+		fail_msg("plan: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+	tu_dataset(&f->train, 400, 8, 4, 7);
+	tu_dataset(&f->val, 100, 8, 4, 9);
+}
+
+void tu_net_release(struct tu_net *f)
+{
+	akk_model_release(&f->model);
+	akk_spec_release(&f->spec);
+	akk_dataset_release(&f->train);
+	akk_dataset_release(&f->val);
+}

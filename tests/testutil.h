@@ -10,7 +10,9 @@
 #include <cmocka.h>
 
 #include "base/workers.h"
+#include "config/spec.h"
 #include "data/idx.h"
+#include "model/model.h"
 #include "tensor/pool.h"
 
 /* The akkctl binary under test ($AKKCTL, else ./akkctl). */
@@ -147,5 +149,17 @@ int tu_parse(struct akk_spec *s, const char *t, struct akk_err *e);
 /* Parse t, then plan the model: the first error, formatted, into buf and
  * 0; -1 when both succeed (nothing is left allocated either way). */
 int tu_plan_error(const char *t, char *buf, size_t n);
+
+/* A planned network on synthetic data, for the tests that run one: the
+ * config text t parsed (as test.yaml in .) and planned, a failure failing
+ * the test, with tu_dataset's 400 training samples (8x8, 4 classes, seed
+ * 7: 25 batches of 16) and 100 validation samples (seed 9). */
+struct tu_net {
+	struct akk_spec spec;
+	struct akk_model model;
+	struct akk_dataset train, val;
+};
+void tu_net_setup(struct tu_net *f, const char *t);
+void tu_net_release(struct tu_net *f);
 
 #endif
