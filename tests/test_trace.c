@@ -42,11 +42,6 @@ static const char *const net3 =
 	"    - layers: [{dense: 32}, relu, {dense: 32}, tanh]\n"
 	"    - layers: [{dense: 4}]\n";
 
-/* a light first gate and a heavy last one */
-static const char *const net_heavy_last =
-	"    - layers: [{dense: 16}, relu]\n"
-	"    - layers: [{dense: 128}, relu, {dense: 128}, relu, {dense: 4}]\n";
-
 struct fixture {
 	struct akk_spec spec;
 	struct akk_model model;
@@ -185,24 +180,30 @@ static void wheels_differs_from_flipflop_more_with_K(void **unused)
  * earlier one is back: gate 1 forwards batch b + 1 before it runs batch
  * b's backward in at least half of the batches (flip-flop, and wheels
  * with a flush between batches: never; a loaded 2-core machine showed 48
- * to 62 of 62). Every forward meets weights 0..K-1 steps behind its batch
- * (version = batches stepped, id - version = batches still in flight),
- * and some meet K - 1: the last gate is the heavy one here, so the first
- * runs ahead until all K are out (the last gate computes the loss and its
- * backward at once, so its own forwards meet its newest weights; with a
- * light last gate, gradients came back before the window filled under
- * ThreadSanitizer). How often a later forward on gate 1 computes at the
- * same moment as an earlier backward on gate 2 depends on free cores:
- * printed, not asserted (akkctl bench measures what it buys). */
-static void wheels_pipelines_within_K_versions(void **unused)
+ * to 62 of 62). Every forward on every gate meets weights 0..K-1 steps
+ * behind its batch (version = batches stepped, id - version = batches
+ * still in flight), in every run.
+ *
+ * That some forward meets K - 1, the whole window, depends on when the
+ * system runs the threads: the sentinel issues the next batch only when
+ * the data provider, an idle worker's background job, has filled it, and
+ * on a loaded machine one worker may be running everything, gates first.
+ * A run there kept at most 3 in flight in 11 of 20 runs (a light first
+ * gate and a heavy last one); this network, in none of 16 (loaded, and
+ * under ThreadSanitizer). So the window must fill in one of TRIES runs, and
+ * never overflow in any: a sentinel with K - 1 credits never fills it. How
+ * often a later forward on gate 1 computes at the same moment as an
+ * earlier backward on gate 2 depends on free cores: printed, not asserted
+ * (akkctl bench measures what it buys). */
+static long wheels_window_run(int K)
 {
-	const int K = 4;
 	struct fixture f;
 	long ahead = 0, concurrent = 0, most = 0;
+	char sched[128];
 
-	(void)unused;
-	train_net(&f, net_heavy_last,
-		  "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: 4}}");
+	snprintf(sched, sizeof(sched),
+		 "{mode: wheels, epochs: 1, batch_size: 16, concurrency: {train: %d}}", K);
+	train_net(&f, net3, sched);
 	assert_complete(&f.r, NBATCH);
 	for (long b = 0; b + 1 < NBATCH; b++) {
 		const struct akk_trace_event *back2 = find(&f.r, 2, AKK_TRACE_BACKWARD, b);
@@ -215,7 +216,7 @@ static void wheels_pipelines_within_K_versions(void **unused)
 				break;
 			}
 	}
-	for (int g = 1; g <= 2; g++)
+	for (int g = 1; g <= f.model.ngates; g++)
 		for (long b = 0; b < NBATCH; b++) {
 			long stale = b - find(&f.r, g, AKK_TRACE_FORWARD, b)->version;
 			if (stale < 0 || stale > K - 1)
@@ -224,11 +225,28 @@ static void wheels_pipelines_within_K_versions(void **unused)
 			if (stale > most)
 				most = stale;
 		}
-	print_message("wheels K=4: forward of b+1 before backward of b in %ld of %d batches, at the same time on two gates in %ld, stalest forward %ld steps behind\n",
-		      ahead, NBATCH - 1, concurrent, most);
+	print_message("wheels K=%d: forward of b+1 before backward of b in %ld of %d batches, at the same time on two gates in %ld, stalest forward %ld steps behind\n",
+		      K, ahead, NBATCH - 1, concurrent, most);
 	assert_true(ahead >= (NBATCH - 1) / 2);
-	assert_int_equal(most, K - 1);
 	release(&f);
+	return most;
+}
+
+static void wheels_pipelines_within_K_versions(void **unused)
+{
+	enum { K = 4, TRIES = 8 };
+	long most = 0;
+	int run;
+
+	(void)unused;
+	for (run = 1; run <= TRIES && most < K - 1; run++) {
+		long m = wheels_window_run(K);
+		if (m > most)
+			most = m;
+	}
+	if (most != K - 1)
+		fail_msg("wheels K=%d: no forward in %d runs met weights K - 1 = %d steps behind (at most %ld)",
+			 K, TRIES, K - 1, most);
 }
 
 /* Weight stashing, three gates: the middle one, whose backward reads its
