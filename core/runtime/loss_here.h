@@ -41,8 +41,10 @@ struct akk_loss_here {
 					 * the sentinel computes the loss */
 	int K;
 	double max_loss;	/* schedule.max_loss; 0: none */
-	/* the phase's training sums, added to in the chunks' order; the
-	 * sentinel reads them once the phase's credits are back */
+	/* the phase's training sums, added to in the chunks' order by the
+	 * last gate alone (also for a chunk it then passes on: the sentinel
+	 * adds nothing of that one); the sentinel reads them once the
+	 * phase's credits are back */
 	long *correct;
 	struct akk_reg_sums *reg;
 	struct akk_head_sums *heads;

@@ -302,10 +302,15 @@ static int take_output(struct akk_run *r, struct phase *ph, int epoch,
 	float *dl = b->dlogits + (size_t)c->off * outputs;
 	struct akk_msg back = *m;
 	double tl = akk_now();
+	/* with the loss beside the last gate, an output comes here only when
+	 * its loss stops the run (loss_here.h), and the phase's sums are the
+	 * gate's to write: it may be adding the next chunk's right now */
+	int here = r->loss_here.chunks != NULL;
 	double loss = akk_model_loss_heads(r->model, dl, m->data,
 					   b->labels + (size_t)c->off * b->steps,
 					   b->targets + (size_t)c->off * outputs, c->B,
-					   &ph->correct, &ph->treg, ph->th);
+					   here ? NULL : &ph->correct, here ? NULL : &ph->treg,
+					   here ? NULL : ph->th);
 
 	/* a gate's non-finite output stops the run in that gate; finite
 	 * logits can still overflow the loss */
