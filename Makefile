@@ -64,7 +64,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Tests that exercise threads; `make tsan` runs these.
-TSAN_TESTS ?= test_mailbox test_workers test_runtime test_checkpoint test_tensor test_provider test_lib test_augment test_data test_dp test_float_mode test_pipeline test_trace test_autoenc test_gates test_inputs
+TSAN_TESTS ?= test_mailbox test_workers test_runtime test_checkpoint test_tensor test_provider test_lib test_augment test_data test_dp test_float_mode test_pipeline test_trace test_autoenc test_gates test_inputs test_overlap
 
 .PHONY: all deps deps-test data test test-kernels check tsan reference install clean FORCE
 all: $(B)/akkctl

@@ -26,6 +26,7 @@
 #include "data/open.h"
 #include "model/balance.h"
 #include "model/model.h"
+#include "model/overlap.h"
 #include "model/profile.h"
 #include "runtime/run.h"
 #include "runtime/schedule.h"
@@ -590,6 +591,9 @@ struct bench {
 	int epochs, steps, threads, hops, nsets, noval, layers, profile;
 	int synthetic, nknown, nmodes;
 	double *pred;	/* gates: {auto: N}: each gate's predicted share */
+	/* the gates alone (bound_applies), seconds an epoch, per turn */
+	double *bound_seq, *bound_conc;
+	int nbound;
 	struct akk_spec s;
 	struct akk_model m;
 	struct akk_dataset train, val;
@@ -816,6 +820,92 @@ static void print_turn(const struct bench *b, int t, double from, double to)
 	}
 	if (ff > 0 && wh > 0)
 		printf("; wheels / flip-flop %.2fx", ff / wh);
+	if (b->nbound > t && b->bound_conc[t] > 0)
+		printf("; the gates alone at once %.2fx", b->bound_seq[t] / b->bound_conc[t]);
+	printf("\n");
+}
+
+/* Whether the turns measure the gates alone (model/overlap.h): wheels
+ * against flip-flop, one compute thread per gate, a core per gate, one
+ * process. Their ratio is then the most wheels / flip-flop can reach on
+ * this machine at that moment, apart from flip-flop's own serial work. */
+static int bound_applies(const struct bench *b)
+{
+	int threads = b->threads ? b->threads : b->s.sched.threads, ff = 0, wh = 0;
+
+	for (int i = 0; i < b->nmodes; i++) {
+		ff |= b->runs[i].mode == AKK_MODE_FLIPFLOP;
+		wh |= b->runs[i].mode == AKK_MODE_WHEELS;
+	}
+	return ff && wh && threads == 1 && b->m.ngates >= 2 &&
+	       b->m.ngates <= akk_cores() && b->mpi.size <= 1;
+}
+
+/* BOUND_BATCHES batches of every gate, in turn and at once, as seconds
+ * an epoch (per_epoch batches), for turn t. */
+#define BOUND_BATCHES 300
+static int measure_bound(struct bench *b, int t, long per_epoch)
+{
+	struct akk_overlap_bound o;
+	int n = per_epoch < BOUND_BATCHES ? (int)per_epoch : BOUND_BATCHES;
+
+	if (akk_overlap_bound(&b->m, b->s.sched.batch_size, n, &o, &b->e))
+		return -1;
+	b->bound_seq[t] = o.sequential * (double)per_epoch / n;
+	b->bound_conc[t] = o.concurrent * (double)per_epoch / n;
+	b->nbound = t + 1;
+	return 0;
+}
+
+static double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* flip-flop's median epoch over wheels', after finish_mode; 0 unless
+ * both ran. */
+static double ff_over_wheels(const struct bench *b)
+{
+	double ff = 0, wh = 0;
+
+	for (int i = 0; i < b->nmodes; i++) {
+		ff = b->runs[i].mode == AKK_MODE_FLIPFLOP ? b->runs[i].median : ff;
+		wh = b->runs[i].mode == AKK_MODE_WHEELS ? b->runs[i].median : wh;
+	}
+	return ff > 0 && wh > 0 ? ff / wh : 0;
+}
+
+/* After the table: the bound's medians beside wheels / flip-flop, its CSV
+ * rows; or why it was not measured. */
+static void report_bound(struct bench *b, double ratio)
+{
+	double seq[2] = { 0 }, conc[2] = { 0 }, bound;
+	int n = b->nbound;
+
+	if (!n) {
+		if (ratio > 0 && b->m.ngates >= 2 && b->mpi.size <= 1)
+			printf("the gates alone at once: not measured (it needs one compute thread "
+			       "per gate, schedule.threads: 1, and a core per gate)\n");
+		return;
+	}
+	for (int k = 0; k < 2; k++) {
+		double *v = k ? b->bound_conc : b->bound_seq, *lohi = k ? conc : seq;
+		double med = median_of(v, n);
+		lohi[0] = v[0];
+		lohi[1] = v[n - 1];
+		if (b->cf)
+			fprintf(b->cf, "%s,all,,%.4f,%.4f,%.4f,,,,,\n",
+				k ? "gates-at-once" : "gates-in-turn", med, v[0], v[n - 1]);
+		v[n] = med;	/* kept past the sorted turns */
+	}
+	bound = b->bound_seq[n] / b->bound_conc[n];
+	printf("the gates alone (%ld batches each a turn, no messages, loss or data): in turn %.3f s/epoch "
+	       "(%.3f-%.3f), at once %.3f (%.3f-%.3f): overlap can give at most %.2fx now",
+	       (long)BOUND_BATCHES, b->bound_seq[n], seq[0], seq[1], b->bound_conc[n],
+	       conc[0], conc[1], bound);
+	if (ratio > 0)
+		printf("; wheels / flip-flop reached %.0f%% of it", 100 * ratio / bound);
 	printf("\n");
 }
 
@@ -834,6 +924,13 @@ static int bench_modes(struct bench *b)
 	epochs = b->steps ? MAX_EPOCHS : turns > 1 ? 1 : b->epochs;
 	if (turns > 1)
 		printf("the modes take turns: one epoch of each, %d times\n", turns);
+	if (bound_applies(b)) {
+		/* one more entry each for the medians (report_bound) */
+		b->bound_seq = calloc((size_t)turns + 1, sizeof(double));
+		b->bound_conc = calloc((size_t)turns + 1, sizeof(double));
+		if (!b->bound_seq || !b->bound_conc)
+			return akk_err_set(&b->e, "out of memory");
+	}
 	if (b->cf)
 		fprintf(b->cf, "mode,scope,samples_per_second,seconds_per_epoch_median,seconds_min,seconds_max,gflops,cpu_utilisation,peak_rss_mb,busy_share,mean_mailbox_depth\n");
 	for (int t = 0; t < turns; t++) {
@@ -854,6 +951,8 @@ static int bench_modes(struct bench *b)
 				     &b->mpi, &b->r[i], &b->e))
 				return -1;
 		}
+		if (b->bound_seq && measure_bound(b, t, per_epoch))
+			return -1;
 		if (turns > 1)
 			print_turn(b, t, from, akk_now() - t0);
 	}
@@ -868,6 +967,7 @@ static int bench_modes(struct bench *b)
 	if (b->nmodes == 2 && b->runs[0].median > 0)
 		printf("\nwheels / flip-flop throughput: %.2fx\n",
 		       b->runs[0].median / b->runs[1].median);
+	report_bound(b, ff_over_wheels(b));
 	if (b->tf) {
 		int first = 1;
 		fprintf(b->tf, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
@@ -904,6 +1004,8 @@ static void bench_release(struct bench *b)
 	akk_spec_release(&b->s);
 	free(b->gate_rank);
 	free(b->pred);
+	free(b->bound_seq);
+	free(b->bound_conc);
 	if (akk_world_finalize(&b->world, &b->e) && b->rc == EXIT_OK)
 		b->rc = cli_report(&b->e, EXIT_RUNTIME);
 }

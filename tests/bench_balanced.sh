@@ -9,7 +9,12 @@
 # splits its products over every core). Prints per run each mode's
 # s/epoch (median of its epochs), its CPU seconds per epoch, the ratio
 # flip-flop / wheels of the s/epoch, and the load average before and after:
-# the machine may be shared, so read the ratios beside the load.
+# the machine may be shared, so read the ratios beside the load. With
+# threads=1 it also prints bench's bound: the gates' own work timed after
+# each turn in turn and at once, a thread per gate and no messages, loss
+# or data (model/overlap.h), whose ratio is the most overlap can give on
+# this machine at that moment; wheels/flip-flop beats it only by
+# flip-flop's serial work besides its gates.
 #
 # Usage: sh tests/bench_balanced.sh [RUNS [EPOCHS]]   (default 5 and 3)
 # AKK: the akkctl binary (default ./akkctl).
@@ -23,7 +28,7 @@ for v in "$RUNS" "$EPOCHS"; do
 	case $v in ''|*[!0-9]*) echo "bench_balanced.sh: RUNS and EPOCHS are whole numbers" >&2; exit 2;; esac
 done
 "$AKK" check configs/bench-balanced.yaml 2>&1 | grep -i 'kernels' || true
-echo "run threads load-before flip-flop(s/epoch,cpu-s) wheels(s/epoch,cpu-s) pipeline(s/epoch,cpu-s) wheels/flip-flop load-after"
+echo "run threads load-before flip-flop(s/epoch,cpu-s) wheels(s/epoch,cpu-s) pipeline(s/epoch,cpu-s) wheels/flip-flop bound load-after"
 for r in $(seq 1 "$RUNS"); do
 	for t in 1 0; do
 		before=$(cut -d' ' -f1 /proc/loadavg)
@@ -33,9 +38,10 @@ for r in $(seq 1 "$RUNS"); do
 		awk -F, -v r="$r" -v t="$t" -v b="$before" -v a="$after" '
 			$2 == "all" { s[$1] = $4; c[$1] = $4 * $8 }
 			END {
-				printf "%d %d %s ff %.3f %.2f  wh %.3f %.2f  pp %.3f %.2f  %.2fx %s\n", r, t, b,
+				bound = s["gates-at-once"] > 0 ? sprintf("%.2fx", s["gates-in-turn"] / s["gates-at-once"]) : "-"
+				printf "%d %d %s ff %.3f %.2f  wh %.3f %.2f  pp %.3f %.2f  %.2fx %s %s\n", r, t, b,
 					s["flip-flop"], c["flip-flop"], s["wheels"], c["wheels"],
-					s["pipeline"], c["pipeline"], s["flip-flop"] / s["wheels"], a
+					s["pipeline"], c["pipeline"], s["flip-flop"] / s["wheels"], bound, a
 			}' "$T/b.csv"
 	done
 done

@@ -1,7 +1,9 @@
 /* test_bench.c - akkctl bench's output files: a write error on --csv or
  * --trace fails the command with the file's name, and the other file is
  * still closed and complete. Synthetic data (no data files), three steps.
- * Several modes take turns epoch by epoch. */
+ * Several modes take turns epoch by epoch, and time the gates alone. */
+#include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,12 +130,81 @@ static void modes_take_turns_epoch_by_epoch(void **state)
 	}
 }
 
+/* With wheels and flip-flop on one compute thread per gate and a core per
+ * gate, every turn also times the gates alone, in turn and at once
+ * (model/overlap.h), and the bench reports their medians beside wheels /
+ * flip-flop and writes them as CSV rows; with products split over the
+ * cores it says why it did not. */
+static void turns_time_the_gates_alone(void **state)
+{
+	static const char *yaml =
+		"data: {train: {images: nope, labels: nope}}\n"
+		"network:\n  input: [64]\n  gates:\n"
+		"    - layers: [{dense: 64}, relu]\n    - layers: [{dense: 4}]\n"
+		"optimizer: {type: sgd, lr: 0.1}\n"
+		"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
+	static char out[1 << 16], err[4096];
+	char cfg[4096], csv[4096];
+	const char *dir = tu_tmpdir(), *line;
+	cpu_set_t set;
+	size_t len;
+	char *text;
+	double seq, conc, bound, reached;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	snprintf(cfg, sizeof(cfg), "%s/alone.yaml", dir);
+	snprintf(csv, sizeof(csv), "%s/alone.csv", dir);
+	assert_int_equal(tu_write_file(cfg, yaml, strlen(yaml)), 0);
+	const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--mode", "both",
+			       "--epochs", "2", "--no-validation", "--csv", csv,
+			       "--set", "schedule.threads=1", NULL };
+	assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
+	if (CPU_COUNT(&set) < 2) {	/* a core per gate: not here */
+		tu_assert_contains(out, "the gates alone at once: not measured");
+		tu_rm_tree(dir);
+		return;
+	}
+	for (int t = 1; t <= 2; t++) {
+		char head[32];
+		double ratio, alone;
+
+		snprintf(head, sizeof(head), "\nturn %d (", t);
+		assert_non_null(line = strstr(out, head));
+		assert_non_null(line = strstr(line, "; wheels / flip-flop "));
+		assert_int_equal(sscanf(line, "; wheels / flip-flop %lfx; the gates alone at once %lfx",
+					&ratio, &alone), 2);
+		assert_true(alone > 0);
+	}
+	assert_non_null(line = strstr(out, "\nthe gates alone (300 batches each a turn, "
+				      "no messages, loss or data): in turn "));
+	line = strstr(line, "in turn ");
+	assert_int_equal(sscanf(line, "in turn %lf s/epoch (%*f-%*f), at once %lf (%*f-%*f): "
+				"overlap can give at most %lfx now; wheels / flip-flop reached %lf%%",
+				&seq, &conc, &bound, &reached), 4);
+	assert_true(seq > 0 && conc > 0);
+	assert_true(fabs(bound - seq / conc) < 0.01 * bound + 0.01);
+	text = tu_slurp(csv, &len);
+	assert_non_null(text);
+	tu_assert_contains(text, "\ngates-in-turn,all,,");
+	tu_assert_contains(text, "\ngates-at-once,all,,");
+	free(text);
+	/* products split over the cores: flip-flop is not one thread */
+	argv[12] = "schedule.threads=0";
+	assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
+	tu_assert_contains(out, "the gates alone at once: not measured (it needs one compute "
+			   "thread per gate, schedule.threads: 1, and a core per gate)\n");
+	assert_null(strstr(out, "; the gates alone at once "));
+	tu_rm_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(csv_write_error_names_the_file),
 		cmocka_unit_test(layers_fused_activation_counted_once),
 		cmocka_unit_test(modes_take_turns_epoch_by_epoch),
+		cmocka_unit_test(turns_time_the_gates_alone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
