@@ -880,7 +880,8 @@ static double ff_over_wheels(const struct bench *b)
  * rows; or why it was not measured. */
 static void report_bound(struct bench *b, double ratio)
 {
-	double seq[2] = { 0 }, conc[2] = { 0 }, bound;
+	/* per kind (0 in turn, 1 at once): median, shortest, longest */
+	double fig[2][3], bound;
 	int n = b->nbound;
 
 	if (!n) {
@@ -890,20 +891,19 @@ static void report_bound(struct bench *b, double ratio)
 		return;
 	}
 	for (int k = 0; k < 2; k++) {
-		double *v = k ? b->bound_conc : b->bound_seq, *lohi = k ? conc : seq;
-		double med = median_of(v, n);
-		lohi[0] = v[0];
-		lohi[1] = v[n - 1];
+		double *v = k ? b->bound_conc : b->bound_seq;
+		fig[k][0] = median_of(v, n);	/* sorts v */
+		fig[k][1] = v[0];
+		fig[k][2] = v[n - 1];
 		if (b->cf)
 			fprintf(b->cf, "%s,all,,%.4f,%.4f,%.4f,,,,,\n",
-				k ? "gates-at-once" : "gates-in-turn", med, v[0], v[n - 1]);
-		v[n] = med;	/* kept past the sorted turns */
+				k ? "gates-at-once" : "gates-in-turn", fig[k][0], fig[k][1], fig[k][2]);
 	}
-	bound = b->bound_seq[n] / b->bound_conc[n];
-	printf("the gates alone (%ld batches each a turn, no messages, loss or data): in turn %.3f s/epoch "
+	bound = fig[0][0] / fig[1][0];
+	printf("the gates alone (%d batches each a turn, no messages, loss or data): in turn %.3f s/epoch "
 	       "(%.3f-%.3f), at once %.3f (%.3f-%.3f): overlap can give at most %.2fx now",
-	       (long)BOUND_BATCHES, b->bound_seq[n], seq[0], seq[1], b->bound_conc[n],
-	       conc[0], conc[1], bound);
+	       BOUND_BATCHES, fig[0][0], fig[0][1], fig[0][2], fig[1][0], fig[1][1], fig[1][2],
+	       bound);
 	if (ratio > 0)
 		printf("; wheels / flip-flop reached %.0f%% of it", 100 * ratio / bound);
 	printf("\n");
@@ -925,9 +925,8 @@ static int bench_modes(struct bench *b)
 	if (turns > 1)
 		printf("the modes take turns: one epoch of each, %d times\n", turns);
 	if (bound_applies(b)) {
-		/* one more entry each for the medians (report_bound) */
-		b->bound_seq = calloc((size_t)turns + 1, sizeof(double));
-		b->bound_conc = calloc((size_t)turns + 1, sizeof(double));
+		b->bound_seq = calloc((size_t)turns, sizeof(double));
+		b->bound_conc = calloc((size_t)turns, sizeof(double));
 		if (!b->bound_seq || !b->bound_conc)
 			return akk_err_set(&b->e, "out of memory");
 	}

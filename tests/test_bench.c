@@ -91,24 +91,26 @@ static void layers_fused_activation_counted_once(void **state)
 	assert_int_equal(rows, 3);
 }
 
+/* Two gates on 64 inputs: the config of the tests of several modes. */
+static const char *two_gates_yaml =
+	"data: {train: {images: nope, labels: nope}}\n"
+	"network:\n  input: [64]\n  gates:\n"
+	"    - layers: [{dense: 64}, relu]\n    - layers: [{dense: 4}]\n"
+	"optimizer: {type: sgd, lr: 0.1}\n"
+	"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
+
 /* Several modes over several epochs take turns: each turn's window holds
  * one epoch of every mode, the windows follow one another, and each
  * mode's row gives the median and range of its turns' epochs. */
 static void modes_take_turns_epoch_by_epoch(void **state)
 {
-	static const char *yaml =
-		"data: {train: {images: nope, labels: nope}}\n"
-		"network:\n  input: [64]\n  gates:\n"
-		"    - layers: [{dense: 64}, relu]\n    - layers: [{dense: 4}]\n"
-		"optimizer: {type: sgd, lr: 0.1}\n"
-		"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
 	static char out[1 << 16], err[4096];
 	char cfg[4096];
 	double end = 0;
 
 	(void)state;
 	snprintf(cfg, sizeof(cfg), "%s/turns.yaml", tu_tmpdir());
-	assert_int_equal(tu_write_file(cfg, yaml, strlen(yaml)), 0);
+	assert_int_equal(tu_write_file(cfg, two_gates_yaml, strlen(two_gates_yaml)), 0);
 	const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--mode", "both",
 			       "--epochs", "3", "--no-validation", NULL };
 	assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
@@ -137,12 +139,6 @@ static void modes_take_turns_epoch_by_epoch(void **state)
  * cores it says why it did not. */
 static void turns_time_the_gates_alone(void **state)
 {
-	static const char *yaml =
-		"data: {train: {images: nope, labels: nope}}\n"
-		"network:\n  input: [64]\n  gates:\n"
-		"    - layers: [{dense: 64}, relu]\n    - layers: [{dense: 4}]\n"
-		"optimizer: {type: sgd, lr: 0.1}\n"
-		"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
 	static char out[1 << 16], err[4096];
 	char cfg[4096], csv[4096];
 	const char *dir = tu_tmpdir(), *line;
@@ -155,7 +151,7 @@ static void turns_time_the_gates_alone(void **state)
 	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
 	snprintf(cfg, sizeof(cfg), "%s/alone.yaml", dir);
 	snprintf(csv, sizeof(csv), "%s/alone.csv", dir);
-	assert_int_equal(tu_write_file(cfg, yaml, strlen(yaml)), 0);
+	assert_int_equal(tu_write_file(cfg, two_gates_yaml, strlen(two_gates_yaml)), 0);
 	const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--mode", "both",
 			       "--epochs", "2", "--no-validation", "--csv", csv,
 			       "--set", "schedule.threads=1", NULL };

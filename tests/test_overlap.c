@@ -27,26 +27,32 @@ static const char *net2 =
 	"optimizer: {type: adam, lr: 0.001}\n"
 	"schedule: {mode: wheels, epochs: 1, batch_size: 64}\n";
 
-static void plan(struct akk_spec *s, struct akk_model *m, const char *text)
+/* akk_overlap_bound of the network in config text t (planned, then
+ * released), its error in e. */
+static int bound_of(const char *t, int B, int n, struct akk_overlap_bound *o,
+		    struct akk_err *e)
 {
-	struct akk_err e = { 0 };
+	struct akk_spec s;
+	struct akk_model m;
+	int rc;
 
-	assert_int_equal(tu_parse(s, text, &e), 0);
-	if (akk_model_plan(m, s, &e))
-		fail_msg("%s", e.msg);
+	assert_int_equal(tu_parse(&s, t, e), 0);
+	if (akk_model_plan(&m, &s, e))
+		fail_msg("%s", e->msg);
+	rc = akk_overlap_bound(&m, B, n, o, e);
+	akk_model_release(&m);
+	akk_spec_release(&s);
+	return rc;
 }
 
 static void gates_train_at_once_each_on_its_thread(void **state)
 {
-	struct akk_spec s;
-	struct akk_model m;
 	struct akk_overlap_bound o;
 	struct akk_err e = { 0 };
 	const int n = 40;
 
 	(void)state;
-	plan(&s, &m, net2);
-	if (akk_overlap_bound(&m, 64, n, &o, &e))
+	if (bound_of(net2, 64, n, &o, &e))
 		fail_msg("%s", e.msg);
 	assert_int_equal(o.ngates, 2);
 	assert_true(o.sequential > 0);
@@ -63,8 +69,6 @@ static void gates_train_at_once_each_on_its_thread(void **state)
 				fail_msg("gate %d began at %.6f s, after gate %d ended at %.6f s",
 					 i + 1, o.begin[i], j + 1, o.end[j]);
 	}
-	akk_model_release(&m);
-	akk_spec_release(&s);
 }
 
 /* An embedding's input is token ids: the gate trains on them without a
@@ -81,19 +85,14 @@ static void embedding_gate_trains(void **state)
 		"  loss: softmax_cross_entropy\n"
 		"optimizer: {type: sgd, lr: 0.1}\n"
 		"schedule: {mode: wheels, epochs: 1, batch_size: 8}\n";
-	struct akk_spec s;
-	struct akk_model m;
 	struct akk_overlap_bound o;
 	struct akk_err e = { 0 };
 
 	(void)state;
-	plan(&s, &m, text);
-	if (akk_overlap_bound(&m, 8, 20, &o, &e))
+	if (bound_of(text, 8, 20, &o, &e))
 		fail_msg("%s", e.msg);
 	assert_int_equal(o.steps[0], 20);
 	assert_int_equal(o.steps[1], 20);
-	akk_model_release(&m);
-	akk_spec_release(&s);
 }
 
 static void one_gate_or_no_batch_is_refused(void **state)
@@ -103,23 +102,16 @@ static void one_gate_or_no_batch_is_refused(void **state)
 		"network:\n  input: [8]\n  gates:\n    - layers: [{dense: 4}]\n"
 		"optimizer: {type: sgd, lr: 0.1}\n"
 		"schedule: {mode: flip-flop, epochs: 1, batch_size: 8}\n";
-	struct akk_spec s;
-	struct akk_model m;
 	struct akk_overlap_bound o;
 	struct akk_err e = { 0 };
+	const char *want = "the overlap bound needs 2 to 256 gates and a batch to time";
 
 	(void)state;
-	plan(&s, &m, one);
-	assert_int_equal(akk_overlap_bound(&m, 8, 10, &o, &e), -1);
-	assert_string_equal(e.msg, "the overlap bound needs 2 to 256 gates and a batch to time");
-	akk_model_release(&m);
-	akk_spec_release(&s);
-	plan(&s, &m, net2);
+	assert_int_equal(bound_of(one, 8, 10, &o, &e), -1);
+	assert_string_equal(e.msg, want);
 	e.msg[0] = 0;
-	assert_int_equal(akk_overlap_bound(&m, 64, 0, &o, &e), -1);
-	assert_string_equal(e.msg, "the overlap bound needs 2 to 256 gates and a batch to time");
-	akk_model_release(&m);
-	akk_spec_release(&s);
+	assert_int_equal(bound_of(net2, 64, 0, &o, &e), -1);
+	assert_string_equal(e.msg, want);
 }
 
 int main(void)
