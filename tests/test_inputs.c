@@ -16,6 +16,7 @@
 #include "io/graph_svg.h"
 #include "model/flow.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "model/reference.h"
 #include "runtime/run_internal.h"
 #include "tensor/tensor.h"
@@ -148,6 +149,33 @@ static void plan_slices(void **state)
 	assert_true(b->in.rank == 2 && b->in.d[0] == 5 && b->in.d[1] == 8);
 	assert_true(akk_gate_gathers(a) && akk_gate_gathers(b));
 	assert_false(akk_gate_gathers(&f.model.gates[2]) && f.model.gates[2].nsrc == 1);
+	tu_net_release(&f);
+}
+
+/* Training FLOPs (bench's GFLOP/s, the FLOP split of gates: {auto: N}):
+ * no gate reading the inputs alone computes its first layer's input
+ * gradient, so neither counts it; a gate that also reads a gate does. */
+static void training_flops_of_input_gates(void **state)
+{
+	static const char *gates =
+		"    - {name: a, from: top, layers: [{dense: 8}, relu]}\n"
+		"    - {name: b, from: rest, layers: [{dense: 8}, tanh, flatten]}\n"
+		"    - {from: [a, b, top], join: concat, layers: [{dense: 4}]}\n";
+	struct tu_net f;
+	const struct akk_gate_plan *a, *b, *c;
+
+	(void)state;
+	setup(&f, TWO, gates, "flip-flop", 1);
+	a = &f.model.gates[0];
+	b = &f.model.gates[1];
+	c = &f.model.gates[2];
+	assert_true(a->layers[0].flops > 0 && b->layers[0].flops > 0);
+	assert_true(f.model.train_flops == 3 * f.model.flops - a->layers[0].flops -
+		    b->layers[0].flops);
+	assert_true(akk_layer_train_flops(a, 0, 16) == 2.0 * 16 * a->layers[0].flops);
+	assert_true(akk_layer_train_flops(b, 0, 16) == 2.0 * 16 * b->layers[0].flops);
+	assert_true(akk_layer_train_flops(b, 1, 16) == 3.0 * 16 * b->layers[1].flops);
+	assert_true(akk_layer_train_flops(c, 0, 16) == 3.0 * 16 * c->layers[0].flops);
 	tu_net_release(&f);
 }
 
@@ -540,6 +568,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(spec_errors),
 		cmocka_unit_test(plan_slices),
+		cmocka_unit_test(training_flops_of_input_gates),
 		cmocka_unit_test(gates_get_their_slices),
 		cmocka_unit_test(one_input_equals_input),
 		cmocka_unit_test(flipflop_equals_reference),

@@ -99,7 +99,7 @@ int akk_balance_costs(const struct akk_spec *s, int profile, double *cost,
 	if (!profile) {
 		for (int gi = 0; gi < m.ngates; gi++)
 			for (int i = 0; i < m.gates[gi].nlayers; i++)
-				cost[off++] = akk_layer_train_flops(&m.gates[gi], gi, i,
+				cost[off++] = akk_layer_train_flops(&m.gates[gi], i,
 								    s->sched.batch_size);
 		rc = 0;
 		goto out;

@@ -85,6 +85,19 @@ static int add_layer(struct akk_model *m, struct akk_gate_plan *g,
 	return 0;
 }
 
+/* Forward, parameter gradient and input gradient, each about one forward,
+ * but no input gradient from the first layer of a gate that reads the
+ * network's inputs alone: nothing upstream takes it. */
+static double train_flops(const struct akk_model *m)
+{
+	double f = 3 * m->flops;
+
+	for (int i = 0; i < m->ngates; i++)
+		if (m->gates[i].nlayers && !akk_gate_reads_gates(&m->gates[i]))
+			f -= m->gates[i].layers[0].flops;
+	return f;
+}
+
 /* data.targets input: the output is the input's shape, or flat with as
  * many values (a dense decoder); files: checked against the file when it
  * is read (runtime/run.c). The outputs are one row of m->classes. */
@@ -109,7 +122,7 @@ static int plan_value_output(struct akk_model *m, const struct akk_spec *s,
 	}
 	m->steps = 1;
 	m->classes = (int)n;
-	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
+	m->train_flops = train_flops(m);
 	return 0;
 }
 
@@ -389,7 +402,7 @@ int akk_model_plan(struct akk_model *m, const struct akk_spec *s,
 	}
 	m->steps = cur.rank == 2 ? cur.d[0] : 1;
 	m->classes = cur.d[cur.rank - 1];
-	m->train_flops = 3 * m->flops - m->gates[0].layers[0].flops;
+	m->train_flops = train_flops(m);
 	if (akk_heads_plan(s, m->steps, akk_model_outputs(m), &m->tmap, e)) {
 		akk_model_release(m);
 		return -1;

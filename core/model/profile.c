@@ -21,11 +21,10 @@ int akk_model_nlayers(const struct akk_model *m)
 	return n;
 }
 
-double akk_layer_train_flops(const struct akk_gate_plan *g, int gi, int i,
-			     int B)
+double akk_layer_train_flops(const struct akk_gate_plan *g, int i, int B)
 {
 	double f = g->layers[i].flops;
-	return (double)B * (gi == 0 && i == 0 ? 2 * f : 3 * f);
+	return (double)B * (i == 0 && !akk_gate_reads_gates(g) ? 2 * f : 3 * f);
 }
 
 static void fill(float *x, size_t n, struct akk_rng *r)
@@ -136,7 +135,7 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 		x[k] = (float)(k * 7919 % (size_t)vocab);
 	for (int i = 0; i < p->nlayers; i++) {
 		cost[i] = (struct akk_layer_cost){ .gate = gi, .layer = i };
-		cost[i].flops = akk_layer_train_flops(p, gi, i, B);
+		cost[i].flops = akk_layer_train_flops(p, i, B);
 	}
 	for (int rep = 0; rep <= reps; rep++) {
 		struct akk_tape *t = &g.tapes[0];
@@ -163,7 +162,7 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 			const struct akk_layer *l = &g.layers[i];
 			const float *xi = i ? t->act + (size_t)B * g.act_off[i - 1] : x;
 			const float *y = t->act + (size_t)B * g.act_off[i];
-			float *dx = i ? g.dbuf[flip] : (gi ? t->dx : NULL);
+			float *dx = i ? g.dbuf[flip] : (akk_gate_reads_gates(p) ? t->dx : NULL);
 			if (akk_gate_fused_away(&g, i))
 				continue;
 			t0 = akk_now();

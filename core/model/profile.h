@@ -27,11 +27,11 @@ struct akk_layer_cost {
 int akk_profile_model(const struct akk_model *m, int B, int reps,
 		      struct akk_layer_cost *cost, struct akk_err *e);
 
-/* Training FLOPs of one batch of B through layer i of gate plan g (gate gi
- * of the model): forward, parameter gradient and, except for the
- * network's first layer, input gradient, each about one forward. */
-double akk_layer_train_flops(const struct akk_gate_plan *g, int gi, int i,
-			     int B);
+/* Training FLOPs of one batch of B through layer i of gate plan g:
+ * forward, parameter gradient and input gradient, each about one
+ * forward, but no input gradient from the first layer of a gate that
+ * reads the network's inputs alone (nothing upstream takes it). */
+double akk_layer_train_flops(const struct akk_gate_plan *g, int i, int B);
 
 /* One planned layer alone (a composite's inner layer: a graph's node),
  * on random buffers of its shapes for batches of B, best of reps: its
