@@ -4,7 +4,9 @@
  * (api/akk.h), so akkctl predict and a program linked with libakk give the
  * same numbers bit for bit; the input files are read by the data readers
  * (data/open.h: IDX images, PGM/PPM images, ...). Output is CSV: a header
- * line, then one row per sample, indices counted on across the inputs. */
+ * line, then one row per sample, indices counted on across the inputs;
+ * for a network that outputs a sequence (a class per step), one row per
+ * sample and step, the step in a column after the index. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@ struct out_ctx {
 	FILE *f;
 	const akk_model *m;
 	int C, top;
+	int steps;	/* rows of outputs per sample (akk_steps) */
 	int *order;	/* C class indices, sorted per row */
 	/* Several outputs: every head in its columns (head -1), or with
 	 * --head the one head whose slice [off, off + C) is written as a
@@ -36,11 +39,26 @@ struct out_ctx {
 	int heads, head, off, stride, regression;
 };
 
+/* The first columns of the header: the sample, and the step of a
+ * sequence output. */
+static void put_index_header(const struct out_ctx *o)
+{
+	fprintf(o->f, o->steps > 1 ? "index,step" : "index");
+}
+
+/* The first columns of a row. */
+static void put_index(const struct out_ctx *o, long index, int step)
+{
+	fprintf(o->f, "%ld", index);
+	if (o->steps > 1)
+		fprintf(o->f, ",%d", step);
+}
+
 /* Every head of a network with several: a classifier head as its most
  * probable class and that probability, a head of values as its values. */
 static void write_heads_header(const struct out_ctx *o)
 {
-	fprintf(o->f, "index");
+	put_index_header(o);
 	for (int i = 0; i < o->heads; i++) {
 		const char *name;
 		int size, cls;
@@ -56,9 +74,9 @@ static void write_heads_header(const struct out_ctx *o)
 
 static void put_class(FILE *f, const akk_model *m, int k);
 
-static void write_heads_row(const struct out_ctx *o, long index, const float *p)
+static void write_heads_row(const struct out_ctx *o, long index, int step, const float *p)
 {
-	fprintf(o->f, "%ld", index);
+	put_index(o, index, step);
 	for (int i = 0; i < o->heads; i++) {
 		int off, size, cls, best = 0;
 
@@ -94,14 +112,14 @@ static void write_header(const struct out_ctx *o)
 		write_heads_header(o);
 		return;
 	}
+	put_index_header(o);
 	if (o->regression) {
-		fprintf(o->f, "index");
 		for (int k = 1; k <= o->C; k++)
 			fprintf(o->f, ",value%d", k);
 		fprintf(o->f, "\n");
 		return;
 	}
-	fprintf(o->f, "index,predicted,probability");
+	fprintf(o->f, ",predicted,probability");
 	for (int k = 2; k <= o->top; k++)
 		fprintf(o->f, ",top%d,probability%d", k, k);
 	fprintf(o->f, "\n");
@@ -118,14 +136,14 @@ static int by_prob(const void *a, const void *b)
 	return i - j;
 }
 
-static void write_row(struct out_ctx *o, long index, const float *p)
+static void write_row(struct out_ctx *o, long index, int step, const float *p)
 {
 	if (o->heads && o->head < 0) {
-		write_heads_row(o, index, p);
+		write_heads_row(o, index, step, p);
 		return;
 	}
 	p += o->off;
-	fprintf(o->f, "%ld", index);
+	put_index(o, index, step);
 	if (o->regression) {
 		for (int k = 0; k < o->C; k++)
 			fprintf(o->f, ",%.9g", p[k]);
@@ -178,10 +196,11 @@ static int predict_rows(struct out_ctx *o, const struct akk_dataset *d, const ch
 		for (size_t k = 0; k < B * in; k++)
 			x[k] = d->xtype == AKK_X_U8 ? (float)d->x8[s * in + k]
 						    : d->xf[s * in + k];
-		if (akk_predict(o->m, x, B * in, prob, B * o->stride, msg, sizeof(msg)))
+		if (akk_predict(o->m, x, B * in, prob, B * o->steps * o->stride, msg, sizeof(msg)))
 			return akk_err_at(e, path, 0, 0, "%s", msg);
-		for (size_t j = 0; j < B; j++)
-			write_row(o, (*index)++, prob + j * o->stride);
+		for (size_t j = 0; j < B; j++, (*index)++)
+			for (int t = 0; t < o->steps; t++)
+				write_row(o, *index, t, prob + (j * o->steps + t) * o->stride);
 	}
 	return 0;
 }
@@ -286,11 +305,7 @@ static int predict_open(struct predict *p, const char *operand)
 	if (!(p->m = akk_open(p->ckpath, msg, sizeof(msg))))
 		return akk_err_set(&p->e, "%s", msg);
 	p->o.m = p->m;
-	if (akk_steps(p->m) > 1)
-		return akk_err_at(&p->e, p->ckpath, 0, 0,
-				  "the network outputs a sequence of %d steps, and predict writes one row per sample%s",
-				  akk_steps(p->m), strcmp(p->spec.data.format, "text") ? "" :
-				  ": akkctl generate samples text from a language model");
+	p->o.steps = akk_steps(p->m);
 	p->o.C = p->o.stride = akk_outputs(p->m);
 	p->o.regression = akk_is_regression(p->m);
 	if (select_head(p))
@@ -300,7 +315,7 @@ static int predict_open(struct predict *p, const char *operand)
 	p->rc = EXIT_RUNTIME;
 	p->o.order = malloc(p->o.C * sizeof(int));
 	p->x = malloc((size_t)PREDICT_BLOCK * in * sizeof(float));
-	p->prob = malloc((size_t)PREDICT_BLOCK * p->o.stride * sizeof(float));
+	p->prob = malloc((size_t)PREDICT_BLOCK * p->o.steps * p->o.stride * sizeof(float));
 	if (!p->o.order || !p->x || !p->prob)
 		return akk_err_set(&p->e, "out of memory");
 	if (!p->outpath) {
@@ -324,6 +339,8 @@ static int predict_inputs(struct predict *p, char **inputs, int n)
 		if (akk_data_open_inputs(&p->d, p->format ? p->format :
 					 akk_data_input_format(path, p->spec.data.format),
 					 path, &p->spec.data, &p->e) ||
+		    akk_data_match_inputs(&p->d, p->ck.class_names, p->ck.nclass_names,
+					  path, &p->e) ||
 		    check_shape(&p->d, p->m, path, &p->e)) {
 			p->rc = EXIT_USAGE;
 			return -1;

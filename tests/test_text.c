@@ -383,6 +383,35 @@ static double train_text(const char *dir, const char *name, const char *unit, in
 	return last_train_loss(tu_path(dir, run));
 }
 
+/* predict on the "abc" model (trained by t_train_generate) and its own
+ * text: every window's every step gives the byte after it, each window
+ * and step a row; a byte the training text lacks is refused with its
+ * offset. */
+static void predict_abc(const char *dir)
+{
+	char want[64], *text;
+	size_t len;
+	int rows = 0;
+
+	assert_int_equal(ak("predict", tu_path(dir, "abc"), tu_path(dir, "abc.txt"), "--top", "2",
+			    "--out", tu_path(dir, "abc.csv"), NULL), 0);
+	text = tu_slurp(tu_path(dir, "abc.csv"), &len);
+	assert_non_null(text);
+	tu_assert_prefix(text, "index,step,predicted,probability,top2,probability2\n");
+	/* window 1 reads "bcabcabcabca" and predicts "cabcabcabcab" */
+	for (int t = 0; t < 12; t++) {
+		snprintf(want, sizeof(want), "\n1,%d,%c,0.9", t, "cab"[t % 3]);
+		tu_assert_contains(text, want);
+	}
+	for (size_t i = 0; i < len; i++)
+		rows += text[i] == '\n';
+	assert_int_equal(rows, 1 + 588 * 12);	/* 600 bytes: 588 windows */
+	free(text);
+	assert_int_equal(tu_write_file(tu_path(dir, "abc!.txt"), "abcabcabcabcab!", 15), 0);
+	assert_int_equal(ak("predict", tu_path(dir, "abc"), tu_path(dir, "abc!.txt"), NULL), 2);
+	tu_assert_contains(g_err, "abc!.txt: byte '!' at offset 14 is not in the training text's vocabulary of 3 bytes");
+}
+
 /* "abc" over and over: every step's next byte follows from it, and the
  * loss falls to nearly 0. "hello world\n" over and over: after 'l' comes
  * 'l', 'o' or 'd', so the model must remember (the first steps of a
@@ -392,7 +421,7 @@ static double train_text(const char *dir, const char *name, const char *unit, in
 static void t_train_generate(void **state)
 {
 	const char *dir = tu_tmpdir();
-	char first[sizeof(g_out)];
+	char first[sizeof(g_out)], *text;
 	double loss;
 
 	(void)state;
@@ -432,8 +461,20 @@ static void t_train_generate(void **state)
 	tu_assert_line(g_err, "akkctl: --prime: byte 'x' at offset 4 is not in the model's vocabulary of 9 bytes");
 	assert_int_equal(ak("generate", tu_path(dir, "hello"), "--temperature", "0", NULL), 2);
 	tu_assert_line(g_err, "akkctl: option '--temperature' needs a number above 0, got '0'");
-	assert_int_equal(ak("predict", tu_path(dir, "hello"), tu_path(dir, "hello.txt"), NULL), 2);
-	tu_assert_contains(g_err, "the network outputs a sequence of 12 steps, and predict writes one row per sample");
+	/* predict: a row per window and step, the step's most probable next
+	 * byte (a newline escaped as eval shows it) */
+	assert_int_equal(ak("predict", tu_path(dir, "hello"), tu_path(dir, "hello.txt"),
+			    "--out", tu_path(dir, "hello.csv"), NULL), 0);
+	text = tu_slurp(tu_path(dir, "hello.csv"), NULL);
+	assert_non_null(text);
+	tu_assert_prefix(text, "index,step,predicted,probability\n0,0,");
+	tu_assert_contains(text, "\n0,10,\\x0a,");	/* "d" then a newline */
+	tu_assert_contains(text, "\n0,11,h,");
+	tu_assert_contains(text, "\n707,11,");	/* 720 bytes: 708 windows */
+	assert_null(strstr(text, "\n708,"));
+	assert_null(strstr(text, "\n0,12,"));
+	free(text);
+	predict_abc(dir);
 	/* export writes the sequence: [N, 12, 9] (test_onnx runs one) */
 	assert_int_equal(ak("export", tu_path(dir, "hello"), "--onnx", tu_path(dir, "lm.onnx"), NULL), 0);
 	tu_assert_contains(g_out, "output 'probabilities' [N, 12, 9]");

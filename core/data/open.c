@@ -142,6 +142,19 @@ static const char *text_file(const struct akk_data_spec *s, enum akk_data_part p
 	return f->file ? f->file : f->files.n ? f->files.v[0] : NULL;
 }
 
+/* A text to predict: cut into windows as training cut its text (the
+ * checkpoint's data.text); akk_data_match_inputs renumbers its bytes to
+ * the training vocabulary. */
+static int text_inputs(struct akk_dataset *d, const char *path,
+		       const struct akk_data_spec *ds, struct akk_err *e)
+{
+	if (!ds || ds->text_len < 1)
+		return akk_err_at(e, path, 0, 0, "a text is read as a language model's windows, "
+				  "and this network was not trained on text (data.format: text)");
+	const struct akk_text t = { ds->text_len, ds->text_stride };
+	return akk_text_dataset(d, &path, 1, &t, e);
+}
+
 static void text_given(struct akk_data_files *f, char *samples, char *labels, char **one)
 {
 	(void)labels;
@@ -257,7 +270,7 @@ static const struct data_format {
 	{ "csv", csv_open, csv_file, 1, akk_csv_match_classes, csv_inputs, csv_given },
 	{ "images", images_open, images_file, 1, akk_csv_match_classes, images_inputs,
 	  images_given },
-	{ "text", text_open, text_file, 1, akk_text_match_vocab, NULL, text_given },
+	{ "text", text_open, text_file, 1, akk_text_match_vocab, text_inputs, text_given },
 	{ "pnm", NULL, idx_file, 0, NULL, pnm_inputs, NULL },
 	{ NULL, NULL, NULL, 0, NULL, NULL, NULL },
 };
@@ -443,4 +456,14 @@ int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 	if (!f || !f->inputs)
 		return akk_err_set(e, "data format '%s' has no reader for unlabelled input", format);
 	return f->inputs(d, path, ds, e);
+}
+
+int akk_data_match_inputs(struct akk_dataset *d, char *const *names, int n,
+			  const char *path, struct akk_err *e)
+{
+	if (!akk_text_is(d))
+		return 0;
+	if (!names)
+		return akk_err_at(e, path, 0, 0, "the checkpoint holds no vocabulary for a text");
+	return akk_text_match_vocab(d, names, n, path, e);
 }

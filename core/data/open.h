@@ -58,7 +58,8 @@ int akk_data_match_classes(struct akk_dataset *d, const struct akk_data_spec *s,
  * "npy" (a features file alone, ds's layout), "cifar10" (one file of
  * records, their labels ignored), "images" (one PNG or JPEG file or a
  * folder of them, data/image_set.h, in ds's image shape; without one,
- * grey at the files' own size). ds: the
+ * grey at the files' own size), "text" (a file of bytes cut into ds's
+ * windows, data/text.h: then akk_data_match_inputs). ds: the
  * checkpoint's data spec, or NULL for the defaults. akk_data_input_format
  * picks the format for path: "pnm" when the name ends in .pgm, .ppm or
  * .pnm, "images" when it ends in .png, .jpg or .jpeg or path is a folder,
@@ -67,5 +68,11 @@ const char *akk_data_input_format(const char *path, const char *config_format);
 int akk_data_open_inputs(struct akk_dataset *d, const char *format,
 			 const char *path, const struct akk_data_spec *ds,
 			 struct akk_err *e);
+/* After akk_data_open_inputs: the bytes of a text (path) renumbered to
+ * the training vocabulary (names, n of them: the checkpoint's class
+ * names), or an error naming a byte it never met and its offset; nothing
+ * for other inputs. */
+int akk_data_match_inputs(struct akk_dataset *d, char *const *names, int n,
+			  const char *path, struct akk_err *e);
 
 #endif
