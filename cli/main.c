@@ -117,7 +117,12 @@ const struct cli_command cli_commands[] = {
 	  "  -H, --hops             measure the message latency between two actors\n"
 	  "  -G, --gemm             time the configs' matrix products, OpenBLAS vs libxsmm\n"
 	  "  -L, --layers           time each layer instead (forward, backward, optimizer)\n"
-	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n",
+	  "  -P, --no-profile       gates: {auto: N}: split by FLOPs, not measured times\n"
+	  "\n"
+	  "With wheels and flip-flop on one compute thread per gate (--threads 1) and\n"
+	  "a core per gate, each turn also times the gates alone, in turn and at once\n"
+	  "with nothing passed between them: the most overlap can give on this\n"
+	  "machine at that moment, beside wheels / flip-flop.\n",
 	  "measure the throughput of the schedules", NULL },
 	{ "check", cmd_check, CLI_CONFIG,
 	  "usage: akkctl check CONFIG [--set KEY=VALUE]... [--graph FILE.svg]\n"
