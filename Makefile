@@ -165,9 +165,14 @@ data:
 	sh datasets/fetch.sh mnist
 
 # $(call run_tests,WHAT,PROGRAMS,ENV): run every program with ENV, all of
-# them whatever fails, then name the ones that failed and fail.
+# them whatever fails, then name the ones that failed and fail. A program
+# still running after TEST_TIMEOUT seconds (a hang: an actor waiting for
+# a message that never comes) is stopped with its process group and
+# counted as failed, exit 124.
+TEST_TIMEOUT ?= 1800
 run_tests = n=0; nf=0; failed=; for t in $(2); do echo "== $(1)$$t"; n=$$((n+1)); \
-	env $(3) $$t || { rc=$$?; nf=$$((nf+1)); failed="$$failed $$(basename $$t) (exit $$rc)"; }; \
+	timeout -k 10 $(TEST_TIMEOUT) env $(3) $$t || { rc=$$?; nf=$$((nf+1)); \
+	failed="$$failed $$(basename $$t) (exit $$rc$$([ $$rc -ne 124 ] || echo ": still running after $(TEST_TIMEOUT) s"))"; }; \
 	done; if [ $$nf -gt 0 ]; then echo "$(1)FAILED: $$nf of $$n test programs:$$failed"; exit 1; fi; \
 	echo "$(1)all $$n test programs passed"
 

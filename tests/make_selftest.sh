@@ -2,7 +2,8 @@
 # make_selftest.sh - checks of the Makefile itself (run by .ci/run; needs the
 # packages installed, runs from any directory):
 #   1. `make test` runs every test program, whatever fails, then names the
-#      failed ones and exits non-zero;
+#      failed ones and exits non-zero; a program that hangs is stopped after
+#      TEST_TIMEOUT seconds, the processes it started with it, and named;
 #   2. `make install DESTDIR=... PREFIX=...` installs the binary, the man
 #      pages, the bash completion and the example configs, and `make
 #      uninstall` with the same variables removes them all;
@@ -34,6 +35,26 @@ if grep -qx "== /bin/true" "$tmp/test.out" && grep -qx "== $tmp/exits3" "$tmp/te
 else
 	bad "make test output:"
 	cat "$tmp/test.out" >&2
+fi
+
+# 1b. A hanging program is stopped after TEST_TIMEOUT seconds, with the
+# processes it started (its process group), counted as failed and named.
+printf '#!/bin/sh\nsleep 300 &\necho $! >"%s/child"\nwait\n' "$tmp" >"$tmp/hangs"
+chmod +x "$tmp/hangs"
+if make --no-print-directory test TESTS="$tmp/hangs /bin/true" TEST_TIMEOUT=1 \
+	>"$tmp/hang.out" 2>&1; then
+	bad "make test with a hanging program exited 0"
+fi
+sleep 1
+# gone, or a zombie no one has reaped yet
+child_state=$(ps -o stat= -p "$(cat "$tmp/child" 2>/dev/null || echo 0)" 2>/dev/null || true)
+if grep -qx "FAILED: 1 of 2 test programs: hangs (exit 124: still running after 1 s)" \
+	"$tmp/hang.out" && [ -s "$tmp/child" ] && case $child_state in ''|Z*) true;; *) false;; esac; then
+	ok "make test stops a hanging program and what it started, and names it"
+else
+	bad "make test with a hanging program:"
+	cat "$tmp/hang.out" >&2
+	[ -s "$tmp/child" ] && kill "$(cat "$tmp/child")" 2>/dev/null
 fi
 
 # 2. make install, staged.
