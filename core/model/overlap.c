@@ -10,7 +10,7 @@
 #include "base/rng.h"
 #include "model/gate.h"
 #include "model/overlap.h"
-#include "nn/layer.h"
+#include "model/profile.h"
 #include "tensor/tensor.h"
 
 /* One gate with its random input and output gradient, and what its
@@ -31,12 +31,6 @@ struct lane {
 /* Batches per gate in one round of each run (akk_overlap_bound). */
 #define ROUND 50
 
-static void fill(float *x, size_t n, float scale, struct akk_rng *r)
-{
-	for (size_t i = 0; i < n; i++)
-		x[i] = scale * (akk_rng_uniform(r) - 0.5f);
-}
-
 /* Build lane l for gate gi of m: the gate as training builds it, an input
  * of its shape (token ids for an embedding) and a small output gradient,
  * which keeps the weights sane over the steps timed. */
@@ -49,7 +43,6 @@ static int lane_init(struct lane *l, const struct akk_model *m, int gi, int B,
 	uint64_t seed = m->spec ? m->spec->seed : 42;
 	struct akk_gate_config c = akk_gate_config_eval(B, seed);
 	struct akk_rng r;
-	int vocab;
 
 	l->B = B;
 	l->dx = akk_gate_reads_gates(p);
@@ -64,11 +57,7 @@ static int lane_init(struct lane *l, const struct akk_model *m, int gi, int B,
 		return -1;
 	}
 	akk_rng_seed(&r, seed, 0x2545f4914f6cdd1dull + (uint64_t)gi);
-	fill(l->x, nin, 1.0f, &r);
-	fill(l->dy, nout, 1e-3f, &r);
-	vocab = p->nlayers ? akk_embedding_vocab(&p->layers[0]) : 0;
-	for (size_t k = 0; vocab && k < nin; k++)
-		l->x[k] = (float)(k * 7919 % (size_t)vocab);
+	akk_profile_batch(p, B, 1e-3f, &r, l->x, l->dy);
 	return 0;
 }
 

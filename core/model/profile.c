@@ -27,10 +27,24 @@ double akk_layer_train_flops(const struct akk_gate_plan *g, int i, int B)
 	return (double)B * (i == 0 && !akk_gate_reads_gates(g) ? 2 * f : 3 * f);
 }
 
-static void fill(float *x, size_t n, struct akk_rng *r)
+static void fill(float *x, size_t n, float scale, struct akk_rng *r)
 {
 	for (size_t i = 0; i < n; i++)
-		x[i] = akk_rng_uniform(r) - 0.5f;
+		x[i] = scale * (akk_rng_uniform(r) - 0.5f);
+}
+
+void akk_profile_batch(const struct akk_gate_plan *p, int B, float dy_scale,
+		       struct akk_rng *r, float *x, float *dy)
+{
+	size_t nin = (size_t)B * akk_shape_size(p->in);
+	int vocab;
+
+	fill(x, nin, 1.0f, r);
+	fill(dy, (size_t)B * akk_shape_size(p->out), dy_scale, r);
+	/* an embedding takes token ids: noise would give it NaN rows */
+	vocab = p->nlayers ? akk_embedding_vocab(&p->layers[0]) : 0;
+	for (size_t k = 0; vocab && k < nin; k++)
+		x[k] = (float)(k * 7919 % (size_t)vocab);
 }
 
 /* The product shape of a dense, conv2d, conv1d or conv_transpose2d
@@ -112,7 +126,7 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 	struct akk_rng r;
 	float *x = NULL, *dy = NULL;
 	size_t nin = akk_shape_size(p->in), nout = akk_shape_size(p->out);
-	int rc = -1, vocab;
+	int rc = -1;
 
 	/* an lr schedule that stays at its start for the steps timed */
 	struct akk_gate_config c = akk_gate_config_eval(B, seed);
@@ -127,12 +141,7 @@ static int profile_gate(const struct akk_gate_plan *p, int gi, int B, int reps,
 		akk_err_set(e, "out of memory");
 		goto out;
 	}
-	fill(x, (size_t)B * nin, &r);
-	fill(dy, (size_t)B * nout, &r);
-	/* an embedding takes token ids: noise would give it NaN rows */
-	vocab = p->nlayers ? akk_embedding_vocab(&p->layers[0]) : 0;
-	for (size_t k = 0; vocab && k < (size_t)B * nin; k++)
-		x[k] = (float)(k * 7919 % (size_t)vocab);
+	akk_profile_batch(p, B, 1.0f, &r, x, dy);
 	for (int i = 0; i < p->nlayers; i++) {
 		cost[i] = (struct akk_layer_cost){ .gate = gi, .layer = i };
 		cost[i].flops = akk_layer_train_flops(p, i, B);
@@ -250,9 +259,9 @@ int akk_profile_layer(const struct akk_layer *l, int B, int reps,
 			goto out;
 		}
 	akk_rng_seed(&r, 42, 0x9e3779b97f4a7c15ull);
-	fill(buf[0], nin, &r);
-	fill(buf[3], nout, &r);
-	fill(buf[6], l->nparams, &r);
+	fill(buf[0], nin, 1.0f, &r);
+	fill(buf[3], nout, 1.0f, &r);
+	fill(buf[6], l->nparams, 1.0f, &r);
 	memset(buf[8], 0, size[8] * sizeof(float));
 	akk_blas_threads(1);
 	akk_float_mode();

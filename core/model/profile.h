@@ -40,6 +40,14 @@ double akk_layer_train_flops(const struct akk_gate_plan *g, int i, int B);
 int akk_profile_layer(const struct akk_layer *l, int B, int reps,
 		      struct akk_layer_cost *c, struct akk_err *e);
 
+/* A random training batch of B samples for gate plan p, from r: its
+ * input x (B times p's input size; token ids when the first layer is an
+ * embedding) and an output gradient dy (B times p's output size) uniform
+ * in [-dy_scale / 2, dy_scale / 2). */
+struct akk_rng;
+void akk_profile_batch(const struct akk_gate_plan *p, int B, float dy_scale,
+		       struct akk_rng *r, float *x, float *dy);
+
 /* Total layers of m, all gates together. */
 int akk_model_nlayers(const struct akk_model *m);
 
