@@ -80,15 +80,34 @@ void akk_train_order(uint32_t *perm, size_t n, enum akk_order order, int bs,
 		akk_shuffle(perm, n, seed, epoch);
 }
 
+enum { PREFETCH_AHEAD = 2 };
+
 void akk_batch_fill_range(struct akk_batch *b, const struct akk_dataset *d,
 			  const uint32_t *perm, size_t start, int count,
 			  int last, const struct akk_preprocess *pre)
 {
 	size_t item = d->in, L = (size_t)b->steps;
+	size_t bytes = item * (d->xtype == AKK_X_U8 ? 1 : sizeof(float));
 
 	for (int j = 0; j < count; j++) {
 		size_t s = perm ? perm[start + j] : start + j;
 		float *x = b->x + (size_t)j * item;
+
+		/* a shuffled epoch reads its samples from random places, each
+		 * a cache miss the hardware prefetcher cannot foresee: the
+		 * sample PREFETCH_AHEAD on is asked for while this one converts
+		 * (written here: as a function of its own, GCC took the loop of
+		 * prefetches for a pure call and dropped it) */
+		if (j + PREFETCH_AHEAD < count) {
+			size_t n = perm ? perm[start + j + PREFETCH_AHEAD] :
+				   start + j + PREFETCH_AHEAD;
+			const char *p = d->xtype == AKK_X_U8 ?
+					(const char *)(d->x8 + n * item) :
+					(const char *)(d->xf + n * item);
+
+			for (size_t o = 0; o < bytes; o += 64)
+				__builtin_prefetch(p + o);
+		}
 
 		if (d->xtype == AKK_X_U8)
 			akk_preprocess_u8(x, d->x8 + s * item, pre);
