@@ -179,7 +179,11 @@ static void turns_time_the_gates_alone(void **state)
 				"overlap can give at most %lfx now; wheels / flip-flop reached %lf%%",
 				&seq, &conc, &bound, &reached), 4);
 	assert_true(seq > 0 && conc > 0);
-	assert_true(fabs(bound - seq / conc) < 0.01 * bound + 0.01);
+	/* the bound is the medians' ratio, within the rounding of the three
+	 * printed figures (3 decimals; 2 for the bound): on a fast machine
+	 * 0.027 / 0.024 s may stand for a ratio of 1.10 */
+	assert_true(fabs(bound - seq / conc) <=
+		    seq / conc * (0.0005 / seq + 0.0005 / conc) + 0.005 + 1e-9);
 	text = tu_slurp(csv, &len);
 	assert_non_null(text);
 	tu_assert_contains(text, "\ngates-in-turn,all,,");
