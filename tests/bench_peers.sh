@@ -9,7 +9,9 @@
 #   tinynn net   784-400-100-10, relu, Adam 1e-3, batch 128 (configs/tinynn.yaml)
 #   LeNet        configs/lenet.yaml (Adam 1e-3, batch 64)
 # Contenders: akkctl flip-flop and wheels (`akkctl bench --mode M`, no
-# validation, learning-rate schedule constant as the peers'), the sequential
+# validation, learning-rate schedule constant as the peers', one compute
+# thread per gate as the 1-thread peers have one: --threads AKK_THREADS,
+# 1 by default, 0 for akkctl's automatic choice), the sequential
 # reference trainer (seed's net; build/tests/reference_train; wall clock
 # only, so with CLOCK=wall), the kann peer (MLPs; tests/peers/kann_mlp.c,
 # built here against a kann checkout, KANN), the numpy peer (MLPs) and the
@@ -41,7 +43,8 @@
 # same kernels; unset, each runs with its own default.
 #
 # Usage: sh tests/bench_peers.sh [EPOCHS [ROUNDS]]
-# Environment: EPOCHS (3), ROUNDS (3), LENET_STEPS (300), BALANCED_RUNS (5),
+# Environment: EPOCHS (3), ROUNDS (5), LENET_STEPS (300), BALANCED_RUNS (5),
+# AKK_THREADS (1),
 # CLOCK (cpu or wall), PEERS (../shared/peers, else ../../shared/peers),
 # KANN (a kann source tree you provide, default datasets/kann; nothing
 # fetches it), PYTHON (/usr/bin/python3: Debian's numpy and torch),
@@ -53,7 +56,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-${EPOCHS:-3}}
-ROUNDS=${2:-${ROUNDS:-3}}
+ROUNDS=${2:-${ROUNDS:-5}}
+AKK_THREADS=${AKK_THREADS:-1}
 LENET_STEPS=${LENET_STEPS:-300}
 BALANCED_RUNS=${BALANCED_RUNS:-5}
 CLOCK=${CLOCK:-cpu}
@@ -78,6 +82,9 @@ REF=build/tests/reference_train
 case $CLOCK in
 cpu | wall) ;;
 *) echo "bench_peers.sh: CLOCK is cpu or wall, got '$CLOCK'" >&2; exit 2 ;;
+esac
+case $AKK_THREADS in
+'' | *[!0-9]*) echo "bench_peers.sh: AKK_THREADS is a count (0: automatic), got '$AKK_THREADS'" >&2; exit 2 ;;
 esac
 for v in "$EPOCHS" "$ROUNDS" "$LENET_STEPS" "$BALANCED_RUNS"; do
 	case $v in
@@ -269,7 +276,7 @@ report() {
 
 R_LIST=$(seq 1 "$ROUNDS")
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $ROUNDS interleaved rounds; MLPs $EPOCHS epochs a run, LeNet $LENET_STEPS batches a run;"
-echo "# $CLOCK seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "# $CLOCK seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; akkctl --threads $AKK_THREADS; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 # The kernels each contender runs with (OpenBLAS says at start-up).
 core() { sed -n 's/^Core: //p' "$1" | head -n 1; }
 OPENBLAS_VERBOSE=2 $AKK check configs/lenet.yaml >"$T/k.out" 2>&1 || true
@@ -302,7 +309,8 @@ mlp() {
 			case $who in
 			flip-flop | wheels)
 				run "$net" "$who" "$r" akk_seconds $AKK bench --mode "$who" --config "$config" \
-					--no-validation --epochs "$EPOCHS" --set optimizer.schedule=constant ;;
+					--no-validation --epochs "$EPOCHS" --set optimizer.schedule=constant \
+					--threads "$AKK_THREADS" ;;
 			reference)
 				run "$net" "$who" "$r" ref_seconds $REF "$config" "schedule.epochs=$EPOCHS" ;;
 			kann-1t)
@@ -367,7 +375,8 @@ for r in $R_LIST; do
 		case $who in
 		flip-flop | wheels)
 			run lenet "$who" "$r" akk_seconds $AKK bench --mode "$who" --config configs/lenet.yaml \
-				--no-validation --steps "$LENET_STEPS" --set optimizer.schedule=constant ;;
+				--no-validation --steps "$LENET_STEPS" --set optimizer.schedule=constant \
+				--threads "$AKK_THREADS" ;;
 		torch-*)
 			t=${who#*-}
 			run lenet "$who" "$r" peer_seconds py tests/peers/torch_lenet.py --data $DATA \
