@@ -83,12 +83,12 @@ static float row_sum(const float *r, int n)
  * transposed (Ho Wo rows of fp = F padded to whole vectors), the batch's
  * dW transposed (C k k rows of fp; added into dW at the end), W
  * transposed (C k k rows of fp), a sample's y transposed (Ho Wo rows of
- * fp), a padded input (C Hq Wq, evaluation only), then the offset tables
+ * fp), a padded input (C Hq Wq, evaluation only), the offset tables
  * of the gathered products: mo (Ho Wo: where an output pixel's window
  * starts in the padded input) and ko (C k k: where a filter tap sits in
- * the window). */
+ * the window), then the bias as one row of y^T (fp). */
 struct scratch {
-	float *dcol, *dyp, *dyt, *dwt, *wt, *yt, *xpad;
+	float *dcol, *dyp, *dyt, *dwt, *wt, *yt, *brow, *xpad;
 	int *mo, *ko;
 	int fp;
 };
@@ -100,7 +100,7 @@ static size_t scratch_floats(const struct geom *g)
 	size_t hq = (size_t)g->H + 2 * g->p, wq = (size_t)g->W + 2 * g->p;
 
 	return ckk * g->ld + (size_t)g->F * g->ld + hw * fp * 2 + ckk * fp * 2 +
-	       (size_t)g->C * hq * wq + hw + ckk;
+	       (size_t)g->C * hq * wq + hw + ckk + fp;
 }
 
 static int conv_plan(struct akk_layer *l, struct akk_err *e)
@@ -207,6 +207,7 @@ static struct scratch scratch_of(const struct geom *g, float *work)
 	s.xpad = s.yt + hw * fp;
 	s.mo = (int *)(s.xpad + (size_t)g->C * (g->H + 2 * g->p) * (g->W + 2 * g->p));
 	s.ko = s.mo + hw;
+	s.brow = (float *)(s.ko + ckk);
 	return s;
 }
 
@@ -273,12 +274,18 @@ static void gathered_forward(const struct akk_layer *l, float *y, float *aux,
 	for (int f = 0; f < g.F; f++)
 		for (int k = 0; k < ckk; k++)
 			s.wt[(size_t)k * s.fp + f] = p[(size_t)f * ckk + k];
+	for (int f = 0; f < s.fp; f++)
+		s.brow[f] = b && f < g.F ? b[f] : 0;
 	for (int i = 0; i < B; i++) {
 		const float *src = input_of(l, &g, &s, x + i * xs, aux, i, train);
+		const float *restrict brow = s.brow;
+		float *restrict yt = s.yt;
 		float *yi = y + i * ys;
+		/* every row of y^T starts at the bias (a copy the compiler
+		 * vectorises: the rows are whole vectors) */
 		for (int j = 0; j < hw; j++)
 			for (int f = 0; f < s.fp; f++)
-				s.yt[(size_t)j * s.fp + f] = b && f < g.F ? b[f] : 0;
+				yt[(size_t)j * s.fp + f] = brow[f];
 		akk_smm_ab_gather(s.yt, s.fp, src, s.mo, s.ko, s.wt, s.fp, 1,
 				  hw, s.fp, ckk);
 		for (int f = 0; f < g.F; f++)
@@ -341,7 +348,7 @@ static void gathered_backward(const struct geom *g, float *dx, float *db,
 			  ckk, s->fp, hw);
 	if (!dx)
 		return;
-	akk_smm_ab(s->dcol, ld, w, 1, ckk, s->dyp, ld, NULL, 0, ckk, hw, g->F);
+	akk_smm_ab(s->dcol, ld, w, 1, ckk, s->dyp, ld, NULL, 0, ckk, ld, g->F);
 	col2im(dx, s->dcol, g, ld);
 }
 
