@@ -72,6 +72,7 @@ static void t_grad_conv2d(void **state)
 		int C, H, W, F, k, s, p, bias;
 	} cases[] = {
 		{ 2, 5, 7, 3, 3, 1, 0, 1 },	/* plain, H != W */
+		{ 3, 6, 7, 4, 3, 1, 1, 1 },	/* stride 1, pad 1: a wide fold through the padded input */
 		{ 3, 6, 5, 2, 3, 2, 1, 1 },	/* stride 2, pad 1 */
 		{ 2, 7, 6, 4, 3, 2, 1, 0 },	/* same, no bias */
 		{ 1, 5, 8, 2, 2, 3, 1, 1 },	/* stride > kernel: skipped rows */

@@ -24,6 +24,7 @@
 
 #include "tensor/gemm_xsmm.h"
 #include "tensor/pool.h"
+#include "tensor/smallmm.h"
 #include "tensor/tensor.h"
 
 /* Worst |c - ref| / bound seen, printed by the tests. */
@@ -470,6 +471,47 @@ static void blas_server_threads_stop(void **unused)
 	akk_free(A), akk_free(B), akk_free(C1), akk_free(C2);
 }
 
+/* akk_smm_transpose moves A^T into T: every value of T's N rows and Mp
+ * columns (zeros for A's rows past M), whole 8 x 8 blocks and the edges,
+ * and nothing else (T's other rows and columns, the columns of A past N
+ * never copied). */
+static void smm_transpose_moves_every_value(void **unused)
+{
+	static const int Ms[] = { 1, 5, 6, 8, 13, 16, 100, 784 };
+	static const int NNp[][2] = { { 1, 8 }, { 3, 8 }, { 6, 8 }, { 8, 8 }, { 13, 16 },
+				      { 16, 16 }, { 100, 100 }, { 100, 104 } };
+
+	(void)unused;
+	for (size_t a = 0; a < sizeof(Ms) / sizeof(Ms[0]); a++)
+		for (size_t b = 0; b < sizeof(NNp) / sizeof(NNp[0]); b++)
+			for (int padded = 0; padded < 2; padded++) {
+				int M = Ms[a], N = NNp[b][0], Np = NNp[b][1];
+				int Mp = padded ? (M + 7) & ~7 : M;
+				int lda = Np + 3, ldt = Mp + 5, rows = N + 2;
+				float *A = malloc((size_t)M * lda * sizeof(float));
+				float *T = malloc((size_t)rows * ldt * sizeof(float));
+
+				assert_non_null(A);
+				assert_non_null(T);
+				for (int i = 0; i < M * lda; i++)
+					A[i] = (float)(i + 1);
+				for (int i = 0; i < rows * ldt; i++)
+					T[i] = -7.0f;
+				akk_smm_transpose(T, ldt, A, lda, M, N, Mp, Np);
+				for (int j = 0; j < rows; j++)
+					for (int i = 0; i < ldt; i++) {
+						float want = j >= N || i >= Mp ? -7.0f :
+							     i < M ? A[(size_t)i * lda + j] : 0.0f;
+						if (T[(size_t)j * ldt + i] != want)
+							fail_msg("M %d N %d Mp %d Np %d: T[%d][%d] = %g, "
+								 "want %g", M, N, Mp, Np, j, i,
+								 T[(size_t)j * ldt + i], want);
+					}
+				free(A);
+				free(T);
+			}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -480,6 +522,7 @@ int main(void)
 		cmocka_unit_test(sgemm_splits_only_across_the_pool_given),
 		cmocka_unit_test(cores_follow_affinity),
 		cmocka_unit_test(xsmm_matches_reference),
+		cmocka_unit_test(smm_transpose_moves_every_value),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

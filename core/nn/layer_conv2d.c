@@ -33,17 +33,28 @@
 
 struct geom {
 	int C, H, W, F, k, s, p, Ho, Wo;
-	int ld;		/* floats a row of col takes: Ho Wo padded */
+	int ld;		/* floats a row of col takes: col_row, padded */
 };
+
+/* The floats of a row of dcol (the input gradient unrolled) and of dy laid
+ * out for it. With stride 1 an output row starts Wq = W + 2p floats after
+ * the one before, as the padded input's rows do, so that a row of dcol
+ * folds into the padded input as one run (the Wq - Wo floats between hold
+ * zeros); otherwise the rows follow one another, Ho Wo in all. */
+static size_t col_row(size_t Ho, size_t Wo, size_t Wq, int s)
+{
+	return s == 1 ? (Ho - 1) * Wq + Wo : Ho * Wo;
+}
 
 static struct geom geom_of(const struct akk_layer *l)
 {
 	const struct akk_layer_spec *sp = l->spec;
+	int Ho = l->out.d[1], Wo = l->out.d[2];
+	size_t wq = (size_t)l->in.d[2] + 2 * (size_t)sp->padding;
 
 	return (struct geom){ l->in.d[0], l->in.d[1], l->in.d[2], sp->filters,
-			      sp->kernel, sp->stride, sp->padding,
-			      l->out.d[1], l->out.d[2],
-			      akk_smm_pad(l->out.d[1] * l->out.d[2]) };
+			      sp->kernel, sp->stride, sp->padding, Ho, Wo,
+			      akk_smm_pad((int)col_row(Ho, Wo, wq, sp->stride)) };
 }
 
 static int is_pointwise(const struct geom *g)
@@ -52,13 +63,39 @@ static int is_pointwise(const struct geom *g)
 }
 
 /* dx from the unrolled gradient col (rows ld floats apart): dx = 0, then
- * every col entry adds into the input element it belongs to. */
-static void col2im(float *dx, const float *col, const struct geom *g, int ld)
+ * every col entry adds into the input element it belongs to. With stride
+ * 1 (col's rows laid out as col_row says) row (c, ki, kj) adds into the
+ * padded input from (c, ki, kj) on as one run, in the same order per
+ * element as the general fold, and dx is the padded input's interior
+ * (without padding, dx itself); the zeros between the output rows add
+ * nothing (a sum from +0 is never -0). */
+static void col2im(float *dx, const float *col, const struct geom *g,
+		   float *xpad)
 {
-	struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
+	int hq = g->H + 2 * g->p, wq = g->W + 2 * g->p;
+	int n = (g->Ho - 1) * wq + g->Wo;
+	float *t = g->p ? xpad : dx;
 
-	memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
-	akk_col2im_add(dx, col, &f, ld);
+	if (g->s != 1) {
+		struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
+		memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
+		akk_col2im_add(dx, col, &f, g->ld);
+		return;
+	}
+	memset(t, 0, (size_t)g->C * hq * wq * sizeof(*t));
+	for (int c = 0; c < g->C; c++)
+		for (int ki = 0; ki < g->k; ki++)
+			for (int kj = 0; kj < g->k; kj++, col += g->ld) {
+				float *restrict to = t + ((size_t)c * hq + ki) * wq + kj;
+				const float *restrict from = col;
+				for (int j = 0; j < n; j++)
+					to[j] += from[j];
+			}
+	for (int c = 0; g->p && c < g->C; c++)
+		for (int h = 0; h < g->H; h++)
+			memcpy(dx + ((size_t)c * g->H + h) * g->W,
+			       t + ((size_t)c * hq + h + g->p) * wq + g->p,
+			       g->W * sizeof(*dx));
 }
 
 /* The sum of r[0..n): eight running sums (lane q adds r[8i + q]), which
@@ -143,11 +180,13 @@ static int conv_plan(struct akk_layer *l, struct akk_err *e)
 		return akk_err_set(e, "output [%d, %d, %d] would have more than "
 				   "%zu values", sp->filters, Ho, Wo,
 				   AKK_MAX_DIM);
-	hwp = (size_t)akk_smm_pad((int)(hw < AKK_MAX_DIM ? hw : AKK_MAX_DIM));
 	if (!akk_mul3_ok((size_t)C, Hp, Wp, &padded) || padded > AKK_MAX_DIM)
 		return akk_err_set(e, "padded input %zux%zu over %d channels "
 				   "would have more than %zu values", Hp, Wp,
 				   C, AKK_MAX_DIM);
+	hwp = (size_t)akk_smm_pad((int)(hw < AKK_MAX_DIM ? hw : AKK_MAX_DIM));
+	if (s == 1)	/* col_row's wide rows, at most Hp Wp */
+		hwp = (size_t)akk_smm_pad((int)col_row((size_t)Ho, (size_t)Wo, Wp, 1));
 	if (!akk_mul_ok(ckk, hwp, &work) || work > AKK_MAX_DIM)
 		return akk_err_set(e, "its unrolled input (%zu x %zu) would have "
 				   "more than %zu values", ckk, hw, AKK_MAX_DIM);
@@ -197,17 +236,17 @@ static struct scratch scratch_of(const struct geom *g, float *work)
 {
 	size_t ckk = (size_t)g->C * g->k * g->k, hw = (size_t)g->Ho * g->Wo;
 	int fp = akk_smm_pad(g->F);
-	struct scratch s = { .dcol = work, .fp = fp };
+	struct scratch s = { .dyt = work, .fp = fp };
 
-	s.dyp = s.dcol + ckk * g->ld;
-	s.dyt = s.dyp + (size_t)g->F * g->ld;
 	s.dwt = s.dyt + hw * fp;
 	s.wt = s.dwt + ckk * fp;
 	s.yt = s.wt + ckk * fp;
-	s.xpad = s.yt + hw * fp;
-	s.mo = (int *)(s.xpad + (size_t)g->C * (g->H + 2 * g->p) * (g->W + 2 * g->p));
+	s.brow = s.yt + hw * fp;
+	s.xpad = s.brow + fp;
+	s.dcol = s.xpad + (size_t)g->C * (g->H + 2 * g->p) * (g->W + 2 * g->p);
+	s.dyp = s.dcol + ckk * g->ld;
+	s.mo = (int *)(s.dyp + (size_t)g->F * g->ld);
 	s.ko = s.mo + hw;
-	s.brow = (float *)(s.ko + ckk);
 	return s;
 }
 
@@ -288,9 +327,7 @@ static void gathered_forward(const struct akk_layer *l, float *y, float *aux,
 				yt[(size_t)j * s.fp + f] = brow[f];
 		akk_smm_ab_gather(s.yt, s.fp, src, s.mo, s.ko, s.wt, s.fp, 1,
 				  hw, s.fp, ckk);
-		for (int f = 0; f < g.F; f++)
-			for (int j = 0; j < hw; j++)
-				yi[(size_t)f * hw + j] = s.yt[(size_t)j * s.fp + f];
+		akk_smm_transpose(yi, hw, s.yt, s.fp, hw, g.F, hw, s.fp);
 		if (l->act_out)	/* the activation after, while yi is warm */
 			akk_act_fused_forward(l->act_out, yi, 1, train);
 	}
@@ -333,23 +370,27 @@ static void gathered_backward(const struct geom *g, float *dx, float *db,
 {
 	int ckk = g->C * g->k * g->k, hw = g->Ho * g->Wo, ld = g->ld;
 
+	/* dy^T, its columns past F zeros */
+	akk_smm_transpose(s->dyt, s->fp, dy, hw, g->F, hw, s->fp, hw);
 	for (int f = 0; f < g->F; f++) {
 		const float *d = dy + (size_t)f * hw;
-		float *r = s->dyp + (size_t)f * ld;
-		memcpy(r, d, hw * sizeof(*r));
-		for (int j = hw; j < ld; j++)
-			r[j] = 0;
-		for (int j = 0; j < hw; j++)
-			s->dyt[(size_t)j * s->fp + f] = d[j];
 		if (db)
-			db[f] += row_sum(r, hw);
+			db[f] += row_sum(d, hw);
+		if (!dx)	/* dy's padded rows are for dcol alone */
+			continue;
+		float *r = s->dyp + (size_t)f * ld;
+		int wq = g->s == 1 ? g->W + 2 * g->p : g->Wo;
+		memset(r, 0, ld * sizeof(*r));
+		for (int oh = 0; oh < g->Ho; oh++)
+			memcpy(r + (size_t)oh * wq, d + (size_t)oh * g->Wo,
+			       g->Wo * sizeof(*r));
 	}
 	akk_smm_ab_gather(s->dwt, s->fp, src, s->ko, s->mo, s->dyt, s->fp, 1,
 			  ckk, s->fp, hw);
 	if (!dx)
 		return;
 	akk_smm_ab(s->dcol, ld, w, 1, ckk, s->dyp, ld, NULL, 0, ckk, ld, g->F);
-	col2im(dx, s->dcol, g, ld);
+	col2im(dx, s->dcol, g, s->xpad);
 }
 
 static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
@@ -364,10 +405,9 @@ static void conv_backward(const struct akk_layer *l, float *dx, float *dp,
 	int pw = is_pointwise(&g);
 	struct scratch sc = scratch_of(&g, work);
 
-	if (!pw) {	/* dW^T from 0; dy^T's padding columns stay 0 */
+	if (!pw) {	/* dW^T from 0 */
 		offsets(&g, &sc);
 		memset(sc.dwt, 0, (size_t)ckk * sc.fp * sizeof(float));
-		memset(sc.dyt, 0, (size_t)hw * sc.fp * sizeof(float));
 	}
 	for (int i = 0; i < B; i++) {
 		const float *xi = x + i * xs, *dyi = dy + i * ys;

@@ -154,6 +154,81 @@ INLINE void ab_all(float *C, int ldc, const float *A, long am, long ak,
 	}
 }
 
+typedef int v8i __attribute__((vector_size(32)));
+
+/* Rows i0..i0+7 of A (zeros past row M), columns j0..j0+7, transposed
+ * into T's rows j0..j0+7 but the ones at N or past: unpack pairs of rows,
+ * then pairs of pairs, then the 128-bit halves. Named variables, not
+ * arrays: GCC keeps arrays of vectors on the stack. */
+#define UNPACKLO(a, b) __builtin_shuffle(a, b, (v8i){ 0, 8, 1, 9, 4, 12, 5, 13 })
+#define UNPACKHI(a, b) __builtin_shuffle(a, b, (v8i){ 2, 10, 3, 11, 6, 14, 7, 15 })
+#define PAIRSLO(a, b) __builtin_shuffle(a, b, (v8i){ 0, 1, 8, 9, 4, 5, 12, 13 })
+#define PAIRSHI(a, b) __builtin_shuffle(a, b, (v8i){ 2, 3, 10, 11, 6, 7, 14, 15 })
+#define HALVESLO(a, b) __builtin_shuffle(a, b, (v8i){ 0, 1, 2, 3, 8, 9, 10, 11 })
+#define HALVESHI(a, b) __builtin_shuffle(a, b, (v8i){ 4, 5, 6, 7, 12, 13, 14, 15 })
+#define TR_ROW(q) (i0 + (q) < M ? ld(A + (long)(i0 + (q)) * lda + j0) : (v8){ 0 })
+#define TR_STORE(q, v)							\
+	if (j0 + (q) < N)						\
+		*(v8u *)(T + (long)(j0 + (q)) * ldt + i0) = (v);
+
+INLINE void tr8x8(float *T, int ldt, const float *A, int lda, int M, int N,
+		  int i0, int j0)
+{
+	v8 r0 = TR_ROW(0), r1 = TR_ROW(1), r2 = TR_ROW(2), r3 = TR_ROW(3);
+	v8 r4 = TR_ROW(4), r5 = TR_ROW(5), r6 = TR_ROW(6), r7 = TR_ROW(7);
+	v8 t0 = UNPACKLO(r0, r1), t1 = UNPACKHI(r0, r1);
+	v8 t2 = UNPACKLO(r2, r3), t3 = UNPACKHI(r2, r3);
+	v8 t4 = UNPACKLO(r4, r5), t5 = UNPACKHI(r4, r5);
+	v8 t6 = UNPACKLO(r6, r7), t7 = UNPACKHI(r6, r7);
+	v8 u0 = PAIRSLO(t0, t2), u1 = PAIRSHI(t0, t2);
+	v8 u2 = PAIRSLO(t1, t3), u3 = PAIRSHI(t1, t3);
+	v8 u4 = PAIRSLO(t4, t6), u5 = PAIRSHI(t4, t6);
+	v8 u6 = PAIRSLO(t5, t7), u7 = PAIRSHI(t5, t7);
+
+	TR_STORE(0, HALVESLO(u0, u4)) TR_STORE(1, HALVESLO(u1, u5))
+	TR_STORE(2, HALVESLO(u2, u6)) TR_STORE(3, HALVESLO(u3, u7))
+	TR_STORE(4, HALVESHI(u0, u4)) TR_STORE(5, HALVESHI(u1, u5))
+	TR_STORE(6, HALVESHI(u2, u6)) TR_STORE(7, HALVESHI(u3, u7))
+}
+
+INLINE void tr_all(float *T, int ldt, const float *A, int lda, int M, int N,
+		   int Mp, int Np)
+{
+	int i0 = 0;
+
+	for (; i0 + 8 <= Mp; i0 += 8) {
+		int j0 = 0;
+		for (; j0 + 8 <= Np && j0 < N; j0 += 8)
+			tr8x8(T, ldt, A, lda, M, N, i0, j0);
+		for (int j = j0; j < N; j++)
+			for (int i = i0; i < i0 + 8; i++)
+				T[(long)j * ldt + i] = i < M ? A[(long)i * lda + j] : 0;
+	}
+	for (int j = 0; j < N; j++)
+		for (int i = i0; i < Mp; i++)
+			T[(long)j * ldt + i] = i < M ? A[(long)i * lda + j] : 0;
+}
+
+#if HAVE_AVX2
+AVX2 static void tr_avx2(float *T, int ldt, const float *A, int lda, int M,
+			 int N, int Mp, int Np)
+{
+	tr_all(T, ldt, A, lda, M, N, Mp, Np);
+}
+#endif
+
+void akk_smm_transpose(float *T, int ldt, const float *A, int lda, int M,
+		       int N, int Mp, int Np)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		tr_avx2(T, ldt, A, lda, M, N, Mp, Np);
+		return;
+	}
+#endif
+	tr_all(T, ldt, A, lda, M, N, Mp, Np);
+}
+
 #if HAVE_AVX2
 AVX2 static void ab_avx2(float *C, int ldc, const float *A, long am, long ak,
 			 const float *B, int ldb, const float *bias, int add,

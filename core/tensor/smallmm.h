@@ -40,6 +40,14 @@ void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
 		       const int *ko, const float *B, int ldb, int add, int M,
 		       int N, int K);
 
+/* T = A^T between a product's layout and an image's: A is M x Np (row
+ * stride lda; its rows M..Mp-1 count as zeros), and T's rows 0..N-1 (N <=
+ * Np), columns 0..Mp-1 (row stride ldt) get A's columns 0..N-1. In blocks
+ * of 8 x 8 in registers: the Np - N columns past N are read (they must be
+ * there), never written. The values are moved, not computed. */
+void akk_smm_transpose(float *T, int ldt, const float *A, int lda, int M,
+		       int N, int Mp, int Np);
+
 /* Which instructions the kernels use on this CPU: "avx2" or "sse2". */
 const char *akk_smm_isa(void);
 
