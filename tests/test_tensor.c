@@ -512,6 +512,68 @@ static void smm_transpose_moves_every_value(void **unused)
 			}
 }
 
+/* akk_smm_conv_rows (output pixels across the lanes) gives the bits of
+ * akk_smm_ab_gather (filters across the lanes) started from the bias, for
+ * whole and partial vectors of a row and filter groups of every size,
+ * reads nothing past the input (exactly xn floats: ASan sees a read past
+ * them) and writes only the outputs. */
+static void smm_conv_rows_matches_gathered(void **unused)
+{
+	static const int cases[][5] = {	/* C, Hq, Wq, k, F */
+		{ 1, 32, 32, 5, 6 }, { 1, 32, 32, 5, 1 }, { 2, 9, 12, 3, 7 },
+		{ 3, 6, 20, 3, 13 }, { 1, 5, 9, 2, 2 }, { 2, 4, 4, 3, 5 },
+		{ 1, 3, 26, 3, 8 }, { 1, 2, 17, 1, 3 },
+	};
+
+	(void)unused;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int C = cases[c][0], hq = cases[c][1], wq = cases[c][2], k = cases[c][3];
+		int F = cases[c][4], Ho = hq - k + 1, Wo = wq - k + 1, K = C * k * k;
+		int hw = Ho * Wo, fp = akk_smm_pad(F), ldy = hw + 3, n = 0;
+		long xn = (long)C * hq * wq;
+		float *X = malloc(xn * sizeof(float)), *W = malloc((size_t)F * K * sizeof(float));
+		float *Wt = calloc((size_t)K * fp, sizeof(float)), *bias = malloc(F * sizeof(float));
+		float *Y = malloc((size_t)F * ldy * sizeof(float));
+		float *Yt = malloc((size_t)hw * fp * sizeof(float));
+		int *mo = malloc(hw * sizeof(int)), *ko = malloc(K * sizeof(int));
+
+		assert_true(X && W && Wt && bias && Y && Yt && mo && ko);
+		for (long i = 0; i < xn; i++)
+			X[i] = (float)((i * 7919) % 1013) / 97.0f - 5;
+		for (int i = 0; i < F * K; i++)
+			W[i] = (float)((i * 104729) % 331) / 53.0f - 3;
+		for (int f = 0; f < F; f++) {
+			bias[f] = 0.25f * f - 1;
+			for (int t = 0; t < K; t++)
+				Wt[(size_t)t * fp + f] = W[(size_t)f * K + t];
+		}
+		for (int oh = 0; oh < Ho; oh++)
+			for (int ow = 0; ow < Wo; ow++)
+				mo[n++] = oh * wq + ow;
+		n = 0;
+		for (int ch = 0; ch < C; ch++)
+			for (int ki = 0; ki < k; ki++)
+				for (int kj = 0; kj < k; kj++)
+					ko[n++] = (ch * hq + ki) * wq + kj;
+		for (int j = 0; j < hw; j++)
+			for (int f = 0; f < fp; f++)
+				Yt[(size_t)j * fp + f] = f < F ? bias[f] : 0;
+		akk_smm_ab_gather(Yt, fp, X, mo, ko, Wt, fp, 1, hw, fp, K);
+		for (int i = 0; i < F * ldy; i++)
+			Y[i] = -7.0f;
+		akk_smm_conv_rows(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq);
+		for (int f = 0; f < F; f++)
+			for (int j = 0; j < ldy; j++) {
+				float got = Y[(size_t)f * ldy + j];
+				float want = j < hw ? Yt[(size_t)j * fp + f] : -7.0f;
+				if (memcmp(&got, &want, sizeof(got)))
+					fail_msg("case %zu: filter %d output %d: %.9g, want %.9g",
+						 c, f, j, got, want);
+			}
+		free(X), free(W), free(Wt), free(bias), free(Y), free(Yt), free(mo), free(ko);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,6 +585,7 @@ int main(void)
 		cmocka_unit_test(cores_follow_affinity),
 		cmocka_unit_test(xsmm_matches_reference),
 		cmocka_unit_test(smm_transpose_moves_every_value),
+		cmocka_unit_test(smm_conv_rows_matches_gathered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

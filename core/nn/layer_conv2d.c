@@ -11,7 +11,10 @@
  * = bias + X (Ho Wo, C k k) W^T, where X's element (pixel, tap) is read
  * straight from the input through two offset tables (akk_smm_ab_gather:
  * where the pixel's window starts, where the tap sits in it), the filters
- * across the vector lanes; then transposes it into y. With padding the
+ * across the vector lanes; then transposes it into y. With stride 1 and
+ * few filters (fewer than an output row fills lanes: LeNet's first layer)
+ * the output pixels go across the lanes instead and y is written as it is
+ * (akk_smm_conv_rows), with the same bits. With padding the
  * sample is first copied into a zero-bordered (C, H + 2p, W + 2p), kept
  * in aux for the backward (C (H + 2p) (W + 2p) floats a sample); without,
  * the products read x itself and aux is empty. The backward adds
@@ -298,36 +301,60 @@ static const float *input_of(const struct akk_layer *l, const struct geom *g,
  * (C k k, F): each output pixel's products in registers across the
  * filters, the input read in place through the offset tables, then y^T
  * transposed into y. */
+/* Whether the forward puts the output pixels across the vector lanes
+ * (akk_smm_conv_rows) rather than the filters: with stride 1, when an
+ * output row fills a larger share of its vectors than the filters do of
+ * theirs (LeNet's first layer: 28 pixels of 32 lanes against 6 filters of
+ * 8). The same bits either way. */
+static int rows_across_lanes(const struct geom *g)
+{
+	return g->s == 1 && (long)g->Wo * akk_smm_pad(g->F) > (long)g->F * akk_smm_pad(g->Wo);
+}
+
+/* y = bias + W x as y^T (Ho Wo, F) = x gathered (Ho Wo, C k k) W^T
+ * (C k k, F): each output pixel's products in registers across the
+ * filters, the input read in place through the offset tables, then y^T
+ * transposed into y; or, rows_across_lanes, straight into y. */
 static void gathered_forward(const struct akk_layer *l, float *y, float *aux,
 			     float *work, const float *x, const float *p,
 			     int B, int train)
 {
 	struct geom g = geom_of(l);
-	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo;
+	int ckk = g.C * g.k * g.k, hw = g.Ho * g.Wo, rows = rows_across_lanes(&g);
+	int wq = g.W + 2 * g.p;
 	size_t xs = (size_t)g.C * g.H * g.W, ys = (size_t)g.F * hw;
+	long xn = (long)g.C * (g.H + 2 * g.p) * wq;
 	const float *b = l->spec->bias ? p + (size_t)g.F * ckk : NULL;
 	struct scratch s = scratch_of(&g, work);
 
 	offsets(&g, &s);
-	memset(s.wt, 0, (size_t)ckk * s.fp * sizeof(float));
-	for (int f = 0; f < g.F; f++)
-		for (int k = 0; k < ckk; k++)
-			s.wt[(size_t)k * s.fp + f] = p[(size_t)f * ckk + k];
-	for (int f = 0; f < s.fp; f++)
-		s.brow[f] = b && f < g.F ? b[f] : 0;
+	if (!rows) {
+		memset(s.wt, 0, (size_t)ckk * s.fp * sizeof(float));
+		for (int f = 0; f < g.F; f++)
+			for (int k = 0; k < ckk; k++)
+				s.wt[(size_t)k * s.fp + f] = p[(size_t)f * ckk + k];
+		for (int f = 0; f < s.fp; f++)
+			s.brow[f] = b && f < g.F ? b[f] : 0;
+	}
 	for (int i = 0; i < B; i++) {
 		const float *src = input_of(l, &g, &s, x + i * xs, aux, i, train);
 		const float *restrict brow = s.brow;
 		float *restrict yt = s.yt;
 		float *yi = y + i * ys;
-		/* every row of y^T starts at the bias (a copy the compiler
-		 * vectorises: the rows are whole vectors) */
-		for (int j = 0; j < hw; j++)
-			for (int f = 0; f < s.fp; f++)
-				yt[(size_t)j * s.fp + f] = brow[f];
-		akk_smm_ab_gather(s.yt, s.fp, src, s.mo, s.ko, s.wt, s.fp, 1,
-				  hw, s.fp, ckk);
-		akk_smm_transpose(yi, hw, s.yt, s.fp, hw, g.F, hw, s.fp);
+
+		if (rows) {
+			akk_smm_conv_rows(yi, hw, src, xn, s.ko, p, b, g.F, ckk,
+					  g.Ho, g.Wo, wq);
+		} else {
+			/* every row of y^T starts at the bias (a copy the
+			 * compiler vectorises: the rows are whole vectors) */
+			for (int j = 0; j < hw; j++)
+				for (int f = 0; f < s.fp; f++)
+					yt[(size_t)j * s.fp + f] = brow[f];
+			akk_smm_ab_gather(s.yt, s.fp, src, s.mo, s.ko, s.wt, s.fp, 1,
+					  hw, s.fp, ckk);
+			akk_smm_transpose(yi, hw, s.yt, s.fp, hw, g.F, hw, s.fp);
+		}
 		if (l->act_out)	/* the activation after, while yi is warm */
 			akk_act_fused_forward(l->act_out, yi, 1, train);
 	}

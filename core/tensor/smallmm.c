@@ -154,6 +154,113 @@ INLINE void ab_all(float *C, int ldc, const float *A, long am, long ak,
 	}
 }
 
+/* Filters [0, NF) of a block of NV vectors of output pixels in one row,
+ * starting at window x (n of its 8 NV pixels are outputs; a partial block,
+ * P, loads a vector that would pass the input's end lane by lane). NF and
+ * NV are constants at every call; the accumulators are named variables. */
+#define CR_INIT(f)							\
+	v8 c##f##0 = (v8){ 0 } + (NF > f && bias ? bias[f] : 0.0f);	\
+	v8 c##f##1 = c##f##0;
+#define CR_FMA(f)							\
+	if (NF > f) {							\
+		float w = W[(long)(f) * K + k];				\
+		c##f##0 += x0 * w;					\
+		if (NV == 2)						\
+			c##f##1 += x1 * w;				\
+	}
+#define CR_STORE(f)							\
+	if (NF > f) {							\
+		st(Y + (f) * ldy, c##f##0, n < 8 ? n : 8);		\
+		if (NV == 2)						\
+			st(Y + (f) * ldy + 8, c##f##1, n - 8);		\
+	}
+
+INLINE v8 ld_in(const float *p, const float *end, int n, const int P)
+{
+	return P && p + 8 > end ? ldn(p, n < 8 ? n : 8) : ld(p);
+}
+
+INLINE void cr_block(float *Y, long ldy, const float *x, const float *end,
+		     const int *ko, const float *W, const float *bias, int K,
+		     const int NF, const int NV, const int P, int n)
+{
+	CR_INIT(0) CR_INIT(1) CR_INIT(2) CR_INIT(3) CR_INIT(4) CR_INIT(5)
+	for (int k = 0; k < K; k++) {
+		const float *xk = x + ko[k];
+		v8 x0 = ld_in(xk, end, NV == 1 ? n : 8, P && NV == 1);
+		v8 x1 = NV == 2 ? ld_in(xk + 8, end, n - 8, P) : x0;
+		CR_FMA(0) CR_FMA(1) CR_FMA(2) CR_FMA(3) CR_FMA(4) CR_FMA(5)
+	}
+	CR_STORE(0) CR_STORE(1) CR_STORE(2) CR_STORE(3) CR_STORE(4) CR_STORE(5)
+}
+
+/* NF filters over every output row: 16 pixels at a time, then the rest. */
+INLINE void cr_filters(float *Y, long ldy, const float *X, const float *end,
+		       const int *ko, const float *W, const float *bias, int K,
+		       int Ho, int Wo, int wq, const int NF)
+{
+	for (int oh = 0; oh < Ho; oh++) {
+		float *y = Y + (long)oh * Wo;
+		const float *x = X + (long)oh * wq;
+		int ow = 0, n;
+
+		for (; ow + 16 <= Wo; ow += 16)
+			cr_block(y + ow, ldy, x + ow, end, ko, W, bias, K, NF, 2, 0, 16);
+		n = Wo - ow;
+		if (n > 8)
+			cr_block(y + ow, ldy, x + ow, end, ko, W, bias, K, NF, 2, 1, n);
+		else if (n == 8)
+			cr_block(y + ow, ldy, x + ow, end, ko, W, bias, K, NF, 1, 0, 8);
+		else if (n > 0)
+			cr_block(y + ow, ldy, x + ow, end, ko, W, bias, K, NF, 1, 1, n);
+	}
+}
+
+/* Every filter in groups of nf (6, or 2 for the baseline's registers),
+ * then the ones left. */
+INLINE void cr_all(float *Y, long ldy, const float *X, long xn, const int *ko,
+		   const float *W, const float *bias, int F, int K, int Ho,
+		   int Wo, int wq, const int nf)
+{
+	const float *end = X + xn;
+	int f = 0;
+
+	for (; f + nf <= F; f += nf)
+		cr_filters(Y + f * ldy, ldy, X, end, ko, W + (long)f * K,
+			   bias ? bias + f : NULL, K, Ho, Wo, wq, nf);
+	Y += f * ldy, W += (long)f * K, bias = bias ? bias + f : NULL;
+	switch (F - f) {
+	case 5: cr_filters(Y, ldy, X, end, ko, W, bias, K, Ho, Wo, wq, 5); break;
+	case 4: cr_filters(Y, ldy, X, end, ko, W, bias, K, Ho, Wo, wq, 4); break;
+	case 3: cr_filters(Y, ldy, X, end, ko, W, bias, K, Ho, Wo, wq, 3); break;
+	case 2: cr_filters(Y, ldy, X, end, ko, W, bias, K, Ho, Wo, wq, 2); break;
+	case 1: cr_filters(Y, ldy, X, end, ko, W, bias, K, Ho, Wo, wq, 1); break;
+	default: break;
+	}
+}
+
+#if HAVE_AVX2
+AVX2 static void cr_avx2(float *Y, long ldy, const float *X, long xn,
+			 const int *ko, const float *W, const float *bias,
+			 int F, int K, int Ho, int Wo, int wq)
+{
+	cr_all(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq, MR);
+}
+#endif
+
+void akk_smm_conv_rows(float *Y, long ldy, const float *X, long xn,
+		       const int *ko, const float *W, const float *bias, int F,
+		       int K, int Ho, int Wo, int wq)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		cr_avx2(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq);
+		return;
+	}
+#endif
+	cr_all(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq, 2);
+}
+
 typedef int v8i __attribute__((vector_size(32)));
 
 /* Rows i0..i0+7 of A (zeros past row M), columns j0..j0+7, transposed

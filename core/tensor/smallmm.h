@@ -40,6 +40,18 @@ void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
 		       const int *ko, const float *B, int ldb, int add, int M,
 		       int N, int K);
 
+/* A convolution of stride 1 with the output pixels across the vector
+ * lanes, for few filters (a gathered product would leave lanes empty):
+ * Y's row f (F rows, ldy apart) holds the Ho x Wo outputs of filter f,
+ * Y[f][oh Wo + ow] = start + sum over k of W[f K + k] X[oh wq + ow + ko[k]]
+ * in k order, the start bias[f] (0 when bias is NULL). X is the (padded)
+ * input with rows wq floats long, xn floats in all, nothing read outside
+ * it; ko the taps' offsets in a window. The same arithmetic per output as
+ * akk_smm_ab_gather's with the filters across the lanes, so the same bits. */
+void akk_smm_conv_rows(float *Y, long ldy, const float *X, long xn,
+		       const int *ko, const float *W, const float *bias, int F,
+		       int K, int Ho, int Wo, int wq);
+
 /* T = A^T between a product's layout and an image's: A is M x Np (row
  * stride lda; its rows M..Mp-1 count as zeros), and T's rows 0..N-1 (N <=
  * Np), columns 0..Mp-1 (row stride ldt) get A's columns 0..N-1. In blocks
