@@ -22,6 +22,7 @@
 #include "nn/layer.h"
 #include "nn/export.h"
 
+#include <stdint.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -201,6 +202,89 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	}
 }
 
+/* g where the index a is at, else 0, without a branch (which is where the
+ * maximum sits is a coin flip to a branch predictor). */
+static float where(float a, float at, float g)
+{
+	uint32_t m = -(uint32_t)(a == at), b;
+
+	memcpy(&b, &g, sizeof(b));
+	b &= m;
+	memcpy(&g, &b, sizeof(g));
+	return g;
+}
+
+/* One output row of a 2x2/2 pool backward: each of its windows' four
+ * inputs (rows d0 and d1) gets the output's gradient g where aux names it,
+ * else 0; g + 0 as the general path's 0 + g gives (a -0 gradient lands as
+ * +0). j is the window's first index in the sample, W the input's width.
+ * Four windows at a time: the masks of the four places, then each row's
+ * two unpacked into the row's order. */
+static void unpool2x2_row(float *d0, float *d1, const float *dy,
+			  const float *y, const float *aux, int Wo, long j,
+			  int W, int relu)
+{
+	int ow = 0;
+
+#ifdef __SSE2__
+	const __m128 z = _mm_setzero_ps(), one = _mm_set1_ps(1), wv = _mm_set1_ps((float)W);
+	const __m128i step = _mm_set_epi32(6, 4, 2, 0);
+	for (; ow + 4 <= Wo; ow += 4) {
+		__m128 g = _mm_loadu_ps(dy + ow), a = _mm_loadu_ps(aux + ow);
+		__m128 at = _mm_cvtepi32_ps(_mm_add_epi32(_mm_set1_epi32((int)(j + 2 * ow)), step));
+		__m128 at1 = _mm_add_ps(at, one), atw = _mm_add_ps(at, wv);
+		__m128 atw1 = _mm_add_ps(atw, one), v00, v01, v10, v11;
+
+		if (relu)
+			g = _mm_and_ps(_mm_cmpgt_ps(_mm_loadu_ps(y + ow), z), g);
+		g = _mm_add_ps(g, z);
+		v00 = _mm_and_ps(_mm_cmpeq_ps(a, at), g);
+		v01 = _mm_and_ps(_mm_cmpeq_ps(a, at1), g);
+		v10 = _mm_and_ps(_mm_cmpeq_ps(a, atw), g);
+		v11 = _mm_and_ps(_mm_cmpeq_ps(a, atw1), g);
+		_mm_storeu_ps(d0 + 2 * ow, _mm_unpacklo_ps(v00, v01));
+		_mm_storeu_ps(d0 + 2 * ow + 4, _mm_unpackhi_ps(v00, v01));
+		_mm_storeu_ps(d1 + 2 * ow, _mm_unpacklo_ps(v10, v11));
+		_mm_storeu_ps(d1 + 2 * ow + 4, _mm_unpackhi_ps(v10, v11));
+	}
+#endif
+	for (; ow < Wo; ow++) {
+		float g = (relu ? (y[ow] > 0 ? dy[ow] : 0.0f) : dy[ow]) + 0.0f;
+		float a = aux[ow], at = (float)(j + 2 * ow);
+
+		d0[2 * ow] = where(a, at, g);
+		d0[2 * ow + 1] = where(a, at + 1, g);
+		d1[2 * ow] = where(a, at + (float)W, g);
+		d1[2 * ow + 1] = where(a, at + (float)W + 1, g);
+	}
+}
+
+/* The usual 2x2/2 pool without padding: the windows do not overlap, so
+ * each input is written once, its gradient or 0 (a last odd row or column,
+ * in no window, gets 0), with no memset and no scatter. */
+static void unpool2x2(const struct akk_layer *l, float *dx, const float *dy,
+		      const float *y, const float *aux, int B)
+{
+	int C = l->in.d[0], H = l->in.d[1], W = l->in.d[2];
+	int Ho = l->out.d[1], Wo = l->out.d[2], relu = l->relu_in;
+
+	for (long bc = 0; bc < (long)B * C; bc++) {
+		float *xc = dx + bc * H * W;
+		long base = (bc % C) * H * W;
+		for (int oh = 0; oh < Ho; oh++) {
+			float *d0 = xc + 2L * oh * W;
+			unpool2x2_row(d0, d0 + W, dy, y, aux, Wo,
+				      base + 2L * oh * W, W, relu);
+			for (int r = 0; 2 * Wo < W && r < 2; r++)
+				d0[(long)r * W + W - 1] = 0;
+			dy += Wo, aux += Wo;
+			y = relu ? y + Wo : y;
+		}
+		if (2 * Ho < H)
+			memset(xc + (long)(H - 1) * W, 0, W * sizeof(*xc));
+	}
+}
+
 /* dx = 0, then each output's gradient goes to its maximum; with relu_in,
  * only where the output is positive (the relu's own select, so dx is the
  * same to the bit as the two layers'). x is not read: with relu_in it is
@@ -210,11 +294,16 @@ static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 			     const float *y, const float *aux, const float *p,
 			     int B)
 {
+	const struct akk_layer_spec *sp = l->spec;
 	size_t in = (size_t)akk_shape_size(l->in), out = l->aux;
 
 	(void)dp, (void)work, (void)x, (void)p;
 	if (!dx)
 		return;
+	if (sp->kernel == 2 && akk_pool2d_stride(sp) == 2 && sp->padding == 0) {
+		unpool2x2(l, dx, dy, y, aux, B);
+		return;
+	}
 	memset(dx, 0, (size_t)B * in * sizeof(*dx));
 	if (l->relu_in)
 		for (int i = 0; i < B; i++, dx += in)
