@@ -285,6 +285,9 @@ int main(int argc, char **argv)
 	}
 	akk_float_mode();
 	akk_blas_threads(1);
+	/* OpenBLAS's server threads spin for a while after it loads: CPU
+	 * seconds of this process that neither side spent */
+	akk_blas_stop_idle();
 	printf("# LeNet's convolutions, batch %d, 1 thread, %d interleaved rounds, "
 	       "CPU ms a step (forward + dW + db%s)\n", B, rounds,
 	       " + dx for conv2");
