@@ -118,15 +118,16 @@ static float row_sum(const float *r, int n)
 	return t;
 }
 
-/* The scratch of a call (struct akk_layer's work), in floats: dcol (C k k
- * rows of ld), a sample's dy with rows padded to ld (F rows), the same
- * transposed (Ho Wo rows of fp = F padded to whole vectors), the batch's
- * dW transposed (C k k rows of fp; added into dW at the end), W
- * transposed (C k k rows of fp), a sample's y transposed (Ho Wo rows of
- * fp), a padded input (C Hq Wq, evaluation only), the offset tables
- * of the gathered products: mo (Ho Wo: where an output pixel's window
- * starts in the padded input) and ko (C k k: where a filter tap sits in
- * the window), then the bias as one row of y^T (fp). */
+/* The scratch of a call (struct akk_layer's work), in this order, in
+ * floats: a sample's dy transposed (Ho Wo rows of fp = F padded to whole
+ * vectors), the batch's dW transposed (C k k rows of fp; added into dW at
+ * the end), W transposed (C k k rows of fp), a sample's y transposed (Ho
+ * Wo rows of fp), the bias as one row of y^T (fp), a padded input (C Hq
+ * Wq: an evaluation's input; with stride 1 and padding, where dx is
+ * folded), dcol (C k k rows of ld), a sample's dy laid out for it (F rows
+ * of ld), then the offset tables of the gathered products: mo (Ho Wo:
+ * where an output pixel's window starts in the padded input) and ko (C k
+ * k: where a filter tap sits in the window). */
 struct scratch {
 	float *dcol, *dyp, *dyt, *dwt, *wt, *yt, *brow, *xpad;
 	int *mo, *ko;
@@ -297,10 +298,6 @@ static const float *input_of(const struct akk_layer *l, const struct geom *g,
 	return xp;
 }
 
-/* y = bias + W x as y^T (Ho Wo, F) = x gathered (Ho Wo, C k k) W^T
- * (C k k, F): each output pixel's products in registers across the
- * filters, the input read in place through the offset tables, then y^T
- * transposed into y. */
 /* Whether the forward puts the output pixels across the vector lanes
  * (akk_smm_conv_rows) rather than the filters: with stride 1, when an
  * output row fills a larger share of its vectors than the filters do of
@@ -308,7 +305,8 @@ static const float *input_of(const struct akk_layer *l, const struct geom *g,
  * 8). The same bits either way. */
 static int rows_across_lanes(const struct geom *g)
 {
-	return g->s == 1 && (long)g->Wo * akk_smm_pad(g->F) > (long)g->F * akk_smm_pad(g->Wo);
+	return g->s == 1 &&
+	       (long)g->Wo * akk_smm_pad(g->F) > (long)g->F * akk_smm_pad(g->Wo);
 }
 
 /* y = bias + W x as y^T (Ho Wo, F) = x gathered (Ho Wo, C k k) W^T
