@@ -261,18 +261,17 @@ void akk_smm_conv_rows(float *Y, long ldy, const float *X, long xn,
 	cr_all(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq, 2);
 }
 
-typedef int v8i __attribute__((vector_size(32)));
 
 /* Rows i0..i0+7 of A (zeros past row M), columns j0..j0+7, transposed
  * into T's rows j0..j0+7 but the ones at N or past: unpack pairs of rows,
  * then pairs of pairs, then the 128-bit halves. Named variables, not
  * arrays: GCC keeps arrays of vectors on the stack. */
-#define UNPACKLO(a, b) __builtin_shuffle(a, b, (v8i){ 0, 8, 1, 9, 4, 12, 5, 13 })
-#define UNPACKHI(a, b) __builtin_shuffle(a, b, (v8i){ 2, 10, 3, 11, 6, 14, 7, 15 })
-#define PAIRSLO(a, b) __builtin_shuffle(a, b, (v8i){ 0, 1, 8, 9, 4, 5, 12, 13 })
-#define PAIRSHI(a, b) __builtin_shuffle(a, b, (v8i){ 2, 3, 10, 11, 6, 7, 14, 15 })
-#define HALVESLO(a, b) __builtin_shuffle(a, b, (v8i){ 0, 1, 2, 3, 8, 9, 10, 11 })
-#define HALVESHI(a, b) __builtin_shuffle(a, b, (v8i){ 4, 5, 6, 7, 12, 13, 14, 15 })
+#define UNPACKLO(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13)
+#define UNPACKHI(a, b) __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15)
+#define PAIRSLO(a, b) __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13)
+#define PAIRSHI(a, b) __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15)
+#define HALVESLO(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11)
+#define HALVESHI(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15)
 #define TR_ROW(q) (i0 + (q) < M ? ld(A + (long)(i0 + (q)) * lda + j0) : (v8){ 0 })
 #define TR_STORE(q, v)							\
 	if (j0 + (q) < N)						\
