@@ -175,6 +175,8 @@ INLINE void ab_all(float *C, int ldc, const float *A, long am, long ak,
 			st(Y + (f) * ldy + 8, c##f##1, n - 8);		\
 	}
 
+/* A vector of input at p: whole, unless it is a partial block's (P) and
+ * would pass end, then its n (1..8) floats lane by lane, the rest 0. */
 INLINE v8 ld_in(const float *p, const float *end, int n, const int P)
 {
 	return P && p + 8 > end ? ldn(p, n < 8 ? n : 8) : ld(p);
@@ -261,7 +263,6 @@ void akk_smm_conv_rows(float *Y, long ldy, const float *X, long xn,
 	cr_all(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq, 2);
 }
 
-
 /* Rows i0..i0+7 of A (zeros past row M), columns j0..j0+7, transposed
  * into T's rows j0..j0+7 but the ones at N or past: unpack pairs of rows,
  * then pairs of pairs, then the 128-bit halves. Named variables, not
@@ -297,6 +298,8 @@ INLINE void tr8x8(float *T, int ldt, const float *A, int lda, int M, int N,
 	TR_STORE(6, HALVESHI(u2, u6)) TR_STORE(7, HALVESHI(u3, u7))
 }
 
+/* akk_smm_transpose: whole 8 x 8 blocks, then the columns and the rows
+ * left one value at a time. */
 INLINE void tr_all(float *T, int ldt, const float *A, int lda, int M, int N,
 		   int Mp, int Np)
 {
