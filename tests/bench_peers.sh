@@ -85,6 +85,8 @@ cpu | wall) ;;
 esac
 case $AKK_THREADS in
 '' | *[!0-9]*) echo "bench_peers.sh: AKK_THREADS is a count (0: automatic), got '$AKK_THREADS'" >&2; exit 2 ;;
+0) AKK_THREADS_OPT= ;;	# bench's own choice: no --threads (it takes 1 to 256)
+*) AKK_THREADS_OPT="--threads $AKK_THREADS" ;;
 esac
 for v in "$EPOCHS" "$ROUNDS" "$LENET_STEPS" "$BALANCED_RUNS"; do
 	case $v in
@@ -276,7 +278,7 @@ report() {
 
 R_LIST=$(seq 1 "$ROUNDS")
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $ROUNDS interleaved rounds; MLPs $EPOCHS epochs a run, LeNet $LENET_STEPS batches a run;"
-echo "# $CLOCK seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; akkctl --threads $AKK_THREADS; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "# $CLOCK seconds per training epoch of 60,000 samples; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY; akkctl ${AKK_THREADS_OPT:-with automatic threads}; load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 # The kernels each contender runs with (OpenBLAS says at start-up).
 core() { sed -n 's/^Core: //p' "$1" | head -n 1; }
 OPENBLAS_VERBOSE=2 $AKK check configs/lenet.yaml >"$T/k.out" 2>&1 || true
@@ -312,7 +314,7 @@ mlp() {
 			flip-flop | wheels)
 				run "$net" "$who" "$r" akk_seconds $AKK bench --mode "$who" --config "$config" \
 					--no-validation --epochs "$EPOCHS" --set optimizer.schedule=constant \
-					--threads "$AKK_THREADS" ;;
+					$AKK_THREADS_OPT ;;
 			reference)
 				run "$net" "$who" "$r" ref_seconds $REF "$config" "schedule.epochs=$EPOCHS" ;;
 			kann-1t)
@@ -378,7 +380,7 @@ for r in $R_LIST; do
 		flip-flop | wheels)
 			run lenet "$who" "$r" akk_seconds $AKK bench --mode "$who" --config configs/lenet.yaml \
 				--no-validation --steps "$LENET_STEPS" --set optimizer.schedule=constant \
-				--threads "$AKK_THREADS" ;;
+				$AKK_THREADS_OPT ;;
 		torch-*)
 			t=${who#*-}
 			run lenet "$who" "$r" peer_seconds py tests/peers/torch_lenet.py --data $DATA \
