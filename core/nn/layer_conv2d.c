@@ -78,9 +78,9 @@ static void col2im(float *dx, const float *col, const struct geom *g,
 	int hq = g->H + 2 * g->p, wq = g->W + 2 * g->p;
 	int n = (g->Ho - 1) * wq + g->Wo;
 	float *t = g->p ? xpad : dx;
+	struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
 
 	if (g->s != 1) {
-		struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
 		memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
 		akk_col2im_add(dx, col, &f, g->ld);
 		return;
@@ -336,14 +336,14 @@ static void gathered_forward(const struct akk_layer *l, float *y, float *aux,
 	}
 	for (int i = 0; i < B; i++) {
 		const float *src = input_of(l, &g, &s, x + i * xs, aux, i, train);
-		const float *restrict brow = s.brow;
-		float *restrict yt = s.yt;
 		float *yi = y + i * ys;
 
 		if (rows) {
 			akk_smm_conv_rows(yi, hw, src, xn, s.ko, p, b, g.F, ckk,
 					  g.Ho, g.Wo, wq);
 		} else {
+			const float *restrict brow = s.brow;
+			float *restrict yt = s.yt;
 			/* every row of y^T starts at the bias (a copy the
 			 * compiler vectorises: the rows are whole vectors) */
 			for (int j = 0; j < hw; j++)

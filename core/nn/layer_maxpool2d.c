@@ -43,6 +43,13 @@ static int maxpool_plan(struct akk_layer *l, struct akk_err *e)
 	return 0;
 }
 
+/* The usual 2x2 window at stride 2 without padding: the windows tile the
+ * input, which the vector paths of both directions rely on. */
+static int is_2x2(const struct akk_layer_spec *sp)
+{
+	return sp->kernel == 2 && akk_pool2d_stride(sp) == 2 && sp->padding == 0;
+}
+
 /* The first NaN of a window (row-major), to propagate it like torch. */
 static float first_nan(const float *xc, int W, int h0, int h1, int w0,
 		       int w1, int *best)
@@ -154,7 +161,7 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 		const float *xc = x + bc * H * W;
 		long base = (bc % C) * H * W;	/* the channel's offset in a sample */
 		for (int oh = 0; oh < Ho; oh++) {
-			if (k == 2 && st == 2 && pad == 0) {
+			if (is_2x2(sp)) {
 				const float *r0 = xc + 2 * oh * W;
 				if (!pool2x2_row(y, aux, r0, r0 + W, Wo,
 						 base + 2L * oh * W, W, relu)) {
@@ -300,7 +307,7 @@ static void maxpool_backward(const struct akk_layer *l, float *dx, float *dp,
 	(void)dp, (void)work, (void)x, (void)p;
 	if (!dx)
 		return;
-	if (sp->kernel == 2 && akk_pool2d_stride(sp) == 2 && sp->padding == 0) {
+	if (is_2x2(sp)) {
 		unpool2x2(l, dx, dy, y, aux, B);
 		return;
 	}
