@@ -25,6 +25,9 @@ struct akk_dataset {
 	enum akk_xtype xtype;
 	uint8_t *x8;		/* n * in values when xtype is AKK_X_U8 */
 	float *xf;		/* n * in values when xtype is AKK_X_F32 */
+	size_t x_mapped;	/* bytes of the huge-page mapping holding x8 or
+				 * xf (akk_dataset_huge_pages), 0 when they
+				 * came from malloc */
 	/* Classification: labels[n * steps] (akk_dataset_steps: one label
 	 * per sample, or one per step of a sequence), each in 0..classes-1
 	 * (classes = the highest label + 1, or the number of names). Regression: targets > 0
@@ -65,5 +68,11 @@ static inline float akk_dataset_x(const struct akk_dataset *d, size_t i)
 
 /* Free everything a reader allocated (all owned by d) and zero d. */
 void akk_dataset_release(struct akk_dataset *d);
+
+/* Moves d's samples into memory in huge pages when they take
+ * AKK_HUGEMEM_MIN bytes or more and the system offers them (see
+ * base/hugemem.h): training reads them at random places. Otherwise, or
+ * when it cannot, d stays as it was. */
+void akk_dataset_huge_pages(struct akk_dataset *d);
 
 #endif

@@ -1,6 +1,8 @@
 /* series.c - a table read as a time series, cut into windows (series.h). */
 #include "data/series.h"
 
+#include "base/hugemem.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +63,10 @@ static void replace(struct akk_dataset *d, const struct akk_series *s, size_t m,
 {
 	int K = d->targets, F = (int)d->in;
 
-	free(d->x8);
-	free(d->xf);
+	akk_hugemem_free(d->x8, d->x_mapped);
+	akk_hugemem_free(d->xf, d->x_mapped);
 	free(d->y);
+	d->x_mapped = 0;
 	d->x8 = NULL;
 	d->xf = x;
 	d->y = y;
