@@ -1,6 +1,8 @@
 /* optim.c - SGD family, RMSProp, Adam family; LR schedules. */
 #include "nn/optim.h"
 
+#include "base/clones.h"
+
 #include <assert.h>
 #include <math.h>
 #include <stdint.h>
@@ -322,20 +324,9 @@ INLINE uint32_t update(const struct akk_optim_spec *o, const float *w0,
 	return ps.bad;
 }
 
-/* Two bodies each, AVX2 and the baseline, chosen when the program loads:
- * the elementwise arithmetic is IEEE single precision either way (no
- * fused multiply-add: neither body enables FMA), so both give the same
- * bits; AVX2 runs 8 lanes of the divisions and square roots at a time.
- * Not under ThreadSanitizer: the loader runs the clones' resolver before
- * its runtime is up, and the resolver, instrumented, crashes. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-	!defined(__SANITIZE_THREAD__)
-#define CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CLONES
-#endif
-
-CLONES
+/* Two bodies each (base/clones.h): AVX2 runs 8 lanes of the divisions
+ * and square roots at a time, with the same bits. */
+AKK_CLONES
 void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
 		      float *state, size_t n, size_t lo, size_t hi, long t,
 		      float lr, double clip)
@@ -343,7 +334,7 @@ void akk_optim_update(const struct akk_optim_spec *o, float *w, float *g,
 	update(o, w, w, g, state, n, lo, hi, t, lr, clip, 0);
 }
 
-CLONES
+AKK_CLONES
 int akk_optim_update_zero(const struct akk_optim_spec *o, const float *from,
 			  float *w, float *g, float *state, size_t n, size_t lo,
 			  size_t hi, long t, float lr, double clip)
