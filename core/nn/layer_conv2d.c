@@ -27,6 +27,7 @@
  * sample's dy into dz through it first. */
 #include "nn/layer.h"
 #include "nn/export.h"
+#include "base/clones.h"
 
 #include <string.h>
 
@@ -71,7 +72,9 @@ static int is_pointwise(const struct geom *g)
  * padded input from (c, ki, kj) on as one run, in the same order per
  * element as the general fold, and dx is the padded input's interior
  * (without padding, dx itself); the zeros between the output rows add
- * nothing (a sum from +0 is never -0). */
+ * nothing (a sum from +0 is never -0). Two bodies (base/clones.h): AVX2
+ * adds 8 floats of a run at a time, with the same bits. */
+AKK_CLONES
 static void col2im(float *dx, const float *col, const struct geom *g,
 		   float *xpad)
 {
@@ -103,7 +106,10 @@ static void col2im(float *dx, const float *col, const struct geom *g,
 
 /* The sum of r[0..n): eight running sums (lane q adds r[8i + q]), which
  * the compiler keeps in vector registers, then the tail, then the lanes
- * pairwise. A fixed order, whatever the thread: the same bits every run. */
+ * pairwise. A fixed order, whatever the thread and the body (AVX2 keeps
+ * the eight sums in one register; base/clones.h): the same bits every
+ * run. */
+AKK_CLONES
 static float row_sum(const float *r, int n)
 {
 	float a[8] = { 0 }, t;
