@@ -381,10 +381,12 @@ static void t_pool_forward(void **state)
 }
 
 /* The pooling kernels against a naive scan of each window, bit for bit:
- * forward values, max-pool argmax indices and avg-pool input gradients,
- * on the vectorised 2x2/2 shape (widths with and without a tail of fewer
- * than four windows) and general ones. Values come from a small set so
- * that ties are frequent, with -0 and NaNs among them. */
+ * forward values, max-pool argmax indices and the input gradients of
+ * both, on the vectorised 2x2/2 shape (rows of 1, 5 and 7 windows: 4 at a
+ * time and a tail; 8 and 16: 8 at a time; 9, 14 and 21: a last block of 8
+ * overlapping the one before; odd and even widths) and general ones.
+ * Values come from a small set so that ties are frequent, with -0 and
+ * NaNs among them. */
 static void naive_pool(int is_max, float *y, float *aux, float *dx,
 		       const float *dy, const float *x, int B, int C, int H,
 		       int W, int k, int s, int p, int Ho, int Wo)
@@ -395,7 +397,7 @@ static void naive_pool(int is_max, float *y, float *aux, float *dx,
 	for (int bc = 0; bc < B * C; bc++)
 		for (int oh = 0; oh < Ho; oh++)
 			for (int ow = 0; ow < Wo; ow++) {
-				float m = 0, t = 0, g = *dy++ * scale;
+				float m = 0, t = 0, g = *dy * scale;
 				int best = -1;
 				for (int ih = oh * s - p; ih < oh * s - p + k; ih++)
 					for (int iw = ow * s - p; iw < ow * s - p + k; iw++) {
@@ -404,7 +406,8 @@ static void naive_pool(int is_max, float *y, float *aux, float *dx,
 						int j = ih * W + iw;
 						float v = x[(size_t)bc * H * W + j];
 						t += v;
-						dx[(size_t)bc * H * W + j] += g;
+						if (!is_max)
+							dx[(size_t)bc * H * W + j] += g;
 						if (best < 0 || (m == m && (v > m || v != v))) {
 							best = j;
 							m = v;
@@ -412,6 +415,9 @@ static void naive_pool(int is_max, float *y, float *aux, float *dx,
 					}
 				*y++ = is_max ? m : t * scale;
 				*aux++ = (float)((bc % C) * H * W + best);
+				if (is_max)
+					dx[(size_t)bc * H * W + best] += *dy;
+				dy++;
 			}
 }
 
@@ -419,6 +425,8 @@ static void t_pool_vs_naive(void **state)
 {
 	static const struct { int C, H, W, k, s, p; } cases[] = {
 		{ 3, 9, 19, 2, 2, 0 }, { 2, 8, 16, 2, 2, 0 }, { 1, 4, 2, 2, 2, 0 },
+		{ 2, 10, 10, 2, 2, 0 }, { 1, 6, 15, 2, 2, 0 }, { 2, 28, 28, 2, 2, 0 },
+		{ 1, 4, 43, 2, 2, 0 }, { 1, 4, 32, 2, 2, 0 },
 		{ 2, 5, 11, 3, 2, 1 }, { 2, 6, 13, 2, 1, 0 },
 	};
 	static const float vals[] = { -2, -1, -0.0f, 0, 1, 2, NAN };
@@ -463,11 +471,10 @@ static void t_pool_vs_naive(void **state)
 				l.ops->forward(&l, y, NULL, NULL, NULL, x, NULL, B,
 					       0, NULL);
 				assert_memory_equal(y, ry, m * sizeof(*y));
-			} else {
-				l.ops->backward(&l, dx, NULL, NULL, dy, x, y, NULL,
-						NULL, B);
-				assert_memory_equal(dx, rdx, n * sizeof(*dx));
 			}
+			l.ops->backward(&l, dx, NULL, NULL, dy, x, y, is_max ? aux : NULL,
+					NULL, B);
+			assert_memory_equal(dx, rdx, n * sizeof(*dx));
 			free(x), free(dx), free(rdx), free(dy);
 			free(y), free(ry), free(aux), free(raux);
 		}

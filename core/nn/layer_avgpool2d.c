@@ -21,7 +21,9 @@ static int avgpool_plan(struct akk_layer *l, struct akk_err *e)
 
 /* The usual case, k = s = 2 without padding, one output row: each window
  * summed in the general loop's order, ((a + b) + c) + d with a, b above
- * and c, d below, then scaled, so the result is the same to the bit. */
+ * and c, d below, then + 0 (the general loop's sum starts from +0, so a
+ * window of four -0 sums to +0, not -0), then scaled, so the result is the
+ * same to the bit. */
 static void avg2x2_row(float *y, const float *r0, const float *r1, int Wo,
 		       float scale)
 {
@@ -36,12 +38,13 @@ static void avg2x2_row(float *y, const float *r0, const float *r1, int Wo,
 				      _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
 		t = _mm_add_ps(t, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0)));
 		t = _mm_add_ps(t, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
+		t = _mm_add_ps(t, _mm_setzero_ps());
 		_mm_storeu_ps(y + ow, _mm_mul_ps(t, sc));
 	}
 #endif
 	for (; ow < Wo; ow++)
-		y[ow] = (((r0[2 * ow] + r0[2 * ow + 1]) + r1[2 * ow]) +
-			 r1[2 * ow + 1]) * scale;
+		y[ow] = ((((r0[2 * ow] + r0[2 * ow + 1]) + r1[2 * ow]) +
+			  r1[2 * ow + 1]) + 0.0f) * scale;
 }
 
 static void avgpool_forward(const struct akk_layer *l, float *y, float *aux,
