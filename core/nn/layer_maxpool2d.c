@@ -21,12 +21,35 @@
  * derivative at the chosen element). */
 #include "nn/layer.h"
 #include "nn/export.h"
+#include "base/clones.h"
 
 #include <stdint.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
+
+/* GCC's (and clang's) generic vectors of 8 and 4 lanes: an 8-lane one
+ * is one AVX2 register in the AVX2 bodies and two SSE2 ones in the
+ * baseline's. The 32-byte vectors never cross a call (the helpers are
+ * inlined). */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v8fu __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef float v4fu __attribute__((vector_size(16), aligned(4), may_alias));
+#define INLINE static inline __attribute__((always_inline))
+/* Lane lists: the even and odd lanes of two vectors, and two vectors'
+ * lanes interleaved (first halves, second halves). */
+#define EVEN8 0, 2, 4, 6, 8, 10, 12, 14
+#define ODD8 1, 3, 5, 7, 9, 11, 13, 15
+#define LO8 0, 8, 1, 9, 2, 10, 3, 11
+#define HI8 4, 12, 5, 13, 6, 14, 7, 15
+#define EVEN4 0, 2, 4, 6
+#define ODD4 1, 3, 5, 7
+#define LO4 0, 4, 1, 5
+#define HI4 2, 6, 3, 7
+/* t ? x : y lane by lane (t's lanes all ones or all zeros), any type. */
+#define PICK(T, t, x, y) ((T)(((t) & (__typeof__(t))(x)) | (~(t) & (__typeof__(t))(y))))
 
 static int maxpool_plan(struct akk_layer *l, struct akk_err *e)
 {
@@ -63,65 +86,76 @@ static float first_nan(const float *xc, int W, int h0, int h1, int w0,
 	return 0;	/* not reached: the caller saw a NaN */
 }
 
-/* The usual case, k = s = 2 without padding, one output row: the same
- * select as the general loop below, unrolled over the four elements of
- * each window in row-major order (a then b above, c then d below), with
- * no branch in the loop so that the compiler vectorises it over ow.
- * Returns nonzero if a window held a NaN; the caller then redoes the row
- * with the general loop, which propagates the first NaN. */
-static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
+/* POOL(name, N lanes): N windows of a 2x2/2 pool, the same select as
+ * the general loop below unrolled over the four elements of each window
+ * in row-major order (a then b above, c then d below), with no branch.
+ * The windows' top elements are r0[0..2N), the bottom ones r1[0..2N)
+ * (the even columns the left elements, the odd ones the right), j their
+ * first indices in the sample. m = b > m ? b : m is the scalar select,
+ * NaN included. Returns the lanes whose window held a NaN. */
+#define POOL(NAME, N, VF, VI, VFU, EVEN, ODD)				\
+INLINE VI NAME(float *y, float *aux, const float *r0, const float *r1,	\
+	       VI j, int W, int relu)					\
+{									\
+	VF u0 = *(const VFU *)r0, u1 = *(const VFU *)(r0 + N);		\
+	VF v0 = *(const VFU *)r1, v1 = *(const VFU *)(r1 + N);		\
+	VF a = __builtin_shufflevector(u0, u1, EVEN);			\
+	VF b = __builtin_shufflevector(u0, u1, ODD);			\
+	VF c = __builtin_shufflevector(v0, v1, EVEN);			\
+	VF d = __builtin_shufflevector(v0, v1, ODD);			\
+	VF m = a, z = { 0 };						\
+	VI best = j, t;							\
+									\
+	t = b > m;							\
+	best = PICK(VI, t, j + 1, best);				\
+	m = PICK(VF, t, b, m);						\
+	t = c > m;							\
+	best = PICK(VI, t, j + W, best);				\
+	m = PICK(VF, t, c, m);						\
+	t = d > m;							\
+	best = PICK(VI, t, j + W + 1, best);				\
+	m = PICK(VF, t, d, m);						\
+	if (relu) {							\
+		/* m neither positive nor NaN: relu(a), the first */	\
+		t = ~(m > z) & (m == m);				\
+		m = PICK(VF, t, PICK(VF, a < z, z, a), m);		\
+		best = PICK(VI, t, j, best);				\
+	}								\
+	*(VFU *)y = m;							\
+	if (aux)							\
+		*(VFU *)aux = __builtin_convertvector(best, VF);	\
+	return (a != a) | (b != b) | (c != c) | (d != d);		\
+}
+POOL(pool8, 8, v8f, v8i, v8fu, EVEN8, ODD8)
+POOL(pool4, 4, v4f, v4i, v4fu, EVEN4, ODD4)
+
+/* The usual case, k = s = 2 without padding, one output row of Wo
+ * windows. A row of 8 or more: 8 at a time, the last block ending at the
+ * row's end (it overlaps the block before and writes the same values
+ * again). A shorter one: 4 at a time, then one at a time. Returns
+ * nonzero if a window held a NaN; the caller then redoes the row with the
+ * general loop, which propagates the first NaN. */
+INLINE int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 		       int Wo, long j0, int W, int relu)
 {
-	int nan = 0, ow = 0;
+	const v8i lane8 = { EVEN8 };
+	const v4i lane4 = { EVEN4 };
+	v8i n8 = { 0 };
+	v4i n4 = { 0 };
+	int ow = 0, nan;
 
-#ifdef __SSE2__
-	/* Four windows at a time: the even and odd columns of two 8-float
-	 * loads are the windows' left and right elements; max_ps(v, m) is
-	 * v > m ? v : m, the scalar select below, NaN included. */
-	const __m128i step = _mm_set_epi32(6, 4, 2, 0);
-	const __m128i one = _mm_set1_epi32(1), wv = _mm_set1_epi32(W);
-	for (; ow + 4 <= Wo; ow += 4) {
-		__m128 u0 = _mm_loadu_ps(r0 + 2 * ow), u1 = _mm_loadu_ps(r0 + 2 * ow + 4);
-		__m128 v0 = _mm_loadu_ps(r1 + 2 * ow), v1 = _mm_loadu_ps(r1 + 2 * ow + 4);
-		__m128 a = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
-		__m128 b = _mm_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
-		__m128 c = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
-		__m128 d = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
-		__m128i j = _mm_add_epi32(_mm_set1_epi32((int)(j0 + 2 * ow)), step);
-		__m128i best = j, t;
-		__m128 m = a;
+	if (Wo >= 8)
+		for (; ow < Wo; ow += 8) {
+			int o = ow + 8 <= Wo ? ow : Wo - 8;
 
-		t = _mm_castps_si128(_mm_cmpgt_ps(b, m));
-		best = _mm_or_si128(_mm_and_si128(t, _mm_add_epi32(j, one)),
-				    _mm_andnot_si128(t, best));
-		m = _mm_max_ps(b, m);
-		j = _mm_add_epi32(j, wv);
-		t = _mm_castps_si128(_mm_cmpgt_ps(c, m));
-		best = _mm_or_si128(_mm_and_si128(t, j), _mm_andnot_si128(t, best));
-		m = _mm_max_ps(c, m);
-		t = _mm_castps_si128(_mm_cmpgt_ps(d, m));
-		best = _mm_or_si128(_mm_and_si128(t, _mm_add_epi32(j, one)),
-				    _mm_andnot_si128(t, best));
-		m = _mm_max_ps(d, m);
-		nan |= _mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b),
-						 _mm_cmpunord_ps(c, d)));
-		if (relu) {
-			/* m neither positive nor NaN: relu(a), the first */
-			__m128 z = _mm_setzero_ps();
-			__m128i f = _mm_castps_si128(_mm_andnot_ps(
-				_mm_cmpgt_ps(m, z), _mm_cmpord_ps(m, m)));
-			__m128 ra = _mm_andnot_ps(_mm_cmplt_ps(a, z), a);
-			m = _mm_castsi128_ps(_mm_or_si128(
-				_mm_and_si128(f, _mm_castps_si128(ra)),
-				_mm_andnot_si128(f, _mm_castps_si128(m))));
-			best = _mm_or_si128(_mm_and_si128(f, _mm_sub_epi32(j, wv)),
-					    _mm_andnot_si128(f, best));
+			n8 |= pool8(y + o, aux ? aux + o : NULL, r0 + 2 * o, r1 + 2 * o,
+				    lane8 + (int)(j0 + 2 * o), W, relu);
 		}
-		_mm_storeu_ps(y + ow, m);
-		if (aux)
-			_mm_storeu_ps(aux + ow, _mm_cvtepi32_ps(best));
-	}
-#endif
+	for (; ow + 4 <= Wo; ow += 4)
+		n4 |= pool4(y + ow, aux ? aux + ow : NULL, r0 + 2 * ow, r1 + 2 * ow,
+			    lane4 + (int)(j0 + 2 * ow), W, relu);
+	n4 |= __builtin_shufflevector(n8, n8, 0, 1, 2, 3) | __builtin_shufflevector(n8, n8, 4, 5, 6, 7);
+	nan = n4[0] | n4[1] | n4[2] | n4[3];
 	for (; ow < Wo; ow++) {
 		float a = r0[2 * ow], b = r0[2 * ow + 1];
 		float c = r1[2 * ow], d = r1[2 * ow + 1];
@@ -145,6 +179,9 @@ static int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 	return nan;
 }
 
+/* Two bodies (base/clones.h): the 2x2 rows' vectors are AVX2's 8 lanes
+ * in one, SSE2's 4 in the other. */
+AKK_CLONES
 static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 			    float *s, float *work, const float *x,
 			    const float *p, int B, int train,
@@ -209,6 +246,34 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	}
 }
 
+/* UNPOOL(name, N lanes): N windows of a 2x2/2 pool backward. Each of
+ * their four inputs (rows d0 and d1, 2N floats each) gets the output's
+ * gradient g where aux names it, else 0; g + 0 as the general path's
+ * 0 + g gives (a -0 gradient lands as +0). j: the windows' first indices
+ * in the sample, W the input's width. */
+#define UNPOOL(NAME, N, VF, VI, VFU, LO, HI)				\
+INLINE void NAME(float *d0, float *d1, const float *dy, const float *y,	\
+		 const float *aux, VI j, int W, int relu)		\
+{									\
+	VF g = *(const VFU *)dy, a = *(const VFU *)aux, z = { 0 };	\
+	VF at = __builtin_convertvector(j, VF), atw = at + (float)W;	\
+	VF v00, v01, v10, v11;						\
+									\
+	if (relu)							\
+		g = (VF)((*(const VFU *)y > z) & (VI)g);		\
+	g = g + z;							\
+	v00 = (VF)((a == at) & (VI)g);					\
+	v01 = (VF)((a == at + 1) & (VI)g);				\
+	v10 = (VF)((a == atw) & (VI)g);					\
+	v11 = (VF)((a == atw + 1) & (VI)g);				\
+	*(VFU *)d0 = __builtin_shufflevector(v00, v01, LO);		\
+	*(VFU *)(d0 + N) = __builtin_shufflevector(v00, v01, HI);	\
+	*(VFU *)d1 = __builtin_shufflevector(v10, v11, LO);		\
+	*(VFU *)(d1 + N) = __builtin_shufflevector(v10, v11, HI);	\
+}
+UNPOOL(unpool8, 8, v8f, v8i, v8fu, LO8, HI8)
+UNPOOL(unpool4, 4, v4f, v4i, v4fu, LO4, HI4)
+
 /* g where the index a is at, else 0, without a branch (which is where the
  * maximum sits is a coin flip to a branch predictor). */
 static float where(float a, float at, float g)
@@ -221,40 +286,26 @@ static float where(float a, float at, float g)
 	return g;
 }
 
-/* One output row of a 2x2/2 pool backward: each of its windows' four
- * inputs (rows d0 and d1) gets the output's gradient g where aux names it,
- * else 0; g + 0 as the general path's 0 + g gives (a -0 gradient lands as
- * +0). j is the window's first index in the sample, W the input's width.
- * Four windows at a time: the masks of the four places, then each row's
- * two unpacked into the row's order. */
-static void unpool2x2_row(float *d0, float *d1, const float *dy,
+/* One output row of a 2x2/2 pool backward, in blocks as the forward's
+ * (pool2x2_row). */
+INLINE void unpool2x2_row(float *d0, float *d1, const float *dy,
 			  const float *y, const float *aux, int Wo, long j,
 			  int W, int relu)
 {
+	const v8i lane8 = { EVEN8 };
+	const v4i lane4 = { EVEN4 };
 	int ow = 0;
 
-#ifdef __SSE2__
-	const __m128 z = _mm_setzero_ps(), one = _mm_set1_ps(1), wv = _mm_set1_ps((float)W);
-	const __m128i step = _mm_set_epi32(6, 4, 2, 0);
-	for (; ow + 4 <= Wo; ow += 4) {
-		__m128 g = _mm_loadu_ps(dy + ow), a = _mm_loadu_ps(aux + ow);
-		__m128 at = _mm_cvtepi32_ps(_mm_add_epi32(_mm_set1_epi32((int)(j + 2 * ow)), step));
-		__m128 at1 = _mm_add_ps(at, one), atw = _mm_add_ps(at, wv);
-		__m128 atw1 = _mm_add_ps(atw, one), v00, v01, v10, v11;
+	if (Wo >= 8)
+		for (; ow < Wo; ow += 8) {
+			int o = ow + 8 <= Wo ? ow : Wo - 8;
 
-		if (relu)
-			g = _mm_and_ps(_mm_cmpgt_ps(_mm_loadu_ps(y + ow), z), g);
-		g = _mm_add_ps(g, z);
-		v00 = _mm_and_ps(_mm_cmpeq_ps(a, at), g);
-		v01 = _mm_and_ps(_mm_cmpeq_ps(a, at1), g);
-		v10 = _mm_and_ps(_mm_cmpeq_ps(a, atw), g);
-		v11 = _mm_and_ps(_mm_cmpeq_ps(a, atw1), g);
-		_mm_storeu_ps(d0 + 2 * ow, _mm_unpacklo_ps(v00, v01));
-		_mm_storeu_ps(d0 + 2 * ow + 4, _mm_unpackhi_ps(v00, v01));
-		_mm_storeu_ps(d1 + 2 * ow, _mm_unpacklo_ps(v10, v11));
-		_mm_storeu_ps(d1 + 2 * ow + 4, _mm_unpackhi_ps(v10, v11));
-	}
-#endif
+			unpool8(d0 + 2 * o, d1 + 2 * o, dy + o, relu ? y + o : NULL, aux + o,
+				lane8 + (int)(j + 2 * o), W, relu);
+		}
+	for (; ow + 4 <= Wo; ow += 4)
+		unpool4(d0 + 2 * ow, d1 + 2 * ow, dy + ow, relu ? y + ow : NULL, aux + ow,
+			lane4 + (int)(j + 2 * ow), W, relu);
 	for (; ow < Wo; ow++) {
 		float g = (relu ? (y[ow] > 0 ? dy[ow] : 0.0f) : dy[ow]) + 0.0f;
 		float a = aux[ow], at = (float)(j + 2 * ow);
@@ -268,7 +319,9 @@ static void unpool2x2_row(float *d0, float *d1, const float *dy,
 
 /* The usual 2x2/2 pool without padding: the windows do not overlap, so
  * each input is written once, its gradient or 0 (a last odd row or column,
- * in no window, gets 0), with no memset and no scatter. */
+ * in no window, gets 0), with no memset and no scatter. Two bodies
+ * (base/clones.h), as the forward. */
+AKK_CLONES
 static void unpool2x2(const struct akk_layer *l, float *dx, const float *dy,
 		      const float *y, const float *aux, int B)
 {
