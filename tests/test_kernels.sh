@@ -10,8 +10,14 @@
 #   akkctl    the kernels akkctl chooses on this CPU, forced for every
 #             program (OPENBLAS_CORETYPE=<that>)
 #   NAME      an OpenBLAS core type forced (OPENBLAS_CORETYPE=NAME)
+#   baseline  akkctl's own vector code (small products, pooling, the
+#             input map, optimizers, recurrent activations) in its x86-64
+#             baseline bodies alone, which a CPU with AVX2 never runs
+#             otherwise: the suite built with -DAKK_BASELINE in
+#             BUILD_DIR/baseline (CFLAGS from the environment added),
+#             OpenBLAS's own pick
 # The default list is every choice akkctl can make: default akkctl
-# Sandybridge Haswell Zen SkylakeX Cooperlake. A set this CPU cannot run
+# Sandybridge Haswell Zen SkylakeX Cooperlake baseline. A set this CPU cannot run
 # (by /proc/cpuinfo's flags) is skipped with a message, and so is a set
 # an earlier choice already ran. Each run says which kernels OpenBLAS
 # took; the end lists every choice's failed programs. MAKE (the
@@ -19,7 +25,7 @@
 set -u
 B=${1:?usage: sh tests/test_kernels.sh BUILD_DIR [CHOICE...]}
 shift
-[ $# -gt 0 ] || set -- default akkctl Sandybridge Haswell Zen SkylakeX Cooperlake
+[ $# -gt 0 ] || set -- default akkctl Sandybridge Haswell Zen SkylakeX Cooperlake baseline
 MAKE=${MAKE:-make}
 flags=" $(grep -m 1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 
@@ -44,7 +50,13 @@ ran=" "
 failed=
 nk=0
 for choice; do
+	build=
 	case $choice in
+	baseline)
+		set -- -u OPENBLAS_CORETYPE -u AKKCTL_KERNELS
+		build="B=$B/baseline"
+		kernels=baseline
+		label="default, with akkctl's vector code in its baseline bodies alone (-DAKK_BASELINE, $B/baseline)" ;;
 	default)
 		set -- -u OPENBLAS_CORETYPE -u AKKCTL_KERNELS
 		kernels=$(core "$@")
@@ -75,7 +87,11 @@ for choice; do
 	ran="$ran$kernels "
 	nk=$((nk + 1))
 	echo "=== OpenBLAS kernels $label"
-	{ env "$@" $MAKE --no-print-directory test 2>&1; echo $? >"$B/kernels.rc"; } |
+	{ if [ -n "$build" ]; then
+		env "$@" $MAKE --no-print-directory "$build" CFLAGS="${CFLAGS:-} -DAKK_BASELINE" test 2>&1
+	  else
+		env "$@" $MAKE --no-print-directory test 2>&1
+	  fi; echo $? >"$B/kernels.rc"; } |
 		tee "$B/kernels.log"
 	if [ "$(cat "$B/kernels.rc")" != 0 ]; then
 		failed="$failed$(printf '\n  %s: %s' "$choice" \
@@ -84,7 +100,7 @@ for choice; do
 done
 rm -f "$B/kernels.rc" "$B/kernels.log"
 if [ -n "$failed" ]; then
-	echo "test-kernels: FAILED with $(echo "$failed" | grep -c .) of $nk OpenBLAS kernel choices:$failed"
+	echo "test-kernels: FAILED with $(echo "$failed" | grep -c .) of $nk kernel choices:$failed"
 	exit 1
 fi
-echo "test-kernels: the suite passed with each of $nk OpenBLAS kernel choices"
+echo "test-kernels: the suite passed with each of $nk kernel choices"

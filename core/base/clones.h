@@ -7,12 +7,16 @@
  * not contract a multiply and an add, so both give the same bits.
  * Not under ThreadSanitizer (the loader runs the clones' resolver before
  * its runtime is up, and the resolver, instrumented, crashes) nor clang
- * (whose fuzzing builds need no second body). */
+ * (whose fuzzing builds need no second body).
+ *
+ * A build with -DAKK_BASELINE has the baseline bodies alone, here and in
+ * the hand-dispatched vector code (tensor/smallmm.c, nn/recurrent.c): the
+ * way the suite tests them on a CPU with AVX2 (`make test-kernels`). */
 #ifndef AKK_CLONES_H
 #define AKK_CLONES_H
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-	!defined(__SANITIZE_THREAD__)
+	!defined(__SANITIZE_THREAD__) && !defined(AKK_BASELINE)
 #define AKK_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define AKK_CLONES

@@ -26,7 +26,7 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #define INLINE static inline __attribute__((always_inline))
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AKK_BASELINE)
 #define HAVE_AVX2 1
 #define AVX2 __attribute__((target("avx2")))
 static int avx2(void)

@@ -3,7 +3,8 @@
  * Each public function has two bodies from one inline source: one
  * compiled for AVX2 with FMA, one for the x86-64 baseline, and picks by
  * what the CPU has (__builtin_cpu_supports, a test of a word the runtime
- * filled when the program loaded). The vectors are GCC's generic 8-float
+ * filled when the program loaded; a build with -DAKK_BASELINE has the
+ * baseline alone, see base/clones.h). The vectors are GCC's generic 8-float
  * vectors. The Makefile compiles this file with -ffp-contract=fast: in the
  * AVX2 body a multiply and the add after it become one FMA. */
 #include "tensor/smallmm.h"
@@ -17,7 +18,7 @@ typedef float v8 __attribute__((vector_size(32)));
 /* The same vector at any float's address, for loads and stores. */
 typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(AKK_BASELINE)
 #define HAVE_AVX2 1
 #define AVX2 __attribute__((target("avx2,fma")))
 static int avx2(void)
@@ -384,6 +385,8 @@ const char *akk_smm_isa(void)
 {
 #if HAVE_AVX2
 	return avx2() ? "avx2+fma" : "sse2";
+#elif defined(__x86_64__)
+	return "sse2";	/* AKK_BASELINE */
 #else
 	return "generic";
 #endif
