@@ -733,6 +733,7 @@ static int bench_load(struct bench *b)
 	     (b->root && !b->noval && (akk_data_has(&s->data, AKK_DATA_VAL) || b->synthetic) &&
 	      load_or_synthesize(&b->val, s, AKK_DATA_VAL, 10000, &b->m, &b->synthetic, &b->e))))
 		return -1;
+	akk_dataset_huge_pages(&b->train);	/* read at random places, as train does */
 	counts[0] = (long)b->train.n;
 	counts[1] = (long)b->val.n;
 	if (akk_world_bcast(&b->world, counts, 2))
@@ -781,7 +782,8 @@ static int bench_open(struct bench *b)
 		       s->data.train.images ? s->data.train.images : "(none)", b->train.n,
 		       b->val.n);
 	else
-		printf("data: %zu training, %zu validation samples\n", b->train.n, b->val.n);
+		printf("data: %zu training, %zu validation samples%s\n", b->train.n, b->val.n,
+		       b->train.x_mapped ? " (the training set in huge pages)" : "");
 	akk_gemm_library(gemm_lib, sizeof(gemm_lib), &cli_kernels);
 	printf("matrix products: %s\n", gemm_lib);
 	printf("%s; %d cores; wheels: %d training, %d validation batches in flight%s\n",

@@ -829,6 +829,7 @@ static enum train_next train_load(struct train_state *st)
 	}
 	if (counts[0] < 0)
 		return st->world.rank == 0 ? TRAIN_REPORT : TRAIN_STOP;	/* rank 0 says it */
+	akk_dataset_huge_pages(&st->train);	/* read at random places, every epoch */
 	if (st->dp && cli_check_split(s, &st->world, (size_t)counts[0], e))
 		return TRAIN_REPORT;	/* EXIT_USAGE, the same on every rank */
 	if (st->world.rank != 0) {

@@ -1,7 +1,8 @@
 /* test_bench.c - akkctl bench's output files: a write error on --csv or
  * --trace fails the command with the file's name, and the other file is
  * still closed and complete. Synthetic data (no data files), three steps.
- * Several modes take turns epoch by epoch, and time the gates alone. */
+ * Several modes take turns epoch by epoch, and time the gates alone. A
+ * training set of 4 MiB or more is moved to huge pages. */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -198,6 +199,37 @@ static void turns_time_the_gates_alone(void **state)
 	tu_rm_tree(dir);
 }
 
+/* A training set of 4 MiB or more is read from huge pages where the
+ * system offers them, and bench says so; a smaller one is not moved. */
+static void training_set_in_huge_pages(void **state)
+{
+	static char out[1 << 16], err[4096];
+	static const size_t sizes[] = { 6000, 500 };	/* 4.7 MB, 392 kB */
+	const char *dir = tu_tmpdir();
+	char cfg[4096], text[1024];
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg), "%s/h.yaml", dir);
+	snprintf(text, sizeof(text),
+		 "data: {train: {images: %s, labels: %s}}\n"
+		 "network:\n  input: [1, 28, 28]\n  gates:\n    - layers: [flatten, {dense: 10}]\n"
+		 "optimizer: {type: sgd, lr: 0.1}\n"
+		 "schedule: {mode: flip-flop, epochs: 1, batch_size: 64}\n",
+		 tu_path(dir, "h-images"), tu_path(dir, "h-labels"));
+	assert_int_equal(tu_write_file(cfg, text, strlen(text)), 0);
+	for (int k = 0; k < 2; k++) {
+		const char *argv[] = { tu_akkctl(), "bench", "--config", cfg, "--steps", "2",
+				       "--mode", "flip-flop", "--no-validation", NULL };
+
+		tu_write_set(dir, "h", sizes[k], 28, 10, 3);
+		assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
+		snprintf(text, sizeof(text), "data: %zu training, 0 validation samples%s\n",
+			 sizes[k], k == 0 && tu_thp_offered() ? " (the training set in huge pages)" : "");
+		tu_assert_contains(out, text);
+	}
+	tu_rm_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +237,7 @@ int main(void)
 		cmocka_unit_test(layers_fused_activation_counted_once),
 		cmocka_unit_test(modes_take_turns_epoch_by_epoch),
 		cmocka_unit_test(turns_time_the_gates_alone),
+		cmocka_unit_test(training_set_in_huge_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1042,19 +1042,6 @@ static void diabetes_linear_ceiling(void **unused)
 
 /* ---- where the samples live ---------------------------------------------- */
 
-/* Whether the kernel gives huge pages to a mapping that asks for them. */
-static int thp_offered(void)
-{
-	char t[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-
-	if (f && !fgets(t, sizeof(t), f))
-		t[0] = '\0';
-	if (f)
-		fclose(f);
-	return strstr(t, "[always]") || strstr(t, "[madvise]");
-}
-
 /* The AnonHugePages (kB) of the mapping that holds p, from
  * /proc/self/smaps; -1 when no mapping holds it. */
 static long huge_kb_at(const void *p)
@@ -1077,10 +1064,10 @@ static long huge_kb_at(const void *p)
 	return inside ? kb : -1;
 }
 
-/* A set of 4 MiB or more opened for training sits in huge pages where the
- * system offers them, byte for byte as the file holds it, and is released
- * as such (ASan sees a free of a mapping); a smaller one stays as the
- * reader left it. */
+/* A training set of 4 MiB or more moves to huge pages where the system
+ * offers them, byte for byte as the file holds it, and is released as
+ * such (ASan sees a free of a mapping); a smaller one stays as the reader
+ * left it, and so does any set only opened (evaluation). */
 static void samples_in_huge_pages(void **unused)
 {
 	char text[512];
@@ -1100,9 +1087,11 @@ static void samples_in_huge_pages(void **unused)
 			 "optimizer: {type: sgd, lr: 0.1}\n");
 		assert_int_equal(akk_spec_parse(&s, text, strlen(text), "h.yaml", g_dir, NULL, 0, &e), 0);
 		assert_int_equal(akk_data_open(&d, &s.data, AKK_DATA_TRAIN, &e), 0);
+		assert_int_equal(d.x_mapped, 0);	/* opening alone does not move */
+		akk_dataset_huge_pages(&d);
 		assert_int_equal(d.n, sizes[k]);
 		assert_memory_equal(d.x8, w.x8, d.n * d.in);
-		if (k == 0 && thp_offered()) {
+		if (k == 0 && tu_thp_offered()) {
 			assert_int_equal(d.x_mapped, 6 << 20);	/* 4.7 MB in whole 2 MiB pages */
 			assert_int_equal((uintptr_t)d.x8 % (2 << 20), 0);
 			assert_true(huge_kb_at(d.x8) >= 2048);
@@ -1125,7 +1114,7 @@ static void huge_pages_move_in_place(void **unused)
 	int status;
 
 	(void)unused;
-	if (!thp_offered())
+	if (!tu_thp_offered())
 		skip();
 	pid = fork();
 	assert_true(pid >= 0);

@@ -669,3 +669,15 @@ void tu_net_release(struct tu_net *f)
 	akk_dataset_release(&f->train);
 	akk_dataset_release(&f->val);
 }
+
+int tu_thp_offered(void)
+{
+	char t[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (f && !fgets(t, sizeof(t), f))
+		t[0] = '\0';
+	if (f)
+		fclose(f);
+	return strstr(t, "[always]") || strstr(t, "[madvise]");
+}

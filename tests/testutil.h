@@ -49,6 +49,10 @@ void tu_dataset(struct akk_dataset *d, size_t n, int side, int classes,
 /* Write d's images (images != 0) or labels as an IDX file at path. */
 void tu_write_idx(const char *path, const struct akk_dataset *d, int images);
 
+/* Whether the kernel gives huge pages to a mapping that asks for them
+ * (transparent huge pages "always" or "madvise"). */
+int tu_thp_offered(void);
+
 /* "dir/name" in one of 32 rotating static buffers (dir may be one of them:
  * a result stays valid for the next 31 calls). */
 const char *tu_path(const char *dir, const char *name);

@@ -351,11 +351,9 @@ int akk_data_open(struct akk_dataset *d, const struct akk_data_spec *s,
 		return akk_err_set(e, "data format '%s' has no reader", s->format);
 	if (f->open(d, s, part, e))
 		return -1;
-	if (series_of(d, s, f->file(s, part), e) ||
-	    targets_of(d, s, part_of(s, part)->target, e))
+	if (series_of(d, s, f->file(s, part), e))
 		return -1;
-	akk_dataset_huge_pages(d);
-	return 0;
+	return targets_of(d, s, part_of(s, part)->target, e);
 }
 
 int akk_data_labels_inside(const char *format)
