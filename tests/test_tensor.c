@@ -558,7 +558,7 @@ static void smm_conv_rows_matches_gathered(void **unused)
 		for (int j = 0; j < hw; j++)
 			for (int f = 0; f < fp; f++)
 				Yt[(size_t)j * fp + f] = f < F ? bias[f] : 0;
-		akk_smm_ab_gather(Yt, fp, X, mo, ko, Wt, fp, 1, hw, fp, K);
+		akk_smm_ab_gather(Yt, fp, X, mo, ko, Wt, fp, 1, hw, fp, K, 0);
 		for (int i = 0; i < F * ldy; i++)
 			Y[i] = -7.0f;
 		akk_smm_conv_rows(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq);
@@ -574,6 +574,87 @@ static void smm_conv_rows_matches_gathered(void **unused)
 	}
 }
 
+/* One element of akk_smm_ab_gather with split, as it is defined: from
+ * start, the even k into one chain and the odd k into another, the two
+ * added, then an odd K's last k; each step a fused multiply-add in the
+ * AVX2 body, a product then a sum in the baseline's. */
+static float split_sum(float start, const float *A, int mo, const int *ko,
+		       const float *B, int ldb, int col, int K, int fused)
+{
+	float c = start, e = 0;
+	int k = 0;
+
+	for (; k + 2 <= K; k += 2) {
+		float a0 = A[mo + ko[k]], b0 = B[(size_t)k * ldb + col];
+		float a1 = A[mo + ko[k + 1]], b1 = B[(size_t)(k + 1) * ldb + col];
+
+		c = fused ? fmaf(b0, a0, c) : c + b0 * a0;
+		e = fused ? fmaf(b1, a1, e) : e + b1 * a1;
+	}
+	c += e;
+	if (k < K) {
+		float a = A[mo + ko[k]], b = B[(size_t)k * ldb + col];
+		c = fused ? fmaf(b, a, c) : c + b * a;
+	}
+	return c;
+}
+
+/* akk_smm_ab_gather with split: where a block's columns fit one vector
+ * (N <= 8, or the last 8 or fewer of more) each element is the two
+ * chains' sum, bit for bit (split_sum, for the body this CPU runs), for
+ * even and odd K, rows in whole and partial blocks, from 0 or C (add);
+ * the columns of 16-wide blocks are the same bits as without split. */
+static void smm_gather_split_sums(void **unused)
+{
+	static const int cases[][4] = {	/* M, N, K, add */
+		{ 25, 8, 784, 1 }, { 7, 5, 9, 0 }, { 13, 20, 100, 1 }, { 6, 16, 33, 0 },
+		{ 1, 3, 1, 1 }, { 9, 24, 2, 0 },
+	};
+	int fused = !strcmp(akk_smm_isa(), "avx2+fma");
+
+	(void)unused;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int M = cases[c][0], N = cases[c][1], K = cases[c][2], add = cases[c][3];
+		int ldc = N + 3, ldb = N + 1, wide = N / 16 * 16;
+		long an = (long)M * 3 + (long)K * 5 + 8;
+		float *A = malloc(an * sizeof(float)), *B = malloc((size_t)K * ldb * sizeof(float));
+		float *C0 = malloc((size_t)M * ldc * sizeof(float));
+		float *C1 = malloc((size_t)M * ldc * sizeof(float));
+		int *mo = malloc(M * sizeof(int)), *ko = malloc(K * sizeof(int));
+
+		assert_true(A && B && C0 && C1 && mo && ko);
+		for (long i = 0; i < an; i++)
+			A[i] = (float)((i * 7919) % 1013) / 97.0f - 5;
+		for (long i = 0; i < (long)K * ldb; i++)
+			B[i] = (float)((i * 104729) % 331) / 53.0f - 3;
+		for (int m = 0; m < M; m++)
+			mo[m] = 3 * m;
+		for (int k = 0; k < K; k++)
+			ko[k] = 5 * k;
+		for (long i = 0; i < (long)M * ldc; i++)
+			C0[i] = C1[i] = (float)(i % 13) - 6;
+		akk_smm_ab_gather(C0, ldc, A, mo, ko, B, ldb, add, M, N, K, 0);
+		akk_smm_ab_gather(C1, ldc, A, mo, ko, B, ldb, add, M, N, K, 1);
+		for (int m = 0; m < M; m++)
+			for (int j = 0; j < ldc; j++) {
+				float start = (float)(((long)m * ldc + j) % 13) - 6;
+				float got = C1[(size_t)m * ldc + j], want;
+
+				if (j >= N)
+					want = start;	/* not written */
+				else if (j < wide)
+					want = C0[(size_t)m * ldc + j];
+				else
+					want = split_sum(add ? start : 0, A, mo[m], ko, B, ldb, j,
+							 K, fused);
+				if (memcmp(&got, &want, sizeof(got)))
+					fail_msg("case %zu: C[%d][%d] = %.9g, want %.9g",
+						 c, m, j, got, want);
+			}
+		free(A), free(B), free(C0), free(C1), free(mo), free(ko);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,6 +667,7 @@ int main(void)
 		cmocka_unit_test(xsmm_matches_reference),
 		cmocka_unit_test(smm_transpose_moves_every_value),
 		cmocka_unit_test(smm_conv_rows_matches_gathered),
+		cmocka_unit_test(smm_gather_split_sums),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -356,7 +356,7 @@ static void gathered_forward(const struct akk_layer *l, float *y, float *aux,
 				for (int f = 0; f < s.fp; f++)
 					yt[(size_t)j * s.fp + f] = brow[f];
 			akk_smm_ab_gather(s.yt, s.fp, src, s.mo, s.ko, s.wt, s.fp, 1,
-					  hw, s.fp, ckk);
+					  hw, s.fp, ckk, 0);
 			akk_smm_transpose(yi, hw, s.yt, s.fp, hw, g.F, hw, s.fp);
 		}
 		if (l->act_out)	/* the activation after, while yi is warm */
@@ -394,7 +394,9 @@ static void conv_forward(const struct akk_layer *l, float *y, float *aux,
 
 /* One sample's gradients through the input src the forward read (x, or
  * its padded copy): db += the rows of dy, dW^T += x gathered (C k k, Ho Wo)
- * dy^T (Ho Wo, F), and, with dx, dcol = W^T dy folded into dx (col2im). */
+ * dy^T (Ho Wo, F) (with few filters each sum over the Ho Wo pixels split
+ * in two chains: akk_smm_ab_gather), and, with dx, dcol = W^T dy folded
+ * into dx (col2im). */
 static void gathered_backward(const struct geom *g, float *dx, float *db,
 			      const struct scratch *s, const float *dy,
 			      const float *src, const float *w)
@@ -417,7 +419,7 @@ static void gathered_backward(const struct geom *g, float *dx, float *db,
 			       g->Wo * sizeof(*r));
 	}
 	akk_smm_ab_gather(s->dwt, s->fp, src, s->ko, s->mo, s->dyt, s->fp, 1,
-			  ckk, s->fp, hw);
+			  ckk, s->fp, hw, 1);
 	if (!dx)
 		return;
 	akk_smm_ab(s->dcol, ld, w, 1, ckk, s->dyp, ld, NULL, 0, ckk, ld, g->F);

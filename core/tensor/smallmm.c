@@ -65,7 +65,9 @@ INLINE void st(float *p, v8 v, int n)
 /* Rows [0, R) and columns [0, 8 NV) of C's block at (C, B): R, NV and P
  * are constants at every call, and the accumulators are named variables
  * (an array of them GCC keeps on the stack). ncols of the block's columns
- * are read and written: all 8 NV unless P (a partial block at the end). */
+ * are read and written: all 8 NV unless P (a partial block at the end).
+ * G: 0 A plain, 1 gathered (mo, ko), 2 gathered with the sums split
+ * (akk_smm_ab_gather). */
 #define AB_INIT(r)							\
 	v8 c##r##0 = (v8){ 0 } + (R > r && bias ? bias[r] : 0.0f);	\
 	v8 c##r##1 = c##r##0;						\
@@ -83,6 +85,12 @@ INLINE void st(float *p, v8 v, int n)
 		if (NV == 2)						\
 			c##r##1 += b1 * a;				\
 	}
+/* G 2 (split), one vector of columns: k even into c, k odd into e. */
+#define AB_FMA2(r)							\
+	if (R > r) {							\
+		c##r##0 += b0 * a##r[ko[k]];				\
+		e##r += b1 * a##r[ko[k + 1]];				\
+	}
 #define AB_STORE(r)							\
 	if (R > r) {							\
 		float *c = C + (long)r * ldc;				\
@@ -98,7 +106,21 @@ INLINE void ab_block(float *C, int ldc, const float *A, long am, long ak,
 {
 	AB_INIT(0) AB_INIT(1) AB_INIT(2) AB_INIT(3) AB_INIT(4) AB_INIT(5)
 	AB_ROW(0) AB_ROW(1) AB_ROW(2) AB_ROW(3) AB_ROW(4) AB_ROW(5)
-	for (int k = 0; k < K; k++) {
+	int k = 0;
+
+	if (G == 2 && NV == 1) {
+		/* two chains a row, joined at the end (akk_smm_ab_gather's
+		 * split): one would wait on each FMA's latency */
+		v8 e0 = { 0 }, e1 = { 0 }, e2 = { 0 }, e3 = { 0 }, e4 = { 0 }, e5 = { 0 };
+		for (; k + 2 <= K; k += 2) {
+			const float *b = B + (long)k * ldb;
+			v8 b0 = P ? ldn(b, ncols) : ld(b);
+			v8 b1 = P ? ldn(b + ldb, ncols) : ld(b + ldb);
+			AB_FMA2(0) AB_FMA2(1) AB_FMA2(2) AB_FMA2(3) AB_FMA2(4) AB_FMA2(5)
+		}
+		c00 += e0, c10 += e1, c20 += e2, c30 += e3, c40 += e4, c50 += e5;
+	}	/* an odd K's last k: below */
+	for (; k < K; k++) {
 		const float *b = B + (long)k * ldb;
 		v8 b0 = P && NV == 1 ? ldn(b, ncols) : ld(b);
 		v8 b1 = NV == 1 ? b0 : P ? ldn(b + 8, ncols - 8) : ld(b + 8);
@@ -349,9 +371,12 @@ AVX2 static void ab_avx2(float *C, int ldc, const float *A, long am, long ak,
 
 AVX2 static void abg_avx2(float *C, int ldc, const float *A, const int *mo,
 			  const int *ko, const float *B, int ldb, int add,
-			  int M, int N, int K)
+			  int M, int N, int K, int split)
 {
-	ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, MR);
+	if (split)
+		ab_all(C, ldc, A, 0, 0, mo, ko, 2, B, ldb, NULL, add, M, N, K, MR);
+	else
+		ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, MR);
 }
 #endif
 
@@ -370,15 +395,18 @@ void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
 
 void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
 		       const int *ko, const float *B, int ldb, int add, int M,
-		       int N, int K)
+		       int N, int K, int split)
 {
 #if HAVE_AVX2
 	if (avx2()) {
-		abg_avx2(C, ldc, A, mo, ko, B, ldb, add, M, N, K);
+		abg_avx2(C, ldc, A, mo, ko, B, ldb, add, M, N, K, split);
 		return;
 	}
 #endif
-	ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, 2);
+	if (split)
+		ab_all(C, ldc, A, 0, 0, mo, ko, 2, B, ldb, NULL, add, M, N, K, 2);
+	else
+		ab_all(C, ldc, A, 0, 0, mo, ko, 1, B, ldb, NULL, add, M, N, K, 2);
 }
 
 const char *akk_smm_isa(void)

@@ -35,10 +35,16 @@ void akk_smm_ab(float *C, int ldc, const float *A, long am, long ak,
 
 /* akk_smm_ab (no bias) with A's element (m, k) at A[mo[m] + ko[k]]: a
  * matrix gathered in place, as a convolution reads its input (row m an
- * output pixel, column k a filter tap, or the other way round). */
+ * output pixel, column k a filter tap, or the other way round). With
+ * split, where the columns fit one vector (N <= 8, and the last 8 or fewer
+ * of wider ones) each element's sum runs as two chains, k even and k odd,
+ * added together before an odd K's last k: twice the FMAs in flight where
+ * a single chain waits on each FMA's latency (a convolution's weight
+ * gradient for few filters: long K, 6 rows a block), rounded differently
+ * from split 0, which sums each element in k order. */
 void akk_smm_ab_gather(float *C, int ldc, const float *A, const int *mo,
 		       const int *ko, const float *B, int ldb, int add, int M,
-		       int N, int K);
+		       int N, int K, int split);
 
 /* A convolution of stride 1 with the output pixels across the vector
  * lanes, for few filters (a gathered product would leave lanes empty):
