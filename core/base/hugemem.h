@@ -4,9 +4,11 @@
  * 784 bytes at random places in 47 MB. With 4 KiB pages nearly every one
  * also misses the TLB and walks the page tables. In 2 MiB pages the whole
  * array takes 24 TLB entries. Linux gives an anonymous mapping huge pages
- * when transparent huge pages are "always", or "madvise" (Debian's
- * default) and the mapping asks for them, which is what these functions
- * do. Elsewhere the mapping keeps small pages and works the same. */
+ * when transparent huge pages are "madvise" (the setting of the machine
+ * this was measured on) and the mapping asks for them, which is what these
+ * functions do, or "always" (then malloc's own mapping mostly had them:
+ * the move only aligns it). Elsewhere the mapping keeps small pages and
+ * works the same. */
 #ifndef AKK_HUGEMEM_H
 #define AKK_HUGEMEM_H
 
