@@ -31,21 +31,20 @@ size_t akk_hugemem_move(void **p, size_t n)
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), src = (uintptr_t)*p;
 	uintptr_t kept = (src + page - 1) & ~(page - 1);
 	char *raw, *dst;
-	size_t extra = HUGE_PAGE;
 
 	if (n < AKK_HUGEMEM_MIN || !*p || !thp_offered())
 		return 0;
-	/* mapped bytes at a huge page's boundary: map one page more and
-	 * unmap what lies outside the aligned span */
-	raw = mmap(NULL, mapped + extra, PROT_READ | PROT_WRITE,
+	/* mapped bytes at a huge page's boundary: map one huge page more and
+	 * unmap what lies outside the aligned span (after it, always: dst is
+	 * less than a huge page past raw) */
+	raw = mmap(NULL, mapped + HUGE_PAGE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return 0;
-	dst = (char *)(((uintptr_t)raw + extra - 1) & ~(uintptr_t)(extra - 1));
+	dst = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
 	if (dst > raw)
 		munmap(raw, (size_t)(dst - raw));
-	if (dst + mapped < raw + mapped + extra)
-		munmap(dst + mapped, (size_t)(raw + mapped + extra - (dst + mapped)));
+	munmap(dst + mapped, (size_t)(raw + HUGE_PAGE - dst));
 	madvise(dst, mapped, MADV_HUGEPAGE);
 
 	/* one huge page at a time, and the source's whole pages copied so

@@ -81,9 +81,9 @@ static void col2im(float *dx, const float *col, const struct geom *g,
 	int hq = g->H + 2 * g->p, wq = g->W + 2 * g->p;
 	int n = (g->Ho - 1) * wq + g->Wo;
 	float *t = g->p ? xpad : dx;
-	struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
 
 	if (g->s != 1) {
+		struct akk_fold f = { g->C, g->H, g->W, g->k, g->s, g->p, g->Ho, g->Wo };
 		memset(dx, 0, (size_t)g->C * g->H * g->W * sizeof(*dx));
 		akk_col2im_add(dx, col, &f, g->ld);
 		return;
