@@ -56,7 +56,7 @@ PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs $$(PKGS) 2>/dev/null)
 # not vectorize a loop calling sqrtf (the Adam and RMSProp steps).
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) -fno-math-errno -Wall -Wextra -pthread \
 	-DAKK_VERSION='"$(VERSION)"' $(MPI_DEF) -Icore $(PKG_CFLAGS) $(SAN) $(CFLAGS)
-LDLIBS_ALL = $(PKG_LIBS) -lm -pthread $(SAN) $(LDFLAGS)
+LDLIBS_ALL = $(PKG_LIBS) -lmvec -lm -pthread $(SAN) $(LDFLAGS)
 
 CORE_SRC := $(sort $(wildcard core/*/*.c))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
@@ -277,7 +277,7 @@ $(B)/pic/%.o: %.c Makefile $(B)/flags
 $(B)/$(LIB_REAL): $(LIB_OBJ) core/api/akk.map
 	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=core/api/akk.map \
 		-Wl,--as-needed -Wl,-z,defs -o $@ $(LIB_OBJ) \
-		$(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -pthread $(SAN) $(LDFLAGS)
+		$(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lmvec -lm -pthread $(SAN) $(LDFLAGS)
 	ln -sf $(LIB_REAL) $(B)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(B)/libakk.so
 

@@ -4,6 +4,13 @@
 #include <assert.h>
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+
+/* glibc's vector exp (libmvec): two doubles a call on every x86-64 CPU,
+ * its ifunc picking the best SSE body (within 1 ulp, as exp) */
+__m128d _ZGVbN2v_exp(__m128d x);
+#endif
 
 const char *const akk_loss_names[] = {
 	"softmax_cross_entropy", "sigmoid_cross_entropy", "mse", "mae", "huber",
@@ -76,30 +83,55 @@ static int argmax(const float *z, int D)
 	return best;
 }
 
+/* exp(z[j] - mx) of a row, each left in t[j] as a float (if t is not
+ * NULL), and their sum in double, added in order. Two at a time through
+ * libmvec where it is: a row's scalar exps were most of the loss's time
+ * (the seed's net: 0.986x the time, 9 interleaved pairs). */
+static double exp_terms(float *t, const float *z, float mx, int D)
+{
+	double sum = 0;
+	int j = 0;
+
+#if defined(__x86_64__)
+	for (; j + 2 <= D; j += 2) {
+		double e[2];
+
+		_mm_storeu_pd(e, _ZGVbN2v_exp(_mm_set_pd((double)z[j + 1] - mx,
+							 (double)z[j] - mx)));
+		if (t) {
+			t[j] = (float)e[0];
+			t[j + 1] = (float)e[1];
+		}
+		sum += e[0];
+		sum += e[1];
+	}
+#endif
+	for (; j < D; j++) {
+		double e = exp((double)z[j] - mx);
+
+		if (t)
+			t[j] = (float)e;
+		sum += e;
+	}
+	return sum;
+}
+
 /* Softmax cross-entropy of one row: lse(z) - z[y], written as
  * log(sum exp(z - max)) + max - z[y]; its gradient is softmax(z) - onehot(y),
  * scaled by s = 1/B into d (if not NULL). One exp per logit: the pass that
  * sums exp(z - max) in double leaves each term in d (as a float), and the
- * second pass only scales them by s / sum. The loss is the same to the bit
- * as with two exps; the gradient may differ in its last bit. */
+ * second pass only scales them by s / sum. */
 static double softmax_ce_row(float *d, const float *z, int y, int D, double s)
 {
 	float mx = z[argmax(z, D)];
-	double sum = 0;
+	double sum = exp_terms(d, z, mx, D);
 
 	if (d) {
-		for (int j = 0; j < D; j++) {
-			double t = exp((double)z[j] - mx);
-			d[j] = (float)t;
-			sum += t;
-		}
 		double k = s / sum;
+
 		for (int j = 0; j < D; j++)
 			d[j] = (float)(k * d[j]);
 		d[y] -= (float)s;
-	} else {
-		for (int j = 0; j < D; j++)
-			sum += exp((double)z[j] - mx);
 	}
 	return log(sum) + mx - z[y];
 }

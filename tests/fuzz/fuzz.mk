@@ -18,7 +18,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-math-errno -Wall -Wextra \
 	-pthread -DAKK_VERSION='"fuzz"' -Icore \
 	$(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null) $(FUZZ_SAN)
-FUZZ_LIBS     = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lm -pthread
+FUZZ_LIBS     = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lmvec -lm -pthread
 FUZZ_NAMES   := spec idx checkpoint resume npy csv png jpeg steps text
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_B)/fuzz_%)
 # core/io/onnx.c (ONNX export) needs generated protobuf-c code; no fuzzer reads it.
