@@ -132,17 +132,17 @@ POOL(pool4, 4, v4f, v4i, v4fu, EVEN4, ODD4)
 /* The usual case, k = s = 2 without padding, one output row of Wo
  * windows. A row of 8 or more: 8 at a time, the last block ending at the
  * row's end (it overlaps the block before and writes the same values
- * again). A shorter one: 4 at a time, then one at a time. Returns
- * nonzero if a window held a NaN; the caller then redoes the row with the
- * general loop, which propagates the first NaN. */
-INLINE int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
+ * again). A shorter one: 4 at a time, then one at a time. Returns lanes
+ * that are nonzero if a window held a NaN; the caller then redoes the
+ * channel with the general loop, which propagates the first NaN. */
+INLINE v4i pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 		       int Wo, long j0, int W, int relu)
 {
 	const v8i lane8 = { EVEN8 };
 	const v4i lane4 = { EVEN4 };
 	v8i n8 = { 0 };
 	v4i n4 = { 0 };
-	int ow = 0, nan;
+	int ow = 0, nan = 0;
 
 	if (Wo >= 8)
 		for (; ow < Wo; ow += 8) {
@@ -155,7 +155,6 @@ INLINE int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 		n4 |= pool4(y + ow, aux ? aux + ow : NULL, r0 + 2 * ow, r1 + 2 * ow,
 			    lane4 + (int)(j0 + 2 * ow), W, relu);
 	n4 |= __builtin_shufflevector(n8, n8, 0, 1, 2, 3) | __builtin_shufflevector(n8, n8, 4, 5, 6, 7);
-	nan = n4[0] | n4[1] | n4[2] | n4[3];
 	for (; ow < Wo; ow++) {
 		float a = r0[2 * ow], b = r0[2 * ow + 1];
 		float c = r1[2 * ow], d = r1[2 * ow + 1];
@@ -176,7 +175,8 @@ INLINE int pool2x2_row(float *y, float *aux, const float *r0, const float *r1,
 		if (aux)
 			aux[ow] = (float)best;
 	}
-	return nan;
+	n4[0] |= nan;
+	return n4;
 }
 
 /* Two bodies (base/clones.h): the 2x2 rows' vectors are AVX2's 8 lanes
@@ -197,16 +197,23 @@ static void maxpool_forward(const struct akk_layer *l, float *y, float *aux,
 	for (long bc = 0; bc < (long)B * C; bc++) {
 		const float *xc = x + bc * H * W;
 		long base = (bc % C) * H * W;	/* the channel's offset in a sample */
-		for (int oh = 0; oh < Ho; oh++) {
-			if (is_2x2(sp)) {
+		/* NaN is looked for once a channel, not once a row
+		 * (LeNet's pools: 0.87x and 0.93x the forward time) */
+		if (is_2x2(sp)) {
+			float *y0 = y, *a0 = aux;
+			v4i n = { 0 };
+			for (int oh = 0; oh < Ho; oh++) {
 				const float *r0 = xc + 2 * oh * W;
-				if (!pool2x2_row(y, aux, r0, r0 + W, Wo,
-						 base + 2L * oh * W, W, relu)) {
-					y += Wo;
-					aux = aux ? aux + Wo : NULL;
-					continue;
-				}
+				n |= pool2x2_row(y, aux, r0, r0 + W, Wo,
+						 base + 2L * oh * W, W, relu);
+				y += Wo;
+				aux = aux ? aux + Wo : NULL;
 			}
+			if (!(n[0] | n[1] | n[2] | n[3]))
+				continue;
+			y = y0, aux = a0;
+		}
+		for (int oh = 0; oh < Ho; oh++) {
 			int h0 = oh * st - pad, h1 = h0 + k;
 			h0 = h0 < 0 ? 0 : h0;
 			h1 = h1 > H ? H : h1;
