@@ -574,6 +574,82 @@ static void smm_conv_rows_matches_gathered(void **unused)
 	}
 }
 
+/* One sum of akk_smm_conv_rows_dw, as it is defined: lane l of 8 takes
+ * the pixels p = l mod 8 of the whole vectors in order, the lanes are
+ * added as ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), then the last pixels
+ * (fewer than 8) one at a time, and that onto start. Each step is a fused
+ * multiply-add or a product then a sum: in the lanes as bit 0 of fused
+ * says (GCC's contraction, as split_sum below), in the last pixels as
+ * bit 1 says (the AVX2 body fuses them, the baseline's cannot). */
+static float rows_dw_sum(float start, const float *x, const float *d, int n, int fused)
+{
+	float l[8] = { 0 }, s;
+	int n8 = n / 8 * 8, fl = fused & 1, ft = fused & 2;
+
+	for (int p = 0; p < n8; p++)
+		l[p % 8] = fl ? fmaf(x[p], d[p], l[p % 8]) : l[p % 8] + x[p] * d[p];
+	s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+	for (int p = n8; p < n; p++)
+		s = ft ? fmaf(x[p], d[p], s) : s + x[p] * d[p];
+	return start + s;
+}
+
+/* akk_smm_conv_rows_dw: each C[k][f] is its sum (rows_dw_sum, fused or
+ * not) added to what C held, for taps in pairs and an odd last one,
+ * filter groups of every size and pixels past the last whole vector;
+ * the columns past F are not written, and nothing is read past X's xn
+ * floats or past a row of D's n (they hold NaN, and X and D end there:
+ * ASan sees a read past them). */
+static void smm_conv_rows_dw_sums(void **unused)
+{
+	static const int cases[][5] = {	/* C, Hq, Wq, k, F */
+		{ 1, 32, 32, 5, 6 }, { 1, 32, 32, 5, 1 }, { 2, 9, 12, 3, 7 },
+		{ 3, 6, 20, 3, 13 }, { 1, 5, 9, 2, 2 }, { 2, 4, 4, 3, 5 },
+		{ 1, 3, 26, 3, 8 }, { 1, 2, 17, 1, 3 },
+	};
+
+	(void)unused;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int C = cases[c][0], hq = cases[c][1], wq = cases[c][2], k = cases[c][3];
+		int F = cases[c][4], Ho = hq - k + 1, Wo = wq - k + 1, K = C * k * k;
+		int n = (Ho - 1) * wq + Wo, ldd = n + 3, ldc = F + 2, t = 0;
+		long xn = (long)C * hq * wq, dn = (long)(F - 1) * ldd + n;
+		float *X = malloc(xn * sizeof(float)), *D = malloc(dn * sizeof(float));
+		float *Cm = malloc((size_t)K * ldc * sizeof(float));
+		int *ko = malloc(K * sizeof(int));
+
+		assert_true(X && D && Cm && ko);
+		for (long i = 0; i < xn; i++)
+			X[i] = (float)((i * 7919) % 1013) / 97.0f - 5;
+		for (long i = 0; i < dn; i++)
+			D[i] = i % ldd >= n ? NAN : (float)((i * 104729) % 331) / 53.0f - 3;
+		for (int ch = 0; ch < C; ch++)
+			for (int ki = 0; ki < k; ki++)
+				for (int kj = 0; kj < k; kj++)
+					ko[t++] = (ch * hq + ki) * wq + kj;
+		for (long i = 0; i < (long)K * ldc; i++)
+			Cm[i] = (float)(i % 13) - 6;
+		akk_smm_conv_rows_dw(Cm, ldc, X, ko, K, D, ldd, F, n);
+		for (int kk = 0; kk < K; kk++)
+			for (int j = 0; j < ldc; j++) {
+				float start = (float)(((long)kk * ldc + j) % 13) - 6;
+				float got = Cm[(size_t)kk * ldc + j], want[4];
+				int ok = 0;
+
+				for (int fused = 0; fused < 4; fused++) {
+					want[fused] = j < F ? rows_dw_sum(start, X + ko[kk],
+									  D + (size_t)j * ldd,
+									  n, fused) : start;
+					ok |= !memcmp(&got, &want[fused], sizeof(got));
+				}
+				if (!ok)	/* past F: not written */
+					fail_msg("case %zu: C[%d][%d] = %.9g, want %.9g (n %d)",
+						 c, kk, j, got, want[3], n);
+			}
+		free(X), free(D), free(Cm), free(ko);
+	}
+}
+
 /* One element of akk_smm_ab_gather with split, as it is defined: from
  * start, the even k into one chain and the odd k into another, the two
  * added, then an odd K's last k; each step a fused multiply-add (the AVX2
@@ -670,6 +746,7 @@ int main(void)
 		cmocka_unit_test(smm_transpose_moves_every_value),
 		cmocka_unit_test(smm_conv_rows_matches_gathered),
 		cmocka_unit_test(smm_gather_split_sums),
+		cmocka_unit_test(smm_conv_rows_dw_sums),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

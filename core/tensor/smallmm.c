@@ -286,6 +286,116 @@ void akk_smm_conv_rows(float *Y, long ldy, const float *X, long xn,
 	cr_all(Y, ldy, X, xn, ko, W, bias, F, K, Ho, Wo, wq, 2);
 }
 
+/* The sum of v's lanes, in one fixed order. */
+INLINE float hsum(v8 v)
+{
+	v = v + __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+	v = v + __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+	v = v + __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
+	return v[0];
+}
+
+/* s plus the products x[p] d[p] from p to n, one at a time: fused
+ * multiply-adds in the AVX2 body (FMA 1), products then sums in the
+ * baseline's, whatever GCC would contract (it did in some blocks and
+ * not in others). */
+INLINE float tail(float s, const float *x, const float *d, int p, int n,
+		  const int FMA)
+{
+	for (; p < n; p++)
+		s = FMA ? __builtin_fmaf(x[p], d[p], s) : s + x[p] * d[p];
+	return s;
+}
+
+/* Taps [0, T) and filters [0, NF) of akk_smm_conv_rows_dw: T and NF are
+ * constants at every call, each of their sums a named vector of partial
+ * sums over the whole vectors of pixels, added across its lanes, then
+ * the last pixels (fewer than 8) one at a time: nothing past X's or D's
+ * n floats is read, and no vector is put together lane by lane (a store
+ * the load after it cannot forward from). */
+#define CD_INIT(f) v8 d##f##0 = { 0 }, d##f##1 = { 0 };
+#define CD_FMA(f)							\
+	if (NF > f) {							\
+		v8 y = ld(D + (f) * ldd + p);				\
+		d##f##0 += x0 * y;					\
+		if (T == 2)						\
+			d##f##1 += x1 * y;				\
+	}
+#define CD_STORE(f)							\
+	if (NF > f) {							\
+		C[f] += tail(hsum(d##f##0), x0p, D + (f) * ldd, p, n, FMA);	\
+		if (T == 2)						\
+			C[ldc + f] += tail(hsum(d##f##1), x1p, D + (f) * ldd, p, n, FMA); \
+	}
+
+INLINE void cd_block(float *C, int ldc, const float *X, const int *ko,
+		     const float *D, long ldd, int n, const int T, const int NF,
+		     const int FMA)
+{
+	const float *x0p = X + ko[0], *x1p = X + ko[T - 1];
+	int p = 0;
+
+	CD_INIT(0) CD_INIT(1) CD_INIT(2) CD_INIT(3) CD_INIT(4) CD_INIT(5)
+	for (; p + 8 <= n; p += 8) {
+		v8 x0 = ld(x0p + p), x1 = T == 2 ? ld(x1p + p) : x0;
+		CD_FMA(0) CD_FMA(1) CD_FMA(2) CD_FMA(3) CD_FMA(4) CD_FMA(5)
+	}
+	CD_STORE(0) CD_STORE(1) CD_STORE(2) CD_STORE(3) CD_STORE(4) CD_STORE(5)
+}
+
+/* NF filters: the taps two at a time, then an odd K's last. */
+INLINE void cd_taps(float *C, int ldc, const float *X, const int *ko, int K,
+		    const float *D, long ldd, int n, const int NF, const int FMA)
+{
+	int k = 0;
+
+	for (; k + 2 <= K; k += 2)
+		cd_block(C + (long)k * ldc, ldc, X, ko + k, D, ldd, n, 2, NF, FMA);
+	if (k < K)
+		cd_block(C + (long)k * ldc, ldc, X, ko + k, D, ldd, n, 1, NF, FMA);
+}
+
+/* akk_smm_conv_rows_dw: the filters in groups of nf (6, or 2 for the
+ * baseline's registers), then the ones left. */
+INLINE void cd_all(float *C, int ldc, const float *X, const int *ko, int K,
+		   const float *D, long ldd, int F, int n, const int nf,
+		   const int FMA)
+{
+	int f = 0;
+
+	for (; f + nf <= F; f += nf)
+		cd_taps(C + f, ldc, X, ko, K, D + f * ldd, ldd, n, nf, FMA);
+	C += f, D += f * ldd;
+	switch (F - f) {
+	case 5: cd_taps(C, ldc, X, ko, K, D, ldd, n, 5, FMA); break;
+	case 4: cd_taps(C, ldc, X, ko, K, D, ldd, n, 4, FMA); break;
+	case 3: cd_taps(C, ldc, X, ko, K, D, ldd, n, 3, FMA); break;
+	case 2: cd_taps(C, ldc, X, ko, K, D, ldd, n, 2, FMA); break;
+	case 1: cd_taps(C, ldc, X, ko, K, D, ldd, n, 1, FMA); break;
+	default: break;
+	}
+}
+
+#if HAVE_AVX2
+AVX2 static void cd_avx2(float *C, int ldc, const float *X, const int *ko,
+			 int K, const float *D, long ldd, int F, int n)
+{
+	cd_all(C, ldc, X, ko, K, D, ldd, F, n, MR, 1);
+}
+#endif
+
+void akk_smm_conv_rows_dw(float *C, int ldc, const float *X, const int *ko,
+			  int K, const float *D, long ldd, int F, int n)
+{
+#if HAVE_AVX2
+	if (avx2()) {
+		cd_avx2(C, ldc, X, ko, K, D, ldd, F, n);
+		return;
+	}
+#endif
+	cd_all(C, ldc, X, ko, K, D, ldd, F, n, 2, 0);
+}
+
 /* Rows i0..i0+7 of A (zeros past row M), columns j0..j0+7, transposed
  * into T's rows j0..j0+7 but the ones at N or past: unpack pairs of rows,
  * then pairs of pairs, then the 128-bit halves. Named variables, not

@@ -58,6 +58,18 @@ void akk_smm_conv_rows(float *Y, long ldy, const float *X, long xn,
 		       const int *ko, const float *W, const float *bias, int F,
 		       int K, int Ho, int Wo, int wq);
 
+/* A stride-1 convolution's weight gradient with the output pixels across
+ * the lanes, the transpose of akk_smm_conv_rows, for few filters:
+ * C[k ldc + f] += sum over p < n of X[ko[k] + p] D[f ldd + p] for the K
+ * taps k and the F filters f. D's rows are dy's, with its output rows wq
+ * apart and zeros between them (n = (Ho - 1) wq + Wo), so that pixel p
+ * reads the input at ko[k] + p; each sum runs in 8 lanes of partial sums
+ * over the whole vectors of p, then across them, then over the last p
+ * one at a time. Nothing is read past X[ko[k] + n) or a row of D's n
+ * floats. */
+void akk_smm_conv_rows_dw(float *C, int ldc, const float *X, const int *ko,
+			  int K, const float *D, long ldd, int F, int n);
+
 /* T = A^T between a product's layout and an image's: A is M x Np (row
  * stride lda; its rows M..Mp-1 count as zeros), and T's rows 0..N-1 (N <=
  * Np), columns 0..Mp-1 (row stride ldt) get A's columns 0..N-1. In blocks
