@@ -106,22 +106,32 @@ static void col2im(float *dx, const float *col, const struct geom *g,
 			       g->W * sizeof(*dx));
 }
 
-/* The sum of r[0..n): eight running sums (lane q adds r[8i + q]), which
- * the compiler keeps in vector registers, then the tail, then the lanes
- * pairwise. A fixed order, whatever the thread and the body (AVX2 keeps
- * the eight sums in one register; base/clones.h): the same bits every
- * run. */
+/* The sum of r[0..n): four sets of eight running sums (set s, lane q
+ * adds r[32i + 8s + q]: four chains of vector adds, not one waiting on
+ * each add), the blocks of 8 left into set 0, then the tail into its
+ * lanes, then the sets lane by lane, then the lanes pairwise. A fixed
+ * order, whatever the thread and the body (the compiler keeps each set
+ * in a vector register; base/clones.h): the same bits every run. */
 AKK_CLONES
 static float row_sum(const float *r, int n)
 {
-	float a[8] = { 0 }, t;
+	float a[8] = { 0 }, b[8] = { 0 }, c[8] = { 0 }, d[8] = { 0 }, t;
 	int j = 0;
 
+	for (; j + 32 <= n; j += 32)
+		for (int q = 0; q < 8; q++) {
+			a[q] += r[j + q];
+			b[q] += r[j + 8 + q];
+			c[q] += r[j + 16 + q];
+			d[q] += r[j + 24 + q];
+		}
 	for (; j + 8 <= n; j += 8)
 		for (int q = 0; q < 8; q++)
 			a[q] += r[j + q];
 	for (int q = 0; j < n; j++, q++)
 		a[q] += r[j];
+	for (int q = 0; q < 8; q++)
+		a[q] = (a[q] + b[q]) + (c[q] + d[q]);
 	t = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
 	return t;
 }
