@@ -512,6 +512,15 @@ static void smm_transpose_moves_every_value(void **unused)
 			}
 }
 
+/* Convolutions of stride 1 for the kernels with the output pixels across
+ * the lanes: C, Hq, Wq (the padded input), k, F; whole and partial
+ * vectors of a row, filter groups of every size, odd and even taps. */
+static const int rows_cases[][5] = {
+	{ 1, 32, 32, 5, 6 }, { 1, 32, 32, 5, 1 }, { 2, 9, 12, 3, 7 },
+	{ 3, 6, 20, 3, 13 }, { 1, 5, 9, 2, 2 }, { 2, 4, 4, 3, 5 },
+	{ 1, 3, 26, 3, 8 }, { 1, 2, 17, 1, 3 },
+};
+
 /* akk_smm_conv_rows (output pixels across the lanes) gives the bits of
  * akk_smm_ab_gather (filters across the lanes) started from the bias, for
  * whole and partial vectors of a row and filter groups of every size,
@@ -519,16 +528,11 @@ static void smm_transpose_moves_every_value(void **unused)
  * them) and writes only the outputs. */
 static void smm_conv_rows_matches_gathered(void **unused)
 {
-	static const int cases[][5] = {	/* C, Hq, Wq, k, F */
-		{ 1, 32, 32, 5, 6 }, { 1, 32, 32, 5, 1 }, { 2, 9, 12, 3, 7 },
-		{ 3, 6, 20, 3, 13 }, { 1, 5, 9, 2, 2 }, { 2, 4, 4, 3, 5 },
-		{ 1, 3, 26, 3, 8 }, { 1, 2, 17, 1, 3 },
-	};
-
 	(void)unused;
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		int C = cases[c][0], hq = cases[c][1], wq = cases[c][2], k = cases[c][3];
-		int F = cases[c][4], Ho = hq - k + 1, Wo = wq - k + 1, K = C * k * k;
+	for (size_t c = 0; c < sizeof(rows_cases) / sizeof(rows_cases[0]); c++) {
+		int C = rows_cases[c][0], hq = rows_cases[c][1], wq = rows_cases[c][2];
+		int k = rows_cases[c][3], F = rows_cases[c][4];
+		int Ho = hq - k + 1, Wo = wq - k + 1, K = C * k * k;
 		int hw = Ho * Wo, fp = akk_smm_pad(F), ldy = hw + 3, n = 0;
 		long xn = (long)C * hq * wq;
 		float *X = malloc(xn * sizeof(float)), *W = malloc((size_t)F * K * sizeof(float));
@@ -602,16 +606,11 @@ static float rows_dw_sum(float start, const float *x, const float *d, int n, int
  * ASan sees a read past them). */
 static void smm_conv_rows_dw_sums(void **unused)
 {
-	static const int cases[][5] = {	/* C, Hq, Wq, k, F */
-		{ 1, 32, 32, 5, 6 }, { 1, 32, 32, 5, 1 }, { 2, 9, 12, 3, 7 },
-		{ 3, 6, 20, 3, 13 }, { 1, 5, 9, 2, 2 }, { 2, 4, 4, 3, 5 },
-		{ 1, 3, 26, 3, 8 }, { 1, 2, 17, 1, 3 },
-	};
-
 	(void)unused;
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		int C = cases[c][0], hq = cases[c][1], wq = cases[c][2], k = cases[c][3];
-		int F = cases[c][4], Ho = hq - k + 1, Wo = wq - k + 1, K = C * k * k;
+	for (size_t c = 0; c < sizeof(rows_cases) / sizeof(rows_cases[0]); c++) {
+		int C = rows_cases[c][0], hq = rows_cases[c][1], wq = rows_cases[c][2];
+		int k = rows_cases[c][3], F = rows_cases[c][4];
+		int Ho = hq - k + 1, Wo = wq - k + 1, K = C * k * k;
 		int n = (Ho - 1) * wq + Wo, ldd = n + 3, ldc = F + 2, t = 0;
 		long xn = (long)C * hq * wq, dn = (long)(F - 1) * ldd + n;
 		float *X = malloc(xn * sizeof(float)), *D = malloc(dn * sizeof(float));
