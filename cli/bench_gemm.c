@@ -142,7 +142,10 @@ static int child_round(int round)
 	struct buffers b;
 	char lib[768];
 
+	/* one thread, as the header says: OpenBLAS's own default is a
+	 * thread per core */
 	akk_float_mode();
+	akk_blas_threads(1);
 	b.A = akk_alloc(SQUARE * SQUARE);
 	b.B = akk_alloc(SQUARE * SQUARE);
 	b.C = akk_alloc(SQUARE * SQUARE);

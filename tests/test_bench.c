@@ -2,12 +2,16 @@
  * --trace fails the command with the file's name, and the other file is
  * still closed and complete. Synthetic data (no data files), three steps.
  * Several modes take turns epoch by epoch, and time the gates alone. A
- * training set of 4 MiB or more is moved to huge pages. */
+ * training set of 4 MiB or more is moved to huge pages. --gemm times one
+ * thread. */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -230,6 +234,45 @@ static void training_set_in_huge_pages(void **state)
 	tu_rm_tree(dir);
 }
 
+/* bench --gemm times one thread, as it says: a round's child (the
+ * process the parent runs per kernel choice and round) takes about as
+ * much CPU as wall time. Before it set OpenBLAS to one thread, the
+ * library's default of a thread per core took 1.8x the wall time on two
+ * cores. */
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void gemm_products_on_one_thread(void **state)
+{
+	static char out[1 << 16], err[4096];
+	const char *argv[] = { tu_akkctl(), "bench", "--gemm", NULL };
+	struct rusage r0, r1;
+	double t, cpu;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	assert_int_equal(setenv("AKK_BENCH_GEMM_ROUND", "0", 1), 0);
+	getrusage(RUSAGE_CHILDREN, &r0);
+	t = now();
+	assert_int_equal(tu_run(argv, out, sizeof(out), err, sizeof(err)), 0);
+	t = now() - t;
+	getrusage(RUSAGE_CHILDREN, &r1);
+	unsetenv("AKK_BENCH_GEMM_ROUND");
+	cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+	      1e-6 * (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) +
+	      (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+	      1e-6 * (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+	tu_assert_contains(out, "library OpenBLAS");
+	if (cpu > 1.3 * t)
+		fail_msg("a round took %.2f s of CPU in %.2f s: more than one thread", cpu, t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +281,7 @@ int main(void)
 		cmocka_unit_test(modes_take_turns_epoch_by_epoch),
 		cmocka_unit_test(turns_time_the_gates_alone),
 		cmocka_unit_test(training_set_in_huge_pages),
+		cmocka_unit_test(gemm_products_on_one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
