@@ -629,7 +629,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, epochs_given = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":m:c:e:n:k:t:v:r:s:HVLPGh", opts, NULL)) != -1) {
@@ -639,6 +639,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		case 'e':
 			if (cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &b->epochs))
 				return cli_usage_error("bench");
+			epochs_given = 1;
 			break;
 		case 'n':
 			if (cli_parse_int("--steps", optarg, 1, 1 << 30, &b->steps))
@@ -667,6 +668,11 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 	}
 	if (cli_operands("bench", argc, argv))
 		return EXIT_USAGE;
+	if (epochs_given && b->steps) {	/* one or the other: --steps ran one epoch */
+		cli_errorf(EXIT_USAGE, "--epochs and --steps: give one (--steps N times N "
+			   "training batches a mode instead of epochs)");
+		return cli_usage_error("bench");
+	}
 	if (b->hops)
 		return bench_hops(200000);
 	if (strcmp(b->mode, "both") && akk_mode_parse(b->mode, NULL)) {

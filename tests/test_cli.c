@@ -623,6 +623,11 @@ static void missing_operand(void **state)
 	assert_rc(ak("check", g_cfg, "extra", NULL), 2);
 	tu_assert_prefix(g_err, "akkctl: unexpected argument 'extra'\n");
 	assert_rc(ak("train", g_cfg, "--epochs", "0", NULL), 2);
+	/* bench's repeats are epochs or a number of batches, not both */
+	assert_rc(ak("bench", "--config", g_cfg, "--epochs", "2", "--steps", "3", NULL), 2);
+	tu_assert_prefix(g_err, "akkctl: --epochs and --steps: give one (--steps N times N "
+			 "training batches a mode instead of epochs)\n");
+	assert_string_equal(g_out, "");
 }
 
 /* ---- 2. check ----------------------------------------------------------- */
