@@ -427,7 +427,7 @@ static void gathered_backward(const struct geom *g, float *dx, float *db,
 		const float *d = dy + (size_t)f * hw;
 		if (db)
 			db[f] += row_sum(d, hw);
-		if (!dx && !rows)	/* dy's padded rows are for dcol alone */
+		if (!dx && !rows)	/* dy's padded rows: for dcol and the rows' dW */
 			continue;
 		float *r = s->dyp + (size_t)f * ld;
 		int wq = g->s == 1 ? g->W + 2 * g->p : g->Wo;
